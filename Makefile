@@ -1,0 +1,49 @@
+# kafka-log-analytics — `make help` lists the targets.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+PYTEST_ARGS ?=
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+
+STAMP := $(VENV)/.installed
+SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/*.c)
+
+.PHONY: help setup test test-reference demo bench fuzz package samples clean
+
+help: ## Show this help
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-16s %s\n", $$1, $$2}'
+
+$(STAMP): $(SOURCES_FOR_INSTALL)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip setuptools wheel
+	$(PIP) install --quiet -e '.[spark,test]'
+	touch $(STAMP)
+
+setup: $(STAMP) ## Create .venv and install the package (with its compiled decoder) and test deps
+
+test: $(STAMP) ## Run the test suite (fast decoder; reference decoder parity included)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-reference: $(STAMP) ## Run the format tests with the reference decoder forced
+	KAFKA_FORMAT_DECODER=reference $(PY) -m pytest tests/format $(PYTEST_ARGS)
+
+demo: $(STAMP) ## Run the product on data_samples/ with local Spark and print where results are
+	$(VENV)/bin/klogs demo --out build/demo
+
+bench: $(STAMP) ## Decode/plan/scan benchmarks, written to BENCHMARKS.md
+	$(PY) -m benchmarks.run --out BENCHMARKS.md
+
+fuzz: $(STAMP) ## Longer coverage-guided fuzzing run
+	$(PY) -m pytest -m fuzz_long tests/fuzz $(PYTEST_ARGS)
+
+samples: $(STAMP) ## Regenerate data_samples/ with the writer
+	$(PY) data_samples/generate.py
+
+package: $(STAMP) ## Build the wheel and a packed virtualenv for spark-submit --archives
+	$(PY) -m pip wheel --no-deps -w dist .
+	$(PY) -m kafka_format.cli.package --wheel-dir dist --out dist/kla-env.tar.gz
+
+clean: ## Remove build outputs (keeps .venv)
+	rm -rf build dist *.egg-info kafka_format/*.so

@@ -1,0 +1,118 @@
+"""``klogs``: the command line of kafka-log-analytics (DESIGN.md §2, §4).
+
+Subcommands:
+
+* ``klogs dump FILES...`` — kafka-dump-log compatible text (or ``--json`` lines),
+  no Spark (:mod:`kafka_format.cli.dump`);
+* ``klogs demo --out DIR`` — what ``make demo`` runs (:mod:`kafka_format.cli.demo`);
+* ``klogs offsets|retention|compaction|audit|export ARGS`` — the same code as
+  ``spark-submit jobs/JOB.py ARGS``: the job module's ``main(argv)`` is called
+  with a local session.  A job whose module is not there yet is reported with
+  exit code 2.
+
+``main(argv=None) -> int`` never calls ``sys.exit`` itself; the console script
+wrapper does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+
+__all__ = ["main", "build_parser", "JOBS", "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1   # errors found in the input (dump) / findings at or above --fail-on (audit)
+EXIT_USAGE = 2      # could not run: bad arguments, missing module, unreadable input
+
+# Spark jobs of DESIGN.md §4, each a thin entry point ``jobs/<name>.py`` with ``main(argv) -> int``.
+JOBS: dict[str, str] = {
+    "offsets": "offset for timestamp per partition (ListOffsets semantics)",
+    "retention": "segments Kafka's retention pass would delete, and when",
+    "compaction": "what the log cleaner keeps, or the compacted table view",
+    "audit": "every kafka-dump-log check plus checkpoint/epoch/replica checks",
+    "export": "topic history to Parquet or Delta, incrementally",
+}
+
+_REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``klogs`` argument parser (dump and demo; job subcommands pass their args through)."""
+    from kafka_format.cli import demo, dump
+
+    parser = argparse.ArgumentParser(
+        prog="klogs",
+        description="Read, audit, compact, retain, look up and export Kafka log directories offline.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    dump.add_arguments(sub.add_parser(
+        "dump", help="print segment/index files like kafka-dump-log (no Spark)",
+        description="kafka-dump-log compatible output for .log, .index, .timeindex, .snapshot, "
+                    ".txnindex and KRaft .checkpoint files.",
+    ))
+    demo.add_arguments(sub.add_parser(
+        "demo", help="run the product on data_samples/ and print where results are",
+    ))
+    for name, text in JOBS.items():
+        sub.add_parser(name, help=text, add_help=False)
+    return parser
+
+
+def _find_job(name: str) -> Callable[[list[str]], int] | None:
+    """``main`` of ``jobs/<name>.py`` (beside the package, or under the working directory)."""
+    for root in (_REPO_ROOT, Path.cwd()):
+        path = root / "jobs" / f"{name}.py"
+        if not path.is_file():
+            continue
+        spec = importlib.util.spec_from_file_location(f"_klogs_job_{name}", path)
+        if spec is None or spec.loader is None:
+            continue
+        module: ModuleType = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        entry = getattr(module, "main", None)
+        if callable(entry):
+            return entry  # type: ignore[no-any-return]
+    return None
+
+
+def _run_job(name: str, argv: list[str]) -> int:
+    try:
+        entry = _find_job(name)
+    except ImportError as exc:
+        print(f"klogs: '{name}' is not available yet ({exc})", file=sys.stderr)
+        return EXIT_USAGE
+    if entry is None:
+        print(f"klogs: '{name}' is not available yet (jobs/{name}.py with main(argv) not found)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    result = entry(argv)
+    return int(result or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``klogs`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] in JOBS:
+        return _run_job(args_list[0], args_list[1:])
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except BrokenPipeError:  # `klogs dump ... | head`
+        # Python's documented recipe: point stdout at devnull so the flush at exit is silent.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK

@@ -1,0 +1,121 @@
+"""The record decoder: reference implementation and the chooser.
+
+:class:`Decoder` is the reference implementation (plain Python: the spec in code).
+``kafka_format.fast.FastDecoder`` subclasses it and overrides only the hot methods
+:meth:`Decoder.scan` and :meth:`Decoder.decode_v2_records`; everything else
+(decompression, legacy message sets, Arrow assembly, modes) is shared.
+
+:func:`get_decoder` picks the compiled decoder when it imports, unless the
+environment variable ``KAFKA_FORMAT_DECODER=reference`` pins the reference one.
+``IMPLEMENTATION`` says which one is active (``"fast"`` or ``"reference"``).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from kafka_format.errors import CompressionError, KafkaFormatError, UnsupportedFormatError
+from kafka_format.records import batch_v2, framing, legacy
+from kafka_format.records.columns import RecordColumns
+from kafka_format.records.framing import BatchTable
+
+__all__ = ["Decoder", "get_decoder", "decompress", "IMPLEMENTATION", "ENV_VAR"]
+
+ENV_VAR = "KAFKA_FORMAT_DECODER"
+_REFERENCE = "reference"
+_FAST = "fast"
+MAX_CODEC = 4
+
+
+def decompress(codec: int, data: bytes | memoryview, *, magic: int, max_output: int,
+               path: str | None, position: int | None) -> bytes:
+    """Decompress a batch payload through :mod:`kafka_format.compression`.
+
+    Errors carry ``path``/``position`` (the batch's position).
+    """
+    if codec > MAX_CODEC:
+        raise UnsupportedFormatError("unknown compression codec", path=path, position=position,
+                                     expected="codec 0-4", found=f"codec {codec}")
+    try:
+        from kafka_format import compression
+    except ImportError as exc:  # pragma: no cover - the module ships with the package
+        raise CompressionError("compression support is not available", path=path, position=position,
+                               expected="kafka_format.compression", found=str(exc)) from exc
+    try:
+        return compression.decompress(codec, bytes(data), magic=magic, max_output=max_output,
+                                      path=path, position=position)
+    except KafkaFormatError as exc:
+        if exc.position is None or exc.path != path:
+            raise locate(exc, path=path, position=position if exc.position is None else exc.position)
+        raise
+
+
+def locate(exc: KafkaFormatError, *, path: str | None, position: int | None) -> KafkaFormatError:
+    """A copy of ``exc`` placed at ``path``/``position`` (cause chained)."""
+    err = type(exc)(exc.reason, path=path, position=position, expected=exc.expected, found=exc.found,
+                    base_offset=exc.base_offset, code=exc.code)
+    err.__cause__ = exc
+    return err
+
+
+class Decoder:
+    """Reference decoder (see the module doc and ARCHITECTURE.md "Decoder contract")."""
+
+    name = _REFERENCE
+
+    def scan(self, buf: bytes | bytearray | memoryview, *, start: int = 0, end: int | None = None,
+             path: str | None = None, verify_crc: bool = True) -> BatchTable:
+        """Walk the framed entries of ``buf[start:end]`` (spec §2.1); positions relative to ``buf``."""
+        return framing.scan_entries(buf, start=start, end=end, path=path, verify_crc=verify_crc)
+
+    def decode_v2_records(self, payloads: Sequence[bytes | memoryview], table: BatchTable,
+                          rows: Sequence[int]) -> RecordColumns:
+        """Decode the records of v2 batches ``rows``; ``payloads[i]`` is the records region of ``rows[i]``."""
+        return batch_v2.decode_batches(payloads, table, rows)
+
+    def decode_legacy(self, buf: bytes | memoryview, table: BatchTable, rows: Sequence[int], *,
+                      path: str | None, verify_crc: bool, max_decompressed: int) -> RecordColumns:
+        """Decode magic 0/1 entries ``rows`` (shared by both decoders)."""
+
+        def _decompress(codec: int, data: bytes, magic: int, position: int) -> bytes:
+            return decompress(codec, data, magic=magic, max_output=max_decompressed, path=path,
+                              position=position)
+
+        return legacy.decode_entries(buf, table, rows, path=path, verify_crc=verify_crc,
+                                     decompress=_decompress)
+
+
+_chosen: Decoder | None = None
+_implementation: str | None = None
+
+
+def _choose() -> tuple[Decoder, str]:
+    if os.environ.get(ENV_VAR, "").strip().lower() == _REFERENCE:
+        return Decoder(), _REFERENCE
+    try:
+        from kafka_format.fast import FastDecoder
+    except ImportError as exc:
+        if isinstance(exc, ModuleNotFoundError) and exc.name == "kafka_format.fast":
+            return Decoder(), _REFERENCE  # no compiled decoder in this build
+        warnings.warn(f"kafka_format: compiled decoder unavailable ({exc}); using the slower "
+                      f"reference decoder", RuntimeWarning, stacklevel=3)
+        return Decoder(), _REFERENCE
+    return FastDecoder(), _FAST
+
+
+def get_decoder() -> Decoder:
+    """The active decoder (compiled when available; see ``IMPLEMENTATION``)."""
+    global _chosen, _implementation
+    if _chosen is None:
+        _chosen, _implementation = _choose()
+    return _chosen
+
+
+def __getattr__(name: str) -> Any:
+    if name == "IMPLEMENTATION":
+        get_decoder()
+        return _implementation
+    raise AttributeError(f"module 'kafka_format.decoder' has no attribute {name!r}")

@@ -1,0 +1,362 @@
+"""KRaft ``__cluster_metadata`` records and a replay into a metadata view.
+
+Record value framing (``server-common/.../serialization/AbstractApiMessageSerde.java``,
+``metadata/.../MetadataRecordSerde.java``); metadata records have no key::
+
+    frame version   unsigned varint   must be 1 (0 = the 2.8 preview format, rejected)
+    api key         unsigned varint   record type (``apiKey`` of the schema), <= 0x7fff
+    version         unsigned varint   record version, <= 0x7fff
+    message         the record at that version (all metadata records are flexible)
+    (no trailing bytes allowed)
+
+:func:`decode_metadata_record` returns DumpLogSegments' ``--cluster-metadata-decoder``
+shape ``{"type": "TOPIC_RECORD", "version": 0, "data": {...}}`` (the type is the
+``MetadataRecordType`` enum name).  An api key this library has no schema for
+is kept generically: ``{"type": "UNKNOWN", "apiKey": k, "version": v, "data": None,
+"raw": <message bytes>}``.
+
+Pre-release layouts: Kafka trunk builds of November 2023 wrote ``PartitionRecord`` /
+``PartitionChangeRecord`` v1 with the KIP-966 ELR tagged fields and v2 with
+``Directories``; 3.7.0 swapped the two (KAFKA-15922).  Released Kafka cannot read
+those records; when the released schema fails, the variant schema (``Name@trunk-2023-11``)
+is tried and the result carries ``"_schemaVariant": "trunk-2023-11"`` (not in JSON).
+
+:func:`replay_cluster_metadata` folds records the way ``MetadataDelta`` does
+(``TopicsDelta``, ``PartitionRegistration.merge``, ``ConfigurationsDelta``) into
+a :class:`ClusterMetadataView`: topics (name ↔ id), partitions (replicas, isr,
+leader, leader epoch, partition epoch) and configs per resource.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from kafka_format.errors import InternalTopicFormatError
+from kafka_format.internal.protocol import (
+    VERSION_MAX,
+    Reader,
+    write_uvarint,
+    read_message,
+    to_json,
+    write_message,
+)
+from kafka_format.internal.schemas import SCHEMAS
+
+__all__ = [
+    "METADATA_RECORD_TYPES",
+    "FRAME_VERSION",
+    "RESOURCE_TYPE_TOPIC",
+    "RESOURCE_TYPE_BROKER",
+    "record_type_name",
+    "decode_metadata_record",
+    "format_metadata_record",
+    "encode_metadata_record",
+    "encode_topic_record",
+    "encode_partition_record",
+    "encode_config_record",
+    "PartitionState",
+    "ClusterMetadataView",
+    "replay_cluster_metadata",
+    "replay_record_batches",
+    "load_cluster_metadata",
+]
+
+FRAME_VERSION = 1  # AbstractApiMessageSerde.DEFAULT_FRAME_VERSION
+NO_LEADER_CHANGE = -2  # PartitionChangeRecord.Leader default
+RESOURCE_TYPE_TOPIC = 2  # ConfigResource.Type.TOPIC
+RESOURCE_TYPE_BROKER = 4  # ConfigResource.Type.BROKER
+UNKNOWN_TYPE = "UNKNOWN"
+
+#: api key → schema name, for every metadata record schema shipped
+METADATA_RECORD_TYPES: dict[int, str] = {
+    int(doc["apiKey"]): name for name, doc in SCHEMAS.items()
+    if doc.get("type") == "metadata" and "apiKey" in doc and "@" not in name
+}
+#: schema name → pre-release variants ("Name@variant") tried when the released schema fails
+SCHEMA_VARIANTS: dict[str, list[str]] = {}
+for _name in SCHEMAS:
+    if "@" in _name:
+        SCHEMA_VARIANTS.setdefault(_name.split("@", 1)[0], []).append(_name)
+VARIANT_KEY = "_schemaVariant"
+
+
+@functools.lru_cache(maxsize=None)
+def record_type_name(schema_name: str) -> str:
+    """``MetadataRecordType`` enum name: ``MessageGenerator.toSnakeCase(name).toUpperCase()``."""
+    out = []
+    prev_upper = True
+    for ch in schema_name:
+        if ch.isupper():
+            if not prev_upper:
+                out.append("_")
+            out.append(ch.lower())
+            prev_upper = True
+        else:
+            out.append(ch)
+            prev_upper = False
+    return "".join(out).upper()
+
+
+def decode_metadata_record(value: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """Value bytes of a metadata record → ``{"type", "version", "data"}`` (see module doc)."""
+    r = Reader(value, 0, "metadata record")
+    start = r.pos
+    frame = r.uvarint("frame version")
+    if frame != FRAME_VERSION:
+        raise r.fail("unsupported metadata record frame version", f"frame version {FRAME_VERSION}",
+                     str(frame), start)
+    fields = []
+    for what in ("type", "version"):
+        pos = r.pos
+        v = r.uvarint(what)
+        if v > VERSION_MAX or v < 0:
+            raise r.fail(f"value for {what} was too large", f"{what} <= {VERSION_MAX}", str(v), pos)
+        fields.append(v)
+    api_key, version = fields
+    name = METADATA_RECORD_TYPES.get(api_key)
+    if name is None:
+        return {"type": UNKNOWN_TYPE, "apiKey": api_key, "version": version, "data": None,
+                "raw": bytes(r.data[r.pos:])}
+    out: dict[str, Any] = {"type": record_type_name(name), "version": version}
+    try:
+        out["data"], _ = read_message(name, r.data, version, offset=r.pos, require_end=True)
+    except InternalTopicFormatError:
+        for variant in SCHEMA_VARIANTS.get(name, ()):
+            try:
+                out["data"], _ = read_message(variant, r.data, version, offset=r.pos, require_end=True)
+            except InternalTopicFormatError:
+                continue
+            out[VARIANT_KEY] = variant.split("@", 1)[1]
+            return out
+        raise
+    return out
+
+
+def format_metadata_record(value: bytes | bytearray | memoryview | None, offset: int) -> str:
+    """The payload text of ``kafka-dump-log --cluster-metadata-decoder`` (no key is printed).
+
+    The decoded JSON, or ``"Error at <offset>, skipping. <reason>"`` as
+    ``ClusterMetadataLogMessageParser`` prints for a record it cannot read
+    (including api keys it does not know; the reason's wording is ours).
+    """
+    if value is None:
+        return f"Error at {offset}, skipping. metadata record without a value"
+    try:
+        d = decode_metadata_record(value)
+    except InternalTopicFormatError as e:
+        return f"Error at {offset}, skipping. {e.reason}"
+    if d["type"] == UNKNOWN_TYPE:
+        return f"Error at {offset}, skipping. Unknown metadata id {d['apiKey']}"
+    return to_json(d)
+
+
+def encode_metadata_record(schema_name: str, data: dict[str, Any], version: int = 0) -> bytes:
+    """Frame + record bytes (``AbstractApiMessageSerde.write``)."""
+    api_key = int(SCHEMAS[schema_name]["apiKey"])
+    return (write_uvarint(FRAME_VERSION) + write_uvarint(api_key) + write_uvarint(version)
+            + write_message(schema_name, data, version))
+
+
+def encode_topic_record(name: str, topic_id: str) -> bytes:
+    """``TopicRecord`` v0 (``topic_id`` in Kafka's base64 ``Uuid`` form)."""
+    return encode_metadata_record("TopicRecord", {"name": name, "topicId": topic_id}, 0)
+
+
+def encode_partition_record(topic_id: str, partition: int, replicas: list[int], isr: list[int],
+                            leader: int, leader_epoch: int = 0, partition_epoch: int = 0, *,
+                            version: int = 0, directories: list[str] | None = None) -> bytes:
+    """``PartitionRecord`` v0..v2 (v1+ carries one directory id per replica)."""
+    data: dict[str, Any] = {
+        "partitionId": partition, "topicId": topic_id, "replicas": list(replicas), "isr": list(isr),
+        "removingReplicas": [], "addingReplicas": [], "leader": leader, "leaderEpoch": leader_epoch,
+        "partitionEpoch": partition_epoch,
+    }
+    if version >= 1:
+        data["directories"] = list(directories) if directories is not None else [
+            "AAAAAAAAAAAAAAAAAAAAAA"] * len(replicas)
+    return encode_metadata_record("PartitionRecord", data, version)
+
+
+def encode_config_record(resource_type: int, resource_name: str, name: str, value: str | None) -> bytes:
+    """``ConfigRecord`` v0 (``value`` None deletes the config)."""
+    return encode_metadata_record("ConfigRecord", {
+        "resourceType": resource_type, "resourceName": resource_name, "name": name, "value": value}, 0)
+
+
+# --------------------------------------------------------------------------- replay
+
+
+@dataclass(slots=True)
+class PartitionState:
+    """A partition's registration (``PartitionRegistration``)."""
+
+    topic_id: str
+    partition: int
+    replicas: list[int]
+    isr: list[int]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    removing_replicas: list[int] = field(default_factory=list)
+    adding_replicas: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ClusterMetadataView:
+    """Result of :func:`replay_cluster_metadata`."""
+
+    topic_ids: dict[str, str] = field(default_factory=dict)  # name → topic id
+    topic_names: dict[str, str] = field(default_factory=dict)  # topic id → name
+    partitions: dict[tuple[str, int], PartitionState] = field(default_factory=dict)  # (topic id, p)
+    configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)  # (resource type, name)
+    records: int = 0
+    unknown_records: int = 0
+    last_offset: int = -1  # highest log offset replayed (replay_record_batches)
+    orphan_changes: int = 0  # PartitionChangeRecords for partitions not seen (log read from the middle)
+
+    def topic_configs(self, topic: str) -> dict[str, str]:
+        """Topic-level config overrides of ``topic`` (resource type 2)."""
+        return dict(self.configs.get((RESOURCE_TYPE_TOPIC, topic), {}))
+
+    def broker_configs(self, broker: int | str = "") -> dict[str, str]:
+        """Broker config overrides (resource name ``""`` = cluster-wide default)."""
+        return dict(self.configs.get((RESOURCE_TYPE_BROKER, str(broker)), {}))
+
+    def partitions_of(self, topic: str) -> dict[int, PartitionState]:
+        """Partition registrations of ``topic`` by partition id."""
+        tid = self.topic_ids.get(topic)
+        return {p: s for (t, p), s in self.partitions.items() if t == tid}
+
+
+def replay_cluster_metadata(
+        records: Iterable[bytes | bytearray | memoryview | dict[str, Any]],
+        view: ClusterMetadataView | None = None) -> ClusterMetadataView:
+    """Fold metadata records (value bytes or decoded dicts, in log order) into a view.
+
+    Start from a snapshot by replaying its records first (pass the same ``view``
+    on to continue).  Control records do not belong here (callers skip control batches).
+    A PartitionChangeRecord for an unknown partition (a log whose older segments
+    were deleted) is counted in ``orphan_changes`` and skipped, where the broker
+    would fail.  Malformed bytes raise :class:`InternalTopicFormatError`.
+    """
+    view = view if view is not None else ClusterMetadataView()
+    for rec in records:
+        d = rec if isinstance(rec, dict) else decode_metadata_record(rec)
+        view.records += 1
+        kind = d["type"]
+        data = d.get("data") or {}
+        if kind == "TOPIC_RECORD":
+            view.topic_ids[data["name"]] = data["topicId"]
+            view.topic_names[data["topicId"]] = data["name"]
+        elif kind == "PARTITION_RECORD":
+            key = (data["topicId"], data["partitionId"])
+            view.partitions[key] = PartitionState(
+                data["topicId"], data["partitionId"], list(data["replicas"]), list(data["isr"]),
+                data["leader"], data["leaderEpoch"], data["partitionEpoch"],
+                list(data["removingReplicas"]), list(data["addingReplicas"]))
+        elif kind == "PARTITION_CHANGE_RECORD":
+            _merge_partition_change(view, data)
+        elif kind == "REMOVE_TOPIC_RECORD":
+            tid = data["topicId"]
+            name = view.topic_names.pop(tid, None)
+            if name is not None and view.topic_ids.get(name) == tid:
+                del view.topic_ids[name]
+                view.configs.pop((RESOURCE_TYPE_TOPIC, name), None)
+            for key in [k for k in view.partitions if k[0] == tid]:
+                del view.partitions[key]
+        elif kind == "CONFIG_RECORD":
+            res = (data["resourceType"], data["resourceName"])
+            if data["value"] is None:
+                cfg = view.configs.get(res)
+                if cfg is not None:
+                    cfg.pop(data["name"], None)
+                    if not cfg:
+                        del view.configs[res]
+            else:
+                view.configs.setdefault(res, {})[data["name"]] = data["value"]
+        elif kind == UNKNOWN_TYPE:
+            view.unknown_records += 1
+    return view
+
+
+def _merge_partition_change(view: ClusterMetadataView, data: dict[str, Any]) -> None:
+    """``PartitionRegistration.merge``: absent (null) fields keep their value."""
+    key = (data["topicId"], data["partitionId"])
+    cur = view.partitions.get(key)
+    if cur is None:  # Kafka fails here; a partial log (segments deleted) legitimately lacks it
+        view.orphan_changes += 1
+        return
+    if data.get("replicas") is not None:
+        cur.replicas = list(data["replicas"])
+    if data.get("isr") is not None:
+        cur.isr = list(data["isr"])
+    if data.get("removingReplicas") is not None:
+        cur.removing_replicas = list(data["removingReplicas"])
+    if data.get("addingReplicas") is not None:
+        cur.adding_replicas = list(data["addingReplicas"])
+    leader = data.get("leader", NO_LEADER_CHANGE)
+    if leader != NO_LEADER_CHANGE:
+        cur.leader = leader
+        cur.leader_epoch += 1
+    cur.partition_epoch += 1
+
+
+def replay_record_batches(batches: Iterable[Any], view: ClusterMetadataView | None = None, *,
+                          min_offset: int = 0) -> ClusterMetadataView:
+    """Fold record batches of a metadata log (Arrow ``RECORD_SCHEMA``: ``value``, ``isControl``,
+    ``offset`` columns, as :func:`kafka_format.api.decode_file` yields) into a view.
+
+    Control records are skipped, and so are records below ``min_offset``.
+    """
+    view = view if view is not None else ClusterMetadataView()
+    for batch in batches:
+        offsets = batch.column("offset").to_pylist()
+        controls = batch.column("isControl").to_pylist()
+        values = batch.column("value").to_pylist()
+        for offset, control, value in zip(offsets, controls, values):
+            if control or offset < min_offset:
+                continue
+            if value is None:
+                raise InternalTopicFormatError("metadata record without a value", expected="a value",
+                                               found="null")
+            replay_cluster_metadata((value,), view)
+            view.last_offset = max(view.last_offset, offset)
+    return view
+
+
+def load_cluster_metadata(partition_dir: str | os.PathLike[str]) -> ClusterMetadataView:
+    """Replay a local ``__cluster_metadata-0`` directory as the controller would on start-up.
+
+    The latest snapshot ``<endOffset>-<epoch>.checkpoint`` (records below
+    ``endOffset``) is replayed first, then the ``.log`` records at or after its end
+    offset, segment by segment.  Without a snapshot the log is replayed from its
+    first segment (a log whose early segments are gone gives a partial view; see
+    ``orphan_changes``).
+    """
+    from kafka_format.api import decode_file  # the record decoder; imported late (layering)
+
+    directory = Path(partition_dir)
+    view = ClusterMetadataView()
+    snapshots = sorted(directory.glob("*.checkpoint"), key=lambda p: _snapshot_end(p.name))
+    start = 0
+    if snapshots:
+        latest = snapshots[-1]
+        start = _snapshot_end(latest.name)
+        replay_record_batches(decode_file(latest), view)
+        view.last_offset = start - 1  # snapshot batches carry their own offsets
+    for log in sorted(directory.glob("*.log"), key=lambda p: int(p.stem)):
+        replay_record_batches(decode_file(log), view, min_offset=start)
+    return view
+
+
+def _snapshot_end(name: str) -> int:
+    """End offset of a snapshot file ``<20-digit offset>-<10-digit epoch>.checkpoint``."""
+    head = name.split("-", 1)[0]
+    if not head.isdigit():
+        raise InternalTopicFormatError("not a KRaft snapshot file name",
+                                       expected="<offset>-<epoch>.checkpoint", found=name)
+    return int(head)

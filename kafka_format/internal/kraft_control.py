@@ -1,0 +1,113 @@
+"""Values of KRaft control records (spec §2.4; ``ControlRecordUtils.java``).
+
+A control record's key names its type (``ControlRecordType``); its value is a
+flexible Kafka message read at version 0 (``ControlRecordUtils.*_CURRENT_VERSION``)
+whose first field is its own int16 ``version``::
+
+    2 LEADER_CHANGE     LeaderChangeMessage   {version, leaderId, voters[], grantingVoters[]}
+    3 SNAPSHOT_HEADER   SnapshotHeaderRecord  {version, lastContainedLogTimestamp}
+    4 SNAPSHOT_FOOTER   SnapshotFooterRecord  {version}
+    5 KRAFT_VERSION     KRaftVersionRecord    {version, kRaftVersion}
+    6 KRAFT_VOTERS      VotersRecord          {version, voters[{voterId, voterDirectoryId,
+                                              endpoints[], kRaftVersionFeature}]}
+
+:func:`format_kraft_control` renders the fragment ``kafka-dump-log`` prints after
+the record metadata (``DumpLogSegments.dumpLog``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_format.errors import InternalTopicFormatError
+from kafka_format.internal.protocol import read_message, to_json, write_message
+
+__all__ = [
+    "CONTROL_VALUE_SCHEMAS",
+    "CONTROL_TYPE_NAMES",
+    "CONTROL_READ_VERSION",
+    "decode_kraft_control_value",
+    "decode_leader_change",
+    "decode_snapshot_header",
+    "decode_snapshot_footer",
+    "decode_kraft_version",
+    "decode_voters",
+    "encode_kraft_control_value",
+    "format_kraft_control",
+]
+
+LEADER_CHANGE = 2
+SNAPSHOT_HEADER = 3
+SNAPSHOT_FOOTER = 4
+KRAFT_VERSION = 5
+KRAFT_VOTERS = 6
+
+#: control type id → value schema
+CONTROL_VALUE_SCHEMAS: dict[int, str] = {
+    LEADER_CHANGE: "LeaderChangeMessage",
+    SNAPSHOT_HEADER: "SnapshotHeaderRecord",
+    SNAPSHOT_FOOTER: "SnapshotFooterRecord",
+    KRAFT_VERSION: "KRaftVersionRecord",
+    KRAFT_VOTERS: "VotersRecord",
+}
+#: ``ControlRecordType`` names
+CONTROL_TYPE_NAMES: dict[int, str] = {
+    0: "ABORT", 1: "COMMIT", LEADER_CHANGE: "LEADER_CHANGE", SNAPSHOT_HEADER: "SNAPSHOT_HEADER",
+    SNAPSHOT_FOOTER: "SNAPSHOT_FOOTER", KRAFT_VERSION: "KRAFT_VERSION", KRAFT_VOTERS: "KRAFT_VOTERS",
+}
+CONTROL_READ_VERSION = 0  # ControlRecordUtils.*_CURRENT_VERSION
+_DUMP_LABELS = {SNAPSHOT_HEADER: "SnapshotHeader", SNAPSHOT_FOOTER: "SnapshotFooter",
+                KRAFT_VERSION: "KRaftVersion", KRAFT_VOTERS: "KRaftVoters"}
+
+
+def decode_kraft_control_value(control_type: int, value: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """Value of a KRaft control record of type ``control_type`` (2..6) as a dict."""
+    name = CONTROL_VALUE_SCHEMAS.get(control_type)
+    if name is None:
+        raise InternalTopicFormatError("not a KRaft control record type", expected="type 2..6",
+                                       found=str(control_type))
+    data, _ = read_message(name, value, CONTROL_READ_VERSION)
+    return data
+
+
+def decode_leader_change(value: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """``LeaderChangeMessage``."""
+    return decode_kraft_control_value(LEADER_CHANGE, value)
+
+
+def decode_snapshot_header(value: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """``SnapshotHeaderRecord``."""
+    return decode_kraft_control_value(SNAPSHOT_HEADER, value)
+
+
+def decode_snapshot_footer(value: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """``SnapshotFooterRecord``."""
+    return decode_kraft_control_value(SNAPSHOT_FOOTER, value)
+
+
+def decode_kraft_version(value: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """``KRaftVersionRecord``."""
+    return decode_kraft_control_value(KRAFT_VERSION, value)
+
+
+def decode_voters(value: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """``VotersRecord``."""
+    return decode_kraft_control_value(KRAFT_VOTERS, value)
+
+
+def encode_kraft_control_value(control_type: int, data: dict[str, Any]) -> bytes:
+    """Value bytes of a KRaft control record (written at version 0)."""
+    return write_message(CONTROL_VALUE_SCHEMAS[control_type], data, CONTROL_READ_VERSION)
+
+
+def format_kraft_control(control_type: int, value: bytes | bytearray | memoryview) -> str:
+    """The text kafka-dump-log appends for a KRaft control record.
+
+    `` SnapshotHeader {json}``, `` SnapshotFooter {json}``, `` KRaftVersion {json}``,
+    `` KRaftVoters {json}``; a leader change prints `` controlType: LEADER_CHANGE(2)``.
+    """
+    label = _DUMP_LABELS.get(control_type)
+    if label is None:
+        name = CONTROL_TYPE_NAMES.get(control_type, "UNKNOWN")
+        return f" controlType: {name}({control_type})"
+    return f" {label} {to_json(decode_kraft_control_value(control_type, value))}"

@@ -1,0 +1,51 @@
+"""Shared fixtures: real broker data from ../shared, one Spark session per run."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("KLA_SHARED_DIR", REPO.parent / "shared"))
+REALDATA = SHARED / "realdata"
+SAMPLES = REPO / "data_samples"
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from kafka_format import decoder
+
+    return [
+        f"kafka_format decoder: {decoder.IMPLEMENTATION}",
+        f"realdata: {REALDATA if REALDATA.is_dir() else 'absent (tests that need it skip)'}",
+    ]
+
+
+@pytest.fixture(scope="session")
+def realdata() -> Path:
+    """Root of ../shared/realdata (15 sets of real broker files); skips when absent."""
+    if not REALDATA.is_dir():
+        pytest.skip(f"real broker data not found at {REALDATA} (../shared is not beside the repo)")
+    return REALDATA
+
+
+def realdata_logs() -> list[Path]:
+    """Every non-empty .log under realdata (for parametrisation; empty list when absent)."""
+    if not REALDATA.is_dir():
+        return []
+    return sorted(p for p in REALDATA.rglob("*.log") if p.stat().st_size > 0)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the whole run (starting one costs ~10 s)."""
+    pytest.importorskip("pyspark")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from kafka_format.spark.session import build_session
+
+    session = build_session(master="local[2]", profile="test")
+    yield session
+    session.stop()
