@@ -33,7 +33,7 @@ demo: $(STAMP) ## Run the product on data_samples/ with local Spark and print wh
 	$(VENV)/bin/klogs demo --out build/demo
 
 bench: $(STAMP) ## Decode/plan/scan benchmarks, written to BENCHMARKS.md
-	$(PY) -m benchmarks.run --out BENCHMARKS.md
+	$(PY) tests/benchmarks/run.py --out BENCHMARKS.md
 
 fuzz: $(STAMP) ## Longer coverage-guided fuzzing run
 	$(PY) -m pytest -m fuzz_long tests/fuzz $(PYTEST_ARGS)

@@ -21,7 +21,7 @@ import sys
 import venv
 from pathlib import Path
 
-EXECUTOR_EXTRAS = ["pandas>=2.2,<4"]
+EXECUTOR_EXTRAS = ["pandas>=2.2,<3"]
 
 
 def build_archive(wheel_dir: Path, out: Path, work: Path) -> Path:

@@ -1,0 +1,1128 @@
+/*
+ * kafka_format._fastdecode: the compiled columnar hot loop of kafka_format.fast.
+ *
+ * Two entry points, each one C call per file chunk (never per batch or record):
+ *
+ *   scan(buf, start, end, verify_crc)      walk the framed log entries (spec 2.1,
+ *                                          FileLogInputStream.nextBatch) and verify
+ *                                          the v2 CRC-32C of every complete entry;
+ *   decode_v2(payloads, meta)              decode the records of many v2 batches
+ *                                          (spec 2.2-2.3, DefaultRecord.readFrom)
+ *                                          straight into column buffers.
+ *
+ * Output buffers are `Buffer` objects (malloc'd memory exposed through the buffer
+ * protocol), wrapped zero-copy by numpy/pyarrow in fast.py.  Every size that drives
+ * an allocation is bounded by the input bytes that back it.  Format violations are
+ * reported as FormatViolation(batch_index, code, payload_offset); fast.py turns
+ * them into the reference decoder's kafka_format.errors exception.
+ *
+ * v2 record layout (clients/.../record/DefaultRecord.java):
+ *   length          varint   bytes of the rest of the record
+ *   attributes      int8     unused
+ *   timestampDelta  varlong
+ *   offsetDelta     varint
+ *   keyLength       varint   negative = null key (DefaultRecord: keySize >= 0 reads a key)
+ *   key             bytes
+ *   valueLength     varint   negative = null value
+ *   value           bytes
+ *   headerCount     varint   >= 0, <= remaining bytes
+ *   headers         keyLength varint (>= 0), key (UTF-8), valueLength varint (< 0 = null), value
+ * Varints are zigzag LEB128 (ByteUtils.readVarint <= 5 bytes, readVarlong <= 10 bytes).
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ constants */
+
+/* Framing (Records.java / DefaultRecordBatch.java). */
+#define LOG_OVERHEAD 12             /* offset int64 + size int32 */
+#define HEADER_SIZE_UP_TO_MAGIC 17  /* Records.HEADER_SIZE_UP_TO_MAGIC */
+#define MAGIC_OFFSET 16
+#define MIN_ENTRY_SIZE 14           /* LegacyRecord.RECORD_OVERHEAD_V0 */
+#define V2_CRC_OFFSET 17
+#define V2_ATTRIBUTES_OFFSET 21
+#define V2_HEADER_SIZE 61           /* DefaultRecordBatch.RECORD_BATCH_OVERHEAD */
+#define MIN_V2_RECORD_SIZE 7        /* smallest encodable record: seven one-byte fields */
+
+#define SCAN_INITIAL_ENTRIES 512
+
+/* crc_valid values written by scan. */
+#define CRC_NOT_CHECKED 2
+
+/* scan status. */
+#define SCAN_END 0                  /* stopped: <= 17 bytes left or partial trailing entry */
+#define SCAN_ZERO_TAIL 1            /* stopped: size < 14 and every remaining byte is zero */
+#define SCAN_CORRUPT_SIZE 2         /* stopped: size < 14 with non-zero bytes */
+
+/* decode_v2 meta columns (int64 each, one row per batch). */
+enum {
+    META_ROW, META_BASE_OFFSET, META_BASE_TIMESTAMP, META_MAX_TIMESTAMP,
+    META_BASE_SEQUENCE, META_COUNT, META_FLAGS, META_NCOLS
+};
+#define FLAG_LOG_APPEND_TIME 1
+#define NO_SEQUENCE (-1)
+
+/* ------------------------------------------------------------------ CRC-32C */
+
+#define CRC32C_POLY 0x82F63B78u     /* Castagnoli, reflected */
+#define CRC_LONG 8192               /* block size of the 3-way interleaved hardware loop */
+#define CRC_SHORT 256
+
+static uint32_t crc_table[8][256];            /* slicing-by-8 */
+static uint32_t crc_zeros_long[4][256];       /* register shift by CRC_LONG zero bytes */
+static uint32_t crc_zeros_short[4][256];      /* register shift by CRC_SHORT zero bytes */
+static int crc_have_hw = 0;
+
+/* Advance a raw CRC register over n zero bytes, bytewise (init only). */
+static uint32_t crc_feed_zeros_slow(uint32_t reg, size_t n)
+{
+    while (n--)
+        reg = crc_table[0][reg & 0xff] ^ (reg >> 8);
+    return reg;
+}
+
+/* Tabulate the linear map reg -> reg advanced over n zero bytes. */
+static void crc_make_shift_table(uint32_t table[4][256], size_t n)
+{
+    uint32_t basis[32];
+    for (int bit = 0; bit < 32; bit++)
+        basis[bit] = crc_feed_zeros_slow((uint32_t)1 << bit, n);
+    for (int k = 0; k < 4; k++) {
+        for (int b = 0; b < 256; b++) {
+            uint32_t v = 0;
+            for (int i = 0; i < 8; i++)
+                if (b & (1 << i))
+                    v ^= basis[8 * k + i];
+            table[k][b] = v;
+        }
+    }
+}
+
+static inline uint32_t crc_shift(const uint32_t table[4][256], uint32_t reg)
+{
+    return table[0][reg & 0xff] ^ table[1][(reg >> 8) & 0xff] ^
+           table[2][(reg >> 16) & 0xff] ^ table[3][reg >> 24];
+}
+
+static void crc_init(void)
+{
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ CRC32C_POLY : c >> 1;
+        crc_table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = crc_table[0][n];
+        for (int k = 1; k < 8; k++) {
+            c = crc_table[0][c & 0xff] ^ (c >> 8);
+            crc_table[k][n] = c;
+        }
+    }
+    crc_make_shift_table(crc_zeros_long, CRC_LONG);
+    crc_make_shift_table(crc_zeros_short, CRC_SHORT);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    crc_have_hw = __builtin_cpu_supports("sse4.2");
+#endif
+}
+
+static inline uint64_t load_le64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+/* Portable slicing-by-8 over a raw register. */
+static uint32_t crc32c_sw(uint32_t reg, const unsigned char *p, size_t n)
+{
+    while (n && ((uintptr_t)p & 7)) {
+        reg = crc_table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
+        n--;
+    }
+    while (n >= 8) {
+        uint64_t w = load_le64(p) ^ reg;
+        reg = crc_table[7][w & 0xff] ^ crc_table[6][(w >> 8) & 0xff] ^
+              crc_table[5][(w >> 16) & 0xff] ^ crc_table[4][(w >> 24) & 0xff] ^
+              crc_table[3][(w >> 32) & 0xff] ^ crc_table[2][(w >> 40) & 0xff] ^
+              crc_table[1][(w >> 48) & 0xff] ^ crc_table[0][w >> 56];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        reg = crc_table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
+    return reg;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* SSE4.2 crc32 instructions; three independent streams hide the 3-cycle latency. */
+__attribute__((target("sse4.2")))
+static uint32_t crc32c_hw(uint32_t reg, const unsigned char *p, size_t n)
+{
+    uint64_t c0 = reg;
+    while (n && ((uintptr_t)p & 7)) {
+        c0 = __builtin_ia32_crc32qi((uint32_t)c0, *p++);
+        n--;
+    }
+    while (n >= 3 * CRC_LONG) {
+        uint64_t c1 = 0, c2 = 0;
+        const unsigned char *end = p + CRC_LONG;
+        do {
+            c0 = __builtin_ia32_crc32di(c0, load_le64(p));
+            c1 = __builtin_ia32_crc32di(c1, load_le64(p + CRC_LONG));
+            c2 = __builtin_ia32_crc32di(c2, load_le64(p + 2 * CRC_LONG));
+            p += 8;
+        } while (p < end);
+        c0 = crc_shift(crc_zeros_long, (uint32_t)c0) ^ (uint32_t)c1;
+        c0 = crc_shift(crc_zeros_long, (uint32_t)c0) ^ (uint32_t)c2;
+        p += 2 * CRC_LONG;
+        n -= 3 * CRC_LONG;
+    }
+    while (n >= 3 * CRC_SHORT) {
+        uint64_t c1 = 0, c2 = 0;
+        const unsigned char *end = p + CRC_SHORT;
+        do {
+            c0 = __builtin_ia32_crc32di(c0, load_le64(p));
+            c1 = __builtin_ia32_crc32di(c1, load_le64(p + CRC_SHORT));
+            c2 = __builtin_ia32_crc32di(c2, load_le64(p + 2 * CRC_SHORT));
+            p += 8;
+        } while (p < end);
+        c0 = crc_shift(crc_zeros_short, (uint32_t)c0) ^ (uint32_t)c1;
+        c0 = crc_shift(crc_zeros_short, (uint32_t)c0) ^ (uint32_t)c2;
+        p += 2 * CRC_SHORT;
+        n -= 3 * CRC_SHORT;
+    }
+    while (n >= 8) {
+        c0 = __builtin_ia32_crc32di(c0, load_le64(p));
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        c0 = __builtin_ia32_crc32qi((uint32_t)c0, *p++);
+    return (uint32_t)c0;
+}
+#endif
+
+/* CRC-32C as Kafka's Crc32C: register starts at ~value, result is inverted. */
+static uint32_t crc32c_update(uint32_t value, const unsigned char *p, size_t n)
+{
+    uint32_t reg = ~value;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (crc_have_hw)
+        return ~crc32c_hw(reg, p, n);
+#endif
+    return ~crc32c_sw(reg, p, n);
+}
+
+/* ------------------------------------------------------------------ memory blocks */
+
+/* Fresh pages cost a page fault each (expensive under virtualisation: a fresh 8 MiB
+ * column was measured slower than the decode loop itself), so large blocks released
+ * by dead Buffers are kept in a small cache and handed to the next call.  The cache
+ * is only touched with the GIL held. */
+#define BLOCK_CACHE_SLOTS 32
+#define BLOCK_CACHE_MIN ((size_t)64 << 10)       /* smaller blocks: plain malloc reuse */
+#define BLOCK_CACHE_MAX_BYTES ((size_t)64 << 20)     /* retained at most, per process */
+
+static struct {
+    char *data;
+    size_t capacity;
+} block_cache[BLOCK_CACHE_SLOTS];
+static int block_cache_count = 0;
+static size_t block_cache_bytes = 0;
+static unsigned long long block_cache_hits = 0, block_cache_misses = 0;
+
+/* A block of at least `want` bytes (GIL held); *capacity receives its real size. */
+static char *block_get(size_t want, size_t *capacity)
+{
+    if (want == 0)
+        want = 1;
+    if (want >= BLOCK_CACHE_MIN) {
+        /* round up so that chunks of similar size reuse each other's blocks */
+        size_t grain = want >= ((size_t)1 << 20) ? ((size_t)1 << 20) : BLOCK_CACHE_MIN;
+        want = (want + grain - 1) / grain * grain;
+        int best = -1;
+        for (int i = 0; i < block_cache_count; i++) {
+            size_t cap = block_cache[i].capacity;
+            if (cap >= want && cap <= 2 * want &&
+                (best < 0 || cap < block_cache[best].capacity))
+                best = i;
+        }
+        if (best >= 0) {
+            char *data = block_cache[best].data;
+            *capacity = block_cache[best].capacity;
+            block_cache_bytes -= *capacity;
+            block_cache_hits++;
+            block_cache_count--;
+            memmove(&block_cache[best], &block_cache[best + 1],
+                    (size_t)(block_cache_count - best) * sizeof block_cache[0]);
+            return data;
+        }
+    }
+    if (want >= BLOCK_CACHE_MIN)
+        block_cache_misses++;
+    *capacity = want;
+    return PyMem_RawMalloc(want);
+}
+
+/* Give a block back (GIL held): large blocks are cached, the oldest cached ones freed
+ * to make room (the newest are the likeliest to fit the next chunk). */
+static void block_put(char *data, size_t capacity)
+{
+    if (!data)
+        return;
+    if (capacity < BLOCK_CACHE_MIN || capacity > BLOCK_CACHE_MAX_BYTES) {
+        PyMem_RawFree(data);
+        return;
+    }
+    while (block_cache_count == BLOCK_CACHE_SLOTS ||
+           block_cache_bytes + capacity > BLOCK_CACHE_MAX_BYTES) {
+        PyMem_RawFree(block_cache[0].data);
+        block_cache_bytes -= block_cache[0].capacity;
+        block_cache_count--;
+        memmove(&block_cache[0], &block_cache[1], (size_t)block_cache_count * sizeof block_cache[0]);
+    }
+    block_cache[block_cache_count].data = data;
+    block_cache[block_cache_count].capacity = capacity;
+    block_cache_count++;
+    block_cache_bytes += capacity;
+}
+
+/* ------------------------------------------------------------------ Buffer type */
+
+/* A block of memory exposed read-write through the buffer protocol. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t size;
+    size_t capacity;
+} BufferObject;
+
+static void Buffer_dealloc(BufferObject *self)
+{
+    block_put(self->data, self->capacity);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Buffer_getbuffer(BufferObject *self, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->size, 0, flags);
+}
+
+static Py_ssize_t Buffer_length(BufferObject *self)
+{
+    return self->size;
+}
+
+static PyBufferProcs Buffer_as_buffer = {
+    (getbufferproc)Buffer_getbuffer,
+    NULL,
+};
+
+static PySequenceMethods Buffer_as_sequence = {
+    .sq_length = (lenfunc)Buffer_length,
+};
+
+static PyTypeObject BufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafka_format._fastdecode.Buffer",
+    .tp_doc = PyDoc_STR("Column memory filled by the decoder (buffer protocol, zero copy)."),
+    .tp_basicsize = sizeof(BufferObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Buffer_dealloc,
+    .tp_as_buffer = &Buffer_as_buffer,
+    .tp_as_sequence = &Buffer_as_sequence,
+};
+
+/* Working state of one output column while the loop runs (not a Python object yet). */
+typedef struct {
+    char *data;
+    size_t size;
+    size_t capacity;
+} Column;
+
+/* GIL held. */
+static int column_init(Column *c, size_t capacity)
+{
+    c->size = 0;
+    c->data = block_get(capacity, &c->capacity);
+    if (!c->data) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* Grow so that `extra` more bytes fit; amortised doubling.  Safe without the GIL:
+ * sets no Python error (the caller reports V_NO_MEMORY). */
+static int column_reserve_slow(Column *c, size_t extra)
+{
+    size_t need = c->size + extra;
+    size_t cap = c->capacity * 2;
+    if (cap < need)
+        cap = need;
+    char *p = PyMem_RawRealloc(c->data, cap);
+    if (!p)
+        return -1;
+    c->data = p;
+    c->capacity = cap;
+    return 0;
+}
+
+static inline int column_reserve(Column *c, size_t extra)
+{
+    if (c->capacity - c->size >= extra)
+        return 0;
+    return column_reserve_slow(c, extra);
+}
+
+/* GIL held. */
+static void column_free(Column *c)
+{
+    block_put(c->data, c->capacity);
+    c->data = NULL;
+}
+
+/* Hand the memory to a Buffer object; the column is emptied (GIL held).  A block
+ * mostly unused (e.g. keys sized by the payload bound) is shrunk so that a
+ * long-lived Arrow array does not pin it. */
+static PyObject *column_finish(Column *c)
+{
+    BufferObject *b = PyObject_New(BufferObject, &BufferType);
+    if (!b) {
+        column_free(c);
+        return NULL;
+    }
+    if (c->capacity >= BLOCK_CACHE_MIN && c->size < c->capacity / 2) {
+        size_t keep = c->size ? c->size : 1;
+        char *p = PyMem_RawRealloc(c->data, keep);
+        if (p) {
+            c->data = p;
+            c->capacity = keep;
+        }
+    }
+    b->data = c->data;
+    b->size = (Py_ssize_t)c->size;
+    b->capacity = c->capacity;
+    c->data = NULL;
+    return (PyObject *)b;
+}
+
+/* ------------------------------------------------------------------ errors */
+
+static PyObject *FormatViolation;
+
+/* Violation codes: the kind of rule a batch broke (fast.py re-derives the exact
+ * message from the reference decoder). */
+typedef enum {
+    V_OK = 0,
+    V_NEGATIVE_COUNT,          /* recordsCount < 0 */
+    V_COUNT_TOO_LARGE,         /* recordsCount > payload_len / 7: cannot be backed by bytes */
+    V_TRUNCATED,               /* a field runs past the payload */
+    V_VARINT_TOO_LONG,         /* varint > 5 bytes / varlong > 10 bytes */
+    V_RECORD_LENGTH,           /* record length does not match the bytes consumed */
+    V_HEADER_COUNT,            /* header count < 0 or > remaining bytes */
+    V_HEADER_KEY_LENGTH,       /* header key length < 0 */
+    V_HEADER_KEY_UTF8,         /* header key is not valid UTF-8 */
+    V_TRAILING_BYTES,          /* bytes remain after recordsCount records */
+    V_NO_MEMORY,               /* not a violation: allocation failed */
+} Violation;
+
+static const char *const violation_names[] = {
+    "ok", "negative_count", "count_too_large", "truncated", "varint_too_long",
+    "record_length", "header_count", "header_key_length", "header_key_utf8",
+    "trailing_bytes", "no_memory",
+};
+
+static void raise_violation(Py_ssize_t batch, Violation code, Py_ssize_t offset)
+{
+    PyObject *args = Py_BuildValue("(nsn)", batch, violation_names[code], offset);
+    if (args) {
+        PyErr_SetObject(FormatViolation, args);
+        Py_DECREF(args);
+    }
+}
+
+/* ------------------------------------------------------------------ varints */
+
+/* ByteUtils.readVarint: <= 5 bytes, bits past 32 of the fifth byte are dropped. */
+static inline Violation read_varint(const unsigned char **pp, const unsigned char *end, int32_t *out)
+{
+    const unsigned char *p = *pp;
+    if (end - p >= 2) {                            /* one- and two-byte fast paths */
+        uint32_t b0 = p[0];
+        if (!(b0 & 0x80)) {
+            *out = (int32_t)((b0 >> 1) ^ (0u - (b0 & 1)));
+            *pp = p + 1;
+            return V_OK;
+        }
+        uint32_t b1 = p[1];
+        if (!(b1 & 0x80)) {
+            uint32_t raw = (b0 & 0x7f) | (b1 << 7);
+            *out = (int32_t)((raw >> 1) ^ (0u - (raw & 1)));
+            *pp = p + 2;
+            return V_OK;
+        }
+    }
+    uint32_t raw = 0;
+    for (int shift = 0; shift < 35; shift += 7) {
+        if (p >= end)
+            return V_TRUNCATED;
+        uint32_t b = *p++;
+        raw |= (b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = (int32_t)((raw >> 1) ^ (0u - (raw & 1)));
+            *pp = p;
+            return V_OK;
+        }
+    }
+    return V_VARINT_TOO_LONG;
+}
+
+/* ByteUtils.readVarlong: <= 10 bytes, bits past 64 are dropped. */
+static inline Violation read_varlong(const unsigned char **pp, const unsigned char *end, int64_t *out)
+{
+    const unsigned char *p = *pp;
+    if (p < end && !(*p & 0x80)) {
+        uint64_t raw = *p;
+        *out = (int64_t)((raw >> 1) ^ (0u - (raw & 1)));
+        *pp = p + 1;
+        return V_OK;
+    }
+    uint64_t raw = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (p >= end)
+            return V_TRUNCATED;
+        uint64_t b = *p++;
+        raw |= (b & 0x7f) << shift;    /* shift 63: only the low bit survives, as in Java */
+        if (!(b & 0x80)) {
+            *out = (int64_t)((raw >> 1) ^ (0ull - (raw & 1)));
+            *pp = p;
+            return V_OK;
+        }
+    }
+    return V_VARINT_TOO_LONG;
+}
+
+/* DefaultRecordBatch.incrementSequence, with Java int arithmetic. */
+static inline int32_t increment_sequence(int32_t base, int32_t increment)
+{
+    int32_t room = (int32_t)((uint32_t)INT32_MAX - (uint32_t)increment);
+    if (base > room)
+        return (int32_t)((uint32_t)increment - ((uint32_t)INT32_MAX - (uint32_t)base) - 1u);
+    return (int32_t)((uint32_t)base + (uint32_t)increment);
+}
+
+/* Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
+static int utf8_valid(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        /* ASCII run, 8 bytes at a time */
+        while (i + 8 <= n && !(load_le64(s + i) & 0x8080808080808080ull))
+            i += 8;
+        if (i >= n)
+            break;
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1f; }
+        else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0f; }
+        else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
+        else return 0;
+        if (i + len > n)
+            return 0;
+        for (size_t k = 1; k < len; k++) {
+            unsigned char cc = s[i + k];
+            if ((cc & 0xC0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (cc & 0x3f);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ scan */
+
+static inline uint32_t be32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return __builtin_bswap32(v);
+}
+
+PyDoc_STRVAR(scan_doc,
+"scan(buf, start, end, verify_crc) -> (positions, headers, crc_valid, count, stop, status)\n\n"
+"Walk the framed entries of buf[start:end] (FileLogInputStream.nextBatch).\n"
+"positions: int64 byte offsets of complete entries; headers: the first 61 bytes of\n"
+"every entry (zero-padded when shorter), for a big-endian structured view;\n"
+"crc_valid: uint8 per entry\n"
+"(1 ok, 0 mismatch, 2 not checked: legacy entries, v2 shorter than 61 bytes, or\n"
+"verify_crc false); stop: where the walk stopped; status: 0 end of data / partial\n"
+"entry, 1 zero-filled tail, 2 size < 14 with non-zero bytes at `stop`.");
+
+static PyObject *fd_scan(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t start, end;
+    int verify_crc;
+    if (!PyArg_ParseTuple(args, "y*nnp", &view, &start, &end, &verify_crc))
+        return NULL;
+    if (start < 0 || end > view.len || start > end) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "scan range outside the buffer");
+        return NULL;
+    }
+    const unsigned char *buf = view.buf;
+    /* Entries are usually kilobytes: start small and grow (at most one entry per 26
+     * bytes of input, so the arrays stay bounded by the input). */
+    size_t max_entries = (size_t)(end - start) / (LOG_OVERHEAD + MIN_ENTRY_SIZE) + 1;
+    if (max_entries > SCAN_INITIAL_ENTRIES)
+        max_entries = SCAN_INITIAL_ENTRIES;
+    Column pos_col, hdr_col, crc_col;
+    if (column_init(&pos_col, max_entries * sizeof(int64_t)) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (column_init(&hdr_col, max_entries * V2_HEADER_SIZE) < 0) {
+        column_free(&pos_col);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (column_init(&crc_col, max_entries) < 0) {
+        column_free(&pos_col);
+        column_free(&hdr_col);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    size_t n = 0;
+    Py_ssize_t pos = start;
+    int status = SCAN_END;
+    int no_memory = 0;
+
+    Py_BEGIN_ALLOW_THREADS
+    while (end - pos > HEADER_SIZE_UP_TO_MAGIC) {
+        int32_t size = (int32_t)be32(buf + pos + 8);
+        if (size < MIN_ENTRY_SIZE) {
+            const unsigned char *q = buf + pos, *qe = buf + end;
+            while (q < qe && *q == 0)
+                q++;
+            status = q == qe ? SCAN_ZERO_TAIL : SCAN_CORRUPT_SIZE;
+            break;
+        }
+        if ((int64_t)size > (int64_t)(end - pos - LOG_OVERHEAD))
+            break;                                  /* partial trailing entry */
+        Py_ssize_t entry_len = LOG_OVERHEAD + (Py_ssize_t)size;
+        uint8_t ok = CRC_NOT_CHECKED;
+        if (verify_crc && buf[pos + MAGIC_OFFSET] == 2 && entry_len >= V2_HEADER_SIZE) {
+            uint32_t stored = be32(buf + pos + V2_CRC_OFFSET);
+            uint32_t actual = crc32c_update(0, buf + pos + V2_ATTRIBUTES_OFFSET,
+                                            (size_t)(entry_len - V2_ATTRIBUTES_OFFSET));
+            ok = stored == actual;
+        }
+        pos_col.size = n * sizeof(int64_t);
+        hdr_col.size = n * V2_HEADER_SIZE;
+        crc_col.size = n;
+        if (column_reserve(&pos_col, sizeof(int64_t)) < 0 ||
+            column_reserve(&hdr_col, V2_HEADER_SIZE) < 0 || column_reserve(&crc_col, 1) < 0) {
+            no_memory = 1;
+            break;
+        }
+        ((int64_t *)pos_col.data)[n] = pos;
+        unsigned char *hdr = (unsigned char *)hdr_col.data + n * V2_HEADER_SIZE;
+        if (entry_len >= V2_HEADER_SIZE) {
+            memcpy(hdr, buf + pos, V2_HEADER_SIZE);
+        } else {
+            memcpy(hdr, buf + pos, (size_t)entry_len);
+            memset(hdr + entry_len, 0, (size_t)(V2_HEADER_SIZE - entry_len));
+        }
+        ((uint8_t *)crc_col.data)[n] = ok;
+        n++;
+        pos += entry_len;
+    }
+    Py_END_ALLOW_THREADS
+
+    PyBuffer_Release(&view);
+    if (no_memory) {
+        column_free(&pos_col);
+        column_free(&hdr_col);
+        column_free(&crc_col);
+        return PyErr_NoMemory();
+    }
+    pos_col.size = n * sizeof(int64_t);
+    hdr_col.size = n * V2_HEADER_SIZE;
+    crc_col.size = n;
+    PyObject *p = column_finish(&pos_col);
+    PyObject *hd = p ? column_finish(&hdr_col) : NULL;
+    PyObject *c = hd ? column_finish(&crc_col) : NULL;
+    if (!c) {
+        Py_XDECREF(p);
+        Py_XDECREF(hd);
+        column_free(&hdr_col);
+        column_free(&crc_col);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNnni)", p, hd, c, (Py_ssize_t)n, pos, status);
+}
+
+/* ------------------------------------------------------------------ decode_v2 */
+
+enum {
+    C_BATCH_ROW, C_OFFSET, C_TIMESTAMP, C_TIMESTAMP_TYPE, C_SEQUENCE,
+    C_KEY_OFFSETS, C_KEY_DATA, C_KEY_VALID,
+    C_VALUE_OFFSETS, C_VALUE_DATA, C_VALUE_VALID,
+    C_HEADER_OFFSETS,
+    C_HKEY_OFFSETS, C_HKEY_DATA, C_HVALUE_OFFSETS, C_HVALUE_DATA, C_HVALUE_VALID,
+    C_NCOLS
+};
+
+typedef struct {
+    Py_buffer *views;
+    Py_ssize_t nviews;
+    Column cols[C_NCOLS];
+    int ncols_ready;
+} DecodeState;
+
+static void decode_state_free(DecodeState *st)
+{
+    for (int i = 0; i < st->ncols_ready; i++)
+        column_free(&st->cols[i]);
+    if (st->views) {
+        for (Py_ssize_t i = 0; i < st->nviews; i++)
+            PyBuffer_Release(&st->views[i]);
+        PyMem_Free(st->views);
+    }
+}
+
+/* Inner loop over all batches.  Returns V_OK or the violation, with *bad_batch and
+ * *bad_offset set.  Runs without the GIL. */
+static Violation decode_all(DecodeState *st, const int64_t *meta, Py_ssize_t nbatches,
+                            Py_ssize_t *bad_batch, Py_ssize_t *bad_offset)
+{
+    Column *cols = st->cols;
+    int32_t *batch_row = (int32_t *)cols[C_BATCH_ROW].data;
+    int64_t *offset_out = (int64_t *)cols[C_OFFSET].data;
+    int64_t *ts_out = (int64_t *)cols[C_TIMESTAMP].data;
+    int8_t *tstype_out = (int8_t *)cols[C_TIMESTAMP_TYPE].data;
+    int32_t *seq_out = (int32_t *)cols[C_SEQUENCE].data;
+    int32_t *key_off = (int32_t *)cols[C_KEY_OFFSETS].data;
+    uint8_t *key_valid = (uint8_t *)cols[C_KEY_VALID].data;
+    int32_t *val_off = (int32_t *)cols[C_VALUE_OFFSETS].data;
+    uint8_t *val_valid = (uint8_t *)cols[C_VALUE_VALID].data;
+    int32_t *hdr_off = (int32_t *)cols[C_HEADER_OFFSETS].data;
+    Column *key_col = &cols[C_KEY_DATA];
+    char *val_data = cols[C_VALUE_DATA].data;
+    Column *hk_off = &cols[C_HKEY_OFFSETS], *hk_data = &cols[C_HKEY_DATA];
+    Column *hv_off = &cols[C_HVALUE_OFFSETS], *hv_data = &cols[C_HVALUE_DATA];
+    Column *hv_valid = &cols[C_HVALUE_VALID];
+
+    size_t n = 0;            /* records written */
+    size_t h = 0;            /* headers written */
+    size_t key_pos = 0, val_pos = 0;
+    key_off[0] = 0;
+    val_off[0] = 0;
+    hdr_off[0] = 0;
+    ((int32_t *)hk_off->data)[0] = 0;          /* capacity >= 256 entries (decode_v2) */
+    ((int32_t *)hv_off->data)[0] = 0;
+    hk_off->size = 4;                           /* the leading 0 counts for column_reserve */
+    hv_off->size = 4;
+
+    for (Py_ssize_t b = 0; b < nbatches; b++) {
+        const int64_t *m = meta + b * META_NCOLS;
+        const unsigned char *start = st->views[b].buf;
+        const unsigned char *end = start + st->views[b].len;
+        const unsigned char *p = start;
+        int32_t row = (int32_t)m[META_ROW];
+        int64_t base_offset = m[META_BASE_OFFSET];
+        int64_t base_ts = m[META_BASE_TIMESTAMP];
+        int64_t max_ts = m[META_MAX_TIMESTAMP];
+        int32_t base_seq = (int32_t)m[META_BASE_SEQUENCE];
+        int64_t count = m[META_COUNT];
+        int log_append = (m[META_FLAGS] & FLAG_LOG_APPEND_TIME) != 0;
+        int8_t ts_type = (int8_t)log_append;
+        Violation v = V_OK;
+        *bad_batch = b;
+
+        for (int64_t r = 0; r < count; r++) {
+            int32_t length, offset_delta, key_len, val_len, hcount;
+            int64_t ts_delta;
+            if ((v = read_varint(&p, end, &length)) != V_OK)
+                goto fail;
+            const unsigned char *body = p;
+            if (length > end - p) {          /* DefaultRecord.readFrom: remaining < size */
+                v = V_TRUNCATED;
+                goto fail;
+            }
+            if (p >= end) {
+                v = V_TRUNCATED;
+                goto fail;
+            }
+            p++;                             /* attributes */
+            if ((v = read_varlong(&p, end, &ts_delta)) != V_OK)
+                goto fail;
+            if ((v = read_varint(&p, end, &offset_delta)) != V_OK)
+                goto fail;
+            if ((v = read_varint(&p, end, &key_len)) != V_OK)
+                goto fail;
+            if (key_len >= 0) {
+                if (key_len > end - p) {
+                    v = V_TRUNCATED;
+                    goto fail;
+                }
+                if (key_col->capacity - key_pos < (size_t)key_len) {
+                    key_col->size = key_pos;
+                    if (column_reserve_slow(key_col, (size_t)key_len) < 0)
+                        return V_NO_MEMORY;
+                }
+                memcpy(key_col->data + key_pos, p, (size_t)key_len);
+                key_pos += (size_t)key_len;
+                p += key_len;
+                key_valid[n] = 1;
+            } else {                         /* any negative length is a null key */
+                key_valid[n] = 0;
+            }
+            if ((v = read_varint(&p, end, &val_len)) != V_OK)
+                goto fail;
+            if (val_len >= 0) {
+                if (val_len > end - p) {
+                    v = V_TRUNCATED;
+                    goto fail;
+                }
+                memcpy(val_data + val_pos, p, (size_t)val_len);
+                val_pos += (size_t)val_len;
+                p += val_len;
+                val_valid[n] = 1;
+            } else {                         /* any negative length is a null value */
+                val_valid[n] = 0;
+            }
+            if ((v = read_varint(&p, end, &hcount)) != V_OK)
+                goto fail;
+            if (hcount < 0 || hcount > end - p) {
+                v = V_HEADER_COUNT;
+                goto fail;
+            }
+            if (hcount > 0) {
+                /* each header takes >= 2 bytes, so hcount is backed by the payload */
+                if (column_reserve(hk_off, (size_t)hcount * 4) < 0 ||
+                    column_reserve(hv_off, (size_t)hcount * 4) < 0 ||
+                    column_reserve(hv_valid, (size_t)hcount) < 0)
+                    return V_NO_MEMORY;
+                int32_t *hko = (int32_t *)hk_off->data;
+                int32_t *hvo = (int32_t *)hv_off->data;
+                uint8_t *hvv = (uint8_t *)hv_valid->data;
+                for (int32_t k = 0; k < hcount; k++) {
+                    int32_t hk_len, hv_len;
+                    if ((v = read_varint(&p, end, &hk_len)) != V_OK)
+                        goto fail;
+                    if (hk_len < 0) {
+                        v = V_HEADER_KEY_LENGTH;
+                        goto fail;
+                    }
+                    if (hk_len > end - p) {
+                        v = V_TRUNCATED;
+                        goto fail;
+                    }
+                    if (!utf8_valid(p, (size_t)hk_len)) {
+                        v = V_HEADER_KEY_UTF8;
+                        goto fail;
+                    }
+                    if (column_reserve(hk_data, (size_t)hk_len) < 0)
+                        return V_NO_MEMORY;
+                    memcpy(hk_data->data + hk_data->size, p, (size_t)hk_len);
+                    hk_data->size += (size_t)hk_len;
+                    p += hk_len;
+                    if ((v = read_varint(&p, end, &hv_len)) != V_OK)
+                        goto fail;
+                    if (hv_len >= 0) {
+                        if (hv_len > end - p) {
+                            v = V_TRUNCATED;
+                            goto fail;
+                        }
+                        if (column_reserve(hv_data, (size_t)hv_len) < 0)
+                            return V_NO_MEMORY;
+                        memcpy(hv_data->data + hv_data->size, p, (size_t)hv_len);
+                        hv_data->size += (size_t)hv_len;
+                        p += hv_len;
+                        hvv[h] = 1;
+                    } else {                     /* any negative length is a null value */
+                        hvv[h] = 0;
+                    }
+                    h++;
+                    hko[h] = (int32_t)hk_data->size;
+                    hvo[h] = (int32_t)hv_data->size;
+                }
+                hk_off->size = (h + 1) * 4;
+                hv_off->size = (h + 1) * 4;
+                hv_valid->size = h;
+            }
+            if (p - body != length) {
+                v = V_RECORD_LENGTH;
+                goto fail;
+            }
+            batch_row[n] = row;
+            offset_out[n] = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)offset_delta);
+            ts_out[n] = log_append ? max_ts : (int64_t)((uint64_t)base_ts + (uint64_t)ts_delta);
+            tstype_out[n] = ts_type;
+            /* DefaultRecord.readFrom: baseSequence >= 0 ? incrementSequence(...) : NO_SEQUENCE */
+            seq_out[n] = base_seq < 0 ? NO_SEQUENCE : increment_sequence(base_seq, offset_delta);
+            n++;
+            key_off[n] = (int32_t)key_pos;
+            val_off[n] = (int32_t)val_pos;
+            hdr_off[n] = (int32_t)h;
+        }
+        if (p != end) {
+            v = V_TRAILING_BYTES;
+            goto fail;
+        }
+        continue;
+    fail:
+        *bad_offset = p - start;
+        return v;
+    }
+    cols[C_BATCH_ROW].size = n * 4;
+    cols[C_OFFSET].size = n * 8;
+    cols[C_TIMESTAMP].size = n * 8;
+    cols[C_TIMESTAMP_TYPE].size = n;
+    cols[C_SEQUENCE].size = n * 4;
+    cols[C_KEY_OFFSETS].size = (n + 1) * 4;
+    cols[C_KEY_DATA].size = key_pos;
+    cols[C_KEY_VALID].size = n;
+    cols[C_VALUE_OFFSETS].size = (n + 1) * 4;
+    cols[C_VALUE_DATA].size = val_pos;
+    cols[C_VALUE_VALID].size = n;
+    cols[C_HEADER_OFFSETS].size = (n + 1) * 4;
+    hk_off->size = (h + 1) * 4;
+    hv_off->size = (h + 1) * 4;
+    hv_valid->size = h;
+    return V_OK;
+}
+
+PyDoc_STRVAR(decode_v2_doc,
+"decode_v2(payloads, meta) -> (batch_row, offset, timestamp,\n"
+"    timestamp_type, sequence, key_offsets, key_data, key_valid, value_offsets,\n"
+"    value_data, value_valid, header_offsets, header_key_offsets, header_key_data,\n"
+"    header_value_offsets, header_value_data, header_value_valid)\n\n"
+"Decode the records of len(payloads) v2 batches.  payloads[i] is the records\n"
+"region of batch i (any bytes-like object); meta is a C-contiguous int64 buffer of\n"
+"len(payloads) rows of 7 columns: row, baseOffset, baseTimestamp, maxTimestamp,\n"
+"baseSequence, recordsCount, flags (bit 0: LogAppendTime).  Raises\n"
+"FormatViolation(batch_index, code, payload_offset) on the first violation.");
+
+static PyObject *fd_decode_v2(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *payloads;
+    Py_buffer meta_view;
+    if (!PyArg_ParseTuple(args, "Oy*", &payloads, &meta_view))
+        return NULL;
+    DecodeState st;
+    memset(&st, 0, sizeof st);
+    PyObject *result = NULL;
+    PyObject *seq = PySequence_Fast(payloads, "payloads must be a sequence of buffers");
+    if (!seq) {
+        PyBuffer_Release(&meta_view);
+        return NULL;
+    }
+    Py_ssize_t nb = PySequence_Fast_GET_SIZE(seq);
+    if (meta_view.len != nb * META_NCOLS * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "meta must hold 7 int64 per payload");
+        goto done;
+    }
+    const int64_t *meta = meta_view.buf;
+    st.views = PyMem_Calloc((size_t)(nb ? nb : 1), sizeof(Py_buffer));
+    if (!st.views) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t total_payload = 0, total_records = 0;
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, i), &st.views[i], PyBUF_SIMPLE) < 0)
+            goto done;
+        st.nviews = i + 1;
+        size_t len = (size_t)st.views[i].len;
+        int64_t count = meta[i * META_NCOLS + META_COUNT];
+        if (count < 0) {
+            raise_violation(i, V_NEGATIVE_COUNT, 0);
+            goto done;
+        }
+        if ((uint64_t)count > len / MIN_V2_RECORD_SIZE) {
+            raise_violation(i, V_COUNT_TOO_LARGE, 0);
+            goto done;
+        }
+        total_payload += len;
+        total_records += (size_t)count;
+    }
+    if (total_payload > (size_t)INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "payloads exceed 2 GiB in one call (int32 offsets)");
+        goto done;
+    }
+    /* Sizes: records are bounded by payload/7 (checked per batch above), value bytes by
+     * the payload bytes; keys and header arrays grow (each header is backed by >= 2 bytes). */
+    size_t n1 = total_records + 1;
+    /* keys are usually short: start small and grow (values take the payload bound, so
+     * that their block is the one recycled from the previous chunk) */
+    size_t key_guess = total_payload / 16 > BLOCK_CACHE_MIN ? total_payload / 16 : BLOCK_CACHE_MIN;
+    size_t init[C_NCOLS] = {
+        [C_BATCH_ROW] = total_records * 4, [C_OFFSET] = total_records * 8,
+        [C_TIMESTAMP] = total_records * 8, [C_TIMESTAMP_TYPE] = total_records,
+        [C_SEQUENCE] = total_records * 4, [C_KEY_OFFSETS] = n1 * 4,
+        [C_KEY_DATA] = key_guess, [C_KEY_VALID] = total_records,
+        [C_VALUE_OFFSETS] = n1 * 4, [C_VALUE_DATA] = total_payload,
+        [C_VALUE_VALID] = total_records, [C_HEADER_OFFSETS] = n1 * 4,
+        [C_HKEY_OFFSETS] = 256 * 4, [C_HKEY_DATA] = 4096,
+        [C_HVALUE_OFFSETS] = 256 * 4, [C_HVALUE_DATA] = 4096, [C_HVALUE_VALID] = 256,
+    };
+    for (int i = 0; i < C_NCOLS; i++) {
+        if (column_init(&st.cols[i], init[i]) < 0)
+            goto done;
+        st.ncols_ready = i + 1;
+    }
+
+    Py_ssize_t bad_batch = 0, bad_offset = 0;
+    Violation v;
+    Py_BEGIN_ALLOW_THREADS
+    v = decode_all(&st, meta, nb, &bad_batch, &bad_offset);
+    Py_END_ALLOW_THREADS
+    if (v == V_NO_MEMORY) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (v != V_OK) {
+        raise_violation(bad_batch, v, bad_offset);
+        goto done;
+    }
+    size_t n = st.cols[C_OFFSET].size / 8;
+    size_t h = st.cols[C_HVALUE_VALID].size;
+    (void)n;
+    (void)h;
+    result = PyTuple_New(C_NCOLS);
+    if (!result)
+        goto done;
+    for (int i = 0; i < C_NCOLS; i++) {
+        PyObject *b = column_finish(&st.cols[i]);
+        if (!b) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyTuple_SET_ITEM(result, i, b);
+    }
+done:
+    decode_state_free(&st);
+    Py_DECREF(seq);
+    PyBuffer_Release(&meta_view);
+    return result;
+}
+
+/* ------------------------------------------------------------------ crc32c */
+
+PyDoc_STRVAR(crc32c_doc,
+"crc32c(data, value=0) -> int\n\nCRC-32C (Castagnoli) of data, continuing from value.");
+
+static PyObject *fd_crc32c(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer view;
+    unsigned long value = 0;
+    if (!PyArg_ParseTuple(args, "y*|k", &view, &value))
+        return NULL;
+    uint32_t crc;
+    Py_BEGIN_ALLOW_THREADS
+    crc = crc32c_update((uint32_t)value, view.buf, (size_t)view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+PyDoc_STRVAR(crc32c_sw_doc,
+"crc32c_portable(data, value=0) -> int\n\nCRC-32C with the portable table loop (tests).");
+
+static PyObject *fd_crc32c_sw(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer view;
+    unsigned long value = 0;
+    if (!PyArg_ParseTuple(args, "y*|k", &view, &value))
+        return NULL;
+    uint32_t crc = ~crc32c_sw(~(uint32_t)value, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+PyDoc_STRVAR(block_cache_info_doc,
+"block_cache_info() -> (hits, misses, cached_blocks, cached_bytes)\n\n"
+"Statistics of the cache of large output blocks (tests, benchmarks).");
+
+static PyObject *fd_block_cache_info(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    return Py_BuildValue("(KKin)", block_cache_hits, block_cache_misses, block_cache_count,
+                         (Py_ssize_t)block_cache_bytes);
+}
+
+/* ------------------------------------------------------------------ module */
+
+static PyMethodDef fd_methods[] = {
+    {"scan", fd_scan, METH_VARARGS, scan_doc},
+    {"decode_v2", fd_decode_v2, METH_VARARGS, decode_v2_doc},
+    {"crc32c", fd_crc32c, METH_VARARGS, crc32c_doc},
+    {"crc32c_portable", fd_crc32c_sw, METH_VARARGS, crc32c_sw_doc},
+    {"block_cache_info", fd_block_cache_info, METH_NOARGS, block_cache_info_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef fd_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "kafka_format._fastdecode",
+    .m_doc = "Compiled columnar decode loop of kafka_format.fast (see fast.py).",
+    .m_size = -1,
+    .m_methods = fd_methods,
+};
+
+PyMODINIT_FUNC PyInit__fastdecode(void)
+{
+    crc_init();
+    if (PyType_Ready(&BufferType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&fd_module);
+    if (!m)
+        return NULL;
+    FormatViolation = PyErr_NewExceptionWithDoc(
+        "kafka_format._fastdecode.FormatViolation",
+        "A batch broke a format rule: args are (batch_index, code, payload_offset).",
+        PyExc_ValueError, NULL);
+    if (!FormatViolation || PyModule_AddObjectRef(m, "FormatViolation", FormatViolation) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(m, "Buffer", (PyObject *)&BufferType) < 0 ||
+        PyModule_AddStringConstant(m, "CRC32C_IMPLEMENTATION", crc_have_hw ? "sse4.2" : "table") < 0 ||
+        PyModule_AddIntConstant(m, "SCAN_END", SCAN_END) < 0 ||
+        PyModule_AddIntConstant(m, "SCAN_ZERO_TAIL", SCAN_ZERO_TAIL) < 0 ||
+        PyModule_AddIntConstant(m, "SCAN_CORRUPT_SIZE", SCAN_CORRUPT_SIZE) < 0 ||
+        PyModule_AddIntConstant(m, "CRC_NOT_CHECKED", CRC_NOT_CHECKED) < 0 ||
+        PyModule_AddIntConstant(m, "META_COLUMNS", META_NCOLS) < 0 ||
+        PyModule_AddIntConstant(m, "FLAG_LOG_APPEND_TIME", FLAG_LOG_APPEND_TIME) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,1 @@
+"""Decode benchmarks (``make bench``); never collected by pytest (no ``test_`` files)."""

@@ -1,0 +1,122 @@
+"""Filter pushdown of the kafka-log source: exactly which filters are accepted, how many splits
+are planned, and that results equal Spark filtering the unfiltered read (style anchor 16)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from pyspark.sql.datasource import (
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNotNull,
+    LessThan,
+    LessThanOrEqual,
+    StringStartsWith,
+)
+
+from kafka_format.spark.datasource import KafkaLogDataSource, SplitPartition
+from test_planning import simple_specs, write_partition
+
+pytestmark = pytest.mark.spark
+
+MAX_BYTES = 20_000
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("push")
+    for p in range(3):
+        write_partition(root, "orders", p, simple_specs(60, ts_step=10), segment_bytes=30_000)
+    write_partition(root, "audit", 0, simple_specs(20), segment_bytes=30_000)
+    return root
+
+
+def reader(path: Path, **options: str):  # type: ignore[no-untyped-def]
+    ds = KafkaLogDataSource({"path": str(path), "maxBytesPerPartition": str(MAX_BYTES), **options})
+    return ds.reader(ds.schema())
+
+
+class TestAcceptedFilters:
+    """The reader alone (driver side): which filters come back, what planning does with the rest."""
+
+    def test_handled_filters_are_not_returned(self, logs: Path) -> None:
+        ts = dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.timezone.utc)
+        f_topic = EqualTo(("topic",), "orders")
+        f_part = In(("partition",), (0, 2))
+        f_lo = GreaterThanOrEqual(("offset",), 100)
+        f_hi = LessThan(("offset",), 150)
+        f_ts = GreaterThan(("timestamp",), ts)
+        f_val = StringStartsWith(("topic",), "or")
+        f_nn = IsNotNull(("key",))
+        r = reader(logs)
+        returned = list(r.pushFilters([f_topic, f_part, f_lo, f_hi, f_ts, f_val, f_nn]))
+        assert [id(f) for f in returned] == [id(f_ts), id(f_val), id(f_nn)]   # same objects, by reference
+        assert r.accepted == [f_topic, f_part, f_lo, f_hi]
+        splits = [p.split for p in r.partitions()]
+        assert {(s.topic, s.partition) for s in splits} == {("orders", 0), ("orders", 2)}
+        assert all(s.start_offset == 100 and s.end_offset == 150 for s in splits)
+        assert len(splits) == 2          # 50 offsets of ~110-byte records: one index interval each
+
+    def test_unfiltered_plan_for_comparison(self, logs: Path) -> None:
+        r = reader(logs)
+        assert list(r.pushFilters([])) == []
+        assert len(r.partitions()) > 8
+
+    def test_timestamp_lower_bound_prunes_closed_segments_but_is_returned(self, logs: Path) -> None:
+        # orders-p record timestamps are 1_700_000_000_000 + offset * 10 ms; keep offsets >= 400
+        f = GreaterThanOrEqual(("timestamp",), dt.datetime.fromtimestamp(1_700_000_004_000 / 1000, dt.timezone.utc))
+        r = reader(logs, topics="orders")
+        assert list(r.pushFilters([f])) == [f]
+        pruned = [p.split for p in r.partitions()]
+        full = reader(logs, topics="orders").partitions()
+        assert 0 < len(pruned) < len(full)
+        for p in range(3):   # something was skipped, and nothing at or above offset 400
+            first = min(s.ranges[0].first_offset for s in pruned if s.partition == p)
+            assert 0 < first <= 400
+
+    def test_offset_in_prunes_but_is_returned(self, logs: Path) -> None:
+        f = In(("offset",), (5, 500))
+        r = reader(logs)
+        assert list(r.pushFilters([f])) == [f]
+        splits = [p.split for p in r.partitions()]
+        assert all(s.start_offset == 5 and s.end_offset == 501 for s in splits)
+
+    def test_contradiction_plans_nothing(self, logs: Path) -> None:
+        r = reader(logs)
+        assert list(r.pushFilters([GreaterThan(("offset",), 10), LessThanOrEqual(("offset",), 10)])) == []
+        assert not any(isinstance(p, SplitPartition) for p in r.partitions())
+
+    def test_non_integer_values_stay_with_spark(self, logs: Path) -> None:
+        f = EqualTo(("partition",), "1")
+        g = EqualTo(("offset",), 1.5)
+        r = reader(logs)
+        assert list(r.pushFilters([f, g])) == [f, g]
+
+    def test_batch_granularity_accepts_topic_and_partition_only(self, logs: Path) -> None:
+        f_part, f_off = EqualTo(("partition",), 1), GreaterThan(("offset",), 3)
+        r = reader(logs, granularity="batch")
+        assert list(r.pushFilters([f_part, f_off])) == [f_off]
+
+
+@pytest.mark.parametrize("condition,max_partitions", [
+    ("topic = 'orders' and partition = 1", 10),
+    ("partition in (0, 2) and offset >= 100 and offset < 150", 3),   # orders-0, orders-2, audit-0
+    ("offset = 321", 4),
+    ("offset > 590 or partition = 1", None),           # OR: nothing pushed
+    ("timestamp >= timestamp_millis(1700000004000)", None),
+    ("partition >= 1 and topic in ('orders', 'nope') and offset <= 20", 2),
+])
+def test_results_equal_spark_filtering_the_full_read(spark, logs: Path, condition: str,  # type: ignore[no-untyped-def]
+                                                     max_partitions: int | None) -> None:
+    from chispa import assert_df_equality
+
+    full = spark.read.format("kafka-log").option("maxBytesPerPartition", MAX_BYTES).load(str(logs))
+    expected = spark.createDataFrame(full.collect(), full.schema).filter(condition)   # local rows: no pushdown
+    got = full.filter(condition)
+    assert_df_equality(got, expected, ignore_row_order=True)
+    if max_partitions is not None:
+        assert got.rdd.getNumPartitions() <= max_partitions < full.rdd.getNumPartitions()
