@@ -10,7 +10,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 STAMP := $(VENV)/.installed
 SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/*.c)
 
-.PHONY: help setup test test-reference demo bench fuzz package samples clean
+.PHONY: help setup test test-reference test-cluster demo bench fuzz package samples clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-16s %s\n", $$1, $$2}'
@@ -28,6 +28,9 @@ test: $(STAMP) ## Run the test suite (fast decoder; reference decoder parity inc
 
 test-reference: $(STAMP) ## Run the format tests with the reference decoder forced
 	KAFKA_FORMAT_DECODER=reference $(PY) -m pytest tests/format $(PYTEST_ARGS)
+
+test-cluster: $(STAMP) ## Distributed tests: local-cluster and a standalone cluster started from the pyspark install
+	$(PY) -m pytest -m cluster tests/spark $(PYTEST_ARGS)
 
 demo: $(STAMP) ## Run the product on data_samples/ with local Spark and print where results are
 	$(VENV)/bin/klogs demo --out build/demo

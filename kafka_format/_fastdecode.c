@@ -394,7 +394,10 @@ static void column_free(Column *c)
 
 /* Hand the memory to a Buffer object; the column is emptied (GIL held).  A block
  * mostly unused (e.g. keys sized by the payload bound) is shrunk so that a
- * long-lived Arrow array does not pin it. */
+ * long-lived Arrow array does not pin it, unless the waste is small (at most
+ * SHRINK_SLACK): such blocks go back to the cache at their full size and fit the
+ * next chunk's request (a shrunk block never would, costing fresh pages). */
+#define SHRINK_SLACK ((size_t)1 << 20)
 static PyObject *column_finish(Column *c)
 {
     BufferObject *b = PyObject_New(BufferObject, &BufferType);
@@ -402,7 +405,8 @@ static PyObject *column_finish(Column *c)
         column_free(c);
         return NULL;
     }
-    if (c->capacity >= BLOCK_CACHE_MIN && c->size < c->capacity / 2) {
+    if (c->capacity >= BLOCK_CACHE_MIN && c->size < c->capacity / 2 &&
+        c->capacity - c->size > SHRINK_SLACK) {
         size_t keep = c->size ? c->size : 1;
         char *p = PyMem_RawRealloc(c->data, keep);
         if (p) {

@@ -20,11 +20,13 @@ bad CRC is not an error: it is reported in the ``crcValid`` column.
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
+import stat
 import struct
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import PurePath
 from typing import IO, Any
 
@@ -34,7 +36,7 @@ import pyarrow as pa
 from kafka_format.crc import crc32, crc32c
 from kafka_format.decoder import Decoder, decompress, get_decoder, locate
 from kafka_format.errors import ChecksumError, CorruptRecordError, KafkaFormatError
-from kafka_format.records import batch_v2, framing
+from kafka_format.records import batch_v2, framing, legacy
 from kafka_format.records.columns import (
     FileContext,
     RecordColumns,
@@ -65,6 +67,12 @@ _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _SUFFIXED_DIR = re.compile(r"^(.+)\.([^.]+)-(delete|future|stray)$")  # LocalLog: strip from the last '.'
 
 _CODEC_NONE = 0
+# Chunk reads of local files map the file (no copy); below this size a plain read is cheaper.
+_USE_MMAP = os.environ.get("KAFKA_FORMAT_MMAP", "1") != "0"  # 0: never map (files truncated while read)
+_MIN_WINDOW = 1 << 20
+_MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)  # populate: one pass, not a fault per page
+# Chunks of other sources are read into one reused buffer up to this size (larger: fresh bytes).
+_REUSE_LIMIT = 64 << 20
 _MAGIC_V2 = 2
 _LEGACY_MAGICS = (0, 1)
 
@@ -119,11 +127,20 @@ class BatchHeader:
 
 
 class _Source:
-    """Positioned reads from a path, a Python binary file, a NativeFile or a buffer."""
+    """Positioned reads from a path, a Python binary file, a NativeFile or a buffer.
+
+    :meth:`read_at` returns bytes the caller may keep.  :meth:`read_chunk` (the walker's
+    chunks) returns a view that is only valid until the next :meth:`read_chunk` call: a
+    read-only ``mmap`` window of a local path (the OS pages it; no copy, no fresh pages),
+    else a reused buffer filled with ``readinto``.  Decoded outputs never reference it
+    (both decoders copy record bytes into their own column buffers).
+    """
 
     def __init__(self, source: str | os.PathLike[str] | IO[bytes] | Any) -> None:
         self._owned = False
         self._view: memoryview | None = None
+        self._mappable = False
+        self._reuse: bytearray | None = None
         if isinstance(source, (bytes, bytearray, memoryview)):
             self._view = memoryview(source).cast("B")
             self.size = len(self._view)
@@ -133,7 +150,9 @@ class _Source:
             self.path = os.fspath(source)
             self._file: Any = open(self.path, "rb")  # noqa: SIM115 - closed by close()
             self._owned = True
-            self.size = os.fstat(self._file.fileno()).st_size
+            st = os.fstat(self._file.fileno())
+            self.size = st.st_size
+            self._mappable = _USE_MMAP and stat.S_ISREG(st.st_mode)
             return
         self._file = source
         name = getattr(source, "name", None)
@@ -162,7 +181,47 @@ class _Source:
             got += len(data)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
+    def read_chunk(self, pos: int, n: int) -> bytes | memoryview:
+        """Up to ``n`` bytes at ``pos``, valid until the next call (see the class doc)."""
+        n = max(0, min(n, self.size - pos))
+        if self._view is not None or n < _MIN_WINDOW:
+            return self.read_at(pos, n)
+        if self._mappable:
+            window = self._map(pos, n)
+            if window is not None:
+                return window
+        readinto = getattr(self._file, "readinto", None)
+        if readinto is None or n > _REUSE_LIMIT:
+            return self.read_at(pos, n)
+        if self._reuse is None or len(self._reuse) < n:
+            self._reuse = bytearray(n)
+        view = memoryview(self._reuse)[:n]
+        self._file.seek(pos)
+        got = 0
+        while got < n:
+            k = readinto(view[got:])
+            if not k:
+                break
+            got += k
+        return view[:got]
+
+    def _map(self, pos: int, n: int) -> memoryview | None:
+        """A read-only mapping of ``[pos, pos + n)``; None (reads instead) if it cannot be made."""
+        # A file shrunk since it was opened would fault on access (SIGBUS): check before mapping.
+        try:
+            if os.fstat(self._file.fileno()).st_size < pos + n:
+                self._mappable = False
+                return None
+            lead = pos % mmap.ALLOCATIONGRANULARITY
+            window = mmap.mmap(self._file.fileno(), lead + n, flags=_MAP_FLAGS, prot=mmap.PROT_READ,
+                               offset=pos - lead)
+        except (OSError, ValueError, OverflowError):
+            self._mappable = False
+            return None
+        return memoryview(window)[lead:lead + n]  # unmapped when the last view of it is gone
+
     def close(self) -> None:
+        self._reuse = None
         if self._owned:
             self._file.close()
 
@@ -261,7 +320,7 @@ class _Walker:
         while pos < self.limit:
             n = want or min(self.read_size, max(self.limit - pos, framing.HEADER_SIZE_UP_TO_MAGIC + 1))
             want = 0
-            buf = src.read_at(pos, n)
+            buf = src.read_chunk(pos, n)
             at_eof = pos + len(buf) >= src.size
             stop = False
             error: KafkaFormatError | None = None
@@ -319,12 +378,34 @@ class _Walker:
                 pos = new_pos
                 continue
             if at_eof or len(buf) <= framing.HEADER_SIZE_UP_TO_MAGIC:
-                return  # fewer than 18 bytes or a partial trailing batch: end of data
+                # fewer than 18 bytes or a partial trailing batch: Kafka's end of data
+                pos = self._past_end_of_file(pos)
+                continue
             _offset, size = framing.ENTRY.unpack_from(buf, 0)
             total = framing.LOG_OVERHEAD + size
             if pos + total > src.size:
-                return  # partial trailing batch
+                pos = self._past_end_of_file(pos)  # partial trailing batch
+                continue
             want = total  # one batch larger than the chunk: read exactly it
+
+    def _past_end_of_file(self, pos: int) -> int:
+        """Where to go on at ``pos``, whose entry runs past the end of the file.
+
+        Kafka's reader (``FileLogInputStream.nextBatch``) takes it for a partial trailing batch
+        (a crash or a live write) and ends the data there: FAILFAST does the same.  PERMISSIVE
+        and DROPMALFORMED account for the bytes instead: if intact batches follow, the size
+        field lied and the gap is skipped (reading resumes there); otherwise the rest of the
+        range is reported as an incomplete trailing batch.  Returns the limit to stop.
+        """
+        if not self.permissive:
+            return self.limit
+        q = _resync(self.src, pos, None, self.read_size)
+        if q < self.src.size:
+            self.skip(pos, min(q, self.limit) - pos,
+                      "entry size runs past the end of the file; intact batches follow (lying size field)")
+            return q
+        self.skip(pos, self.limit - pos, "incomplete batch at the end of the file (partial write or truncation)")
+        return self.limit
 
 
 # ---------------------------------------------------------------------------------------------
@@ -340,16 +421,24 @@ class _RecordDecoder:
         self.max_decompressed = max_decompressed
         self.permissive = permissive
         self.walker = walker
+        self.failure: KafkaFormatError | None = None  # FAILFAST: raised after the good batches
 
-    def _v2(self, buf: bytes | memoryview, table: BatchTable, rows: list[int]) -> RecordColumns:
+    def _v2(self, buf: bytes | memoryview, table: BatchTable, rows: list[int]) -> tuple[RecordColumns, int]:
+        """Records of a prefix of ``rows``: batches are decompressed in order until ``max_decompressed``
+        bytes are held (at least one batch), so one chunk of small bombs is never all expanded at once.
+        Returns the columns and how many rows they cover."""
         mv = memoryview(buf)
         index = np.asarray(rows, dtype=np.intp)
         starts = (table.position[index] + batch_v2.RECORDS_OFFSET).tolist()
         ends = (table.position[index] + table.size[index]).tolist()
         codecs = (table.attributes[index] & batch_v2.CODEC_MASK).tolist()
         payloads: list[bytes | memoryview] = [mv[a:b] for a, b in zip(starts, ends, strict=True)]
+        held = 0
         for i, codec in enumerate(codecs):
             if codec != _CODEC_NONE:
+                if i and held >= self.max_decompressed:
+                    del payloads[i:]
+                    break
                 batch_position = starts[i] - batch_v2.RECORDS_OFFSET
                 try:
                     payloads[i] = decompress(codec, payloads[i], magic=_MAGIC_V2,
@@ -357,50 +446,106 @@ class _RecordDecoder:
                                              position=starts[i])
                 except KafkaFormatError as exc:  # reported at the batch (cause keeps the detail)
                     raise locate(exc, path=self.path, position=batch_position) from exc
-        return self.dec.decode_v2_records(payloads, table, rows)
+                held += len(payloads[i])
+        done = len(payloads)
+        return self.dec.decode_v2_records(payloads, table, rows[:done]), done
 
-    def _legacy(self, buf: bytes | memoryview, table: BatchTable, rows: list[int]) -> RecordColumns:
-        return self.dec.decode_legacy(buf, table, rows, path=self.path, verify_crc=self.verify_crc,
-                                      max_decompressed=self.max_decompressed)
+    def _legacy(self, buf: bytes | memoryview, table: BatchTable, rows: list[int]) -> tuple[RecordColumns, int]:
+        """Records of a prefix of ``rows``: all plain messages up to and including one compressed wrapper."""
+        codecs = (table.attributes[np.asarray(rows, dtype=np.intp)] & legacy.CODEC_MASK).tolist()
+        wrappers = [i for i, codec in enumerate(codecs) if codec != _CODEC_NONE]
+        done = wrappers[0] + 1 if wrappers else len(rows)
+        return self.dec.decode_legacy(buf, table, rows[:done], path=self.path, verify_crc=self.verify_crc,
+                                      max_decompressed=self.max_decompressed), done
 
-    def _run(self, kind: Callable[[bytes | memoryview, BatchTable, list[int]], RecordColumns],
-             buf: bytes | memoryview, table: BatchTable, rows: list[int], base: int) -> list[RecordColumns]:
-        parts: list[RecordColumns] = []
+    def take_failure(self) -> KafkaFormatError:
+        """The pending FAILFAST error, forgotten here (so no frame <-> error reference cycle)."""
+        failure, self.failure = self.failure, None
+        assert failure is not None
+        return failure
+
+    def _steps(self, kind: Callable[[bytes | memoryview, BatchTable, list[int]], tuple[RecordColumns, int]],
+               buf: bytes | memoryview, table: BatchTable, rows: list[int]) -> Iterator[RecordColumns]:
+        while rows:
+            columns, done = kind(buf, table, rows)
+            yield columns
+            rows = rows[done:]
+
+    def _run(self, kind: Callable[[bytes | memoryview, BatchTable, list[int]], tuple[RecordColumns, int]],
+             buf: bytes | memoryview, table: BatchTable, rows: list[int], base: int) -> Iterator[RecordColumns]:
         pending = rows
         while pending:
             try:
-                parts.append(kind(buf, table, pending))
-                break
+                columns, done = kind(buf, table, pending)
             except KafkaFormatError as exc:
-                where = exc.position
-                hit = [i for i, r in enumerate(pending) if int(table.position[r]) == where]
-                if not self.permissive or not hit:
-                    raise locate(exc, path=self.path,
-                                 position=None if where is None else base + where) from None
-                i = hit[0]
-                if i:
-                    parts.append(kind(buf, table, pending[:i]))
-                bad = pending[i]
-                self.walker.skip(base + int(table.position[bad]), int(table.size[bad]), exc.reason)
-                pending = pending[i + 1:]
+                i, located = self._bad_row(exc, table, pending, base)
             except (ValueError, OverflowError, IndexError, struct.error) as exc:  # defensive boundary
                 raise CorruptRecordError("undecodable record data", path=self.path,
                                          position=base + int(table.position[pending[0]]),
                                          found=f"{type(exc).__name__}: {exc}") from exc
-        return parts
+            else:
+                yield columns
+                pending = pending[done:]
+                continue
+            yield from self._steps(kind, buf, table, pending[:i])
+            if not self.permissive:  # FAILFAST: the batches before the bad one are still yielded
+                self.failure = located
+                return
+            bad = pending[i]
+            self.walker.skip(base + int(table.position[bad]), int(table.size[bad]), located.reason)
+            pending = pending[i + 1:]
 
-    def decode(self, buf: bytes | memoryview, table: BatchTable, base: int) -> RecordColumns:
+    def _bad_row(self, exc: KafkaFormatError, table: BatchTable, pending: list[int],
+                 base: int) -> tuple[int, KafkaFormatError]:
+        """Index in ``pending`` of the batch ``exc`` is about, and ``exc`` placed in the file."""
+        where = exc.position
+        hit = [i for i, r in enumerate(pending) if int(table.position[r]) == where]
+        located = locate(exc, path=self.path, position=None if where is None else base + where)
+        if not hit:
+            raise located from None
+        _drop_frames(located)  # keep the causes' details, not their frames' buffers
+        return hit[0], located
+
+    def decode(self, buf: bytes | memoryview, table: BatchTable, base: int) -> Iterator[RecordColumns]:
+        """Records of the entries of ``table`` in order, in parts holding about ``max_decompressed``
+        bytes each (so memory stays bounded by the cap, not by the number of batches in a chunk)."""
         is_v2 = table.magic == _MAGIC_V2
         # Empty v2 batches (compaction leftovers) have no rows and nothing to decompress.
         rows = np.flatnonzero(~(is_v2 & (table.count == 0)))
         kinds = is_v2[rows]
         cuts = (np.flatnonzero(kinds[1:] != kinds[:-1]) + 1).tolist()
-        parts: list[RecordColumns] = []
+        held: list[RecordColumns] = []
+        size = 0
         for lo, hi in zip([0, *cuts], [*cuts, len(rows)], strict=True):
             if hi > lo:
                 run = rows[lo:hi].tolist()
-                parts += self._run(self._v2 if kinds[lo] else self._legacy, buf, table, run, base)
-        return RecordColumns.concat(parts)
+                for part in self._run(self._v2 if kinds[lo] else self._legacy, buf, table, run, base):
+                    held.append(part)
+                    size += _nbytes(part)
+                    if size >= self.max_decompressed:
+                        yield RecordColumns.concat(held)
+                        held, size = [], 0
+                if self.failure is not None:
+                    break
+        if held:
+            yield RecordColumns.concat(held)
+
+
+def _drop_frames(exc: BaseException) -> None:
+    """Clear the tracebacks along ``exc``'s cause chain: a kept error must not keep the decoding
+    frames alive (they hold decompressed payloads up to the cap)."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        cur = todo.pop()
+        if cur is not None and id(cur) not in seen:
+            seen.add(id(cur))
+            cur.__traceback__ = None
+            todo += [cur.__cause__, cur.__context__]
+
+
+def _nbytes(columns: RecordColumns) -> int:
+    return sum(getattr(columns, f.name).nbytes for f in fields(columns))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,12 +596,14 @@ def decode_segment(
             if granularity == "batch":
                 yield batch_table_to_arrow(table.shifted(base), ctx)
                 continue
-            columns = records.decode(buf, table, base)
-            if not len(columns):
-                continue
-            batch = to_arrow(table.shifted(base), columns, ctx, include_headers=include_headers)
-            for lo in range(0, batch.num_rows, max_rows_per_batch):
-                yield batch.slice(lo, max_rows_per_batch)
+            shifted = table.shifted(base)
+            for columns in records.decode(buf, table, base):
+                if len(columns):
+                    batch = to_arrow(shifted, columns, ctx, include_headers=include_headers)
+                    for lo in range(0, batch.num_rows, max_rows_per_batch):
+                        yield batch.slice(lo, max_rows_per_batch)
+            if records.failure is not None:
+                raise records.take_failure()
     finally:
         src.close()
 

@@ -532,7 +532,7 @@ def parse_clean_shutdown(data: bytes, *, path: str | None = None) -> CleanShutdo
     """Never raises: the broker treats any content as 'clean shutdown happened'."""
     try:
         doc = json.loads(bytes(data).decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: deeply nested JSON
         return CleanShutdown(path=path)
     if not isinstance(doc, dict):
         return CleanShutdown(path=path)
@@ -565,7 +565,7 @@ def parse_quorum_state(data: bytes, *, path: str | None = None) -> QuorumState:
     first = lines[0][1] if lines else b""
     try:
         doc = json.loads(first.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: deeply nested JSON
         raise CheckpointFormatError(f"quorum-state is not JSON: {exc}", path=path, position=0,
                                     expected="a JSON object", found=repr(first[:40])) from None
     if not isinstance(doc, dict):

@@ -499,43 +499,65 @@ def _snappy_block(block: memoryview, remaining: int, max_output: int, rel: int,
     return view
 
 
-def _unsnappy(buf: memoryview, max_output: int, where: _Where) -> bytes:
+def _unsnappy(buf: memoryview, max_output: int, where: _Where) -> bytes | bytearray:
     n = len(buf)
     if n == 0:
         raise where.error(0, "empty snappy stream", expected="a xerial stream or a raw snappy block",
                           found="0 bytes")
     if n < XERIAL_HEADER.size or buf[:len(XERIAL_MAGIC)] != XERIAL_MAGIC:
         return bytes(_snappy_block(buf, max_output, max_output, 0, where))
-    parts: list[bytes | memoryview] = []
+    blocks: list[tuple[int, int, int]] = []  # (start, length, declared output) of each raw block
     total = 0
     pos = XERIAL_HEADER.size  # the first header's version fields are never read
-    while n - pos >= XERIAL_CHUNK_LENGTH.size:
-        (length,) = XERIAL_CHUNK_LENGTH.unpack_from(buf, pos)
-        if length == XERIAL_MAGIC_HEAD:  # a concatenated stream starts here
-            if n - pos < XERIAL_HEADER.size:
-                raise where.error(pos, "truncated concatenated xerial header",
-                                  expected=f"{XERIAL_HEADER.size} bytes", found=f"{n - pos} bytes")
-            magic, version, _compatible = XERIAL_HEADER.unpack_from(buf, pos)
-            if magic != XERIAL_MAGIC:
-                break  # SnappyInputStream stops reading here
-            if version < XERIAL_MIN_COMPATIBLE_VERSION:
-                raise where.error(pos + len(XERIAL_MAGIC), "incompatible xerial stream version",
-                                  expected=f"version >= {XERIAL_MIN_COMPATIBLE_VERSION}",
-                                  found=f"version {version}")
-            pos += XERIAL_HEADER.size
-            continue
-        if length < 0 or length > XERIAL_MAX_CHUNK:
-            raise where.error(pos, "invalid xerial chunk length",
-                              expected=f"0..{XERIAL_MAX_CHUNK}", found=str(length))
-        start = pos + XERIAL_CHUNK_LENGTH.size
-        if n - start < length:
-            raise where.error(pos, "truncated xerial chunk", expected=f"{length} bytes",
-                              found=f"{n - start} bytes")
-        part = _snappy_block(buf[start:start + length], max_output - total, max_output, start, where)
-        parts.append(part)
-        total += len(part)
-        pos = start + length
-    return _join(parts)  # 1-3 trailing bytes end the stream (SnappyInputStream.hasNextChunk)
+    try:
+        while n - pos >= XERIAL_CHUNK_LENGTH.size:
+            (length,) = XERIAL_CHUNK_LENGTH.unpack_from(buf, pos)
+            if length == XERIAL_MAGIC_HEAD:  # a concatenated stream starts here
+                if n - pos < XERIAL_HEADER.size:
+                    raise where.error(pos, "truncated concatenated xerial header",
+                                      expected=f"{XERIAL_HEADER.size} bytes", found=f"{n - pos} bytes")
+                magic, version, _compatible = XERIAL_HEADER.unpack_from(buf, pos)
+                if magic != XERIAL_MAGIC:
+                    break  # SnappyInputStream stops reading here
+                if version < XERIAL_MIN_COMPATIBLE_VERSION:
+                    raise where.error(pos + len(XERIAL_MAGIC), "incompatible xerial stream version",
+                                      expected=f"version >= {XERIAL_MIN_COMPATIBLE_VERSION}",
+                                      found=f"version {version}")
+                pos += XERIAL_HEADER.size
+                continue
+            if length < 0 or length > XERIAL_MAX_CHUNK:
+                raise where.error(pos, "invalid xerial chunk length",
+                                  expected=f"0..{XERIAL_MAX_CHUNK}", found=str(length))
+            start = pos + XERIAL_CHUNK_LENGTH.size
+            if n - start < length:
+                raise where.error(pos, "truncated xerial chunk", expected=f"{length} bytes",
+                                  found=f"{n - start} bytes")
+            declared = _snappy_declared_length(buf[start:start + length], start, where)
+            if declared > max_output - total:
+                raise where.limit(start, max_output, f"a block declaring {declared} bytes with "
+                                                     f"{max_output - total} bytes of budget left")
+            blocks.append((start, length, declared))
+            total += declared
+            pos = start + length
+    except KafkaFormatError:  # stream order: a corrupt earlier block is reported first
+        for start, length, _declared in blocks:
+            _snappy_block(buf[start:start + length], max_output, max_output, start, where)
+        raise
+    # 1-3 trailing bytes end the stream (SnappyInputStream.hasNextChunk).  Every block is
+    # decoded straight into one buffer of the declared total (bounded by max_output above).
+    out = bytearray(total)
+    view = memoryview(out)
+    at = 0
+    for start, length, declared in blocks:
+        try:
+            got = _cramjam.snappy.decompress_raw_into(buf[start:start + length], view[at:at + declared])
+        except Exception as exc:  # cramjam.DecompressionError and friends
+            raise where.library(start, "corrupt snappy block", exc) from exc
+        if got != declared:  # pragma: no cover - the library checks this itself
+            raise where.error(start, "snappy block length mismatch", expected=f"{declared} bytes",
+                              found=f"{got} bytes")
+        at += declared
+    return out
 
 
 def _snappy(data: bytes | memoryview) -> bytes:
@@ -615,6 +637,42 @@ def _lz4_frame_header(buf: memoryview, magic: int, where: _Where) -> tuple[int, 
     return flg, bd, max_block, pos + 1
 
 
+def _unlz4_whole_frame(buf: memoryview, max_output: int, flg: int, max_block: int, pos: int,
+                       checksum_size: int) -> bytes | None:
+    """The frame decoded by one native ``lz4.frame`` call, or None (then the block loop decides).
+
+    Only for frames where LZ4F and Kafka provably agree: a verified header checksum (magic >= 1),
+    independent blocks, no content size (LZ4F would size its buffer from it), every block within
+    the max block size, and the end mark (+ content checksum) ending the buffer exactly (Kafka
+    ignores trailing bytes, LZ4F might read them).  The output is bounded before decoding: each
+    block yields at most ``max_block`` bytes (a stored block exactly its size).  LZ4F is stricter
+    than Kafka only in checks Kafka skips (content checksum): any LZ4F failure falls back.
+    """
+    n = len(buf)
+    bound = 0
+    while True:
+        if n - pos < LZ4_BLOCK_SIZE.size:
+            return None
+        (word,) = LZ4_BLOCK_SIZE.unpack_from(buf, pos)
+        size = word & LZ4_SIZE_MASK
+        if size == 0:
+            tail = LZ4_CHECKSUM.size if flg & LZ4_FLG_CONTENT_CHECKSUM else 0
+            if pos + LZ4_BLOCK_SIZE.size + tail != n:
+                return None
+            break
+        if size > max_block:
+            return None
+        bound += size if word & LZ4_INCOMPRESSIBLE_MASK else max_block
+        pos += LZ4_BLOCK_SIZE.size + size + checksum_size
+    if bound > max_output:
+        return None
+    try:
+        out = _lz4_frame.decompress(buf)
+    except Exception:  # LZ4F's RuntimeError: the block loop reports Kafka's exact error
+        return None
+    return out if len(out) <= max_output else None
+
+
 def _unlz4(buf: memoryview, max_output: int, magic: int, where: _Where) -> bytes:
     n = len(buf)
     if buf[:_KAFKA_LZ4_HEADER_LEN] == _KAFKA_LZ4_HEADER or (
@@ -622,10 +680,18 @@ def _unlz4(buf: memoryview, max_output: int, magic: int, where: _Where) -> bytes
             and buf[:LZ4_MIN_HEADER] == _KAFKA_LZ4_HEADER[:LZ4_MIN_HEADER]):
         # fast path: the header every Kafka producer writes
         flg, bd, max_block, pos = KAFKA_LZ4_FLG, KAFKA_LZ4_BD, KAFKA_LZ4_BLOCK_SIZE, _KAFKA_LZ4_HEADER_LEN
+    elif magic != MAGIC_V0 and bytes(buf[:_KAFKA_LZ4_HEADER_LEN]) in _LZ4_HEADERS_SEEN:
+        flg, bd, max_block, pos = _LZ4_HEADERS_SEEN[bytes(buf[:_KAFKA_LZ4_HEADER_LEN])]
     else:
         flg, bd, max_block, pos = _lz4_frame_header(buf, magic, where)
+        if magic != MAGIC_V0 and pos == _KAFKA_LZ4_HEADER_LEN and len(_LZ4_HEADERS_SEEN) < _LZ4_HEADERS_MAX:
+            _LZ4_HEADERS_SEEN[bytes(buf[:pos])] = (flg, bd, max_block, pos)
     block_checksum = bool(flg & LZ4_FLG_BLOCK_CHECKSUM)
     checksum_size = LZ4_CHECKSUM.size if block_checksum else 0
+    if magic != MAGIC_V0 and not flg & LZ4_FLG_CONTENT_SIZE:
+        whole = _unlz4_whole_frame(buf, max_output, flg, max_block, pos, checksum_size)
+        if whole is not None:
+            return whole
     parts: list[bytes | memoryview] = []
     total = 0
     while True:
@@ -683,6 +749,10 @@ def _unlz4(buf: memoryview, max_output: int, magic: int, where: _Where) -> bytes
 _KAFKA_LZ4_HEADER = b"".join((LZ4_MAGIC.pack(LZ4_FRAME_MAGIC), LZ4_DESCRIPTOR.pack(KAFKA_LZ4_FLG, KAFKA_LZ4_BD),
                               bytes((_lz4_header_checksum(LZ4_DESCRIPTOR.pack(KAFKA_LZ4_FLG, KAFKA_LZ4_BD)),))))
 _KAFKA_LZ4_HEADER_LEN = len(_KAFKA_LZ4_HEADER)
+# Headers (magic + FLG + BD + HC, no content size) already validated by _lz4_frame_header for
+# magic >= 1, with their parse: a producer writes the same header on every batch.
+_LZ4_HEADERS_SEEN: dict[bytes, tuple[int, int, int, int]] = {}
+_LZ4_HEADERS_MAX = 64
 
 
 def _lz4(data: bytes | memoryview, magic: int, level: int | None) -> bytes:
@@ -819,8 +889,11 @@ def _unzstd(buf: memoryview, max_output: int, where: _Where) -> bytes:
         remaining = max_output - total
         want = min(bound, remaining) + 1
         try:
-            with _zstd_decompressor().stream_reader(buf[pos:end]) as reader:
-                out = reader.read(want)
+            if 0 < bound <= remaining:  # one native call into a buffer of the frame's bound
+                out = _zstd_decompressor().decompress(buf[pos:end], max_output_size=bound)
+            else:  # the budget may run out first: stream, reading one byte past it
+                with _zstd_decompressor().stream_reader(buf[pos:end]) as reader:
+                    out = reader.read(want)
         except _zstandard.ZstdError as exc:
             raise where.library(pos, "corrupt zstd frame", exc) from exc
         if len(out) > remaining:
@@ -875,8 +948,11 @@ def _require(codec: int, where: _Where | None) -> None:
 
 def decompress(codec: int, data: bytes | bytearray | memoryview, *, magic: int,
                max_output: int = DEFAULT_MAX_DECOMPRESSED, path: str | None = None,
-               position: int | None = None) -> bytes:
+               position: int | None = None) -> bytes | bytearray:
     """Decompress one Kafka payload exactly as Kafka reads it (see the module doc).
+
+    The result is a new ``bytes`` (a ``bytearray`` for multi-chunk snappy, decoded in place),
+    never a view of ``data``.
 
     ``position`` is the absolute file offset of ``data[0]``; errors report the position of the
     offending structure (relative to ``data`` when ``position`` is None).  ``magic`` selects the

@@ -30,23 +30,30 @@ _FAST = "fast"
 MAX_CODEC = 4
 
 
+_compression: Any = None  # kafka_format.compression, imported on first use
+
+
 def decompress(codec: int, data: bytes | memoryview, *, magic: int, max_output: int,
-               path: str | None, position: int | None) -> bytes:
+               path: str | None, position: int | None) -> bytes | bytearray:
     """Decompress a batch payload through :mod:`kafka_format.compression`.
 
+    ``data`` may be a view of a reused or mapped read buffer: the result never references it.
     Errors carry ``path``/``position`` (the batch's position).
     """
     if codec > MAX_CODEC:
         raise UnsupportedFormatError("unknown compression codec", path=path, position=position,
                                      expected="codec 0-4", found=f"codec {codec}")
+    global _compression
+    if _compression is None:
+        try:
+            from kafka_format import compression
+        except ImportError as exc:  # pragma: no cover - the module ships with the package
+            raise CompressionError("compression support is not available", path=path, position=position,
+                                   expected="kafka_format.compression", found=str(exc)) from exc
+        _compression = compression
     try:
-        from kafka_format import compression
-    except ImportError as exc:  # pragma: no cover - the module ships with the package
-        raise CompressionError("compression support is not available", path=path, position=position,
-                               expected="kafka_format.compression", found=str(exc)) from exc
-    try:
-        return compression.decompress(codec, bytes(data), magic=magic, max_output=max_output,
-                                      path=path, position=position)
+        return _compression.decompress(codec, data, magic=magic, max_output=max_output,
+                                       path=path, position=position)
     except KafkaFormatError as exc:
         if exc.position is None or exc.path != path:
             raise locate(exc, path=path, position=position if exc.position is None else exc.position)

@@ -3,6 +3,12 @@
 Driver-side and Spark-free (style anchor 13: plan, then read).  The data source's
 ``partitions()`` only wraps the splits; ``read()`` decodes one split.
 
+Discovery is :func:`kafka_format.logdir.open_log_dirs` (log dirs, partition dirs, parents of
+several brokers' log dirs; the broker's ``.swap``/``.cleaned`` reconciliation; orphans set
+apart); the planner works on its :class:`~kafka_format.logdir.PartitionLog` /
+:class:`~kafka_format.logdir.Segment` values and reads index files through their readers
+(:mod:`kafka_format.index`, :mod:`kafka_format.txnindex`).
+
 How a topic-partition is cut (spec §0.1, §1.8):
 
 * work is cut only at batch boundaries, i.e. at ``.index`` positions (or byte 0 of a
@@ -21,10 +27,9 @@ How a topic-partition is cut (spec §0.1, §1.8):
 * ``read_committed`` (spec §6.5-6.6): the LSO caps the end offset and every aborted
   transaction of ``.txnindex`` that can touch a split travels with it.
 
-Index files are parsed by :mod:`kafka_format.index` / :mod:`kafka_format.txnindex`, batch
-headers come from ``decode_segment(granularity="batch")``; discovery here reads only what
-planning needs (partition dirs, segment files, HW / log-start checkpoints, broker id, latest
-leader epoch).  Files are opened through ``pyarrow.fs`` so any URI works.
+Batch headers come from ``decode_segment(granularity="batch")``.  Files are opened through
+each partition's :class:`~kafka_format.fsio.FileSystemHandle`, so any ``pyarrow.fs`` URI works;
+split paths are locations (:func:`kafka_format.fsio.resolve` re-opens them on executors).
 """
 
 from __future__ import annotations
@@ -35,75 +40,35 @@ import re
 import struct
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, BinaryIO
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-import pyarrow.fs as pafs
+import pyarrow as pa
 
-from kafka_format import index, txnindex
-from kafka_format.errors import CheckpointFormatError, KafkaFormatError, LogDirError
+from kafka_format import fsio
+from kafka_format.errors import KafkaFormatError, LogDirError
+from kafka_format.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
 
 __all__ = [
     "DEFAULT_MAX_BYTES_PER_PARTITION",
-    "SegmentInfo",
-    "PartitionReplica",
     "SegmentRange",
     "Split",
     "Bounds",
     "PlanOptions",
-    "discover",
+    "open_partitions",
     "plan_splits",
-    "replicas_from_log_dir_set",
+    "check_assignment",
     "resolve_timestamp",
     "log_end_offset",
     "last_stable_offset",
+    "open_input",
     "benchmark_planning",
 ]
 
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024
 
-# --- on-disk layouts used by the planner -------------------------------------------------
 NO_TIMESTAMP = -1   # RecordBatch.NO_TIMESTAMP
-
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-_SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.(?P<suffix>log|index|timeindex|txnindex)$")
-_MAX_DISCOVERY_DEPTH = 3
-_HEADER_READ = 64 * 1024
-
-
-# --- inputs ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SegmentInfo:
-    """One segment of a partition replica: its files and the ``.log`` size."""
-
-    base_offset: int
-    log_path: str
-    log_size: int
-    index_path: str | None = None
-    timeindex_path: str | None = None
-    txnindex_path: str | None = None
-    mtime_ms: int | None = None
-
-
-@dataclass(frozen=True)
-class PartitionReplica:
-    """One copy of a topic-partition in one log dir, with the checkpoint values for it."""
-
-    topic: str
-    partition: int
-    log_dir: str
-    broker_id: int | None
-    segments: tuple[SegmentInfo, ...]
-    high_watermark: int | None = None
-    log_start_checkpoint: int | None = None
-    leader_epoch: int | None = None
-
-    @property
-    def log_start_offset(self) -> int:
-        """``max(log-start-offset-checkpoint, first segment base)`` (spec §1.2)."""
-        first = self.segments[0].base_offset if self.segments else 0
-        return max(self.log_start_checkpoint or 0, first)
 
 
 # --- outputs -----------------------------------------------------------------------------
@@ -116,6 +81,8 @@ class SegmentRange:
     start_position: int
     end_position: int | None
     first_offset: int           # no batch in this range has an offset below this
+    active: bool = False        # in the partition's last segment: a partial batch at its end is a
+                                # crash tail (LogSegment.recover truncates it), elsewhere corruption
 
 
 @dataclass(frozen=True)
@@ -204,215 +171,56 @@ class PlanOptions:
         return True
 
 
-# --- file system -------------------------------------------------------------------------
-def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
-    """``pyarrow.fs`` filesystem + path for a local path or any URI pyarrow understands."""
-    if "://" in path:
-        return pafs.FileSystem.from_uri(path)
-    return pafs.LocalFileSystem(), path
+# --- inputs ------------------------------------------------------------------------------
+def open_input(location: str) -> pa.NativeFile:
+    """Open a ``.log`` (local path or URI location) for positioned reads (executor side)."""
+    return fsio.open_input_file(location)
 
 
-def _join(base: str, name: str) -> str:
-    return base.rstrip("/") + "/" + name
+def open_partitions(paths: str | Sequence[str] | LogDirSet) -> list[PartitionLog]:
+    """Live partition replicas under ``paths`` (or of a ``LogDirSet``), by topic, partition, log dir.
 
-
-def _read_all(fs: pafs.FileSystem, path: str) -> bytes:
-    with fs.open_input_file(path) as f:
-        return f.read()
-
-
-def open_input(path: str) -> BinaryIO:
-    """Open a ``.log`` (local path or URI) for positioned reads."""
-    if "://" not in path:
-        return open(path, "rb")
-    fs, p = filesystem(path)
-    return fs.open_input_file(p)  # type: ignore[return-value]
-
-
-# --- discovery ---------------------------------------------------------------------------
-def _read_checkpoint(fs: pafs.FileSystem, path: str) -> dict[tuple[str, int], int]:
-    """Offset checkpoint file (spec §1.1): version 0, count, ``topic partition offset`` lines."""
-    try:
-        text = _read_all(fs, path).decode("utf-8")
-    except FileNotFoundError:
-        return {}
-    except UnicodeDecodeError as e:
-        raise CheckpointFormatError("checkpoint is not UTF-8", path=path, position=e.start) from e
-    lines = text.splitlines()
-    if not lines:
-        return {}
-    if lines[0].strip() != "0":
-        raise CheckpointFormatError("unrecognised checkpoint version", path=path, position=0,
-                                    expected="0", found=lines[0][:20])
-    try:
-        count = int(lines[1])
-    except (IndexError, ValueError) as e:
-        raise CheckpointFormatError("bad entry count line", path=path, expected="integer") from e
-    out: dict[tuple[str, int], int] = {}
-    for line in lines[2:2 + count]:
-        parts = line.split()
-        if len(parts) != 3:
-            raise CheckpointFormatError("malformed checkpoint entry", path=path,
-                                        expected="'topic partition offset'", found=line[:80])
-        try:
-            out[(parts[0], int(parts[1]))] = int(parts[2])
-        except ValueError as e:
-            raise CheckpointFormatError("non-integer checkpoint entry", path=path, found=line[:80]) from e
-    if len(out) != count and len(lines) - 2 < count:
-        raise CheckpointFormatError("checkpoint has fewer entries than its count", path=path,
-                                    expected=str(count), found=str(len(lines) - 2))
-    return out
-
-
-def _read_broker_id(fs: pafs.FileSystem, log_dir: str) -> int | None:
-    """``broker.id`` (version 0) or ``node.id`` (version 1) from ``meta.properties``."""
-    try:
-        text = _read_all(fs, _join(log_dir, "meta.properties")).decode("utf-8", "replace")
-    except FileNotFoundError:
-        return None
-    props: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!" or "=" not in line:
-            continue
-        k, v = line.split("=", 1)
-        props[k.strip()] = v.strip()
-    for key in ("node.id", "broker.id"):
-        if key in props:
-            try:
-                return int(props[key])
-            except ValueError:
-                return None
-    return None
-
-
-def _read_leader_epoch(fs: pafs.FileSystem, part_dir: str) -> int | None:
-    """Latest epoch of ``leader-epoch-checkpoint`` (spec §1.5), None if absent or unreadable."""
-    try:
-        lines = _read_all(fs, _join(part_dir, "leader-epoch-checkpoint")).decode("utf-8").splitlines()
-        entries = [line.split() for line in lines[2:] if line.strip()]
-        return max((int(e[0]) for e in entries), default=None)
-    except (FileNotFoundError, UnicodeDecodeError, ValueError, IndexError):
-        return None
-
-
-def _scan_partition(fs: pafs.FileSystem, part_dir: str, infos: list[pafs.FileInfo]) -> tuple[SegmentInfo, ...]:
-    files: dict[int, dict[str, pafs.FileInfo]] = {}
-    for info in infos:
-        m = _SEGMENT_FILE.match(info.base_name)
-        if m and info.type == pafs.FileType.File:
-            files.setdefault(int(m["base"]), {})[m["suffix"]] = info
-    segments = []
-    for base in sorted(files):
-        kinds = files[base]
-        log = kinds.get("log")
-        if log is None:     # index files without a .log are orphans (spec §1.4 step 4)
-            continue
-        mtime = log.mtime_ns // 1_000_000 if log.mtime_ns is not None else None
-        segments.append(SegmentInfo(
-            base_offset=base, log_path=log.path, log_size=int(log.size or 0),
-            index_path=kinds["index"].path if "index" in kinds else None,
-            timeindex_path=kinds["timeindex"].path if "timeindex" in kinds else None,
-            txnindex_path=kinds["txnindex"].path if "txnindex" in kinds else None,
-            mtime_ms=mtime,
-        ))
-    return tuple(segments)
-
-
-def _uri(prefix: tuple[str, str], path: str) -> str:
-    """Location of a filesystem path in the form the user gave: scheme + path + URI options
-    (e.g. ``?endpoint_override=...`` for S3 must reach the executors too)."""
-    scheme, query = prefix
-    return scheme + path + query if scheme else path
-
-
-def discover(paths: Sequence[str]) -> list[PartitionReplica]:
-    """Find every plain ``<topic>-<partition>`` dir under the given paths (spec §1.1, §1.3).
-
-    Each path may be a partition dir, a log dir, or a parent of log dirs (up to three
-    levels).  ``-delete``/``-future``/``-stray`` dirs are not read.
+    Each path may be a partition dir, a broker log dir or a parent of several brokers' log dirs
+    (:func:`kafka_format.logdir.open_log_dirs`); ``-delete``/``-future``/``-stray`` dirs are
+    not read; a missing path raises :class:`LogDirError`.
     """
-    replicas: list[PartitionReplica] = []
-    for raw in paths:
-        fs, root = filesystem(raw)
-        prefix = ((raw[: raw.index("://") + 3], raw[raw.index("?"):] if "?" in raw else "")
-                  if "://" in raw else ("", ""))
-        info = fs.get_file_info(root)
-        if info.type != pafs.FileType.Directory:
-            raise LogDirError("not a directory", path=raw, expected="a log dir or partition dir",
-                              found="missing" if info.type == pafs.FileType.NotFound else "a file")
-        found = _discover_dir(fs, root.rstrip("/") or "/", prefix, 0)
-        replicas.extend(found)
-    replicas.sort(key=lambda r: (r.topic, r.partition, r.log_dir))
-    return replicas
-
-
-def _discover_dir(fs: pafs.FileSystem, root: str, prefix: tuple[str, str], depth: int) -> list[PartitionReplica]:
-    name = root.rstrip("/").rsplit("/", 1)[-1]
-    children = fs.get_file_info(pafs.FileSelector(root, recursive=False))
-    if _PARTITION_DIR.match(name) and any(_SEGMENT_FILE.match(c.base_name) for c in children):
-        parent = root.rstrip("/").rsplit("/", 1)[0] or "/"
-        return _log_dir_partitions(fs, parent, prefix, only=[(name, children)])
-    part_dirs = [c for c in children if c.type == pafs.FileType.Directory and _PARTITION_DIR.match(c.base_name)]
-    if part_dirs:
-        listed = [(c.base_name, fs.get_file_info(pafs.FileSelector(c.path, recursive=False))) for c in part_dirs]
-        return _log_dir_partitions(fs, root, prefix, only=listed)
-    out: list[PartitionReplica] = []
-    if depth < _MAX_DISCOVERY_DEPTH:
-        for c in sorted(children, key=lambda c: c.base_name):
-            if c.type == pafs.FileType.Directory and not c.base_name.startswith("."):
-                out.extend(_discover_dir(fs, c.path, prefix, depth + 1))
+    log_dirs = paths if isinstance(paths, LogDirSet) else open_log_dirs(paths)
+    out = [p for p in log_dirs.all_partitions() if p.kind == "live"]
+    out.sort(key=lambda p: (p.topic, p.partition, p.log_dir))
     return out
 
 
-def _log_dir_partitions(fs: pafs.FileSystem, log_dir: str, prefix: tuple[str, str],
-                        only: list[tuple[str, list[pafs.FileInfo]]]) -> list[PartitionReplica]:
-    hw = _read_checkpoint(fs, _join(log_dir, "replication-offset-checkpoint"))
-    lso = _read_checkpoint(fs, _join(log_dir, "log-start-offset-checkpoint"))
-    broker_id = _read_broker_id(fs, log_dir)
-    out = []
-    for name, infos in only:
-        m = _PARTITION_DIR.match(name)
-        assert m is not None
-        tp = (m["topic"], int(m["partition"]))
-        segs = _scan_partition(fs, _join(log_dir, name), infos)
-        segs = tuple(replace(s, log_path=_uri(prefix, s.log_path),
-                             index_path=s.index_path and _uri(prefix, s.index_path),
-                             timeindex_path=s.timeindex_path and _uri(prefix, s.timeindex_path),
-                             txnindex_path=s.txnindex_path and _uri(prefix, s.txnindex_path))
-                     for s in segs)
-        out.append(PartitionReplica(
-            topic=tp[0], partition=tp[1], log_dir=_uri(prefix, log_dir), broker_id=broker_id,
-            segments=segs, high_watermark=hw.get(tp), log_start_checkpoint=lso.get(tp),
-            leader_epoch=_read_leader_epoch(fs, _join(log_dir, name)),
-        ))
-    return out
+def _log_size(seg: Segment) -> int:
+    return int(seg.log_size or 0)
 
 
 # --- index and batch-header readers ------------------------------------------------------
-def read_offset_index(seg: SegmentInfo) -> tuple[np.ndarray, np.ndarray]:
+_EMPTY = np.empty(0, np.int64)
+
+
+def read_offset_index(part: PartitionLog, seg: Segment) -> tuple[np.ndarray, np.ndarray]:
     """(absolute offsets, positions) of the valid entries of a segment's ``.index``
     (:mod:`kafka_format.index` reading rule of spec §1.8: zero tail, non-increasing entries and
     positions past the ``.log`` end the data).  A missing index gives no entries."""
-    if seg.index_path is None:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    idx = index.read_offset_index(seg.index_path, seg.base_offset, log_size=seg.log_size)
-    return idx.offsets, idx.positions
+    idx = part.offset_index(seg)
+    if idx is None:
+        return _EMPTY, _EMPTY
+    return idx.offsets.astype(np.int64, copy=False), idx.positions.astype(np.int64, copy=False)
 
 
-def read_time_index(seg: SegmentInfo) -> tuple[np.ndarray, np.ndarray]:
+def read_time_index(part: PartitionLog, seg: Segment) -> tuple[np.ndarray, np.ndarray]:
     """(timestamps, absolute offsets) of the valid ``.timeindex`` entries (spec §1.9 rule)."""
-    if seg.timeindex_path is None:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    tidx = index.read_time_index(seg.timeindex_path, seg.base_offset)
+    tidx = part.time_index(seg)
+    if tidx is None:
+        return _EMPTY, _EMPTY
     return tidx.timestamps.astype(np.int64), tidx.offsets.astype(np.int64)
 
 
-def read_txn_index(seg: SegmentInfo) -> list[tuple[int, int, int, int]]:
+def read_txn_index(part: PartitionLog, seg: Segment) -> list[tuple[int, int, int, int]]:
     """``(producerId, firstOffset, lastOffset, lastStableOffset)`` entries of ``.txnindex`` (§1.7)."""
     if seg.txnindex_path is None:
         return []
-    txns = txnindex.read_transaction_index(seg.txnindex_path, seg.base_offset)
+    txns = part.txn_index(seg)
     return [(t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset) for t in txns.entries]
 
 
@@ -431,16 +239,20 @@ class BatchHead:
     is_control: bool
 
 
-def iter_batch_heads(path: str, start: int = 0, end: int | None = None) -> Iterator[BatchHead]:
-    """Batch headers of a ``.log`` from ``start`` (a batch boundary), no decompression.
+def iter_batch_heads(part: PartitionLog, seg: Segment, start: int = 0, end: int | None = None
+                     ) -> Iterator[BatchHead]:
+    """Batch headers of a segment's ``.log`` from ``start`` (a batch boundary), no decompression.
 
     Uses ``decode_segment(granularity="batch")``; stops quietly where the broker's reader
     would stop (partial tail) and at the first corrupt framing (the reader reports it).
     """
     from kafka_format.api import decode_segment
 
+    if seg.log_path is None:
+        return
+    h = part.filesystem
     try:
-        with open_input(path) as f:
+        with h.opened(h.fs_path(seg.log_path)) as f:
             for tbl in decode_segment(f, start=start, end=end, granularity="batch", verify_crc=False):
                 cols = tbl.select(["position", "size", "magic", "baseOffset", "lastOffset", "maxTimestamp",
                                    "producerId", "isTransactional", "isControl"]).to_pydict()
@@ -452,36 +264,38 @@ def iter_batch_heads(path: str, start: int = 0, end: int | None = None) -> Itera
         return
 
 
-def log_end_offset(replica: PartitionReplica) -> int:
+def log_end_offset(replica: PartitionLog) -> int:
     """Log end offset: ``LogSegment.readNextOffset`` of the last segment (spec §1.10): from its
     last offset-index entry, the last complete batch's ``lastOffset + 1``, else its base offset."""
+    if replica.log_end_offset is not None:
+        return replica.log_end_offset
     if not replica.segments:
         return 0
     seg = replica.segments[-1]
-    _, positions = read_offset_index(seg)
+    _, positions = read_offset_index(replica, seg)
     last = None
-    for head in iter_batch_heads(seg.log_path, int(positions[-1]) if positions.size else 0):
+    for head in iter_batch_heads(replica, seg, int(positions[-1]) if positions.size else 0):
         last = head.last_offset
     return seg.base_offset if last is None else last + 1
 
 
-def _segment_max_timestamp(seg: SegmentInfo, active: bool) -> int:
+def _segment_max_timestamp(replica: PartitionLog, seg: Segment, active: bool) -> int:
     """``largestTimestamp`` (spec §1.10): time index last entry, scanned for the active segment,
     the ``.log`` mtime when no timestamp is known."""
-    ts, _ = read_time_index(seg)
+    ts, _ = read_time_index(replica, seg)
     if ts.size and not active:
         return int(ts[-1])
     best = NO_TIMESTAMP
-    offsets, positions = read_offset_index(seg)
+    offsets, positions = read_offset_index(replica, seg)
     start = 0
     if ts.size:
         best = int(ts[-1])
         start = int(positions[-1]) if positions.size else 0
-    for head in iter_batch_heads(seg.log_path, start):
+    for head in iter_batch_heads(replica, seg, start):
         best = max(best, head.max_timestamp)
     if best >= 0:
         return best
-    return seg.mtime_ms if seg.mtime_ms is not None else NO_TIMESTAMP
+    return seg.log_mtime_ms if seg.log_mtime_ms is not None else NO_TIMESTAMP
 
 
 def _offset_lookup(offsets: np.ndarray, positions: np.ndarray, target: int) -> int:
@@ -501,7 +315,7 @@ class TimestampHit:
     last_offset: int
 
 
-def resolve_timestamp(replica: PartitionReplica, target: int, *, last_fetchable: int | None = None) -> TimestampHit | None:
+def resolve_timestamp(replica: PartitionLog, target: int, *, last_fetchable: int | None = None) -> TimestampHit | None:
     """ListOffsets for ``target >= 0`` (spec §6.1-6.2), to batch granularity.
 
     The first segment (offset order) whose largest timestamp >= target; time-index then
@@ -512,14 +326,14 @@ def resolve_timestamp(replica: PartitionReplica, target: int, *, last_fetchable:
     log_start = replica.log_start_offset
     n = len(replica.segments)
     for i, seg in enumerate(replica.segments):
-        if _segment_max_timestamp(seg, active=(i == n - 1)) < target:
+        if _segment_max_timestamp(replica, seg, active=(i == n - 1)) < target:
             continue
-        ts, ts_offsets = read_time_index(seg)
+        ts, ts_offsets = read_time_index(replica, seg)
         j = int(np.searchsorted(ts, target, side="right")) - 1
         o = int(ts_offsets[j]) if j >= 0 else seg.base_offset
-        offsets, positions = read_offset_index(seg)
+        offsets, positions = read_offset_index(replica, seg)
         pos = _offset_lookup(offsets, positions, max(o, log_start))
-        for head in iter_batch_heads(seg.log_path, pos):
+        for head in iter_batch_heads(replica, seg, pos):
             if head.max_timestamp >= target and head.last_offset >= log_start:
                 if last_fetchable is not None and max(head.base_offset, log_start) >= last_fetchable:
                     return None
@@ -528,7 +342,7 @@ def resolve_timestamp(replica: PartitionReplica, target: int, *, last_fetchable:
     return None
 
 
-def last_stable_offset(replica: PartitionReplica, high_watermark: int) -> int:
+def last_stable_offset(replica: PartitionLog, high_watermark: int) -> int:
     """LSO offline (spec §6.5): ``min(HW, first offset of the earliest txn open at HW)``.
 
     Replays batch headers: a transactional data batch opens a transaction for its producer
@@ -538,7 +352,7 @@ def last_stable_offset(replica: PartitionReplica, high_watermark: int) -> int:
     for seg in replica.segments:
         if seg.base_offset >= high_watermark:
             break
-        for head in iter_batch_heads(seg.log_path):
+        for head in iter_batch_heads(replica, seg):
             if head.base_offset >= high_watermark:
                 break
             if not head.is_transactional:
@@ -551,11 +365,11 @@ def last_stable_offset(replica: PartitionReplica, high_watermark: int) -> int:
 
 
 # --- planning ----------------------------------------------------------------------------
-def _select_replicas(replicas: Sequence[PartitionReplica], options: PlanOptions) -> list[PartitionReplica]:
+def _select_replicas(replicas: Sequence[PartitionLog], options: PlanOptions) -> list[PartitionLog]:
     chosen = [r for r in replicas if options.selects(r.topic, r.partition)]
     if options.replicas == "all":
         return chosen
-    by_tp: dict[tuple[str, int], list[PartitionReplica]] = {}
+    by_tp: dict[tuple[str, int], list[PartitionLog]] = {}
     for r in chosen:
         by_tp.setdefault((r.topic, r.partition), []).append(r)
     out = []
@@ -579,7 +393,7 @@ class _Bound:
     empty: bool = False
 
 
-def _partition_bound(replica: PartitionReplica, options: PlanOptions, bounds: Bounds,
+def _partition_bound(replica: PartitionLog, options: PlanOptions, bounds: Bounds,
                      leo_cache: dict[int, int]) -> _Bound:
     tp = (replica.topic, replica.partition)
 
@@ -597,8 +411,11 @@ def _partition_bound(replica: PartitionReplica, options: PlanOptions, bounds: Bo
             raise LogDirError("upTo=highWatermark but the partition has no replication-offset-checkpoint entry",
                               path=replica.log_dir, expected=f"an entry for {tp[0]} {tp[1]}", found="none")
         upper = min(hw, leo())
-    if options.read_committed:
-        upper = last_stable_offset(replica, upper if upper is not None else leo())
+    if options.read_committed:       # LSO <= HW (spec §6.5); the LEO when no HW is recorded
+        cap = upper if upper is not None else leo()
+        if replica.high_watermark is not None:
+            cap = min(cap, replica.high_watermark)
+        upper = last_stable_offset(replica, cap)
     last_fetchable = upper if upper is not None else leo()
 
     start_ts = bounds.start_timestamp_all if bounds.start_timestamp_all is not None else bounds.start_timestamp.get(tp)
@@ -620,6 +437,8 @@ def _partition_bound(replica: PartitionReplica, options: PlanOptions, bounds: Bo
             b.empty = True
         elif so >= 0:
             b.start = so
+        elif replica.log_start_offset > replica.segments[0].base_offset:
+            b.start = replica.log_start_offset      # earliest = logStartOffset (DeleteRecords, spec §1.2)
     end_ts = bounds.end_timestamp_all if bounds.end_timestamp_all is not None else bounds.end_timestamp.get(tp)
     if end_ts is not None:
         hit = resolve_timestamp(replica, end_ts, last_fetchable=last_fetchable)
@@ -651,7 +470,7 @@ class _Piece:
     size: int
 
 
-def _segment_pieces(replica: PartitionReplica, i: int, bound: _Bound, min_ts: int | None,
+def _segment_pieces(replica: PartitionLog, i: int, bound: _Bound, min_ts: int | None,
                     target: int) -> list[_Piece]:
     """Cut one segment into pieces of ~target bytes at index positions, within the bounds."""
     seg = replica.segments[i]
@@ -665,16 +484,16 @@ def _segment_pieces(replica: PartitionReplica, i: int, bound: _Bound, min_ts: in
         return []
     if bound.end_hit is not None and i > bound.end_hit.segment_index:
         return []
-    offsets, positions = read_offset_index(seg)
+    offsets, positions = read_offset_index(replica, seg)
     start_pos, first_offset = 0, seg.base_offset
-    end_pos: int | None = seg.log_size
+    end_pos: int | None = _log_size(seg)
     if bound.start is not None and bound.start > seg.base_offset:
         k = int(np.searchsorted(offsets, bound.start, side="right")) - 1
         if k >= 0:
             start_pos = int(positions[k])
             first_offset = int(offsets[k - 1]) + 1 if k > 0 else seg.base_offset
     if min_ts is not None and i < len(segs) - 1:
-        ts, ts_off = read_time_index(seg)
+        ts, ts_off = read_time_index(replica, seg)
         if ts.size:
             if int(ts[-1]) < min_ts:
                 return []   # closed segment, every record's timestamp < min_ts
@@ -700,7 +519,7 @@ def _segment_pieces(replica: PartitionReplica, i: int, bound: _Bound, min_ts: in
     hi = int(np.searchsorted(positions, end_pos, side="left")) if end_pos is not None else positions.size
     pieces: list[_Piece] = []
     cur, cur_first = start_pos, first_offset
-    if hi > lo and target < (end_pos or seg.log_size) - start_pos:
+    if hi > lo and target < (end_pos or _log_size(seg)) - start_pos:
         inner_pos = positions[lo:hi]
         inner_off = offsets[lo:hi]
         next_cut = cur + target
@@ -713,17 +532,17 @@ def _segment_pieces(replica: PartitionReplica, i: int, bound: _Bound, min_ts: in
             pieces.append(_Piece(i, cur, cut, cur_first, cut - cur))
             cur, cur_first = cut, max(prev_off, cur_first)
             next_cut = cur + target
-    pieces.append(_Piece(i, cur, end_pos, cur_first, (end_pos if end_pos is not None else seg.log_size) - cur))
+    pieces.append(_Piece(i, cur, end_pos, cur_first, (end_pos if end_pos is not None else _log_size(seg)) - cur))
     return pieces
 
 
-def _aborted_for(replica: PartitionReplica, txns: list[tuple[int, int, int, int]],
+def _aborted_for(replica: PartitionLog, txns: list[tuple[int, int, int, int]],
                  lo: int, hi: int | None) -> tuple[tuple[int, int, int], ...]:
     return tuple((pid, first, last) for pid, first, last, _ in txns
                  if last >= lo and (hi is None or first < hi))
 
 
-def _plan_replica(replica: PartitionReplica, options: PlanOptions, bounds: Bounds,
+def _plan_replica(replica: PartitionLog, options: PlanOptions, bounds: Bounds,
                   target: int, leo_cache: dict[int, int]) -> list[Split]:
     if not replica.segments:
         return []
@@ -736,7 +555,7 @@ def _plan_replica(replica: PartitionReplica, options: PlanOptions, bounds: Bound
     txns: list[tuple[int, int, int, int]] = []
     if options.read_committed:
         for seg in replica.segments:
-            txns.extend(read_txn_index(seg))
+            txns.extend(read_txn_index(replica, seg))
     # pack consecutive pieces into splits of ~target bytes
     groups: list[list[_Piece]] = []
     acc = 0
@@ -749,8 +568,9 @@ def _plan_replica(replica: PartitionReplica, options: PlanOptions, bounds: Bound
             acc = p.size
     splits = []
     for gi, group in enumerate(groups):
+        last = len(replica.segments) - 1
         ranges = tuple(SegmentRange(replica.segments[p.seg_index].log_path, replica.segments[p.seg_index].base_offset,
-                                    p.start, p.end, p.first_offset) for p in group)
+                                    p.start, p.end, p.first_offset, active=p.seg_index == last) for p in group)
         hi = groups[gi + 1][0].first_offset if gi + 1 < len(groups) else bound.end
         start_ts = None
         if bound.start_hit is not None and any(r.segment == replica.segments[bound.start_hit.segment_index].base_offset
@@ -770,40 +590,18 @@ def _plan_replica(replica: PartitionReplica, options: PlanOptions, bounds: Bound
     return splits
 
 
-def replicas_from_log_dir_set(log_dirs: Any) -> list[PartitionReplica]:
-    """Adapt a :func:`kafka_format.open_log_dirs` ``LogDirSet`` (live partitions with a ``.log``)."""
-    out = []
-    for p in log_dirs.all_partitions():
-        if getattr(p, "kind", "live") != "live":
-            continue
-        segs = tuple(SegmentInfo(base_offset=s.base_offset, log_path=s.log_path, log_size=int(s.log_size or 0),
-                                 index_path=s.index_path, timeindex_path=s.timeindex_path,
-                                 txnindex_path=s.txnindex_path, mtime_ms=s.log_mtime_ms)
-                     for s in p.segments if s.log_path is not None)
-        epochs = getattr(p.leader_epochs, "entries", None) or ()
-        epoch = max((int(e[0] if isinstance(e, tuple) else getattr(e, "epoch", -1)) for e in epochs), default=None)
-        out.append(PartitionReplica(topic=p.topic, partition=p.partition, log_dir=p.log_dir,
-                                    broker_id=p.broker_id, segments=segs,
-                                    high_watermark=p.high_watermark_checkpoint,
-                                    log_start_checkpoint=p.log_start_offset_checkpoint, leader_epoch=epoch))
-    out.sort(key=lambda r: (r.topic, r.partition, r.log_dir))
-    return out
-
-
-def _as_replicas(logdirs: Any) -> list[PartitionReplica]:
-    if isinstance(logdirs, str):
-        return discover([logdirs])
-    if hasattr(logdirs, "all_partitions"):
-        return replicas_from_log_dir_set(logdirs)
+def _as_partitions(logdirs: Any) -> list[PartitionLog]:
+    if isinstance(logdirs, (str, LogDirSet)):
+        return open_partitions(logdirs)
     items = list(logdirs)
-    if all(isinstance(x, PartitionReplica) for x in items):
+    if all(isinstance(x, PartitionLog) for x in items):
         return items
     if all(isinstance(x, str) for x in items):
-        return discover(items)
-    raise TypeError("plan_splits expects paths or PartitionReplica values")
+        return open_partitions(items)
+    raise TypeError("plan_splits expects paths, a LogDirSet or PartitionLog values")
 
 
-def check_assignment(replicas: Sequence[PartitionReplica], options: PlanOptions, bounds: Bounds) -> None:
+def check_assignment(replicas: Sequence[PartitionLog], options: PlanOptions, bounds: Bounds) -> None:
     """Spark's rule: per-partition JSON bounds must name exactly the selected partitions."""
     selected = {(r.topic, r.partition) for r in replicas if options.selects(r.topic, r.partition)}
     for label, mapping in (("startingOffsets", bounds.start), ("endingOffsets", bounds.end),
@@ -821,11 +619,12 @@ def plan_splits(logdirs: Any, options: PlanOptions | None = None, bounds: Bounds
     """Plan the splits of a read (driver side, no Spark).
 
     ``logdirs`` is a path, a list of paths/URIs, a ``LogDirSet`` from
-    :func:`kafka_format.open_log_dirs`, or ``PartitionReplica`` values from :func:`discover`.  Splits come out ordered by topic, partition, log dir, offset.
+    :func:`kafka_format.open_log_dirs`, or ``PartitionLog`` values from :func:`open_partitions`.
+    Splits come out ordered by topic, partition, log dir, offset.
     """
     options = options or PlanOptions()
     bounds = bounds or Bounds()
-    replicas = _as_replicas(logdirs)
+    replicas = _as_partitions(logdirs)
     check_assignment(replicas, options, bounds)
     chosen = _select_replicas(replicas, options)
     leo_cache: dict[int, int] = {}
@@ -849,6 +648,8 @@ def benchmark_planning(root: str, segments: int = 10_000, partitions: int = 10) 
 
     batch = _tiny_batch()
     per = max(1, segments // partitions)
+    with open(os.path.join(root, "meta.properties"), "w", encoding="utf-8") as f:
+        f.write("version=0\nbroker.id=0\n")
     for p in range(partitions):
         d = os.path.join(root, f"bench-{p}")
         os.makedirs(d, exist_ok=True)
@@ -860,11 +661,11 @@ def benchmark_planning(root: str, segments: int = 10_000, partitions: int = 10) 
             open(name + ".index", "wb").close()
             open(name + ".timeindex", "wb").close()
     t0 = time.perf_counter()
-    reps = discover([root])
+    parts = open_partitions(root)
     t1 = time.perf_counter()
-    splits = plan_splits(reps)
+    splits = plan_splits(parts)
     t2 = time.perf_counter()
-    return {"segments": float(per * partitions), "splits": float(len(splits)),
+    return {"segments": float(sum(len(p.segments) for p in parts)), "splits": float(len(splits)),
             "discover_s": t1 - t0, "plan_s": t2 - t1}
 
 

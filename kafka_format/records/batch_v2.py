@@ -29,7 +29,9 @@ Record (``DefaultRecord.readFrom``)::
 
 Varints are zigzag LEB128, at most 5 bytes (32-bit) / 10 bytes (64-bit); the
 value wraps as Java's ``int``/``long`` do.  A negative key/value length is a
-null; a header key must be present and valid UTF-8 (Arrow strings).
+null; a header key must be present (a negative length is an error).  Header keys are
+decoded as Kafka does (``Utils.utf8`` = ``new String(bytes, UTF_8)``): malformed UTF-8 is
+never an error, it becomes U+FFFD (see :func:`java_utf8`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+import codecs
 
 from kafka_format.errors import CorruptRecordError
 from kafka_format.records.columns import RecordColumns, RecordColumnsBuilder
@@ -64,7 +68,45 @@ __all__ = [
     "decode_batches",
     "wrap_int64",
     "wrap_int32",
+    "java_utf8",
 ]
+
+# UTF-8 lead byte of the encoded surrogates U+D800..U+DFFF (ED A0..BF xx) and its continuations.
+_SURROGATE_LEAD = 0xED
+_SURROGATE_SECOND = range(0xA0, 0xC0)
+_CONTINUATION_MASK, _CONTINUATION = 0xC0, 0x80
+_JAVA_REPLACE = "kafka_format.java_utf8_replace"
+
+
+def _java_replace(exc: UnicodeError) -> tuple[str, int]:
+    """Error handler: U+FFFD per malformed sequence, sized as Java's UTF-8 decoder sizes it.
+
+    Java (``String.decodeUTF8_UTF16``, JDK 17/21) and Python both replace each maximal
+    ill-formed subsequence with one U+FFFD, except after ED: Java reads ED A0..BF as the
+    start of a 3-byte sequence and only then rejects the surrogate, so ED A0..BF + a
+    continuation byte is ONE U+FFFD (Python: three) and ED A0..BF + anything else is one
+    (Python: two).
+    """
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    data, i = exc.object, exc.start
+    if data[i] == _SURROGATE_LEAD and i + 1 < len(data) and data[i + 1] in _SURROGATE_SECOND:
+        third_is_continuation = i + 2 < len(data) and data[i + 2] & _CONTINUATION_MASK == _CONTINUATION
+        return "\ufffd", i + (3 if third_is_continuation else 2)
+    return "\ufffd", exc.end
+
+
+codecs.register_error(_JAVA_REPLACE, _java_replace)
+
+
+def java_utf8(data: bytes) -> bytes:
+    """``data`` as UTF-8 after Java's ``new String(data, UTF_8)`` (malformed input → U+FFFD)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", _JAVA_REPLACE).encode("utf-8")
+    return data
+
 
 HEADER = struct.Struct(
     ">"
@@ -239,12 +281,7 @@ def decode_records(
                     pos += hvalue_len
                 if pos > n:
                     raise _Underflow
-                hkey = buf[hkey_start:hkey_start + hkey_len]
-                try:
-                    hkey.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise _corrupt("header key is not valid UTF-8", position, base_offset,
-                                   expected="UTF-8 text", found=repr(hkey[:32])) from None
+                hkey = java_utf8(buf[hkey_start:hkey_start + hkey_len])
                 out.add_header(hkey, buf[hvalue_start:pos] if hvalue_len >= 0 else None)
             if pos > n:
                 raise _Underflow

@@ -18,6 +18,8 @@ Schema
     ``reason``), null on good rows, set on one row per skipped byte range.
 
 Partitioning strategy
+    Discovery is :func:`kafka_format.logdir.open_log_dirs` (a partition dir, a log dir, or a
+    parent of several brokers' log dirs; the broker's swap/cleaned reconciliation), then
     :func:`kafka_format.planning.plan_splits` on the driver: ~``maxBytesPerPartition`` of log
     per Spark partition, cut at ``.index`` positions (batch boundaries), small segments packed
     together, ``minPartitions`` honoured as a hint.  One Spark partition never spans two
@@ -43,6 +45,7 @@ Examples
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -52,18 +55,19 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from kafka_format.errors import CorruptRecordError, KafkaFormatError
+from kafka_format.logdir import PartitionLog
 from kafka_format.planning import (
     Bounds,
-    PartitionReplica,
     PlanOptions,
+    SegmentRange,
     Split,
     check_assignment,
-    discover,
     last_stable_offset,
     log_end_offset,
+    open_partitions,
     plan_splits,
 )
-from kafka_format.errors import KafkaFormatError
 from kafka_format.records.control import ControlRecordType, parse_control_key
 from kafka_format.schema import BATCH_SCHEMA, CORRUPT_TYPE, RECORD_SCHEMA
 from kafka_format.spark.filters import Pushed, push_filters
@@ -72,6 +76,9 @@ from kafka_format.spark.options import KafkaLogOptionError, ReadOptions, parse_o
 __all__ = ["KafkaLogDataSource", "KafkaLogReader", "KafkaLogStreamReader", "SplitPartition", "arrow_schema"]
 
 CORRUPT_COLUMN = "_corrupt"
+# Records.LOG_OVERHEAD (clients/.../record/Records.java): baseOffset int64, size int32 of every entry
+LOG_ENTRY = struct.Struct(">qi")
+ZERO_CHECK_CHUNK = 1 << 20
 
 
 def arrow_schema(opts: ReadOptions) -> pa.Schema:
@@ -132,7 +139,7 @@ class KafkaLogReader(DataSourceReader):
     def plan(self) -> list[Split]:
         """Driver: discovery + :func:`plan_splits` with options and pushed filters."""
         opts, pushed = self.opts, self.pushed
-        replicas = discover(list(opts.paths))
+        replicas = open_partitions(list(opts.paths))
         try:
             check_assignment(replicas, opts.plan, opts.bounds)
         except ValueError as e:
@@ -174,19 +181,20 @@ class KafkaLogStreamReader(DataSourceStreamReader):
             raise KafkaLogOptionError("replicas", "replicas=all cannot be streamed; use longest")
         self.opts = opts
 
-    def _replicas(self) -> list[PartitionReplica]:
+    def _replicas(self) -> list[PartitionLog]:
         plan = self.opts.plan
-        by_tp: dict[tuple[str, int], PartitionReplica] = {}
-        for r in discover(list(self.opts.paths)):
+        by_tp: dict[tuple[str, int], PartitionLog] = {}
+        for r in open_partitions(list(self.opts.paths)):
             if plan.selects(r.topic, r.partition):
                 cur = by_tp.get((r.topic, r.partition))
                 if cur is None or (log_end_offset(r), r.leader_epoch or -1) > (log_end_offset(cur), cur.leader_epoch or -1):
                     by_tp[(r.topic, r.partition)] = r
         return [by_tp[tp] for tp in sorted(by_tp)]
 
-    def _upper(self, r: PartitionReplica) -> int:
+    def _upper(self, r: PartitionLog) -> int:
         upper = log_end_offset(r)
-        if self.opts.plan.up_to == "highWatermark" and r.high_watermark is not None:
+        if (self.opts.plan.up_to == "highWatermark" or self.opts.plan.read_committed) \
+                and r.high_watermark is not None:
             upper = min(upper, r.high_watermark)
         if self.opts.plan.read_committed:
             upper = last_stable_offset(r, upper)
@@ -359,7 +367,9 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 
 def read_split(split: Split, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
     """Decode one split (executor side): bounds, isolation and control-record rules applied."""
-    from kafka_format.api import decode_segment
+    import pyarrow.compute as pc
+
+    from kafka_format.api import SkippedRange, decode_segment
     from kafka_format.planning import open_input
     from kafka_format.records.columns import FileContext
 
@@ -371,9 +381,12 @@ def read_split(split: Split, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
         ctx = FileContext(path=r.path, topic=split.topic, partition=split.partition, segment=r.segment,
                           log_dir=split.log_dir, broker_id=split.broker_id)
         with open_input(r.path) as f:
+            last_batch = -1
             for batch in decode_segment(f, start=r.start_position, end=r.end_position, context=ctx,
                                         verify_crc=opts.verify_crc, mode=opts.mode, on_skip=skips.append,
                                         granularity=opts.granularity, include_headers=opts.include_headers):
+                if batch.num_rows:
+                    last_batch = max(last_batch, pc.max(batch.column("position")).as_py())
                 if record:
                     mask = _keep_mask(batch, split, opts, state)
                     if not mask.all():
@@ -382,8 +395,49 @@ def read_split(split: Split, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
                     batch = _filter_batch_rows(batch, split, opts)
                 if batch.num_rows:
                     yield _conform(batch, schema)
+            gap = _unread_tail(f, r, last_batch, skips)
+            gap_end = _range_end(f, r)
+        if gap is not None:
+            if opts.mode == "FAILFAST":
+                raise gap
+            skips.append(SkippedRange(r.path, gap.position or 0, gap_end - (gap.position or 0), gap.reason))
         if skips and opts.mode == "PERMISSIVE":
             yield _corrupt_rows(skips, split, schema, r.segment)
+
+
+def _range_end(f: Any, r: SegmentRange) -> int:
+    size = f.size()
+    return size if r.end_position is None else min(r.end_position, size)
+
+
+def _unread_tail(f: Any, r: SegmentRange, last_batch: int, skips: list[Any]) -> CorruptRecordError | None:
+    """The decoder stops quietly at a batch that runs past the end of the file (a crash tail, as
+    Kafka's reader does).  That is only legitimate at the end of the partition's last segment:
+    anywhere else (a closed segment, or before an index entry that says a batch starts later)
+    the bytes from there to the end of the range are corrupt (a lying length field)."""
+    end = _range_end(f, r)
+    reached = r.start_position
+    if last_batch >= 0:
+        head = f.read_at(LOG_ENTRY.size, last_batch)
+        if len(head) == LOG_ENTRY.size:
+            reached = max(reached, last_batch + LOG_ENTRY.size + LOG_ENTRY.unpack(head)[1])
+    for s in skips:
+        reached = max(reached, s.position + s.length)
+    if reached >= end or (r.active and (r.end_position is None or r.end_position >= f.size())):
+        return None
+    pos = reached
+    while pos < end:                    # a zero-filled (preallocated) rest is not data
+        chunk = f.read_at(min(ZERO_CHECK_CHUNK, end - pos), pos)
+        if not chunk or chunk.count(0) != len(chunk):
+            break
+        pos += len(chunk)
+    else:
+        return None
+    head = f.read_at(LOG_ENTRY.size, reached)
+    found = (f"a batch of {LOG_ENTRY.unpack(head)[1] + LOG_ENTRY.size} bytes" if len(head) == LOG_ENTRY.size
+             else f"{end - reached} bytes")
+    return CorruptRecordError("batch runs past the end of a closed segment or split", path=r.path,
+                              position=reached, expected=f"a complete batch ending by byte {end}", found=found)
 
 
 def _filter_batch_rows(batch: pa.RecordBatch, split: Split, opts: ReadOptions) -> pa.RecordBatch:

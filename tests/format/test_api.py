@@ -77,6 +77,21 @@ class TestSources:
             assert got.drop_columns(["position"]).equals(expected.drop_columns(["position"]))
             assert got.column("position").equals(expected.column("position"))
 
+    @pytest.mark.parametrize("window", [1, 1 << 20])
+    def test_mapped_and_reused_chunk_buffers_never_leak_into_outputs(self, decoder, log_file, monkeypatch,
+                                                                       window):
+        # Chunks are mmap windows (paths) or one reused buffer (files): every batch is kept until
+        # the end, so an output still pointing into a later-overwritten or unmapped chunk would differ.
+        monkeypatch.setattr(api, "_MIN_WINDOW", window)
+        data = log_file.read_bytes()
+        expected = kafka_python_records(data)
+        with open(log_file, "rb") as f:
+            sources = [str(log_file), f, io.BytesIO(data), pa.OSFile(str(log_file))]
+            for source in sources:
+                for read_size in (97, 1000, len(data)):
+                    kept = list(decode_segment(source, decoder=decoder, read_size=read_size))
+                    assert comparable(arrow_records(kept)) == expected
+
     def test_decode_bytes_equals_oracles(self):
         data = segment_bytes()
         assert comparable(arrow_records(list(decode_bytes(data)))) == kafka_python_records(data)

@@ -48,9 +48,11 @@ class TestEndOfData:
         a, b, _ = three_batches()
         data = a + b[:cut]
         assert comparable(arrow_records(decode(data, decoder))) == kafka_python_records(a)
+        # PERMISSIVE keeps the same records and accounts for the incomplete tail.
         skipped = []
-        decode(data, decoder, mode="PERMISSIVE", on_skip=skipped.append)
-        assert skipped == []
+        rows = decode(data, decoder, mode="PERMISSIVE", on_skip=skipped.append)
+        assert comparable(arrow_records(rows)) == kafka_python_records(a)
+        assert [(s.position, s.length) for s in skipped] == [(len(a), len(b[:cut]))]
 
     @pytest.mark.parametrize("zeros", [1, 17, 18, 4096])
     def test_all_zero_tail_is_end_of_data(self, decoder, zeros):
@@ -148,14 +150,31 @@ class TestCrc:
         assert comparable(arrow_records(rows)) == kafka_python_records(a + b + c)
         assert [(s.position, s.length) for s in skipped] == [(len(a), len(garbage))]
 
-    def test_garbage_with_size_past_end_of_file_is_end_of_data(self, decoder):
+    def test_garbage_with_size_past_end_of_file_ends_data_in_failfast(self, decoder):
         # FileLogInputStream cannot tell such bytes from a partial trailing batch: the log ends.
         a, b, _ = three_batches()
         data = a + struct.pack(">qi", 0, 10**6) + bytes(range(1, 101)) + b
-        skipped = []
-        rows = decode(data, decoder, mode="PERMISSIVE", on_skip=skipped.append)
+        rows = decode(data, decoder, mode="FAILFAST")
         assert comparable(arrow_records(rows)) == kafka_python_records(a)
-        assert skipped == []
+
+    def test_garbage_with_size_past_end_of_file_is_skipped_in_permissive(self, decoder):
+        # The skipping modes lose nothing: the intact batch after the lying size is read and the
+        # garbage is reported as one skipped range.
+        a, b, _ = three_batches()
+        garbage = struct.pack(">qi", 0, 10**6) + bytes(range(1, 101))
+        skipped = []
+        rows = decode(a + garbage + b, decoder, mode="PERMISSIVE", on_skip=skipped.append)
+        assert comparable(arrow_records(rows)) == kafka_python_records(a + b)
+        assert [(s.position, s.length) for s in skipped] == [(len(a), len(garbage))]
+
+    def test_partial_trailing_batch_is_reported_in_permissive(self, decoder):
+        a, b, _ = three_batches()
+        skipped = []
+        rows = decode(a + b[:-7], decoder, mode="PERMISSIVE", on_skip=skipped.append)
+        assert comparable(arrow_records(rows)) == kafka_python_records(a)
+        assert [(s.position, s.length) for s in skipped] == [(len(a), len(b) - 7)]
+        failfast = decode(a + b[:-7], decoder, mode="FAILFAST")  # Kafka: end of data, no error
+        assert comparable(arrow_records(failfast)) == kafka_python_records(a)
 
     def test_verify_crc_false_decodes_bad_batch(self, decoder):
         a, b, c = three_batches()

@@ -200,8 +200,21 @@ MALFORMED = {
     "header_count_negative": (record(simple_body(headers=varint(-1))), 1, "headers"),
     "header_count_too_big": (record(simple_body(headers=varint(1000))), 1, "headers"),
     "header_key_null": (record(simple_body(headers=varint(1) + varint(-1) + varint(-1))), 1, "header key"),
-    "header_key_not_utf8": (record(simple_body(headers=varint(1) + varint(2) + b"\xff\xfe" + varint(-1))), 1,
-                            "UTF-8"),
+}
+
+# Kafka reads header keys with Utils.utf8 = new String(bytes, UTF_8): malformed UTF-8 is never an
+# error, each malformed sequence becomes U+FFFD.  Expected strings: what OpenJDK 17 returned for
+# new String(bytes, StandardCharsets.UTF_8) on these bytes.
+JAVA_UTF8 = {
+    "invalid_bytes": (b"\xff\xfe", "\ufffd\ufffd"),
+    "encoded_surrogate": (b"ab\xed\xa0\x80cd", "ab\ufffdcd"),  # Python's errors="replace": three U+FFFD
+    "surrogate_prefix": (b"\xed\xa0A", "\ufffdA"),              # Python's errors="replace": two U+FFFD
+    "truncated_surrogate": (b"\xed\xbf", "\ufffd"),
+    "overlong": (b"\xe0\x80\x80", "\ufffd\ufffd\ufffd"),
+    "truncated_3_byte": (b"\xe1\x80A", "\ufffdA"),
+    "truncated_4_byte_at_end": (b"\xf0\x90\x80", "\ufffd"),
+    "above_max_code_point": (b"\xf4\x90\x80\x80", "\ufffd" * 4),
+    "valid": (b"caf\xc3\xa9", "caf\u00e9"),
 }
 
 
@@ -229,7 +242,7 @@ class TestMalformedRecords:
         assert [(s.position, s.length) for s in skipped] == [(len(good), len(bad))]
 
     def test_reference_and_fast_raise_the_same(self):
-        payload, count, _ = MALFORMED["header_key_not_utf8"]
+        payload, count, _ = MALFORMED["header_key_null"]
         data = raw_v2(payload, count)
         errors = []
         for dec in DECODERS:
@@ -237,6 +250,14 @@ class TestMalformedRecords:
                 decode(data, dec)
             errors.append((type(info.value), info.value.position, info.value.reason))
         assert len(set(errors)) == 1
+
+    @pytest.mark.parametrize("case", list(JAVA_UTF8))
+    def test_header_key_decoded_as_java_string(self, decoder, case):
+        raw, java = JAVA_UTF8[case]
+        headers = varint(1) + varint(len(raw)) + raw + varint(1) + b"v"
+        data = raw_v2(record(simple_body(headers=headers)) + record(simple_body(offset_delta=1)), 2)
+        rows = arrow_records(decode(data, decoder))
+        assert [row["headers"] for row in rows] == [[(java, b"v")], []]
 
     def test_negative_key_length_other_than_minus_one_is_null(self, decoder):
         # Utils.readBytes returns null for any negative length.

@@ -25,7 +25,7 @@ with warnings.catch_warnings():      # kafka-python 3 imports importlib.resource
 
 from kafka_format import planning
 from kafka_format.crc import crc32c
-from kafka_format.planning import Bounds, PlanOptions, Split, discover, plan_splits
+from kafka_format.planning import Bounds, PlanOptions, Split, open_partitions, plan_splits
 
 INDEX_INTERVAL = 4096
 CRC_FROM = 21        # v2 CRC covers attributes..end; attributes start at byte 21
@@ -180,27 +180,51 @@ class TestDiscovery:
     def test_finds_segments_checkpoints_and_broker(self, tmp_path: Path) -> None:
         w = write_partition(tmp_path, "a.b-c", 3, simple_specs(5), broker_id=7, hw=42)
         (tmp_path / "a.b-c-3.0123456789abcdef0123456789abcdef-delete").mkdir()
-        reps = discover([str(tmp_path)])
+        reps = open_partitions([str(tmp_path)])
         assert [(r.topic, r.partition, r.broker_id, r.high_watermark) for r in reps] == [("a.b-c", 3, 7, 42)]
         assert [s.base_offset for s in reps[0].segments] == w.segments
 
     def test_partition_dir_and_parent_of_log_dirs(self, tmp_path: Path) -> None:
         write_partition(tmp_path / "b1", "t", 0, simple_specs(2), broker_id=1)
         write_partition(tmp_path / "b2", "t", 0, simple_specs(3), broker_id=2)
-        assert {r.broker_id for r in discover([str(tmp_path)])} == {1, 2}
-        only = discover([str(tmp_path / "b2" / "t-0")])
+        assert {r.broker_id for r in open_partitions([str(tmp_path)])} == {1, 2}
+        only = open_partitions([str(tmp_path / "b2" / "t-0")])
         assert [(r.topic, r.broker_id) for r in only] == [("t", 2)]
+
+    def test_parent_of_two_brokers_log_dirs(self) -> None:
+        """data_samples/logdirs holds broker-1/ and broker-2/ (names that look like <topic>-<n>)."""
+        samples = Path(__file__).resolve().parents[2] / "data_samples" / "logdirs"
+        both = open_partitions([str(samples)])
+        one = open_partitions([str(samples / "broker-1")]) + open_partitions([str(samples / "broker-2")])
+        assert sorted((r.topic, r.partition, r.broker_id) for r in both) == sorted(
+            (r.topic, r.partition, r.broker_id) for r in one)
+        assert {r.broker_id for r in both} == {1, 2} and len(both) == 12
+        assert len(plan_splits([str(samples)])) == 11          # longest replica of v2-codecs-0 only
+
+    def test_swap_cleaned_and_orphans_reconciled_as_the_broker_does(self, tmp_path: Path) -> None:
+        """An interrupted cleaner swap: ``.log.swap`` replaces the segment; ``.cleaned`` files
+        and index files without a ``.log`` (orphans) are not read (spec §1.4)."""
+        w = write_partition(tmp_path, "sw", 0, simple_specs(60), segment_bytes=20_000)
+        second = w.path / f"{w.segments[1]:020d}.log"
+        second.rename(second.with_name(second.name + ".swap"))
+        (w.path / f"{w.segments[-1] + 10_000:020d}.log.cleaned").write_bytes(os.urandom(500))
+        (w.path / f"{w.segments[-1] + 20_000:020d}.index").write_bytes(bytes(8))
+        rep = open_partitions([str(tmp_path)])[0]
+        assert [s.base_offset for s in rep.segments] == w.segments
+        assert rep.segments[1].from_swap and rep.segments[1].log_path.endswith(".log.swap")
+        splits = plan_splits([str(tmp_path)], PlanOptions(max_bytes_per_partition=7000))
+        assert sorted(rows_of(splits, w)) == [r.offset for r in w.rows]
 
     def test_missing_path_is_a_log_dir_error(self, tmp_path: Path) -> None:
         from kafka_format.errors import LogDirError
 
         with pytest.raises(LogDirError):
-            discover([str(tmp_path / "nope")])
+            open_partitions([str(tmp_path / "nope")])
 
     def test_file_uri(self, tmp_path: Path) -> None:
         write_partition(tmp_path, "t", 1, simple_specs(3))
-        reps = discover([tmp_path.as_uri()])
-        assert reps[0].segments[0].log_path.startswith("file://")
+        reps = open_partitions([tmp_path.as_uri()])
+        assert reps[0].segments[0].log_path == str(tmp_path / "t-1" / "00000000000000000000.log")
         assert planning.log_end_offset(reps[0]) == 30
 
 
@@ -317,7 +341,7 @@ class TestTimestamps:
         return write_partition(tmp_path, "ts", 0, specs, segment_bytes=50_000)
 
     def test_resolve_matches_list_offsets_oracle(self, shuffled: WrittenPartition) -> None:
-        rep = discover([str(shuffled.path.parent)])[0]
+        rep = open_partitions([str(shuffled.path.parent)])[0]
         ts = sorted({r.timestamp for r in shuffled.rows})
         for target in [ts[0] - 1, ts[0], *ts[:: max(1, len(ts) // 40)], ts[-1], ts[-1] + 1]:
             want = list_offsets_oracle(shuffled, target)
@@ -388,64 +412,6 @@ class TestReplicasAndIsolation:
         assert splits[0].end_offset == 23                                    # LSO = first offset of open txn
         assert splits[0].aborted == ((pid_a, 20, 22),)
         assert max(rows_of(splits, w)) == 22
-
-
-# --- object storage (S3 API served by moto) ----------------------------------------------
-@pytest.fixture
-def s3_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """A log dir uploaded to a local moto S3 server; yields (uri, written partition)."""
-    import socket
-    import subprocess
-    import sys
-
-    boto3 = pytest.importorskip("boto3")
-    server = Path(sys.executable).parent / "moto_server"
-    if not server.exists():
-        pytest.skip("moto_server not installed")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
-                           ("AWS_DEFAULT_REGION", "us-east-1")):
-            monkeypatch.setenv(key, value)
-        assert proc.stderr is not None
-        for line in proc.stderr:            # readiness: werkzeug logs "Running on ..." once listening
-            if "Running on" in line:
-                break
-        else:
-            pytest.fail("moto_server exited before listening")
-        import threading
-
-        threading.Thread(target=proc.stderr.read, daemon=True).start()   # keep draining its log
-        s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1")
-        s3.create_bucket(Bucket="logs")
-        local = tmp_path / "local"
-        w = write_partition(local, "s3t", 0, simple_specs(40), segment_bytes=20_000, hw=100)
-        for f in local.rglob("*"):
-            if f.is_file():
-                s3.upload_file(str(f), "logs", "dir/" + f.relative_to(local).as_posix())
-        yield f"s3://logs/dir?endpoint_override=127.0.0.1:{port}&scheme=http&region=us-east-1", w
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
-def test_s3_uri_discovery_planning_and_reading(s3_uri) -> None:  # type: ignore[no-untyped-def]
-    from kafka_format.spark.datasource import read_split
-    from kafka_format.spark.options import parse_options
-
-    uri, w = s3_uri
-    reps = discover([uri])
-    assert [(r.topic, r.partition, r.high_watermark) for r in reps] == [("s3t", 0, 100)]
-    assert reps[0].segments[0].log_path.endswith("00000000000000000000.log?" + uri.split("?")[1])
-    splits = plan_splits(reps, PlanOptions(max_bytes_per_partition=8000))
-    assert len(splits) > 2
-    opts = parse_options({"path": uri})
-    got = sorted(o for sp in splits for b in read_split(sp, opts) for o in b.column("offset").to_pylist())
-    assert got == [r.offset for r in w.rows]
 
 
 def test_log_dir_set_input_plans_like_discovery(tmp_path: Path) -> None:

@@ -1,0 +1,148 @@
+"""Spark clusters started by the tests themselves, from the pyspark installation, on loopback.
+
+* :class:`StandaloneCluster`: a standalone master and one worker (``bin/spark-class`` of the
+  pyspark package, which sets ``SPARK_SCALA_VERSION`` so the worker can build executor class
+  paths), ports chosen by the JVMs (``--port 0``), readiness read from their logs and the
+  master's JSON status page, with bounded waits (no fixed sleeps).  ``stop()`` kills both.
+* :func:`run_driver`: a driver in a subprocess (one SparkContext per Python process: the run's
+  shared ``local[2]`` session stays untouched) that reads paths with the ``kafka-log`` source
+  and prints a JSON summary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pyspark
+
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+STARTUP_TIMEOUT_S = 180.0
+POLL_S = 0.25
+
+_MASTER_URL = re.compile(r"Starting Spark master at (spark://\S+)")
+_MASTER_UI = re.compile(r"Bound MasterWebUI to \S+ and started at (http://\S+)")
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+
+
+class StandaloneCluster:
+    """A standalone master + one worker (``cores`` cores, ``memory``) on 127.0.0.1."""
+
+    def __init__(self, workdir: Path, *, cores: int = 2, memory: str = "1g") -> None:
+        self.workdir = workdir
+        self.cores = cores
+        self.memory = memory
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.url: str | None = None
+        self.ui: str | None = None
+
+    def _launch(self, name: str, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
+        log = self.workdir / f"{name}.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], stdout=out,
+                                    stderr=subprocess.STDOUT, env=_env(), cwd=self.workdir)
+        self.procs.append(proc)
+        return proc, log
+
+    def _wait_for(self, proc: subprocess.Popen[bytes], log: Path, pattern: re.Pattern[str], deadline: float) -> str:
+        while True:
+            m = pattern.search(log.read_text(errors="replace"))
+            if m:
+                return m.group(1)
+            if proc.poll() is not None:
+                raise RuntimeError(f"{log.name}: process exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{log.name}: no {pattern.pattern!r} within {STARTUP_TIMEOUT_S} s")
+            try:
+                proc.wait(timeout=POLL_S)          # bounded poll interval; returns early if it dies
+            except subprocess.TimeoutExpired:
+                pass
+
+    def alive_workers(self) -> int:
+        assert self.ui is not None
+        with urllib.request.urlopen(self.ui.rstrip("/") + "/json/", timeout=10) as r:
+            return int(json.load(r).get("aliveworkers", 0))
+
+    def start(self) -> StandaloneCluster:
+        """Start master then worker; return once the master lists the worker ALIVE."""
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        master, mlog = self._launch("master", "-Dspark.master.rest.enabled=false",
+                                    "org.apache.spark.deploy.master.Master",
+                                    "--host", "127.0.0.1", "--port", "0", "--webui-port", "0")
+        self.url = self._wait_for(master, mlog, _MASTER_URL, deadline)
+        self.ui = self._wait_for(master, mlog, _MASTER_UI, deadline).replace("localhost", "127.0.0.1")
+        worker, wlog = self._launch("worker", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                                    "--port", "0", "--webui-port", "0", "--cores", str(self.cores),
+                                    "--memory", self.memory, "--work-dir", str(self.workdir / "work"), self.url)
+        while self.alive_workers() < 1:
+            if worker.poll() is not None:
+                raise RuntimeError(f"worker exited ({worker.returncode}):\n{wlog.read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"worker not registered within {STARTUP_TIMEOUT_S} s")
+            try:
+                worker.wait(timeout=POLL_S)
+            except subprocess.TimeoutExpired:
+                pass
+        return self
+
+    def stop(self) -> None:
+        """Kill the worker then the master (always safe to call)."""
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=30)
+        self.procs.clear()
+
+
+def summarize(spark, paths: list[str]) -> dict:  # type: ignore[no-untyped-def]
+    """Per (logDir, topic, partition): row count, offset sum and a content hash sum; split and
+    executor counts.  Every replica and control record is read (``replicas=all``)."""
+    from pyspark.sql import functions as F
+
+    df = (spark.read.format("kafka-log").option("replicas", "all").option("includeControlRecords", "true")
+          .option("maxBytesPerPartition", "65536").load(paths))
+    content = F.xxhash64("key", "value", "headers", "timestamp", "position").cast("decimal(38,0)")
+    per = (df.groupBy("logDir", "topic", "partition")
+           .agg(F.count("*").alias("n"), F.sum("offset").alias("s"), F.sum(content).alias("h")).collect())
+    executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+    return {"per_partition": sorted([r["logDir"], r["topic"], r["partition"], r["n"], r["s"], str(r["h"])]
+                                    for r in per),
+            "splits": df.rdd.getNumPartitions(), "executors": executors}
+
+
+DRIVER = r"""
+import json, sys
+import clusters
+from kafka_format.spark.session import build_session
+spark = build_session(master=sys.argv[1], profile="test", app_name="klogs-test",
+                      extra_conf={"spark.driver.host": "127.0.0.1", "spark.executor.memory": "512m",
+                                  "spark.cores.max": "2"})
+print("RESULT " + json.dumps(clusters.summarize(spark, json.loads(sys.argv[2]))))
+spark.stop()
+"""
+
+
+def run_driver(master: str, paths: list[str], timeout: float = 600) -> dict:
+    """Run :data:`DRIVER` against ``master`` in a subprocess; its JSON summary."""
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-c", DRIVER, master, json.dumps(paths)], capture_output=True,
+                          text=True, env=env, timeout=timeout)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if line is None:
+        raise AssertionError(f"driver on {master} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return json.loads(line[len("RESULT "):])
