@@ -54,6 +54,11 @@
 /* crc_valid values written by scan. */
 #define CRC_NOT_CHECKED 2
 
+/* scan verify_crc modes. */
+#define SCAN_VERIFY_DEFER 2         /* leave non-empty uncompressed v2 batches to decode_v2 */
+#define V2_COUNT_OFFSET 57
+#define V2_CODEC_MASK 7
+
 /* scan status. */
 #define SCAN_END 0                  /* stopped: <= 17 bytes left or partial trailing entry */
 #define SCAN_ZERO_TAIL 1            /* stopped: size < 14 and every remaining byte is zero */
@@ -62,9 +67,13 @@
 /* decode_v2 meta columns (int64 each, one row per batch). */
 enum {
     META_ROW, META_BASE_OFFSET, META_BASE_TIMESTAMP, META_MAX_TIMESTAMP,
-    META_BASE_SEQUENCE, META_COUNT, META_FLAGS, META_NCOLS
+    META_BASE_SEQUENCE, META_COUNT, META_FLAGS, META_CRC, META_NCOLS
 };
 #define FLAG_LOG_APPEND_TIME 1
+/* The payload is the CRC region (attributes..end, uncompressed batch): verify it against
+ * META_CRC, then decode the records after the rest of the header (deferred CRC). */
+#define FLAG_CHECK_CRC 2
+#define CRC_REGION_HEADER (V2_HEADER_SIZE - V2_ATTRIBUTES_OFFSET)
 #define NO_SEQUENCE (-1)
 
 /* ------------------------------------------------------------------ CRC-32C */
@@ -438,13 +447,14 @@ typedef enum {
     V_HEADER_KEY_LENGTH,       /* header key length < 0 */
     V_HEADER_KEY_UTF8,         /* header key is not valid UTF-8 */
     V_TRAILING_BYTES,          /* bytes remain after recordsCount records */
+    V_CRC,                     /* deferred CRC-32C mismatch (FLAG_CHECK_CRC) */
     V_NO_MEMORY,               /* not a violation: allocation failed */
 } Violation;
 
 static const char *const violation_names[] = {
     "ok", "negative_count", "count_too_large", "truncated", "varint_too_long",
     "record_length", "header_count", "header_key_length", "header_key_utf8",
-    "trailing_bytes", "no_memory",
+    "trailing_bytes", "crc", "no_memory",
 };
 
 static void raise_violation(Py_ssize_t batch, Violation code, Py_ssize_t offset)
@@ -579,7 +589,8 @@ PyDoc_STRVAR(scan_doc,
 "every entry (zero-padded when shorter), for a big-endian structured view;\n"
 "crc_valid: uint8 per entry\n"
 "(1 ok, 0 mismatch, 2 not checked: legacy entries, v2 shorter than 61 bytes, or\n"
-"verify_crc false); stop: where the walk stopped; status: 0 end of data / partial\n"
+"verify_crc 0, or with verify_crc 2 (SCAN_VERIFY_DEFER) non-empty uncompressed v2\n"
+"batches, whose CRC decode_v2 verifies with FLAG_CHECK_CRC); stop: where the walk stopped; status: 0 end of data / partial\n"
 "entry, 1 zero-filled tail, 2 size < 14 with non-zero bytes at `stop`.");
 
 static PyObject *fd_scan(PyObject *self, PyObject *args)
@@ -588,7 +599,7 @@ static PyObject *fd_scan(PyObject *self, PyObject *args)
     Py_buffer view;
     Py_ssize_t start, end;
     int verify_crc;
-    if (!PyArg_ParseTuple(args, "y*nnp", &view, &start, &end, &verify_crc))
+    if (!PyArg_ParseTuple(args, "y*nni", &view, &start, &end, &verify_crc))
         return NULL;
     if (start < 0 || end > view.len || start > end) {
         PyBuffer_Release(&view);
@@ -636,7 +647,9 @@ static PyObject *fd_scan(PyObject *self, PyObject *args)
             break;                                  /* partial trailing entry */
         Py_ssize_t entry_len = LOG_OVERHEAD + (Py_ssize_t)size;
         uint8_t ok = CRC_NOT_CHECKED;
-        if (verify_crc && buf[pos + MAGIC_OFFSET] == 2 && entry_len >= V2_HEADER_SIZE) {
+        if (verify_crc && buf[pos + MAGIC_OFFSET] == 2 && entry_len >= V2_HEADER_SIZE &&
+            !(verify_crc == SCAN_VERIFY_DEFER && (buf[pos + V2_ATTRIBUTES_OFFSET + 1] & V2_CODEC_MASK) == 0
+              && be32(buf + pos + V2_COUNT_OFFSET) != 0)) {
             uint32_t stored = be32(buf + pos + V2_CRC_OFFSET);
             uint32_t actual = crc32c_update(0, buf + pos + V2_ATTRIBUTES_OFFSET,
                                             (size_t)(entry_len - V2_ATTRIBUTES_OFFSET));
@@ -753,6 +766,14 @@ static Violation decode_all(DecodeState *st, const int64_t *meta, Py_ssize_t nba
         const int64_t *m = meta + b * META_NCOLS;
         const unsigned char *start = st->views[b].buf;
         const unsigned char *end = start + st->views[b].len;
+        *bad_batch = b;
+        if (m[META_FLAGS] & FLAG_CHECK_CRC) {    /* length >= CRC_REGION_HEADER: decode_v2 */
+            if (crc32c_update(0, start, (size_t)(end - start)) != (uint32_t)m[META_CRC]) {
+                *bad_offset = 0;
+                return V_CRC;
+            }
+            start += CRC_REGION_HEADER;
+        }
         const unsigned char *p = start;
         int32_t row = (int32_t)m[META_ROW];
         int64_t base_offset = m[META_BASE_OFFSET];
@@ -926,9 +947,11 @@ PyDoc_STRVAR(decode_v2_doc,
 "    header_value_offsets, header_value_data, header_value_valid)\n\n"
 "Decode the records of len(payloads) v2 batches.  payloads[i] is the records\n"
 "region of batch i (any bytes-like object); meta is a C-contiguous int64 buffer of\n"
-"len(payloads) rows of 7 columns: row, baseOffset, baseTimestamp, maxTimestamp,\n"
-"baseSequence, recordsCount, flags (bit 0: LogAppendTime).  Raises\n"
-"FormatViolation(batch_index, code, payload_offset) on the first violation.");
+"len(payloads) rows of META_COLUMNS columns: row, baseOffset, baseTimestamp,\n"
+"maxTimestamp, baseSequence, recordsCount, flags, crc.  flags bit 0: LogAppendTime;\n"
+"bit 1 (FLAG_CHECK_CRC): payloads[i] is the batch from its attributes field to its\n"
+"end, whose CRC-32C must equal crc (else violation 'crc'), records after the header.\n"
+"Raises FormatViolation(batch_index, code, payload_offset) on the first violation.");
 
 static PyObject *fd_decode_v2(PyObject *self, PyObject *args)
 {
@@ -947,7 +970,7 @@ static PyObject *fd_decode_v2(PyObject *self, PyObject *args)
     }
     Py_ssize_t nb = PySequence_Fast_GET_SIZE(seq);
     if (meta_view.len != nb * META_NCOLS * (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_SetString(PyExc_ValueError, "meta must hold 7 int64 per payload");
+        PyErr_SetString(PyExc_ValueError, "meta must hold META_COLUMNS int64 per payload");
         goto done;
     }
     const int64_t *meta = meta_view.buf;
@@ -963,6 +986,13 @@ static PyObject *fd_decode_v2(PyObject *self, PyObject *args)
         st.nviews = i + 1;
         size_t len = (size_t)st.views[i].len;
         int64_t count = meta[i * META_NCOLS + META_COUNT];
+        if (meta[i * META_NCOLS + META_FLAGS] & FLAG_CHECK_CRC) {
+            if (len < CRC_REGION_HEADER) {
+                raise_violation(i, V_TRUNCATED, 0);
+                goto done;
+            }
+            len -= CRC_REGION_HEADER;
+        }
         if (count < 0) {
             raise_violation(i, V_NEGATIVE_COUNT, 0);
             goto done;
@@ -1124,7 +1154,9 @@ PyMODINIT_FUNC PyInit__fastdecode(void)
         PyModule_AddIntConstant(m, "SCAN_CORRUPT_SIZE", SCAN_CORRUPT_SIZE) < 0 ||
         PyModule_AddIntConstant(m, "CRC_NOT_CHECKED", CRC_NOT_CHECKED) < 0 ||
         PyModule_AddIntConstant(m, "META_COLUMNS", META_NCOLS) < 0 ||
-        PyModule_AddIntConstant(m, "FLAG_LOG_APPEND_TIME", FLAG_LOG_APPEND_TIME) < 0) {
+        PyModule_AddIntConstant(m, "FLAG_LOG_APPEND_TIME", FLAG_LOG_APPEND_TIME) < 0 ||
+        PyModule_AddIntConstant(m, "FLAG_CHECK_CRC", FLAG_CHECK_CRC) < 0 ||
+        PyModule_AddIntConstant(m, "SCAN_VERIFY_DEFER", SCAN_VERIFY_DEFER) < 0) {
         Py_DECREF(m);
         return NULL;
     }

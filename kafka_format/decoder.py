@@ -2,7 +2,8 @@
 
 :class:`Decoder` is the reference implementation (plain Python: the spec in code).
 ``kafka_format.fast.FastDecoder`` subclasses it and overrides only the hot methods
-:meth:`Decoder.scan` and :meth:`Decoder.decode_v2_records`; everything else
+:meth:`Decoder.scan`, :meth:`Decoder.decode_v2_records` and :meth:`Decoder.decode_v2_checked`;
+everything else
 (decompression, legacy message sets, Arrow assembly, modes) is shared.
 
 :func:`get_decoder` picks the compiled decoder when it imports, unless the
@@ -17,6 +18,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from kafka_format.crc import crc32c
 from kafka_format.errors import CompressionError, KafkaFormatError, UnsupportedFormatError
 from kafka_format.records import batch_v2, framing, legacy
 from kafka_format.records.columns import RecordColumns
@@ -72,16 +74,32 @@ class Decoder:
     """Reference decoder (see the module doc and ARCHITECTURE.md "Decoder contract")."""
 
     name = _REFERENCE
+    #: Whether ``scan(..., defer_crc=True)`` may leave the CRC of non-empty uncompressed v2
+    #: batches to :meth:`decode_v2_checked` (the reference verifies every CRC in ``scan``).
+    defers_crc = False
 
     def scan(self, buf: bytes | bytearray | memoryview, *, start: int = 0, end: int | None = None,
-             path: str | None = None, verify_crc: bool = True) -> BatchTable:
-        """Walk the framed entries of ``buf[start:end]`` (spec §2.1); positions relative to ``buf``."""
+             path: str | None = None, verify_crc: bool = True, defer_crc: bool = False) -> BatchTable:
+        """Walk the framed entries of ``buf[start:end]`` (spec §2.1); positions relative to ``buf``.
+        ``defer_crc`` is a permission (see :attr:`defers_crc`), ignored here."""
         return framing.scan_entries(buf, start=start, end=end, path=path, verify_crc=verify_crc)
 
     def decode_v2_records(self, payloads: Sequence[bytes | memoryview], table: BatchTable,
                           rows: Sequence[int]) -> RecordColumns:
         """Decode the records of v2 batches ``rows``; ``payloads[i]`` is the records region of ``rows[i]``."""
         return batch_v2.decode_batches(payloads, table, rows)
+
+    def decode_v2_checked(self, payloads: Sequence[bytes | memoryview], table: BatchTable,
+                          rows: Sequence[int], check: Sequence[bool]) -> tuple[RecordColumns, int]:
+        """Deferred CRC: like :meth:`decode_v2_records`, but where ``check[i]`` is true ``payloads[i]``
+        is batch ``rows[i]`` from its attributes field to its end (uncompressed), whose CRC-32C is
+        verified first.  Batches are taken in order up to the first CRC mismatch: returns the
+        records of ``rows[:k]`` and ``k`` (``len(rows)`` when every checked CRC matches)."""
+        skip = batch_v2.RECORDS_OFFSET - batch_v2.ATTRIBUTES_OFFSET
+        k = next((i for i, (payload, c) in enumerate(zip(payloads, check, strict=True))
+                  if c and crc32c(payload) != int(table.crc[rows[i]])), len(rows))
+        plain = [memoryview(p)[skip:] if c else p for p, c in zip(payloads[:k], check[:k], strict=True)]
+        return self.decode_v2_records(plain, table, rows[:k]), k
 
     def decode_legacy(self, buf: bytes | memoryview, table: BatchTable, rows: Sequence[int], *,
                       path: str | None, verify_crc: bool, max_decompressed: int) -> RecordColumns:

@@ -75,28 +75,6 @@ class KafkaFormatError(Exception):
             parts.append(f"batch base offset {self.base_offset}")
         return "; ".join(parts)
 
-    def with_location(
-        self, *, path: str | None = None, position_shift: int = 0
-    ) -> KafkaFormatError:
-        """Return a copy placed in ``path`` with its position shifted.
-
-        Used when bytes decoded in isolation (a decompressed payload, a slice
-        read at an offset) turn out to be bad: the caller knows the file and
-        the absolute position of the slice.
-        """
-        pos = None if self.position is None else self.position + position_shift
-        err = type(self)(
-            self.reason,
-            path=path if path is not None else self.path,
-            position=pos,
-            expected=self.expected,
-            found=self.found,
-            base_offset=self.base_offset,
-            code=self.code,
-        )
-        err.__cause__ = self.__cause__ or self
-        return err
-
     def __reduce__(self):  # picklable across Spark workers
         return (
             _rebuild,

@@ -10,6 +10,10 @@
 * :meth:`FastDecoder.decode_v2_records`: one C call decodes the records of all
   the given batches straight into the column buffers of
   :class:`~kafka_format.records.columns.RecordColumns` (wrapped zero-copy).
+* :meth:`FastDecoder.decode_v2_checked` (deferred CRC): the same C call also verifies
+  the CRC-32C of each uncompressed batch just before decoding it, while its bytes are
+  in the CPU cache, so ``scan(defer_crc=True)`` skips those batches (the bytes are read
+  from memory once instead of twice: ~15-20 % of the uncompressed file path).
 
 Memory: every size that drives an allocation is bounded by the input bytes behind it
 (record counts by ``payload_len // 7``, data by the payload length).  Column buffers are
@@ -69,7 +73,7 @@ _NO_VALUE = -1
 
 # decode_v2 meta columns (see _fastdecode.decode_v2).
 _META_ROW, _META_BASE_OFFSET, _META_BASE_TIMESTAMP, _META_MAX_TIMESTAMP = 0, 1, 2, 3
-_META_BASE_SEQUENCE, _META_COUNT, _META_FLAGS = 4, 5, 6
+_META_BASE_SEQUENCE, _META_COUNT, _META_FLAGS, _META_CRC = 4, 5, 6, 7
 _META_COLUMNS: int = _fastdecode.META_COLUMNS
 
 # decode_v2 result order = RecordColumns fields, each with its numpy dtype.
@@ -89,15 +93,21 @@ class FastDecoder(Decoder):
     """Compiled decoder: same results and errors as :class:`Decoder`, one C call per chunk."""
 
     name = "fast"
+    defers_crc = True
 
     def scan(self, buf: bytes | bytearray | memoryview, *, start: int = 0, end: int | None = None,
-             path: str | None = None, verify_crc: bool = True) -> BatchTable:
-        """Walk the framed entries of ``buf[start:end]`` (spec §2.1); positions relative to ``buf``."""
+             path: str | None = None, verify_crc: bool = True, defer_crc: bool = False) -> BatchTable:
+        """Walk the framed entries of ``buf[start:end]`` (spec §2.1); positions relative to ``buf``.
+
+        ``defer_crc``: leave the CRC of non-empty uncompressed v2 batches unverified (``crc_valid``
+        true): the caller verifies them with :meth:`decode_v2_checked` while decoding (one pass
+        over the bytes instead of two)."""
         mv = memoryview(buf).cast("B")
         stop = len(mv) if end is None else min(end, len(mv))
         if start < 0 or start > stop:
             return super().scan(buf, start=start, end=end, path=path, verify_crc=verify_crc)
-        positions, headers, crc_ok, _n, pos, status = _fastdecode.scan(mv, start, stop, verify_crc)
+        mode = _fastdecode.SCAN_VERIFY_DEFER if verify_crc and defer_crc else int(verify_crc)
+        positions, headers, crc_ok, _n, pos, status = _fastdecode.scan(mv, start, stop, mode)
         if status == _fastdecode.SCAN_CORRUPT_SIZE:
             return super().scan(buf, start=start, end=end, path=path, verify_crc=verify_crc)
         hdr = np.frombuffer(headers, dtype=_HEADER_DTYPE)
@@ -139,14 +149,7 @@ class FastDecoder(Decoder):
         row_index = np.asarray(rows, dtype=np.intp)
         if len(row_index) != len(payloads):
             return super().decode_v2_records(payloads, table, rows)  # the reference reports the mismatch
-        meta = np.empty((len(row_index), _META_COLUMNS), dtype=np.int64)
-        meta[:, _META_ROW] = row_index
-        meta[:, _META_BASE_OFFSET] = table.base_offset[row_index]
-        meta[:, _META_BASE_TIMESTAMP] = table.base_timestamp[row_index]
-        meta[:, _META_MAX_TIMESTAMP] = table.max_timestamp[row_index]
-        meta[:, _META_BASE_SEQUENCE] = table.base_sequence[row_index]
-        meta[:, _META_COUNT] = table.count[row_index]
-        meta[:, _META_FLAGS] = (table.attributes[row_index] & batch_v2.TIMESTAMP_TYPE_MASK) != 0
+        meta = _meta(table, row_index)
         try:
             buffers = _fastdecode.decode_v2(payloads, meta)
         except _fastdecode.FormatViolation:
@@ -162,8 +165,42 @@ class FastDecoder(Decoder):
                 self.decode_v2_records(payloads[:half], table, row_index[:half]),
                 self.decode_v2_records(payloads[half:], table, row_index[half:]),
             ])
-        return RecordColumns(**{name: np.frombuffer(data, dtype=dtype)
-                                for (name, dtype), data in zip(_RESULT_DTYPES, buffers, strict=True)})
+        return _columns(buffers)
+
+    def decode_v2_checked(self, payloads: Sequence[bytes | memoryview], table: BatchTable,
+                          rows: Sequence[int], check: Sequence[bool]) -> tuple[RecordColumns, int]:
+        """:meth:`Decoder.decode_v2_checked` in one C call: each checked batch's CRC is computed
+        just before its records are decoded, while its bytes are in the CPU cache."""
+        row_index = np.asarray(rows, dtype=np.intp)
+        if len(row_index) == len(payloads) == len(check):
+            meta = _meta(table, row_index)
+            checked = np.asarray(check, dtype=bool)
+            meta[checked, _META_FLAGS] |= _fastdecode.FLAG_CHECK_CRC
+            meta[:, _META_CRC] = table.crc[row_index]
+            try:
+                return _columns(_fastdecode.decode_v2(payloads, meta)), len(row_index)
+            except (_fastdecode.FormatViolation, OverflowError):
+                pass  # a bad CRC or batch: the shared method finds which and decodes the rest
+        return super().decode_v2_checked(payloads, table, rows, check)
+
+
+def _meta(table: BatchTable, row_index: np.ndarray) -> np.ndarray:
+    """The decode_v2 meta rows of batches ``row_index`` (no CRC check requested)."""
+    meta = np.zeros((len(row_index), _META_COLUMNS), dtype=np.int64)
+    meta[:, _META_ROW] = row_index
+    meta[:, _META_BASE_OFFSET] = table.base_offset[row_index]
+    meta[:, _META_BASE_TIMESTAMP] = table.base_timestamp[row_index]
+    meta[:, _META_MAX_TIMESTAMP] = table.max_timestamp[row_index]
+    meta[:, _META_BASE_SEQUENCE] = table.base_sequence[row_index]
+    meta[:, _META_COUNT] = table.count[row_index]
+    meta[:, _META_FLAGS] = (table.attributes[row_index] & batch_v2.TIMESTAMP_TYPE_MASK) != 0
+    return meta
+
+
+def _columns(buffers: Sequence[object]) -> RecordColumns:
+    """RecordColumns over the buffers decode_v2 returned (zero-copy)."""
+    return RecordColumns(**{name: np.frombuffer(data, dtype=dtype)
+                            for (name, dtype), data in zip(_RESULT_DTYPES, buffers, strict=True)})
 
 
 def _fill_legacy(columns: dict[str, np.ndarray], mv: memoryview, rows: np.ndarray,

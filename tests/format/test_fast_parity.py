@@ -298,3 +298,43 @@ def test_arithmetic_edges(base_offset: int, offset_delta: int, base_sequence: in
                   producer_id=1 if base_sequence != -1 else -1, producer_epoch=0)
     kind, result = _assert_same(data)
     assert kind == "ok", result
+
+
+# ---------------------------------------------------------------------------------------------
+# deferred CRC: the compiled path verifies uncompressed v2 CRCs while decoding the records
+
+
+_CRC_AT = struct.calcsize(">qiib")  # DefaultRecordBatch: crc field after baseOffset, length, epoch, magic
+
+
+def _mixed_log() -> tuple[bytes, list[int]]:
+    """Uncompressed, compressed, empty-after-compaction and legacy entries; their positions."""
+    parts = [build_v2(sample_records(6), base_offset=0),
+             build_v2(sample_records(4), codec=CODECS["gzip"], base_offset=6),
+             build_v2(sample_records(5), base_offset=10),
+             build_legacy(sample_records(3, headers=False), magic=1, codec=CODECS["gzip"], base_offset=15),
+             build_v2(sample_records(7), base_offset=18),
+             build_v2(sample_records(3), codec=CODECS["lz4"], base_offset=25),
+             build_v2(sample_records(8), base_offset=28)]
+    positions = [sum(len(p) for p in parts[:i]) for i in range(len(parts))]
+    return b"".join(parts), positions
+
+
+@pytest.mark.parametrize("mode", ["FAILFAST", "PERMISSIVE", "DROPMALFORMED"])
+@pytest.mark.parametrize("damage", ["crc_field", "record_byte"])
+@pytest.mark.parametrize("bad", [(0,), (2,), (6,), (1,), (3,), (4, 5), (5, 6), (2, 4), (0, 6)])
+@pytest.mark.parametrize("read_size", [1 << 20, 700])
+def test_crc_mismatch_same_as_reference(mode: str, damage: str, bad: tuple[int, ...], read_size: int) -> None:
+    # FAILFAST: every batch before the first bad one, then the same ChecksumError (position,
+    # stored and computed CRC); PERMISSIVE/DROPMALFORMED: exactly the bad batches skipped
+    data, positions = _mixed_log()
+    out = bytearray(data)
+    ends = [*positions[1:], len(data)]
+    for i in bad:  # the stored CRC, or the entry's last byte (inside its last record)
+        out[positions[i] + _CRC_AT if damage == "crc_field" else ends[i] - 1] ^= 0x5A
+    kind, result = _assert_same(bytes(out), mode=mode, read_size=read_size)
+    first = positions[min(bad)]
+    if mode == "FAILFAST":
+        assert kind == "error" and result[2] == first  # the first damaged entry, by construction
+    else:
+        assert kind == "ok" and result[1][0][0] == first
