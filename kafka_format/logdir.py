@@ -28,7 +28,6 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import pyarrow.fs as pafs
 
