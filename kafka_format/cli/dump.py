@@ -16,7 +16,11 @@ and ``--max-bytes`` bounds what is read.
 Errors: where Kafka's tool dies with an exception (bad framing, an undecodable
 record, a corrupt index), text mode prints the exception line on stderr and
 stops, as Kafka does; ``--json`` prints an ``error`` object and goes on with the
-next file.  Either way the exit code is 1.  A CRC mismatch is printed
+next file.  Either way the exit code is 1.  ``--json`` reads a log in PERMISSIVE
+mode and accounts for every byte of it (issue #4): each skipped range is an
+``error`` object with its ``length``, in position order among the batches, and a
+``summary`` object (size, validBytes, skippedBytes, zeroTailBytes, cutBytes,
+batches; the last four add up to size) closes the file.  A CRC mismatch is printed
 (``isvalid: false``) and also makes the exit code 1; missing library modules
 or bad arguments give 2.
 """
@@ -370,53 +374,102 @@ class _Dumper:
                 self.text.line(f"Snapshot end offset: {int(match.group(1))}, epoch: {int(match.group(2))}")
         file_size = os.path.getsize(path)
         limit = min(file_size, opts.max_bytes)
-        progress = Progress(limit, os.path.basename(path), self.text.err) if opts.json else None
+        if opts.json:
+            self._dump_log_json(path, limit)
+            return
         valid_bytes = 0
         last_offset = -1
         abs_path = _java_abs_path(path)
         pairs: list[tuple[int, int]] = []
         try:
             for batch, records in _iter_log(path, limit, opts.is_deep):
-                position = batch["position"]
                 if not batch["crcValid"]:
                     self.errors += 1
-                if opts.json:
-                    self.json.obj(_batch_json(path, batch, records))
-                else:
-                    self.text.line(format_batch_line(batch, valid_bytes))
+                self.text.line(format_batch_line(batch, valid_bytes))
                 for record in records:
                     offset = record["offset"]
                     if last_offset != -1 and offset != last_offset + 1:
                         pairs.append((last_offset, offset))
                     last_offset = offset
-                    if opts.json:
-                        self.json.obj(_record_json(record))
-                    else:
-                        self.text.line(self._record_line(path, batch, record))
-                valid_bytes = position + batch["size"]
-                if progress is not None:
-                    progress.advance(batch["size"])
+                    self.text.line(self._record_line(path, batch, record))
+                valid_bytes = batch["position"] + batch["size"]
         finally:
             if pairs:
                 known = self.reports.non_consecutive.setdefault(abs_path, [])
                 known[:0] = reversed(pairs)  # Kafka prepends each pair: newest first
-            if progress is not None:
-                progress.close()
         self._check_tail(path, valid_bytes, limit)
 
+    def _dump_log_json(self, path: str, limit: int) -> None:
+        """``--json`` dump of a log: PERMISSIVE, every byte of ``[0, limit)`` accounted for (issue #4).
+
+        Skipped ranges come from a PERMISSIVE record-level pass (bad CRC, bad records, bad framing,
+        lying sizes, garbage, truncation); the batches between them are then printed as usual, each
+        skipped range as an ``error`` object (with ``length``) at its place in position order, and a
+        ``summary`` object closes the file: validBytes + skippedBytes + zeroTailBytes + cutBytes == size.
+        """
+        skipped = _skipped_ranges(path, limit)
+        progress = Progress(limit, os.path.basename(path), self.text.err)
+        valid_bytes = skipped_bytes = batches = 0
+        done = 0          # end of the last batch or skipped range printed
+        cut = zero_tail = 0
+        last_offset = -1
+        pairs: list[tuple[int, int]] = []
+        try:
+            for start, end, skip in _good_ranges(skipped, limit):
+                for batch, records in _iter_log_range_json(path, start, end, limit, self.opts.is_deep):
+                    self.json.obj(_batch_json(path, batch, records))
+                    for record in records:
+                        offset = record["offset"]
+                        if last_offset != -1 and offset != last_offset + 1:
+                            pairs.append((last_offset, offset))
+                        last_offset = offset
+                        self.json.obj(_record_json(record))
+                    batches += 1
+                    valid_bytes += batch["size"]
+                    done = batch["position"] + batch["size"]
+                    progress.advance(batch["size"])
+                if skip is None:
+                    break
+                if done < skip[0]:   # bytes of the good range no whole batch covers
+                    skipped_bytes += self._skip_object(path, done, skip[0] - done, "undecodable bytes", limit)
+                skipped_bytes += self._skip_object(path, skip[0], skip[1], skip[2], limit)
+                done = skip[0] + skip[1]
+            if done < limit:
+                if _all_zero(path, done, limit):
+                    zero_tail = limit - done   # preallocated (zero-filled) tail: not corruption
+                elif limit < os.path.getsize(path):
+                    cut = limit - done         # a batch cut by --max-bytes (FileRecords.slice drops it)
+                else:
+                    skipped_bytes += self._skip_object(path, done, limit - done, "", limit)
+        finally:
+            if pairs:
+                known = self.reports.non_consecutive.setdefault(_java_abs_path(path), [])
+                known[:0] = reversed(pairs)  # Kafka prepends each pair: newest first
+            progress.close()
+        self.json.obj({"type": "summary", "file": path, "size": limit, "validBytes": valid_bytes,
+                       "skippedBytes": skipped_bytes, "zeroTailBytes": zero_tail, "cutBytes": cut,
+                       "batches": batches})
+
+    def _skip_object(self, path: str, position: int, length: int, reason: str, limit: int) -> int:
+        """Print one ``error`` object for the skipped range ``[position, position + length)``; return length."""
+        self.errors += 1
+        if position + length >= limit and (reason == "" or "end of the file" in reason):
+            message = f"Found {length} invalid bytes at the end of {os.path.basename(path)}"  # Kafka's text
+        else:
+            message = f"CorruptRecordException: {reason or 'undecodable bytes'}"
+        self.json.obj({"type": "error", "file": path, "position": position, "message": message,
+                       "length": length})
+        return length
+
     def _check_tail(self, path: str, valid_bytes: int, limit: int) -> None:
-        """What Kafka does after the last complete batch: fail on a bad size, else count trailing bytes."""
+        """Text mode, after the last complete batch, as Kafka: fail on a bad size, else count trailing bytes."""
         framing = _framing_abort(path, valid_bytes, limit)  # e.g. a zero-filled preallocated tail
         if framing is not None:
             raise framing
         trailing = limit - valid_bytes
         if trailing > 0 and self.opts.max_bytes == INT_MAX:
             self.errors += 1
-            message = f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}"
-            if self.opts.json:
-                self.json.obj({"type": "error", "file": path, "position": valid_bytes, "message": message})
-            else:
-                self.text.line(message)
+            self.text.line(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}")
 
     def _record_line(self, path: str, batch: Mapping[str, Any], record: Mapping[str, Any]) -> str:
         opts = self.opts
@@ -679,6 +732,76 @@ def _iter_log(path: str, limit: int, deep: bool) -> Iterator[tuple[dict[str, Any
         except KafkaFormatError:
             pass
     raise _abort_from(failure, path) from failure
+
+
+_Skip = tuple[int, int, str]   # (position, length, reason) of a skipped byte range
+
+
+def _skipped_ranges(path: str, limit: int) -> list[_Skip]:
+    """Every range of ``[0, limit)`` a PERMISSIVE record-level decode skips, in position order.
+
+    Record level, because only there does the library treat a bad CRC (whose size field cannot
+    be trusted: it resynchronises) and undecodable records as skipped ranges.
+    """
+    api = _library("kafka_format.api")
+    found: list[_Skip] = []
+
+    def on_skip(r: Any) -> None:
+        found.append((int(r.position), int(r.length), str(r.reason)))
+
+    try:
+        for _ in api.decode_segment(path, end=limit, mode="PERMISSIVE", on_skip=on_skip,
+                                    granularity="record", include_headers=False):
+            pass
+    except KafkaFormatError as exc:  # PERMISSIVE should not raise; if it does, the rest is skipped
+        at = max((p + n for p, n, _ in found), default=0)
+        if exc.position is not None and at <= exc.position < limit:
+            at = exc.position
+        if at < limit:
+            found.append((at, limit - at, exc.reason))
+    merged: list[_Skip] = []
+    for position, length, reason in sorted(found):
+        end = min(position + length, limit)
+        if merged and position <= merged[-1][0] + merged[-1][1]:   # overlapping/adjacent: one range
+            p, n, r = merged[-1]
+            merged[-1] = (p, max(p + n, end) - p, r)
+        elif end > position:
+            merged.append((position, end - position, reason))
+    return merged
+
+
+def _good_ranges(skipped: list[_Skip], limit: int) -> Iterator[tuple[int, int, _Skip | None]]:
+    """(start, end, the skipped range that ends the good range or None) covering ``[0, limit)``."""
+    at = 0
+    for skip in skipped:
+        yield at, skip[0], skip
+        at = skip[0] + skip[1]
+    yield at, limit, None
+
+
+def _iter_log_range_json(path: str, start: int, end: int, limit: int,
+                         deep: bool) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Whole batches starting in ``[start, end)`` that end by ``end`` (by ``limit`` for the last range)."""
+    if end <= start:
+        return
+    bound = limit if end >= limit else end
+    try:
+        for batch, rows in _iter_range(path, start, bound, deep, scan_end=end):
+            yield batch, rows
+    except KafkaFormatError:
+        return  # the rest of the range is reported as skipped by the caller
+
+
+def _all_zero(path: str, start: int, end: int) -> bool:
+    """Whether ``[start, end)`` of ``path`` holds only zero bytes (read in bounded chunks)."""
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        while start < end:
+            chunk = fh.read(min(LOOKUP_READ_SIZE, end - start))
+            if not chunk or chunk.count(0) != len(chunk):
+                return False
+            start += len(chunk)
+    return True
 
 
 def _framing_abort(path: str, position: int, limit: int) -> _Abort | None:

@@ -369,7 +369,9 @@ def test_json_objects_match_kafka_python(tmp_path: Path, capsys: pytest.CaptureF
             assert r["sequence"] == _record_sequence(batch, record.offset)
             assert r["isControl"] is bool(batch.is_control_batch)
             at += 1
-    assert at == len(objects)
+    assert objects[at:] == [{"type": "summary", "file": str(log), "size": len(data), "validBytes": len(data),
+                             "skippedBytes": 0, "zeroTailBytes": 0, "cutBytes": 0,
+                             "batches": len(_kp_batches(data))}]
 
 
 # --- limits and bad bytes ---------------------------------------------------------------------------
@@ -395,9 +397,11 @@ def test_trailing_partial_batch_is_reported(tmp_path: Path, capsys: pytest.Captu
     assert out[-1] == f"Found 30 invalid bytes at the end of {log.name}"
     assert _check_log_lines(out[2:-1], data, deep=False) == 3
     code, out, _ = _dump(capsys, "--json", str(log))
-    last = json.loads(out[-1])
-    assert code == 1 and last == {"type": "error", "file": str(log), "position": len(data) - 30,
-                                  "message": f"Found 30 invalid bytes at the end of {log.name}"}
+    error, summary = json.loads(out[-2]), json.loads(out[-1])
+    assert code == 1 and error == {"type": "error", "file": str(log), "position": len(data) - 30,
+                                   "message": f"Found 30 invalid bytes at the end of {log.name}", "length": 30}
+    assert summary == {"type": "summary", "file": str(log), "size": len(data), "validBytes": len(data) - 30,
+                       "skippedBytes": 30, "zeroTailBytes": 0, "cutBytes": 0, "batches": 3}
 
 
 @pytest.mark.parametrize("size", [0, 3, 13])
