@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -137,21 +138,26 @@ def header_scan(path: Path, decoder: Decoder) -> Callable[[], int]:
     return run
 
 
-def aiokafka_reader(data: bytes) -> Callable[[], int]:
-    from aiokafka.record._crecords import MemoryRecords
-
+def _oracle_reader(records_cls: Any, name: str, data: bytes) -> Callable[[], int]:
+    """Every record of ``data`` through another library's MemoryRecords, CRC checked, fields touched."""
     def run() -> int:
         n = 0
-        records = MemoryRecords(data)
+        records = records_cls(data)
         while records.has_next():
             batch = records.next_batch()
             if not batch.validate_crc():
-                raise AssertionError("aiokafka: CRC mismatch")
+                raise AssertionError(f"{name}: CRC mismatch")
             for rec in batch:
                 rec.offset, rec.timestamp, rec.key, rec.value, rec.headers  # noqa: B018
                 n += 1
         return n
     return run
+
+
+def aiokafka_reader(data: bytes) -> Callable[[], int]:
+    from aiokafka.record._crecords import MemoryRecords
+
+    return _oracle_reader(MemoryRecords, "aiokafka", data)
 
 
 def kafka_python_reader(data: bytes) -> Callable[[], int]:
@@ -161,18 +167,7 @@ def kafka_python_reader(data: bytes) -> Callable[[], int]:
         warnings.simplefilter("ignore")
         from kafka.record.memory_records import MemoryRecords
 
-    def run() -> int:
-        n = 0
-        records = MemoryRecords(data)
-        while records.has_next():
-            batch = records.next_batch()
-            if not batch.validate_crc():
-                raise AssertionError("kafka-python: CRC mismatch")
-            for rec in batch:
-                rec.offset, rec.timestamp, rec.key, rec.value, rec.headers  # noqa: B018
-                n += 1
-        return n
-    return run
+    return _oracle_reader(MemoryRecords, "kafka-python", data)
 
 
 def bare_decompression(data: bytes) -> Callable[[], int]:

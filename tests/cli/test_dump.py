@@ -73,6 +73,20 @@ BATCH_JSON_KEYS = {"type", "file", "position", "baseOffset", "lastOffset", "coun
                    "isTransactional", "isControl", "timestampType", "maxTimestamp", "size"}
 RECORD_JSON_KEYS = {"type", "offset", "timestamp", "timestampType", "key", "value", "headers", "sequence",
                     "isControl"}
+
+
+def expected_batch_json(path: str, position: int, batch: Any) -> dict[str, Any]:
+    """The contracted ``--json`` batch object for a v2 batch as kafka-python decoded it."""
+    return {
+        "type": "batch", "file": path, "position": position, "baseOffset": batch.base_offset,
+        "lastOffset": batch.last_offset, "count": batch.records_count, "magic": 2,
+        "compression": CODEC_NAMES[batch.compression_type], "crc": batch.crc, "isValid": True,
+        "producerId": batch.producer_id, "producerEpoch": batch.producer_epoch,
+        "baseSequence": batch.base_sequence, "partitionLeaderEpoch": batch.leader_epoch,
+        "isTransactional": bool(batch.is_transactional), "isControl": bool(batch.is_control_batch),
+        "timestampType": batch.timestamp_type, "maxTimestamp": batch.max_timestamp,
+        "size": batch.size_in_bytes,
+    }
 INT_MAX = 2**31 - 1
 V2_ATTRIBUTES_OFFSET = 21
 V2_BASE_SEQUENCE_OFFSET = 53
@@ -347,16 +361,7 @@ def test_json_objects_match_kafka_python(tmp_path: Path, capsys: pytest.CaptureF
     for position, batch, _ in _kp_batches(data):
         b = objects[at]
         assert set(b) == BATCH_JSON_KEYS
-        assert b == {
-            "type": "batch", "file": str(log), "position": position, "baseOffset": batch.base_offset,
-            "lastOffset": batch.last_offset, "count": batch.records_count, "magic": 2,
-            "compression": CODEC_NAMES[batch.compression_type], "crc": batch.crc, "isValid": True,
-            "producerId": batch.producer_id, "producerEpoch": batch.producer_epoch,
-            "baseSequence": batch.base_sequence, "partitionLeaderEpoch": batch.leader_epoch,
-            "isTransactional": bool(batch.is_transactional), "isControl": bool(batch.is_control_batch),
-            "timestampType": batch.timestamp_type, "maxTimestamp": batch.max_timestamp,
-            "size": batch.size_in_bytes,
-        }
+        assert b == expected_batch_json(str(log), position, batch)
         at += 1
         for record in batch:
             r = objects[at]

@@ -26,9 +26,9 @@ pytest.importorskip("kafka")
 from kafka.record import MemoryRecords, MemoryRecordsBuilder  # noqa: E402
 
 from kafka_format.cli import main  # noqa: E402
+from test_dump import expected_batch_json  # noqa: E402  (tests/cli helper)
 
 CODEC_IDS = {"none": 0, "gzip": 1}
-CODEC_NAMES = {v: k for k, v in CODEC_IDS.items()}
 T0 = 1_700_000_000_000
 SIZE_FIELD = struct.Struct(">i")     # batch length, after the int64 base offset
 SIZE_AT = struct.calcsize(">q")
@@ -158,16 +158,7 @@ def _expected_objects(path: Path, position: int, raw: bytes, deep: bool) -> list
     """kafka-python's decode of one intact batch, as the contracted batch (+ record) objects."""
     batch = MemoryRecords(raw).next_batch()
     assert batch is not None and batch.size_in_bytes == len(raw)
-    out: list[dict[str, Any]] = [{
-        "type": "batch", "file": str(path), "position": position, "baseOffset": batch.base_offset,
-        "lastOffset": batch.last_offset, "count": batch.records_count, "magic": 2,
-        "compression": CODEC_NAMES[batch.compression_type], "crc": batch.crc, "isValid": True,
-        "producerId": batch.producer_id, "producerEpoch": batch.producer_epoch,
-        "baseSequence": batch.base_sequence, "partitionLeaderEpoch": batch.leader_epoch,
-        "isTransactional": bool(batch.is_transactional), "isControl": bool(batch.is_control_batch),
-        "timestampType": batch.timestamp_type, "maxTimestamp": batch.max_timestamp,
-        "size": batch.size_in_bytes,
-    }]
+    out: list[dict[str, Any]] = [expected_batch_json(str(path), position, batch)]
     if deep:
         out += [{"type": "record", "offset": r.offset, "timestamp": r.timestamp,
                  "timestampType": r.timestamp_type, "key": _b64(r.key), "value": _b64(r.value),
