@@ -1,0 +1,65 @@
+"""The common job flags of DESIGN §4 and the job wrapper's exit codes."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from kafka_format.cli.jobargs import (EXIT_USAGE, UsageError, add_common_arguments, job_context, parse_args,
+                                      run_job)
+from kafka_format.errors import CorruptRecordError
+
+SAMPLES = Path(__file__).resolve().parents[2] / "data_samples" / "logdirs"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="klogs test")
+    add_common_arguments(p, formats=["jsonl", "table"])
+    return p
+
+
+def test_flags_resolve_into_a_context() -> None:
+    args = _parser().parse_args([str(SAMPLES), "--topic", "compacted", "--topic-pattern", "v2-.*",
+                                 "--now", "2023-11-14T22:13:20Z", "--config", "compacted:retention.ms=5",
+                                 "--config-file", str(SAMPLES / "topic-configs.json"), "--format", "table"])
+    ctx = job_context(args)
+    assert ctx.now_ms == 1_700_000_000_000 and ctx.format == "table" and ctx.logdirs == [str(SAMPLES)]
+    assert [t for t in ("compacted", "v2-codecs", "v2", "transactions") if ctx.selects(t)] == ["compacted", "v2-codecs"]
+    assert ctx.configs["compacted"].retention_ms == 5 and ctx.configs["compacted"].segment_bytes == 8192
+
+
+def test_no_selection_selects_every_topic() -> None:
+    ctx = job_context(_parser().parse_args([str(SAMPLES)]))
+    assert ctx.selects("anything") and ctx.format == "jsonl"
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--now", "soon"], "--now"),
+    (["--topic-pattern", "("], "--topic-pattern"),
+])
+def test_bad_common_flags_are_usage_errors(argv: list[str], needle: str) -> None:
+    with pytest.raises(UsageError, match=needle):
+        job_context(_parser().parse_args([str(SAMPLES), *argv]))
+
+
+def test_parse_args_returns_argparse_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse_args(_parser(), ["--help"]) == 0
+    assert parse_args(_parser(), ["--format", "xml", str(SAMPLES)]) == 2
+    assert isinstance(parse_args(_parser(), [str(SAMPLES)]), argparse.Namespace)
+
+
+def test_run_job_turns_bad_input_into_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    def body() -> int:
+        raise CorruptRecordError("bad batch", path="/x/0.log", position=61, expected="CRC 1", found="CRC 2")
+
+    assert run_job(body, prog="audit") == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("klogs audit: ") and "/x/0.log" in err and "61" in err
+    assert run_job(lambda: 1, prog="audit") == 1
+
+
+def test_run_job_lets_bugs_through() -> None:
+    with pytest.raises(ZeroDivisionError):
+        run_job(lambda: 1 // 0, prog="x")
