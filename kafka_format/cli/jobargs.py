@@ -9,6 +9,7 @@ message instead of a traceback.  Nothing here imports pyspark at module level.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -100,14 +101,18 @@ def job_context(args: argparse.Namespace) -> JobContext:
 
 
 def session_for(ctx: JobContext, app_name: str) -> SparkSession:
-    """The active session (under spark-submit or in tests) or one built from ``spark_conf/``;
-    ``--master`` applies when a new session is built."""
+    """The active session (in tests, or the one spark-submit configures: its ``--master`` and
+    ``--conf`` rule) or, for ``klogs JOB``, one built from ``spark_conf/local.conf``; ``--master``
+    applies when a new session is built."""
     from pyspark.sql import SparkSession
 
     from kafka_format.spark import register
     from kafka_format.spark.session import ALWAYS, build_session
 
     active = SparkSession.getActiveSession()
+    if active is None and ctx.master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
+        # Launched by spark-submit: its --master/--conf rule; spark_conf/local.conf must not.
+        active = SparkSession.builder.appName(f"klogs {app_name}").getOrCreate()
     if active is not None and ctx.master is None:
         for key, value in ALWAYS.items():
             active.conf.set(key, value)

@@ -1,0 +1,67 @@
+"""``klogs retention LOGDIR... [--format jsonl|table] [--out DIR]`` (DESIGN.md §4).
+
+One line per segment: ``{"topic","partition","baseOffset","sizeBytes","largestTimestamp","deletable",
+"reason","deletableAtMs"}`` -- exactly the segments Kafka's retention pass would delete at ``--now``,
+and when each becomes deletable.  ``--out DIR`` also writes ``segments.jsonl`` (or ``segments.txt``),
+``summary.json`` (per partition) and ``disk-usage.png`` / ``disk-usage.html``, published atomically.
+
+Also runs as ``spark-submit jobs/retention.py ARGS``.  Semantics: :mod:`kafka_format.retention`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kafka_format.cli.jobargs import (
+    EXIT_OK,
+    add_common_arguments,
+    describe,
+    job_context,
+    parse_args,
+    run_job,
+    session_for,
+)
+from kafka_format.retention import format_segments, write_report
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Common job flags plus ``--format jsonl|table``."""
+    parser = argparse.ArgumentParser(
+        prog="klogs retention",
+        description="Which segments Kafka's retention pass deletes at --now, and when each becomes "
+                    "deletable (no new data assumed).")
+    add_common_arguments(parser, formats=("jsonl", "table"), default_format="jsonl")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the job; returns the exit code (0 ok, 2 could not run)."""
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+
+    def body() -> int:
+        ctx = job_context(args)
+        spark = session_for(ctx, "retention")
+        from kafka_format.spark.retention import retention_candidates, retention_summary
+
+        df = retention_candidates(spark, ctx.logdirs, ctx.configs, ctx.now_ms, topics=ctx.topics or None,
+                                  topic_pattern=ctx.topic_pattern).persist()
+        try:
+            rows = [r.asDict() for r in df.collect()]
+            summary = [r.asDict() for r in retention_summary(df).collect()]
+        finally:
+            df.unpersist()
+        fmt = ctx.format or "jsonl"
+        sys.stdout.write(format_segments(rows, fmt))
+        sys.stdout.flush()
+        if ctx.out:
+            write_report(ctx.out, rows, summary, ctx.now_ms, fmt=fmt, inputs=describe(ctx))
+        return EXIT_OK
+
+    return run_job(body, prog="retention")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
