@@ -266,42 +266,17 @@ def iter_batch_heads(part: PartitionLog, seg: Segment, start: int = 0, end: int 
 
 def log_end_offset(replica: PartitionLog) -> int:
     """Log end offset: ``LogSegment.readNextOffset`` of the last segment (spec §1.10): from its
-    last offset-index entry, the last complete batch's ``lastOffset + 1``, else its base offset."""
+    last offset-index entry, the last complete batch's ``lastOffset + 1``, else its base offset.
+    One implementation with ListOffsets: :meth:`kafka_format.offsets.PartitionLookup.log_end_offset`
+    (index-only reads; corrupt framing ends the data, as recovery would)."""
     if replica.log_end_offset is not None:
         return replica.log_end_offset
     if not replica.segments:
         return 0
-    seg = replica.segments[-1]
-    _, positions = read_offset_index(replica, seg)
-    last = None
-    for head in iter_batch_heads(replica, seg, int(positions[-1]) if positions.size else 0):
-        last = head.last_offset
-    return seg.base_offset if last is None else last + 1
+    from kafka_format.offsets import PartitionLookup
 
-
-def _segment_max_timestamp(replica: PartitionLog, seg: Segment, active: bool) -> int:
-    """``largestTimestamp`` (spec §1.10): time index last entry, scanned for the active segment,
-    the ``.log`` mtime when no timestamp is known."""
-    ts, _ = read_time_index(replica, seg)
-    if ts.size and not active:
-        return int(ts[-1])
-    best = NO_TIMESTAMP
-    offsets, positions = read_offset_index(replica, seg)
-    start = 0
-    if ts.size:
-        best = int(ts[-1])
-        start = int(positions[-1]) if positions.size else 0
-    for head in iter_batch_heads(replica, seg, start):
-        best = max(best, head.max_timestamp)
-    if best >= 0:
-        return best
-    return seg.log_mtime_ms if seg.log_mtime_ms is not None else NO_TIMESTAMP
-
-
-def _offset_lookup(offsets: np.ndarray, positions: np.ndarray, target: int) -> int:
-    """``OffsetIndex.lookup``: position of the greatest entry with offset <= target, else 0."""
-    i = int(np.searchsorted(offsets, target, side="right")) - 1
-    return int(positions[i]) if i >= 0 else 0
+    with PartitionLookup(replica, strict=False) as lookup:
+        return lookup.log_end_offset()
 
 
 @dataclass(frozen=True)
@@ -316,30 +291,23 @@ class TimestampHit:
 
 
 def resolve_timestamp(replica: PartitionLog, target: int, *, last_fetchable: int | None = None) -> TimestampHit | None:
-    """ListOffsets for ``target >= 0`` (spec §6.1-6.2), to batch granularity.
+    """ListOffsets for ``target >= 0`` (spec §6.1-6.2), with the batch holding the answer.
 
-    The first segment (offset order) whose largest timestamp >= target; time-index then
-    offset-index lookup; the first batch from there with ``maxTimestamp >= target`` that
-    reaches ``logStartOffset``.  None when Kafka answers none (also when that batch starts at
-    or above ``last_fetchable``).  The record inside the batch is picked in ``read()``.
+    Kafka's answer is :meth:`kafka_format.offsets.PartitionLookup.locate_timestamp` (the one
+    implementation): the first segment (offset order) whose largest timestamp >= target;
+    time-index then offset-index lookup; the first record with ``timestamp >= target`` and
+    ``offset >= logStartOffset`` in a batch with ``maxTimestamp >= target``.  None when Kafka
+    answers none, also when that record is at or above ``last_fetchable`` (ReplicaManager's
+    HW/LSO rule).  ``read()`` drops the batch's records before the first one with
+    ``timestamp >= target`` again (Split.start_timestamp).
     """
-    log_start = replica.log_start_offset
-    n = len(replica.segments)
-    for i, seg in enumerate(replica.segments):
-        if _segment_max_timestamp(replica, seg, active=(i == n - 1)) < target:
-            continue
-        ts, ts_offsets = read_time_index(replica, seg)
-        j = int(np.searchsorted(ts, target, side="right")) - 1
-        o = int(ts_offsets[j]) if j >= 0 else seg.base_offset
-        offsets, positions = read_offset_index(replica, seg)
-        pos = _offset_lookup(offsets, positions, max(o, log_start))
-        for head in iter_batch_heads(replica, seg, pos):
-            if head.max_timestamp >= target and head.last_offset >= log_start:
-                if last_fetchable is not None and max(head.base_offset, log_start) >= last_fetchable:
-                    return None
-                return TimestampHit(i, head.position, head.size, head.base_offset, head.last_offset)
-        return None   # the broker does not continue into later segments
-    return None
+    from kafka_format.offsets import PartitionLookup
+
+    with PartitionLookup(replica, strict=False) as lookup:
+        hit = lookup.locate_timestamp(target)
+    if hit is None or (last_fetchable is not None and hit.offset >= last_fetchable):
+        return None
+    return TimestampHit(hit.segment_index, hit.position, hit.size, hit.base_offset, hit.last_offset)
 
 
 def last_stable_offset(replica: PartitionLog, high_watermark: int) -> int:

@@ -759,15 +759,9 @@ def _skipped_ranges(path: str, limit: int) -> list[_Skip]:
             at = exc.position
         if at < limit:
             found.append((at, limit - at, exc.reason))
-    merged: list[_Skip] = []
-    for position, length, reason in sorted(found):
-        end = min(position + length, limit)
-        if merged and position <= merged[-1][0] + merged[-1][1]:   # overlapping/adjacent: one range
-            p, n, r = merged[-1]
-            merged[-1] = (p, max(p + n, end) - p, r)
-        elif end > position:
-            merged.append((position, end - position, reason))
-    return merged
+    audit = _library("kafka_format.audit")   # one merge rule for dump --json and klogs audit
+    ranges = [api.SkippedRange(path, p, n, r) for p, n, r in found]
+    return [(r.position, r.length, r.reason) for r in audit.merge_skipped_ranges(ranges, limit, path)]
 
 
 def _good_ranges(skipped: list[_Skip], limit: int) -> Iterator[tuple[int, int, _Skip | None]]:

@@ -1,0 +1,77 @@
+"""``klogs audit LOGDIR... --out DIR [--format text|json] [--fail-on error|warning|never]`` (DESIGN.md §4).
+
+Every check of kafka-dump-log (``--deep-iteration``, ``--verify-index-only``,
+``--index-sanity-check``) plus checkpoint, leader-epoch, producer-snapshot, ``.txnindex``,
+hanging-transaction and cross-replica checks, over all partitions in parallel
+(:func:`kafka_format.spark.audit.audit`; the checks: :mod:`kafka_format.audit`).
+
+Writes ``DIR/findings/`` (Parquet: severity, check, topic, partition, file, position, offset,
+expected, actual, message), ``DIR/files/`` (Parquet: byte accounting per ``.log``) and
+``DIR/report.html``, published atomically; prints the findings to stdout (text lines, or JSON
+lines with ``--format json``).  Exit 0 clean, 1 findings at or above ``--fail-on`` (default
+error), 2 could not run.  Also runs as ``spark-submit jobs/audit.py ARGS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from kafka_format.audit import at_or_above, format_finding, write_outputs
+from kafka_format.cli.jobargs import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    add_common_arguments,
+    job_context,
+    parse_args,
+    run_job,
+    session_for,
+)
+
+FAIL_ON = ("error", "warning", "never")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Common job flags plus ``--format text|json``, ``--fail-on`` and ``--shallow``."""
+    parser = argparse.ArgumentParser(
+        prog="klogs audit",
+        description="Find corruption, index damage, checkpoint and epoch inconsistencies, hanging "
+                    "transactions and replica divergence in Kafka log dirs, offline.")
+    add_common_arguments(parser, formats=("text", "json"), default_format="text", out_required=True)
+    parser.add_argument("--fail-on", choices=FAIL_ON, default="error",
+                        help="exit 1 when a finding has this severity or worse (default %(default)s)")
+    parser.add_argument("--shallow", action="store_true",
+                        help="skip record-level checks (non-consecutive offsets, time index vs "
+                             "record timestamps)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the job; returns the exit code (0 clean, 1 findings at or above --fail-on, 2 could not run)."""
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+
+    def body() -> int:
+        ctx = job_context(args)
+        spark = session_for(ctx, "audit")
+        from kafka_format.spark.audit import audit
+
+        findings_df, files_df = audit(spark, ctx.logdirs, topics=ctx.topics or None,
+                                      topic_pattern=ctx.topic_pattern, configs=ctx.configs,
+                                      deep=not args.shallow, now_ms=ctx.now_ms)
+        findings = [r.asDict() for r in findings_df.collect()]
+        files = [r.asDict() for r in files_df.collect()]
+        write_outputs(str(ctx.out), findings, files)
+        for row in findings:
+            line = json.dumps(row, sort_keys=False) if ctx.format == "json" else format_finding(row)
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        return EXIT_FINDINGS if at_or_above(findings, args.fail_on) else EXIT_OK
+
+    return run_job(body, prog="audit")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""``klogs offsets LOGDIR... --timestamp T [--timestamp T ...] [--format jsonl|table]
+[--isolation-level read_uncommitted|read_committed] [--out PATH]`` (DESIGN.md §4).
+
+One line per partition and timestamp: ``{"topic","partition","timestamp","offset","recordTimestamp",
+"leaderEpoch"}`` -- exactly Kafka's ListOffsets answer, ``offset`` null when Kafka returns none.
+``T`` is ms since the epoch, ISO-8601, ``earliest``, ``latest``, ``max-timestamp`` or Kafka's
+numeric -1..-6.  Output goes to stdout, or atomically to ``--out``.
+
+Also runs as ``spark-submit jobs/offsets.py ARGS``.  Semantics: :mod:`kafka_format.offsets`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from kafka_format.cli.jobargs import EXIT_OK, add_common_arguments, job_context, parse_args, run_job, session_for
+from kafka_format.offsets import ISOLATION_LEVELS, parse_timestamp_spec
+
+COLUMNS = ("topic", "partition", "timestamp", "offset", "recordTimestamp", "leaderEpoch")
+
+
+def _spec(text: str) -> int:
+    try:
+        return parse_timestamp_spec(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Common job flags plus ``--timestamp`` (repeatable) and ``--isolation-level``."""
+    parser = argparse.ArgumentParser(
+        prog="klogs offsets",
+        description="Offset for timestamp per partition, exactly as Kafka's ListOffsets answers, from "
+                    "index files (no broker).")
+    add_common_arguments(parser, formats=("jsonl", "table"), default_format="jsonl")
+    parser.add_argument("--timestamp", action="append", required=True, type=_spec, dest="timestamps",
+                        metavar="T", help="ms, ISO-8601, earliest, latest, max-timestamp or -1..-6 (repeatable)")
+    parser.add_argument("--isolation-level", choices=ISOLATION_LEVELS, default="read_uncommitted",
+                        help="HW (read_uncommitted) or LSO (read_committed) hides later answers "
+                             "(default %(default)s)")
+    return parser
+
+
+def format_rows(rows: Sequence[dict[str, Any]], fmt: str) -> str:
+    """jsonl (one object per line, exactly :data:`COLUMNS`) or an aligned text table."""
+    if fmt == "jsonl":
+        return "".join(json.dumps({k: r[k] for k in COLUMNS}) + "\n" for r in rows)
+    cells = [list(COLUMNS)] + [["null" if r[k] is None else str(r[k]) for k in COLUMNS] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
+    lines = []
+    for row in cells:
+        left = row[0].ljust(widths[0])
+        lines.append("  ".join([left, *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the job; returns the exit code (0 ok, 2 could not run)."""
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+
+    def body() -> int:
+        ctx = job_context(args)
+        spark = session_for(ctx, "offsets")
+        from kafka_format.spark.offsets import offsets_for_timestamps
+
+        df = offsets_for_timestamps(spark, ctx.logdirs, args.timestamps, topics=ctx.topics or None,
+                                    topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level)
+        text = format_rows([r.asDict() for r in df.collect()], ctx.format or "jsonl")
+        if ctx.out:
+            from kafka_format.publish import atomic_write_text
+
+            atomic_write_text(ctx.out, text)
+        else:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        return EXIT_OK
+
+    return run_job(body, prog="offsets")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
