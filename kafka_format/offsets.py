@@ -506,7 +506,7 @@ class PartitionLookup:
 
             # UnifiedLog.maybeIncrementFirstUnstableOffset: the first unstable offset is raised to
             # logStartOffset (HW >= logStartOffset already)
-            self._lso = max(last_stable_offset(self.replica, self.high_watermark()), self.replica.log_start_offset)
+            self._lso = last_stable_offset(self.replica, self.high_watermark())
         return self._lso
 
     # -- the broker side (UnifiedLog.fetchOffsetByTimestamp) -----------------------------------

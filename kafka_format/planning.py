@@ -311,7 +311,9 @@ def resolve_timestamp(replica: PartitionLog, target: int, *, last_fetchable: int
 
 
 def last_stable_offset(replica: PartitionLog, high_watermark: int) -> int:
-    """LSO offline (spec §6.5): ``min(HW, first offset of the earliest txn open at HW)``.
+    """LSO offline (spec §6.5): ``min(HW, first offset of the earliest txn open at HW)``, never
+    below logStartOffset (``UnifiedLog.maybeIncrementFirstUnstableOffset``: a transaction left open
+    below the log start does not pin the LSO there).
 
     Replays batch headers: a transactional data batch opens a transaction for its producer
     if none is open; a control batch of that producer below HW closes it.
@@ -329,7 +331,7 @@ def last_stable_offset(replica: PartitionLog, high_watermark: int) -> int:
                 open_txns.pop(head.producer_id, None)
             else:
                 open_txns.setdefault(head.producer_id, head.base_offset)
-    return min([high_watermark, *open_txns.values()])
+    return max(min([high_watermark, *open_txns.values()]), replica.log_start_offset)
 
 
 # --- planning ----------------------------------------------------------------------------
@@ -378,7 +380,7 @@ def _partition_bound(replica: PartitionLog, options: PlanOptions, bounds: Bounds
         if hw is None:
             raise LogDirError("upTo=highWatermark but the partition has no replication-offset-checkpoint entry",
                               path=replica.log_dir, expected=f"an entry for {tp[0]} {tp[1]}", found="none")
-        upper = min(hw, leo())
+        upper = max(min(hw, leo()), replica.log_start_offset)   # UnifiedLog.updateHighWatermark
     if options.read_committed:       # LSO <= HW (spec §6.5); the LEO when no HW is recorded
         cap = upper if upper is not None else leo()
         if replica.high_watermark is not None:

@@ -147,27 +147,31 @@ def publish_dir(staged: str, target: str) -> None:
             os.unlink(old)
 
 
-def cleanup_stale(parent: str | os.PathLike[str]) -> list[str]:
+def cleanup_stale(parent: str | os.PathLike[str], name: str | None = None) -> list[str]:
     """Remove leftovers of crashed runs (temporary names) directly inside ``parent``; returns their
     names.  A previous output renamed aside by a publish that died before its second rename is
-    put back instead of removed."""
+    put back instead of removed.  ``name``: only the leftovers of that output (another job may be
+    publishing beside it right now)."""
     root = local_path(parent)
     removed: list[str] = []
     if not os.path.isdir(root):
         return removed
-    for name in sorted(os.listdir(root)):
-        m = _TEMP.match(name)
+    for entry in sorted(os.listdir(root)):
+        m = _TEMP.match(entry)
         if not m:
             continue
-        path = os.path.join(root, name)
-        original = os.path.join(root, name[1:name.rindex(f".{m.group(1)}-")])
+        path = os.path.join(root, entry)
+        original_name = entry[1:entry.rindex(f".{m.group(1)}-")]
+        if name is not None and original_name != name:
+            continue
+        original = os.path.join(root, original_name)
         if m.group(1) == "old" and not os.path.lexists(original):
             os.rename(path, original)      # crashed between the two renames of publish_dir: restore
-            removed.append(name)
+            removed.append(entry)
             continue
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
         else:
             os.unlink(path)
-        removed.append(name)
+        removed.append(entry)
     return removed

@@ -458,8 +458,7 @@ class TopicConfigs:
                 values[key], sources[key] = value, layer.name
             for key, value in layer.per_topic.get(topic, {}).items():
                 values[key], sources[key] = value, layer.name
-        cfg = TopicConfig(topic, MappingProxyType(values), MappingProxyType(sources),
-                          MappingProxyType(dict(self._broker_only)))
+        cfg = TopicConfig(topic, values, sources, dict(self._broker_only))   # plain dicts: picklable
         self._cache[topic] = cfg
         return cfg
 

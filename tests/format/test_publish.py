@@ -103,6 +103,14 @@ class TestCrash:
         assert sorted(removed) == sorted([aside.name, staged.name])
         assert (out / "a").read_text() == "old" and os.listdir(tmp_path) == ["records"]
 
+    def test_cleanup_of_one_output_leaves_its_neighbours(self, tmp_path: Path) -> None:
+        mine = tmp_path / f".records.tmp-{'2' * 32}"
+        theirs = tmp_path / f".report.tmp-{'3' * 32}"
+        mine.mkdir()
+        theirs.mkdir()
+        assert cleanup_stale(tmp_path, "records") == [mine.name]
+        assert os.listdir(tmp_path) == [theirs.name]
+
     def test_publish_dir_moves_a_finished_dir(self, tmp_path: Path) -> None:
         staged = tmp_path / "done"
         staged.mkdir()

@@ -91,6 +91,8 @@ class TestLayers:
         cfgs = load_topic_configs(overrides=["a:retention.ms=9"], config_file=str(SAMPLES / "topic-configs.json"))
         back = pickle.loads(pickle.dumps(cfgs))
         assert back["a"].retention_ms == 9 and back["compacted"].segment_bytes == 8192
+        one = pickle.loads(pickle.dumps(cfgs["compacted"]))      # a single topic's config too
+        assert one.compact and one.segment_bytes == 8192 and one.sources["segment.bytes"] == "file"
 
     def test_to_json_lists_non_defaults_with_sources(self) -> None:
         out = load_topic_configs(overrides=["a:retention.ms=9"]).to_json()

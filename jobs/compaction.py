@@ -1,0 +1,105 @@
+"""``klogs compaction LOGDIR... --out DIR [--mode cleaner|full] [--write-segments]`` (DESIGN.md §4).
+
+``cleaner`` (default): what Kafka's log cleaner keeps after cleaning everything cleanable at
+``--now``; ``full``: the compacted table view.  Writes ``DIR/records/`` (Parquet: the data
+source's columns + ``decision``, ``reason``, ``supersededBy``), ``DIR/summary.json`` and, with
+``--write-segments`` (cleaner mode), ``DIR/segments/<log-dir name>/<topic>-<partition>/`` in
+Kafka's format.  Everything is built in a staging directory beside ``DIR`` and published as
+``DIR`` with one rename (an existing ``DIR`` is replaced); leftovers of a crashed run of the
+same ``DIR`` are removed first.  The logic lives in :mod:`kafka_format.spark.compaction`.
+
+Also runs as ``spark-submit jobs/compaction.py ARGS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from kafka_format import publish
+from kafka_format.cli.jobargs import (
+    EXIT_OK,
+    UsageError,
+    add_common_arguments,
+    describe,
+    job_context,
+    parse_args,
+    run_job,
+    session_for,
+)
+
+PROG = "compaction"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Common job flags plus ``--mode`` and ``--write-segments``."""
+    parser = argparse.ArgumentParser(prog=f"klogs {PROG}", description=__doc__.split("\n\n")[0])
+    add_common_arguments(parser, out_required=True)
+    parser.add_argument("--mode", choices=("cleaner", "full"), default="cleaner",
+                        help="cleaner: what the log cleaner keeps at --now (default); full: the table view")
+    parser.add_argument("--write-segments", action="store_true",
+                        help="cleaner mode: also write the cleaned partitions in Kafka's format to DIR/segments/")
+    parser.add_argument("--force", action="store_true",
+                        help="cleaner mode: clean partitions the cleaner would not pick now (dirty ratio)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the job; exit code 0 on success, 2 when it cannot run."""
+    args = parse_args(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    return run_job(lambda: _body(args), prog=PROG)
+
+
+def _body(args: argparse.Namespace) -> int:
+    from kafka_format.spark import compaction as comp
+
+    if args.write_segments and args.mode != "cleaner":
+        raise UsageError("--write-segments needs --mode cleaner (the table view has no log format)")
+    try:
+        out = os.path.abspath(publish.local_path(args.out))
+    except ValueError as exc:
+        raise UsageError(f"--out: {exc}") from None
+    ctx = job_context(args)
+    spark = session_for(ctx, PROG)
+    publish.cleanup_stale(os.path.dirname(out), os.path.basename(out))   # a crashed run's leftovers
+    summary: dict[str, object] = {"mode": args.mode, **describe(ctx)}
+    with publish.staging_dir(out) as stage:
+        if args.mode == "full":
+            df = comp.read_full_input(spark, ctx.logdirs, topics=ctx.topics, topic_pattern=ctx.topic_pattern)
+            decisions = comp.compaction_full_decisions(df).cache()
+            decisions.write.parquet(os.path.join(stage, "records"))
+            summary["partitions"] = sorted((r.asDict() for r in comp.compaction_full_summary(decisions).collect()),
+                                           key=_partition_order)
+            decisions.unpersist()
+        else:
+            records, parts = comp.compaction_cleaner(
+                spark, ctx.logdirs, ctx.configs, ctx.now_ms, topics=ctx.topics, topic_pattern=ctx.topic_pattern,
+                force=args.force,
+                segments_dir=os.path.join(stage, "segments") if args.write_segments else None)
+            rows = parts.collect()                       # runs the cleaner (and writes the segments)
+            if args.write_segments:
+                comp.finish_segments_dir(os.path.join(stage, "segments"), rows)
+            summary["partitions"] = sorted(({**r.asDict(), "segmentsDir": None if r["segmentsDir"] is None
+                                             else os.path.relpath(r["segmentsDir"], stage)} for r in rows),
+                                           key=_partition_order)
+            if args.write_segments:
+                publish.crash_point("compaction:segments-written")
+            records.write.parquet(os.path.join(stage, "records"))
+            spark.catalog.clearCache()          # the cleaner's persisted pass (the job owns the session)
+        publish.crash_point("compaction:records-written")
+        with open(os.path.join(stage, "summary.json"), "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=2, sort_keys=False)
+            f.write("\n")
+    return EXIT_OK
+
+
+def _partition_order(row: dict[str, object]) -> tuple[str, int, str]:
+    return str(row["topic"]), int(row["partition"]), str(row["logDir"])  # type: ignore[call-overload]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
