@@ -1,0 +1,606 @@
+"""``klogs export``: topic history from the ``kafka-log`` source to Parquet or Delta, exactly once.
+
+Entry points
+    :func:`export` (a batch DataFrame of the source -> one published output) and
+    :func:`export_incremental` (``readStream`` + ``trigger(availableNow=True)`` + a Spark checkpoint:
+    each run adds the records that arrived since the previous run).  :func:`convert_columns` is the
+    column mapping both use; :func:`source_options` turns job flags into data-source options.
+
+Columns
+    Every column of the DataFrame (DESIGN §3: the source's columns, ``_corrupt`` with
+    ``mode=PERMISSIVE``), with
+
+    * ``key_as="string"`` / ``value_as="string"``: the bytes decoded as Kafka's
+      ``StringDeserializer`` does (``new String(bytes, UTF_8)``): malformed UTF-8 is not an error,
+      each malformed sequence becomes one U+FFFD, sized as Java's decoder sizes it (Spark's
+      ``decode(col, 'UTF-8')`` with ``spark.sql.legacy.codingErrorAction=true`` is that JDK
+      decoder).  Null stays null.
+    * ``value_as="json"``: ``value`` is a string column holding the record's JSON text unchanged
+      (decoded as for ``string``; not re-serialised, no schema imposed).  Every non-null value
+      must parse with Spark's JSON parser (``try_parse_json``, duplicate object keys allowed as
+      RFC 8259 allows them); otherwise the export fails with :class:`ExportError` naming the
+      segment file, batch position and offset of an offending record, and nothing is published.
+      Spark's parser is lenient in two ways: content after the first complete JSON value is
+      ignored (``{"a":1} x`` passes) and numbers beyond double range are accepted; it rejects
+      ``NaN``/``Infinity`` and escaped lone surrogates (``"\\ud800"``).
+    * ``partition_by=("date",)`` adds ``date`` (the UTC calendar day of ``timestamp``,
+      independent of the session time zone; null for records without a timestamp, Kafka's
+      ``NO_TIMESTAMP`` = -1 ms).
+    * Parquet timestamps are written as ``TIMESTAMP_MICROS`` (UTC-adjusted), not Spark's INT96
+      default, so pyarrow, DuckDB and delta-rs read them as ``timestamp[us, UTC]``.
+
+Parquet layout
+    Batch export::
+
+        OUT/topic=T/partition=P/part-*.parquet        (or OUT/date=YYYY-MM-DD/...)
+        OUT/_SUCCESS
+
+    written by Spark into ``.OUT.tmp-<hex>`` beside ``OUT`` and published with one rename
+    (:func:`kafka_format.publish.staging_dir`): a reader of ``OUT`` sees the previous export or all
+    of the new one.  A batch export replaces ``OUT`` -- only when ``OUT`` is absent, empty or a
+    previous batch export (anything else is refused, so a mistyped ``--out`` cannot wipe a directory).
+
+    Incremental export (``--checkpoint``)::
+
+        OUT/exportBatch=N/topic=T/partition=P/part-*.parquet
+        OUT/exportBatch=N/_klogs_batch.json           {"queryId", "batchId", "rows", "files"}
+
+    One directory per Spark micro-batch, staged as ``OUT/.exportBatch=N.tmp-<hex>`` (hidden from
+    Spark and pyarrow, which skip names starting with ``.`` and ``_``) and published with one
+    rename.  The directory is the unit of atomic visibility: the rows of one micro-batch span many
+    ``topic=/partition=`` directories, and no single rename can publish files into several of them,
+    so plain readers (``spark.read.parquet(OUT)``, ``pyarrow.dataset(OUT, partitioning="hive")``)
+    see whole micro-batches only, with ``exportBatch`` as an extra partition column.
+
+    Why this is exactly once: Spark writes the offsets log entry N (the offset ranges of batch N)
+    before running batch N and the commit log entry N after ``foreachBatch`` returns.  A crash
+    before the rename leaves only a hidden staging dir (removed by the next run); a crash after it
+    (crash point ``export:batch-committed``) leaves batch N published but not in the commit log, so
+    the restarted query replays batch N with the same offsets, finds ``exportBatch=N`` whose marker
+    names the same streaming query id, and skips it.  A marker with another query id (``OUT`` was
+    written with another checkpoint) is an error rather than a silent skip or duplicate.
+
+Delta
+    With delta-spark's JVM classes on the classpath Spark writes ``format("delta")`` (incremental:
+    ``txnAppId``/``txnVersion`` = query id / batch id, Delta's idempotent-writes options).
+    Otherwise (the default here) Spark writes Parquet files into ``OUT/_klogs_staging/<run>/``,
+    they are moved to ``OUT/<partition dirs>/`` and the driver commits them with delta-rs
+    (``deltalake``) as ONE commit: :func:`deltalake.transaction.create_table_with_add_actions` for a
+    new table, else ``DeltaTable.create_write_transaction`` (batch: ``overwrite``; incremental:
+    ``append`` carrying the app transaction ``klogs-export-<queryId>`` = batch id, and a batch whose
+    id is at or below the table's recorded version for that app id is skipped).  Files not yet
+    committed are invisible to Delta readers; a crashed run leaves at most unreferenced files
+    (the next run removes ``_klogs_staging``; ``VACUUM`` removes moved orphans).
+
+One writer per ``OUT`` at a time (as Spark allows one query per checkpoint).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from kafka_format.errors import KafkaFormatError
+from kafka_format.publish import cleanup_stale, crash_point, local_path, staging_dir
+
+__all__ = [
+    "FORMATS", "PARTITION_LAYOUTS", "KEY_AS", "VALUE_AS", "BATCH_COLUMN", "BATCH_MARKER", "STAGING_DIR",
+    "ExportError", "ExportResult", "convert_columns", "export", "export_incremental", "source_options",
+    "delta_spark_available", "parse_partition_by", "read_source",
+]
+
+FORMATS = ("parquet", "delta")
+PARTITION_LAYOUTS: dict[str, tuple[str, ...]] = {"topic,partition": ("topic", "partition"), "date": ("date",)}
+KEY_AS = ("binary", "string")
+VALUE_AS = ("binary", "string", "json")
+BATCH_COLUMN = "exportBatch"            # incremental Parquet: one published directory per micro-batch
+BATCH_MARKER = "_klogs_batch.json"
+STAGING_DIR = "_klogs_staging"          # Delta via delta-rs: Spark's output before it is committed
+DELTA_APP_PREFIX = "klogs-export-"
+NO_TIMESTAMP_MS = -1                    # RecordBatch.NO_TIMESTAMP
+MICROS_PER_DAY = 86_400_000_000
+NOT_JSON = "klogs-export-not-json"
+NOT_JSON_MESSAGE = re.compile(NOT_JSON + r"\|(?P<path>[^|]*)\|(?P<position>-?\d+)\|(?P<offset>-?\d+)")
+# Session settings an export needs while it plans and writes (restored afterwards).
+WRITE_CONF = {
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.legacy.codingErrorAction": "true",      # decode(): JDK replacement, no error
+    "spark.sql.variant.allowDuplicateKeys": "true",    # try_parse_json: RFC 8259 allows them
+}
+_DELTA_FORMAT_CLASS = "io.delta.tables.DeltaTable"
+
+
+class ExportError(KafkaFormatError):
+    """The export cannot run or its output location holds something it must not overwrite."""
+
+    code = "EXPORT_FAILED"
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What one export run published."""
+
+    out: str
+    format: str
+    partition_by: tuple[str, ...]
+    rows: int = 0                                   # rows this run published
+    files: int = 0                                  # data files this run published
+    batches: tuple[int, ...] = ()                   # micro-batches published by this run
+    skipped: tuple[int, ...] = ()                   # replayed micro-batches found already published
+    version: int | None = None                      # Delta table version after the run
+    engine: str = "spark"                           # parquet: spark; delta: delta-spark | delta-rs
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (lists for tuples)."""
+        d = asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+@dataclass
+class _Run:
+    """Mutable tally of an incremental run (filled by foreachBatch on the driver)."""
+
+    rows: int = 0
+    files: int = 0
+    batches: list[int] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+
+
+# --- options and columns --------------------------------------------------------------
+def parse_partition_by(text: str | Sequence[str]) -> tuple[str, ...]:
+    """``"topic,partition"`` or ``"date"`` (or a sequence of the same names) -> column tuple."""
+    key = text if isinstance(text, str) else ",".join(text)
+    key = ",".join(part.strip() for part in key.split(","))
+    if key not in PARTITION_LAYOUTS:
+        raise ValueError(f"partition_by must be one of {sorted(PARTITION_LAYOUTS)}, got {text!r}")
+    return PARTITION_LAYOUTS[key]
+
+
+def _check_choice(name: str, value: str, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+
+
+def source_options(*, topics: Sequence[str] = (), topic_pattern: str | None = None,
+                   isolation_level: str | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``kafka-log`` options for job flags: ``--topic`` (repeatable) and ``--topic-pattern`` select
+    the union (one ``topicPattern`` when both are given: the data source takes only one of them),
+    ``--isolation-level``, then ``--option KEY=VALUE`` pass-through (validated by the source)."""
+    opts: dict[str, str] = {}
+    if topics and topic_pattern is not None:
+        alternatives = [re.escape(t) for t in topics] + [f"(?:{topic_pattern})"]
+        opts["topicPattern"] = "|".join(alternatives)
+    elif topics:
+        opts["topics"] = ",".join(topics)
+    elif topic_pattern is not None:
+        opts["topicPattern"] = topic_pattern
+    if isolation_level is not None:
+        opts["isolationLevel"] = isolation_level
+    opts.update(extra or {})
+    return opts
+
+
+def _java_string(col: Column) -> Column:
+    """Kafka's ``StringDeserializer``: ``new String(bytes, UTF_8)`` (needs WRITE_CONF's legacy
+    coding-error action, under which Spark's ``decode`` is the JDK decoder with replacement)."""
+    return F.decode(col, "UTF-8")
+
+
+def convert_columns(df: DataFrame, *, partition_by: Sequence[str] = ("topic", "partition"),
+                    key_as: str = "binary", value_as: str = "binary") -> DataFrame:
+    """The exported columns of a ``kafka-log`` DataFrame: key/value conversion and the ``date``
+    partition column (see the module doc).  Call inside :func:`_write_conf` (the string decoding
+    depends on it); :func:`export` does."""
+    _check_choice("key_as", key_as, KEY_AS)
+    _check_choice("value_as", value_as, VALUE_AS)
+    cols = set(df.columns)
+    needed = set(partition_by) | ({"key"} if key_as != "binary" else set()) \
+        | ({"value"} if value_as != "binary" else set())
+    if value_as == "json":
+        needed |= {"logDir", "topic", "partition", "segment", "position", "offset"}
+    missing = sorted(needed - cols - {"date"})
+    if "date" in partition_by and "timestamp" not in cols:
+        missing.append("timestamp")
+    if missing:
+        raise ExportError("the DataFrame lacks columns the export needs (granularity=batch?)",
+                          expected="the kafka-log record columns " + ", ".join(missing),
+                          found=", ".join(df.columns))
+    out = df
+    if key_as == "string":
+        out = out.withColumn("key", _java_string(F.col("key")))
+    if value_as in ("string", "json"):
+        text = _java_string(F.col("value"))
+        if value_as == "json":
+            bad = text.isNotNull() & F.try_parse_json(text).isNull()
+            where = F.concat_ws("|", F.lit(NOT_JSON),
+                                F.concat(F.col("logDir"), F.lit("/"), F.col("topic"), F.lit("-"),
+                                         F.col("partition").cast("string"), F.lit("/"),
+                                         F.lpad(F.col("segment").cast("string"), 20, "0"), F.lit(".log")),
+                                F.col("position").cast("string"), F.col("offset").cast("string"))
+            text = F.when(bad, F.raise_error(where).cast("string")).otherwise(text)
+        out = out.withColumn("value", text)
+    if "date" in partition_by:
+        micros = F.unix_micros(F.col("timestamp"))
+        day = F.date_from_unix_date(F.floor(micros / F.lit(MICROS_PER_DAY)).cast("int"))
+        out = out.withColumn("date", F.when(micros == F.lit(NO_TIMESTAMP_MS * 1000), F.lit(None)).otherwise(day))
+    return out
+
+
+@contextmanager
+def _write_conf(spark: SparkSession) -> Iterator[None]:
+    """WRITE_CONF set on the session for the block, previous values restored afterwards."""
+    previous = {k: spark.conf.get(k, None) for k in WRITE_CONF}
+    for k, v in WRITE_CONF.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in previous.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def _not_json_error(exc: BaseException) -> ExportError | None:
+    m = NOT_JSON_MESSAGE.search(str(exc))
+    if m is None:
+        return None
+    return ExportError("record value is not JSON (--value-as json)", path=m.group("path"),
+                       position=int(m.group("position")), expected="a JSON text in the record value",
+                       found=f"a value that does not parse at offset {m.group('offset')}")
+
+
+def _write_parquet(df: DataFrame, path: str, partition_by: Sequence[str]) -> None:
+    """Spark writes ``df`` as Parquet under ``path`` (an existing, empty directory)."""
+    try:
+        df.write.mode("append").partitionBy(*partition_by).parquet(path)
+    except Exception as exc:
+        err = _not_json_error(exc)
+        if err is not None:
+            raise err from None
+        raise
+
+
+# --- file listings --------------------------------------------------------------------
+def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    """pyarrow file system and path of a local path, ``file://`` URI or other pyarrow.fs URI."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file") or len(parsed.scheme) == 1:
+        return pafs.LocalFileSystem(), os.path.abspath(local_path(uri))
+    fs, path = pafs.FileSystem.from_uri(uri)
+    return fs, path
+
+
+def _hidden(rel: str) -> bool:
+    return any(part.startswith((".", "_")) for part in rel.split("/"))
+
+
+@dataclass(frozen=True)
+class _DataFile:
+    rel: str              # path relative to the listed root, "/"-separated
+    size: int
+    rows: int
+    mtime_ms: int
+
+
+def _data_files(fs: pafs.FileSystem, root: str) -> list[_DataFile]:
+    """Parquet data files under ``root`` (hidden names skipped), rows from their footers."""
+    out: list[_DataFile] = []
+    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
+        if info.type != pafs.FileType.File:
+            continue
+        rel = info.path[len(root.rstrip("/")) + 1:]
+        if _hidden(rel) or not rel.endswith(".parquet"):
+            continue
+        with fs.open_input_file(info.path) as f:
+            rows = pq.ParquetFile(f).metadata.num_rows
+        mtime = int(info.mtime.timestamp() * 1000) if info.mtime is not None else int(time.time() * 1000)
+        out.append(_DataFile(rel, int(info.size or 0), rows, mtime))
+    return sorted(out, key=lambda d: d.rel)
+
+
+def _partition_values(rel: str, partition_by: Sequence[str]) -> dict[str, str | None]:
+    """Hive-style ``k=v`` directories of a file path -> Delta ``partitionValues``."""
+    values: dict[str, str | None] = {}
+    for part in rel.split("/")[:-1]:
+        if "=" in part:
+            k, v = part.split("=", 1)
+            v = unquote(v)
+            values[unquote(k)] = None if v == "__HIVE_DEFAULT_PARTITION__" else v
+    return {k: values.get(k) for k in partition_by}
+
+
+# --- Delta ----------------------------------------------------------------------------
+def delta_spark_available(spark: SparkSession) -> bool:
+    """Whether delta-spark's JVM classes are on the session's classpath."""
+    try:
+        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        jvm.java.lang.Class.forName(_DELTA_FORMAT_CLASS, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
+        return True
+    except Exception:
+        return False
+
+
+def _arrow_schema(df: DataFrame) -> Any:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(df.schema, timezone="UTC")
+
+
+def _delta_commit(out: str, df: DataFrame, partition_by: Sequence[str], mode: str,
+                  app: tuple[str, int] | None) -> tuple[int, int, int]:
+    """Spark writes ``df`` into ``OUT/_klogs_staging/<run>``, the files move beside the table's
+    other data and delta-rs commits them in one transaction.  Returns (rows, files, version)."""
+    from deltalake import CommitProperties, DeltaTable, Transaction
+    from deltalake.transaction import AddAction, create_table_with_add_actions
+
+    fs, root = _filesystem(out)
+    staging = f"{root.rstrip('/')}/{STAGING_DIR}/{uuid.uuid4().hex}"
+    fs.create_dir(staging, recursive=True)
+    _write_parquet(df, _uri_like(out, staging), partition_by)
+    files = _data_files(fs, staging)
+    crash_point("export:files-written")
+    actions = []
+    for f in files:
+        fs.create_dir(f"{root}/{f.rel}".rsplit("/", 1)[0], recursive=True)
+        fs.move(f"{staging}/{f.rel}", f"{root}/{f.rel}")
+        actions.append(AddAction(f.rel, f.size, _partition_values(f.rel, partition_by), f.mtime_ms, True,
+                                 json.dumps({"numRecords": f.rows})))
+    props = CommitProperties(app_transactions=[Transaction(app[0], app[1])] if app else None,
+                             custom_metadata={"klogs": "export"})
+    schema = _arrow_schema(df)
+    if not DeltaTable.is_deltatable(out):
+        create_table_with_add_actions(out, _delta_schema(schema), actions, mode="error",
+                                      partition_by=list(partition_by), commit_properties=props)
+    else:
+        DeltaTable(out).create_write_transaction(actions, mode, schema, partition_by=list(partition_by),
+                                                 commit_properties=props)
+    fs.delete_dir(staging)
+    return sum(f.rows for f in files), len(files), DeltaTable(out).version()
+
+
+def _delta_schema(schema: Any) -> Any:
+    from deltalake import Schema
+
+    return Schema.from_arrow(schema)
+
+
+def _uri_like(out: str, path: str) -> str:
+    """``path`` (a pyarrow.fs path under ``out``'s file system) in the form Spark takes."""
+    parsed = urlparse(out)
+    if parsed.scheme in ("", "file") or len(parsed.scheme) == 1:
+        return path
+    return f"{parsed.scheme}://{path}"
+
+
+def _remove_staging(out: str) -> None:
+    fs, root = _filesystem(out)
+    staging = f"{root.rstrip('/')}/{STAGING_DIR}"
+    if fs.get_file_info(staging).type == pafs.FileType.Directory:
+        fs.delete_dir(staging)
+
+
+def _delta_version(out: str) -> int | None:
+    from deltalake import DeltaTable
+
+    return DeltaTable(out).version() if DeltaTable.is_deltatable(out) else None
+
+
+# --- reading --------------------------------------------------------------------------
+def read_source(spark: SparkSession, logdirs: Sequence[str], options: Mapping[str, str] | None = None) -> DataFrame:
+    """Batch ``kafka-log`` DataFrame over ``logdirs``; options are validated here first, so a bad
+    one is a :class:`~kafka_format.spark.options.KafkaLogOptionError` (ValueError), not a Spark error."""
+    from kafka_format.spark.options import parse_options
+
+    opts = dict(options or {})
+    parse_options({**opts, "paths": json.dumps(list(logdirs))})
+    return spark.read.format("kafka-log").options(**opts).load(list(logdirs))
+
+
+# --- guards ---------------------------------------------------------------------------
+BATCH_EXPORT_ENTRY = re.compile(r"^(_SUCCESS|(topic|date)=.*)$")
+
+
+def _check_replaceable(root: str) -> None:
+    """A batch Parquet export replaces ``root``: only when it is absent, empty or a previous batch
+    export (``_SUCCESS``, ``topic=``/``date=`` directories, hidden files), never another directory."""
+    if not os.path.lexists(root):
+        return
+    if not os.path.isdir(root):
+        raise ExportError("output path exists and is not a directory", path=root,
+                          expected="an absent path or a previous export", found="a file")
+    for name in os.listdir(root):
+        if name.startswith(".") or BATCH_EXPORT_ENTRY.match(name):
+            continue
+        raise ExportError("output directory is not a previous batch export; refusing to replace it",
+                          path=root, expected="_SUCCESS and topic=/date= directories only", found=name)
+
+
+def _check_delta_target(out: str) -> None:
+    """Delta output goes to an existing Delta table or to an absent/empty directory (partition
+    directories are tolerated: a first run killed between moving its files and committing leaves
+    them unreferenced, which Delta readers ignore and ``VACUUM`` removes)."""
+    from deltalake import DeltaTable
+
+    if DeltaTable.is_deltatable(out):
+        return
+    fs, root = _filesystem(out)
+    if fs.get_file_info(root).type == pafs.FileType.NotFound:
+        return
+    for info in fs.get_file_info(pafs.FileSelector(root, allow_not_found=True)):
+        if info.base_name != STAGING_DIR and not BATCH_EXPORT_ENTRY.match(info.base_name):
+            raise ExportError("output directory is neither a Delta table nor empty", path=out,
+                              expected="a Delta table (_delta_log) or an empty directory", found=info.base_name)
+
+
+# --- batch ----------------------------------------------------------------------------
+def export(df: DataFrame, out: str, *, format: str = "parquet",
+           partition_by: str | Sequence[str] = ("topic", "partition"),
+           key_as: str = "binary", value_as: str = "binary") -> ExportResult:
+    """Export a batch DataFrame of the ``kafka-log`` source to ``out``, published atomically
+    (Parquet: ``out`` replaced by one rename; Delta: one commit, overwriting the table's data)."""
+    _check_choice("format", format, FORMATS)
+    cols = parse_partition_by(partition_by)
+    spark = df.sparkSession
+    with _write_conf(spark):
+        data = convert_columns(df, partition_by=cols, key_as=key_as, value_as=value_as)
+        if format == "parquet":
+            target = os.path.abspath(local_path(out))
+            cleanup_stale(os.path.dirname(target), os.path.basename(target))   # a crashed run's leftovers
+            _check_replaceable(os.path.abspath(local_path(out)))
+            with staging_dir(out) as tmp:
+                _write_parquet(data, tmp, cols)
+                files = _data_files(pafs.LocalFileSystem(), tmp)
+                crash_point("export:files-written")
+            return ExportResult(out=out, format=format, partition_by=cols, rows=sum(f.rows for f in files),
+                                files=len(files))
+        if delta_spark_available(spark):
+            data.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
+                .partitionBy(*cols).save(out)
+            return ExportResult(out=out, format=format, partition_by=cols, version=_delta_version(out),
+                                engine="delta-spark")
+        _check_delta_target(out)
+        _remove_staging(out)
+        rows, nfiles, version = _delta_commit(out, data, cols, "overwrite", None)
+        return ExportResult(out=out, format=format, partition_by=cols, rows=rows, files=nfiles, version=version,
+                            engine="delta-rs")
+
+
+# --- incremental ----------------------------------------------------------------------
+def _check_incremental_parquet_out(root: str) -> None:
+    if not os.path.isdir(root):
+        return
+    for name in os.listdir(root):
+        if (name.startswith((".", "_")) and name != "_delta_log") or name.startswith(f"{BATCH_COLUMN}="):
+            continue
+        raise ExportError("output directory holds data not written by an incremental export",
+                          path=root, expected=f"only {BATCH_COLUMN}=N directories", found=name)
+
+
+def _publish_parquet_batch(batch_df: DataFrame, root: str, batch_id: int, query_id: str,
+                           partition_by: Sequence[str], run: _Run) -> None:
+    target = os.path.join(root, f"{BATCH_COLUMN}={batch_id}")
+    if os.path.isdir(target):
+        marker = os.path.join(target, BATCH_MARKER)
+        try:
+            with open(marker, encoding="utf-8") as f:
+                owner = json.load(f).get("queryId")
+        except (OSError, ValueError):
+            owner = None
+        if owner == query_id:
+            run.skipped.append(batch_id)        # a replay of a batch published before a crash
+            return
+        raise ExportError("output already holds this micro-batch from another streaming query",
+                          path=target, expected=f"queryId {query_id} (the checkpoint's query)",
+                          found=f"queryId {owner}; use the original --checkpoint or a fresh --out")
+    with staging_dir(target) as tmp:
+        _write_parquet(batch_df, tmp, partition_by)
+        files = _data_files(pafs.LocalFileSystem(), tmp)
+        rows = sum(f.rows for f in files)
+        with open(os.path.join(tmp, BATCH_MARKER), "w", encoding="utf-8") as f:
+            json.dump({"queryId": query_id, "batchId": batch_id, "rows": rows,
+                       "files": [d.rel for d in files]}, f)
+        crash_point("export:files-written")
+    run.rows += rows
+    run.files += len(files)
+    run.batches.append(batch_id)
+
+
+def _commit_delta_batch(batch_df: DataFrame, out: str, batch_id: int, query_id: str,
+                        partition_by: Sequence[str], run: _Run, delta_spark: bool) -> None:
+    from deltalake import DeltaTable
+
+    app_id = DELTA_APP_PREFIX + query_id
+    if delta_spark:
+        batch_df.write.format("delta").mode("append").option("txnAppId", app_id) \
+            .option("txnVersion", batch_id).partitionBy(*partition_by).save(out)
+        run.batches.append(batch_id)
+        return
+    if DeltaTable.is_deltatable(out):
+        done = DeltaTable(out).transaction_version(app_id)
+        if done is not None and done >= batch_id:
+            run.skipped.append(batch_id)
+            return
+    rows, nfiles, _ = _delta_commit(out, batch_df, partition_by, "append", (app_id, batch_id))
+    run.rows += rows
+    run.files += nfiles
+    run.batches.append(batch_id)
+
+
+def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, checkpoint: str, *,
+                       options: Mapping[str, str] | None = None, format: str = "parquet",
+                       partition_by: str | Sequence[str] = ("topic", "partition"),
+                       key_as: str = "binary", value_as: str = "binary") -> ExportResult:
+    """Export what arrived since the last run: ``readStream`` of ``kafka-log`` over ``logdirs``,
+    ``trigger(availableNow=True)``, Spark's checkpoint at ``checkpoint``, each micro-batch published
+    atomically and idempotently (see the module doc).  Blocks until the run is done."""
+    _check_choice("format", format, FORMATS)
+    cols = parse_partition_by(partition_by)
+    _check_choice("key_as", key_as, KEY_AS)
+    _check_choice("value_as", value_as, VALUE_AS)
+    from kafka_format.spark.options import parse_options
+
+    opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
+    parse_options(opts, streaming=True)         # bad options fail here, before anything is created
+    delta_spark = format == "delta" and delta_spark_available(spark)
+    root = ""
+    if format == "parquet":
+        root = os.path.abspath(local_path(out))
+        _check_incremental_parquet_out(root)
+        os.makedirs(root, exist_ok=True)
+        cleanup_stale(root)                     # staging dirs of crashed batches (one writer per OUT)
+    elif not delta_spark:
+        _check_delta_target(out)
+        _remove_staging(out)
+    run = _Run()
+    query_id: dict[str, str] = {}
+    ready = threading.Event()
+    failures: list[BaseException] = []
+
+    def each_batch(batch_df: DataFrame, batch_id: int) -> None:
+        try:
+            if not ready.wait(timeout=600):
+                raise ExportError("streaming query id not available", path=checkpoint)
+            qid = query_id["id"]
+            with _write_conf(batch_df.sparkSession):
+                data = convert_columns(batch_df, partition_by=cols, key_as=key_as, value_as=value_as)
+                if format == "parquet":
+                    _publish_parquet_batch(data, root, batch_id, qid, cols, run)
+                else:
+                    _commit_delta_batch(data, out, batch_id, qid, cols, run, delta_spark)
+        except KafkaFormatError as exc:
+            failures.append(exc)                # re-raised as itself once the query has stopped
+            raise
+        crash_point("export:batch-committed")
+
+    stream = spark.readStream.format("kafka-log").options(**opts).load()
+    query = (stream.writeStream.foreachBatch(each_batch).option("checkpointLocation", checkpoint)
+             .trigger(availableNow=True).start())
+    query_id["id"] = query.id
+    ready.set()
+    try:
+        query.awaitTermination()
+    except Exception:
+        if failures:
+            raise failures[0] from None
+        raise
+    engine = "spark" if format == "parquet" else ("delta-spark" if delta_spark else "delta-rs")
+    return ExportResult(out=out, format=format, partition_by=cols, rows=run.rows, files=run.files,
+                        batches=tuple(run.batches), skipped=tuple(run.skipped),
+                        version=_delta_version(out) if format == "delta" else None, engine=engine)
+

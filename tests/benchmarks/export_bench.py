@@ -1,0 +1,169 @@
+"""``klogs export`` throughput next to Spark copying the same rows Parquet -> Parquet (DESIGN §5: within 2x).
+
+``python tests/benchmarks/export_bench.py [--size-mib 256] [--master local[2]]`` prints a Markdown
+section; :func:`run_export_benchmark` returns the numbers for ``tests/benchmarks/run.py``.
+
+What is measured, on the same rows and the same output layout (``topic=/partition=`` directories,
+Parquet with Spark's default codec, ``TIMESTAMP_MICROS``):
+
+* export: :func:`kafka_format.spark.export.export` of ``spark.read.format("kafka-log")`` over the
+  benchmark log dir (uncompressed v2 batches of :mod:`gen`, one segment per topic-partition), i.e.
+  decode + write + atomic publish;
+* copy: the same rows, written once (untimed) as plain Parquet, then
+  ``spark.read.parquet(src).write.partitionBy("topic", "partition").parquet(dst)``.
+
+Each job runs once to warm up, then ``repeats`` times; the best wall time and the least CPU time of
+the Spark process tree (driver, JVM, Python workers; the CPU figure does not move when other
+processes share the machine) are kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from spark_scan import make_log_dir  # noqa: E402  (benchmark-local module beside this file)
+
+__all__ = ["run_export_benchmark", "markdown", "main"]
+
+STAT_PPID, STAT_CPU = 1, slice(11, 15)     # /proc/<pid>/stat fields after ")" (proc(5))
+BAR = 2.0                                   # DESIGN §5: export within 2x of Parquet -> Parquet
+
+
+def _tree_cpu(root_pid: int) -> float:
+    """CPU seconds (user + system, reaped children included) of ``root_pid`` and its descendants."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    cpu: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(entry.name)] = int(fields[STAT_PPID])
+        cpu[int(entry.name)] = sum(int(x) for x in fields[STAT_CPU])
+    total = 0
+    for pid, ticks in cpu.items():
+        p = pid
+        while p and p != root_pid:
+            p = parent.get(p, 0)
+        if p == root_pid:
+            total += ticks
+    return total / tick
+
+
+def _timed(job: Callable[[], None], repeats: int) -> tuple[float, float]:
+    """(best wall s, least CPU s) over ``repeats`` runs after one warm-up run."""
+    job()
+    wall = cpu = float("inf")
+    me = os.getpid()
+    for _ in range(repeats):
+        c0, w0 = _tree_cpu(me), time.perf_counter()
+        job()
+        wall = min(wall, time.perf_counter() - w0)
+        cpu = min(cpu, _tree_cpu(me) - c0)
+    return wall, cpu
+
+
+def run_export_benchmark(spark: Any, size_mb: int, *, data_dir: Path = Path("build/bench-data"),
+                         repeats: int = 3) -> dict[str, Any]:
+    """Export vs Parquet -> Parquet copy of ``size_mb`` MiB of uncompressed v2 log in ``spark``.
+
+    Returns ``{"size_mib", "log_bytes", "rows", "cores", "export_wall_s", "export_cpu_s",
+    "copy_wall_s", "copy_cpu_s", "ratio_wall", "ratio_cpu", "export_mb_s", "copy_mb_s",
+    "within_bar"}`` (ratios = export / copy; ``within_bar``: CPU ratio <= 2).
+    """
+    from kafka_format.spark.export import WRITE_CONF, export
+
+    cores = spark.sparkContext.defaultParallelism
+    log_dir = make_log_dir(data_dir, "none", size_mb, partitions=2 * cores)
+    log_bytes = sum(p.stat().st_size for p in log_dir.rglob("*.log"))
+    work = data_dir / f"export-bench-{size_mb}m"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    source = spark.read.format("kafka-log").load(str(log_dir))
+    previous = {k: spark.conf.get(k, None) for k in WRITE_CONF}
+    for k, v in WRITE_CONF.items():                      # the copy writes timestamps as export does
+        spark.conf.set(k, v)
+    try:
+        src = work / "rows.parquet"
+        source.write.parquet(str(src))                   # the same rows as plain Parquet (untimed)
+        rows = spark.read.parquet(str(src)).count()
+
+        def run_export() -> None:
+            result = export(spark.read.format("kafka-log").load(str(log_dir)), str(work / "export"))
+            if result.rows != rows:
+                raise AssertionError(f"export wrote {result.rows} rows, the source has {rows}")
+
+        def run_copy() -> None:
+            spark.read.parquet(str(src)).write.mode("overwrite").partitionBy("topic", "partition") \
+                .parquet(str(work / "copy"))
+
+        export_wall, export_cpu = _timed(run_export, repeats)
+        copy_wall, copy_cpu = _timed(run_copy, repeats)
+    finally:
+        for k, v in previous.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+        shutil.rmtree(work, ignore_errors=True)
+    return {"size_mib": float(size_mb), "log_bytes": float(log_bytes), "rows": float(rows), "cores": float(cores),
+            "export_wall_s": export_wall, "export_cpu_s": export_cpu, "copy_wall_s": copy_wall,
+            "copy_cpu_s": copy_cpu, "ratio_wall": export_wall / copy_wall, "ratio_cpu": export_cpu / copy_cpu,
+            "export_mb_s": log_bytes / export_wall / 1e6, "copy_mb_s": log_bytes / copy_wall / 1e6,
+            "within_bar": export_cpu / copy_cpu <= BAR}
+
+
+def markdown(results: list[dict[str, Any]], master: str) -> list[str]:
+    """A Markdown section for BENCHMARKS.md."""
+    lines = ["## Export (`klogs export`, Parquet) vs Spark Parquet→Parquet copy of the same rows", "",
+             "| master | MiB of log | rows | export wall s / CPU s | copy wall s / CPU s "
+             "| export / copy (wall, CPU) | export MB/s | within 2x (CPU) |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in results:
+        lines.append(f"| {master} | {r['size_mib']:.0f} | {r['rows']:,.0f} "
+                     f"| {r['export_wall_s']:.2f} / {r['export_cpu_s']:.2f} "
+                     f"| {r['copy_wall_s']:.2f} / {r['copy_cpu_s']:.2f} "
+                     f"| {r['ratio_wall']:.2f}x / {r['ratio_cpu']:.2f}x | {r['export_mb_s']:.1f} "
+                     f"| {'yes' if r['within_bar'] else 'NO'} |")
+    lines += ["", "Export = kafka-log read + key/value as binary + Parquet write + atomic publish; copy = "
+              "`spark.read.parquet` of the same rows + the same partitioned write.  Best wall time and "
+              "least CPU time (Spark process tree) of the repeats after a warm-up run.", ""]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=Path("build/bench-data"))
+    parser.add_argument("--size-mib", default="256", help="comma-separated sizes")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from kafka_format.spark.session import build_session
+
+    spark = build_session(master=args.master, profile="local", app_name="klogs-export-bench",
+                          extra_conf={"spark.ui.enabled": "false"})
+    try:
+        results = [run_export_benchmark(spark, int(s), data_dir=args.data_dir, repeats=args.repeats)
+                   for s in args.size_mib.split(",")]
+    finally:
+        spark.stop()
+    print("\n".join(markdown(results, args.master)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,159 @@
+"""Crash consistency of ``klogs export``: a run killed mid-write leaves nothing partial visible, and
+re-running it yields exactly the source's records (no loss, no duplicate).
+
+Each scenario runs ``klogs export`` in a subprocess with ``KLA_CRASH_AT`` set; the process SIGKILLs
+itself at that step (kafka_format.publish.crash_point).  The subprocesses run two at a time (JVM
+start-up dominates them); the re-runs are in-process on the shared session.  Oracle: aiokafka's
+decoding of the writer-made log dirs.  The incremental Parquet crash before publishing is the same
+staging_dir path as the batch one and is not run separately.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from test_export_job import REPO, assert_exactly, oracle, read_delta, read_parquet_dir, run_export, write_log_dir
+
+pytestmark = pytest.mark.spark
+
+FILES_WRITTEN = "export:files-written"
+BATCH_COMMITTED = "export:batch-committed"
+PARALLEL = 2
+KLOGS = "import sys; from kafka_format.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    fmt: str
+    incremental: bool
+    crash_at: str
+
+
+SCENARIOS = {
+    "parquet-batch": Scenario("parquet", False, FILES_WRITTEN),
+    "parquet-incremental-published": Scenario("parquet", True, BATCH_COMMITTED),
+    "delta-batch": Scenario("delta", False, FILES_WRITTEN),
+    "delta-incremental-committed": Scenario("delta", True, BATCH_COMMITTED),
+}
+
+
+@dataclass(frozen=True)
+class Crashed:
+    logs: Path
+    out: Path
+    ckpt: Path
+    args: list[str]
+    returncode: int
+    stderr: str
+
+
+@pytest.fixture(scope="module")
+def crashed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Crashed]:
+    """Every scenario's killed run (started in parallel)."""
+    pytest.importorskip("pyspark")
+    conf = tmp_path_factory.mktemp("spark_conf")      # `klogs` reads the local profile: use the test one
+    (conf / "local.conf").write_text((REPO / "spark_conf" / "test.conf").read_text())
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "KLOGS_SPARK_CONF_DIR": str(conf)}
+    running: dict[str, tuple] = {}
+    done: dict[str, Crashed] = {}
+
+    def finish(name: str) -> None:
+        proc, logs, out, ckpt, args = running.pop(name)
+        _, err = proc.communicate()
+        try:                                   # the JVM exits when its parent's pipe closes; be sure
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        done[name] = Crashed(logs, out, ckpt, args, proc.returncode, err)
+
+    for name, sc in SCENARIOS.items():
+        if len(running) >= PARALLEL:
+            finish(next(iter(running)))
+        root = tmp_path_factory.mktemp(name)
+        logs = write_log_dir(root / "logs")
+        out, ckpt = root / "out", root / "ckpt"
+        args = [str(logs), "--out", str(out), "--format", sc.fmt, "--key-as", "string"]
+        if sc.incremental:
+            args += ["--checkpoint", str(ckpt)]
+        proc = subprocess.Popen([sys.executable, "-c", KLOGS, "export", *args, "--master", "local[1]"],
+                                env={**env, "KLA_CRASH_AT": sc.crash_at}, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        running[name] = (proc, logs, out, ckpt, args)
+    while running:
+        finish(next(iter(running)))
+    return done
+
+
+def hidden_parquet(parent: Path) -> list[Path]:
+    """Parquet files under hidden (staging) directories of ``parent``."""
+    return [p for p in parent.rglob("*.parquet")
+            if any(part.startswith((".", "_")) for part in p.relative_to(parent).parts[:-1])]
+
+
+def rerun(c: Crashed) -> int:
+    return run_export(*c.args)
+
+
+def assert_killed(c: Crashed) -> None:
+    assert c.returncode == -signal.SIGKILL, c.stderr[-2000:]
+
+
+# --- Parquet ------------------------------------------------------------------------------
+def test_parquet_batch_killed_before_publish_shows_nothing(spark, crashed) -> None:  # type: ignore[no-untyped-def]
+    c = crashed["parquet-batch"]
+    assert_killed(c)
+    assert not c.out.exists()                                  # readers see no output at all
+    assert hidden_parquet(c.out.parent)                         # the files were written, then the kill
+    assert rerun(c) == 0
+    assert_exactly(read_parquet_dir(c.out), oracle(c.logs))
+    assert not [p for p in c.out.parent.iterdir() if p.name.startswith(".")]   # leftovers removed
+
+
+def test_parquet_incremental_killed_after_publish_is_not_duplicated(spark, crashed) -> None:  # type: ignore[no-untyped-def]
+    c = crashed["parquet-incremental-published"]
+    assert_killed(c)
+    assert (c.ckpt / "offsets" / "0").is_file() and not (c.ckpt / "commits" / "0").exists()
+    assert_exactly(read_parquet_dir(c.out), oracle(c.logs))    # batch 0 is visible, whole
+    assert rerun(c) == 0                                       # Spark replays batch 0: skipped
+    assert (c.ckpt / "commits" / "0").is_file()
+    assert sorted(os.listdir(c.out)) == ["exportBatch=0"]
+    assert_exactly(read_parquet_dir(c.out), oracle(c.logs))
+
+
+# --- Delta --------------------------------------------------------------------------------
+def test_delta_batch_killed_before_commit_has_no_version(spark, crashed) -> None:  # type: ignore[no-untyped-def]
+    from deltalake import DeltaTable
+
+    c = crashed["delta-batch"]
+    assert_killed(c)
+    assert not DeltaTable.is_deltatable(str(c.out))
+    assert hidden_parquet(c.out)                                # staged under _klogs_staging, uncommitted
+    assert rerun(c) == 0
+    assert DeltaTable(str(c.out)).version() == 0
+    assert_exactly(read_delta(c.out), oracle(c.logs))
+    assert not hidden_parquet(c.out)
+
+
+def test_delta_incremental_killed_after_commit_is_not_committed_twice(spark, crashed) -> None:  # type: ignore[no-untyped-def]
+    from deltalake import DeltaTable
+
+    c = crashed["delta-incremental-committed"]
+    assert_killed(c)
+    table = DeltaTable(str(c.out))
+    assert table.version() == 0
+    assert not (c.ckpt / "commits" / "0").exists()
+    query_id = json.loads((c.ckpt / "metadata").read_text())["id"]          # Spark's streaming query id
+    assert table.transaction_version(f"klogs-export-{query_id}") == 0       # the batch id rode the commit
+    assert rerun(c) == 0
+    assert DeltaTable(str(c.out)).version() == 0                 # the replayed batch made no commit
+    assert (c.ckpt / "commits" / "0").is_file()
+    assert_exactly(read_delta(c.out), oracle(c.logs))
