@@ -19,6 +19,7 @@ import os
 import sys
 
 from kafka_format import publish
+from kafka_format.cli.output import table
 from kafka_format.cli.jobargs import (
     EXIT_OK,
     UsageError,
@@ -35,7 +36,9 @@ PROG = "compaction"
 
 def build_parser() -> argparse.ArgumentParser:
     """Common job flags plus ``--mode`` and ``--write-segments``."""
-    parser = argparse.ArgumentParser(prog=f"klogs {PROG}", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=f"klogs {PROG}", description="What Kafka's log cleaner keeps at --now (cleaner mode) or the compacted table "
+                                     "view (full mode), with a per-partition summary; --write-segments also writes the "
+                                     "cleaned log dirs in Kafka's format.")
     add_common_arguments(parser, out_required=True)
     parser.add_argument("--mode", choices=("cleaner", "full"), default="cleaner",
                         help="cleaner: what the log cleaner keeps at --now (default); full: the table view")
@@ -94,7 +97,31 @@ def _body(args: argparse.Namespace) -> int:
         with open(os.path.join(stage, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=2, sort_keys=False)
             f.write("\n")
+    _print_summary(summary["partitions"], args.mode)  # type: ignore[arg-type]
+    print(f"results: {out}")
     return EXIT_OK
+
+
+def _print_summary(parts: list[dict[str, object]], mode: str) -> None:
+    """One line per partition replica on stdout (the whole summary is in summary.json)."""
+    if mode == "full":
+        headers = ["topic", "partition", "recordsBefore", "recordsAfter", "keys"]
+    else:
+        headers = ["topic", "partition", "logDir", "recordsBefore", "recordsAfter", "bytesBefore", "bytesAfter",
+                   "dirtyRatio", "wouldCleanNow", "reason"]
+    rows = [[_cell(p.get(h), h) for h in headers] for p in parts]
+    for line in table(headers, rows):
+        print(line)
+
+
+def _cell(value: object, header: str) -> object:
+    if value is None:
+        return "-"
+    if header == "logDir":
+        return os.path.basename(str(value).rstrip("/"))
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return value
 
 
 def _partition_order(row: dict[str, object]) -> tuple[str, int, str]:

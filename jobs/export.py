@@ -34,7 +34,8 @@ PROG = "export"
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``klogs export`` argument parser."""
-    parser = argparse.ArgumentParser(prog=f"klogs {PROG}", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"klogs {PROG}", description="Topic history to Parquet or Delta with every kafka-log column; with "
+                                     "--checkpoint, incrementally and exactly once.")
     add_common_arguments(parser, formats=("parquet", "delta"), default_format="parquet", out_required=True)
     parser.add_argument("--partition-by", default="topic,partition", choices=["topic,partition", "date"],
                         help="output partitioning (default %(default)s)")

@@ -503,7 +503,8 @@ def _plan(replica: PartitionLog, config: TopicConfig, now_ms: int, inp: _PlanInp
     if not compact:
         would, why = False, "cleanup.policy has no compact"
     elif total <= 0:
-        would, why = False, "empty log"
+        would, why = False, ("empty log" if not any(sizes) else
+                             "nothing cleanable: no closed segment below the first uncleanable offset")
     elif need_now and cleanable_bytes > 0:
         would, why = True, "max.compaction.lag.ms exceeded"
     elif ratio > config.min_cleanable_dirty_ratio:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["main", "build_parser", "JOBS", "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
+__all__ = ["main", "build_parser", "find_job", "JOBS", "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1   # errors found in the input (dump) / findings at or above --fail-on (audit)
@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _find_job(name: str) -> Callable[[list[str]], int] | None:
+def find_job(name: str) -> Callable[[list[str]], int] | None:
     """``main`` of ``jobs/<name>.py`` (beside the package, or under the working directory)."""
     for root in (_REPO_ROOT, Path.cwd()):
         path = root / "jobs" / f"{name}.py"
@@ -83,7 +83,7 @@ def _find_job(name: str) -> Callable[[list[str]], int] | None:
 
 def _run_job(name: str, argv: list[str]) -> int:
     try:
-        entry = _find_job(name)
+        entry = find_job(name)
     except ImportError as exc:
         print(f"klogs: '{name}' is not available yet ({exc})", file=sys.stderr)
         return EXIT_USAGE

@@ -1,23 +1,21 @@
 """``klogs demo --out DIR``: the product end to end on small log dirs (what ``make demo`` runs).
 
-Steps, each independent: a per-partition summary computed by the format library
-(segments, batches, records, codecs, offset range), a few kafka-dump-log lines
-of one segment, then — when pyspark is importable and ``--no-spark`` is not
-given — a local Spark session reading the ``kafka-log`` data source, showing the
-record count per topic and writing the rows to ``DIR/records`` (Parquet).  A
-step whose module is not there yet prints a one-line note and the demo goes on;
-the exit code is 0 when every step that could run worked.
+Steps: a per-partition summary computed by the format library (segments, batches, records,
+codecs, offset range), a few kafka-dump-log lines of one segment, then — unless ``--no-spark``
+is given — one local Spark session that reads the ``kafka-log`` data source (record count per
+topic, rows to ``DIR/records`` as Parquet) and runs every job of DESIGN.md §4 in it (offsets,
+retention, compaction, audit, export) with its outputs under ``DIR``.  A failing step is
+reported and the others still run; the exit code is 0 when every step worked.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import contextlib
 import importlib.util
 import io
 import json
 import os
-import re
 import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -27,7 +25,6 @@ from kafka_format.cli.output import TextOutput, table
 __all__ = ["PartitionSummary", "add_arguments", "run", "summarize", "default_log_dirs"]
 
 SAMPLES_LOGDIRS = Path(__file__).resolve().parent.parent.parent / "data_samples" / "logdirs"
-PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")  # LocalLog.parseTopicPartitionName
 DUMP_PREVIEW_LINES = 8
 
 
@@ -66,32 +63,21 @@ def default_log_dirs(explicit: Iterable[str]) -> list[str]:
     return [str(SAMPLES_LOGDIRS)] if SAMPLES_LOGDIRS.is_dir() else []
 
 
-def _partition_dirs(log_dirs: list[str], notes: list[str]) -> list[tuple[str, str, int, list[str]]]:
+def _partition_dirs(log_dirs: list[str]) -> list[tuple[str, str, int, list[str]]]:
     """(log dir, topic, partition, .log paths in offset order) per partition (``open_log_dirs``)."""
-    try:
-        logdir = importlib.import_module("kafka_format.logdir")
-    except ImportError:
-        notes.append("note: partition discovery (kafka_format.logdir) is not available yet; "
-                     "listing <topic>-<partition> directories instead")
-        out = []
-        for root in log_dirs:
-            for child in sorted(Path(root).rglob("*")):
-                m = PARTITION_DIR.match(child.name)
-                if child.is_dir() and m and any(child.glob("*.log")):
-                    out.append((str(child.parent), m["topic"], int(m["partition"]),
-                                sorted(str(p) for p in child.glob("*.log"))))
-        return sorted(out, key=lambda p: (p[1], p[2], p[0]))
-    found = logdir.open_log_dirs(log_dirs)
+    from kafka_format.logdir import open_log_dirs
+
     parts = [(p.log_dir, p.topic, p.partition, [s.log_path for s in p.segments if s.log_path])
-             for p in found.all_partitions()]
+             for p in open_log_dirs(log_dirs).all_partitions()]
     return sorted(parts, key=lambda p: (p[1], p[2], p[0]))
 
 
-def summarize(log_dirs: list[str], notes: list[str]) -> list[PartitionSummary]:
+def summarize(log_dirs: list[str]) -> list[PartitionSummary]:
     """Per-partition summary computed from batch headers and records by the format library."""
-    api = importlib.import_module("kafka_format.api")
+    from kafka_format import api
+
     summaries = []
-    for log_dir, topic, partition, logs in _partition_dirs(log_dirs, notes):
+    for log_dir, topic, partition, logs in _partition_dirs(log_dirs):
         s = PartitionSummary(log_dir=log_dir, topic=topic, partition=partition, segments=len(logs))
         codecs: set[str] = set()
         for log in logs:
@@ -141,31 +127,84 @@ def _dump_preview(out: TextOutput, segment: str) -> bool:
     return code in (0, 1)
 
 
+# The jobs on data_samples/: the samples' first record is at 2023-11-14T22:13:20Z; "now" is chosen
+# so that retention and compaction have something to say.
+_SAMPLES_NOW = "2023-11-22T00:00:00Z"
+_PREVIEW_LINES = 12
+
+
+def _job_runs(log_dirs: list[str], out_dir: Path) -> list[tuple[str, list[str], str]]:
+    """(job, argv, where its results are) for the demo."""
+    configs = [] if not SAMPLES_LOGDIRS.is_dir() else ["--config-file", str(SAMPLES_LOGDIRS / "topic-configs.json")]
+    common = [*log_dirs, *configs, "--now", _SAMPLES_NOW]
+    return [
+        ("offsets", [*common, "--timestamp", "earliest", "--timestamp", "2023-11-14T22:15:00Z",
+                     "--timestamp", "latest", "--timestamp", "max-timestamp", "--format", "table",
+                     "--topic-pattern", "v2-codecs|transactions"], "(stdout)"),
+        ("retention", [*common, "--format", "table", "--out", str(out_dir / "retention")],
+         str(out_dir / "retention" / "disk-usage.html")),
+        ("compaction", [*common, "--config", "compacted:min.cleanable.dirty.ratio=0.25", "--out",
+                        str(out_dir / "compaction"), "--write-segments"],
+         str(out_dir / "compaction" / "summary.json")),
+        ("audit", [*common, "--out", str(out_dir / "audit"), "--fail-on", "never"],
+         str(out_dir / "audit" / "report.html")),
+        ("export", [*common, "--out", str(out_dir / "export"), "--checkpoint", str(out_dir / "export-checkpoint"),
+                    "--key-as", "string"], str(out_dir / "export")),
+    ]
+
+
+def _run_job(out: TextOutput, name: str, argv: list[str]) -> bool:
+    """Run ``jobs/<name>.py`` in this process (it uses the active session); preview its stdout."""
+    from kafka_format.cli import find_job
+
+    entry = find_job(name)
+    if entry is None:
+        out.line(f"error: jobs/{name}.py not found")
+        return False
+    buf, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
+        code = int(entry(argv) or 0)
+    lines = buf.getvalue().splitlines()
+    for line in lines[:_PREVIEW_LINES]:
+        out.line(f"  {line}")
+    if len(lines) > _PREVIEW_LINES:
+        out.line(f"  ... ({len(lines) - _PREVIEW_LINES} more lines)")
+    for line in err.getvalue().splitlines()[:3]:
+        out.line(f"  (stderr) {line}")
+    return code == 0
+
+
 def _spark_part(out: TextOutput, log_dirs: list[str], out_dir: Path, master: str) -> bool:
-    """Read the log dirs with the ``kafka-log`` source, count per topic, write Parquet. False on failure."""
-    try:
-        session_mod = importlib.import_module("kafka_format.spark.session")
-    except ImportError as exc:
-        out.line(f"note: Spark part skipped: kafka_format.spark.session is not available yet ({exc})")
-        return True
+    """Read the log dirs with the ``kafka-log`` source, write Parquet, then run every job."""
+    from kafka_format.spark.session import build_session
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    spark = session_mod.build_session(master=master, profile="local")
+    spark = build_session(master=master, profile="local", app_name="klogs demo")
+    ok = True
     try:
-        try:
-            df = spark.read.format("kafka-log").load(log_dirs if len(log_dirs) > 1 else log_dirs[0])
-            counts = df.groupBy("topic").count().orderBy("topic").collect()
-        except Exception as exc:  # the data source may not be registered yet
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            out.line(f"note: Spark part skipped: the kafka-log data source is not available yet ({first})")
-            return True
+        df = spark.read.format("kafka-log").load(log_dirs if len(log_dirs) > 1 else log_dirs[0])
+        counts = df.groupBy("topic").count().orderBy("topic").collect()
         out.line("records per topic (Spark, kafka-log data source):")
         for line in table(["topic", "count"], [[r["topic"], r["count"]] for r in counts]):
             out.line(f"  {line}")
         target = out_dir / "records"
         df.write.mode("overwrite").parquet(str(target))
         out.line(f"Parquet rows written to: {target}")
-        return True
+        for step, (name, argv, where) in enumerate(_job_runs(log_dirs, out_dir), 4):
+            out.line("")
+            out.line(f"== {step}. klogs {name}")
+            out.line(f"$ klogs {name} {' '.join(argv)}")
+            out.flush()
+            try:
+                good = _run_job(out, name, argv)
+            except Exception as exc:  # noqa: BLE001 - report, the other jobs still run
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                out.line(f"error: klogs {name} failed: {first}")
+                good = False
+            out.line(f"results: {where}" if good else f"error: klogs {name} did not finish")
+            ok = ok and good
+        return ok
     finally:
         spark.stop()
 
@@ -181,19 +220,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     out.line(f"== kafka-log-analytics demo on {', '.join(log_dirs)}")
     ok = True
-    notes: list[str] = []
     summaries: list[PartitionSummary] = []
     out.line("")
     out.line("== 1. partitions (format library, no Spark)")
     try:
-        summaries = summarize(log_dirs, notes)
-    except ImportError as exc:
-        out.line(f"note: summary skipped: the format library reader is not available yet ({exc})")
+        summaries = summarize(log_dirs)
     except Exception as exc:  # noqa: BLE001 - report and go on with the next step
         out.line(f"error: summary failed: {exc}")
         ok = False
-    for note in notes:
-        out.line(note)
     if summaries:
         _print_summary(out, summaries)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -214,9 +248,9 @@ def run(args: argparse.Namespace) -> int:
     out.line("")
     out.line("== 3. Spark (kafka-log data source)")
     if args.no_spark:
-        out.line("note: Spark part skipped (--no-spark)")
+        out.line("note: Spark part and jobs skipped (--no-spark)")
     elif importlib.util.find_spec("pyspark") is None:
-        out.line("note: Spark part skipped: pyspark is not installed")
+        out.line("note: Spark part and jobs skipped: pyspark is not installed")
     else:
         # the log dirs the library found (a parent directory is resolved to its broker log dirs)
         spark_dirs = sorted({s.log_dir for s in summaries}) or log_dirs

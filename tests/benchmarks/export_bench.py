@@ -23,57 +23,16 @@ import argparse
 import os
 import shutil
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from spark_scan import make_log_dir  # noqa: E402  (benchmark-local module beside this file)
+from spark_scan import _timed, make_log_dir  # noqa: E402  (benchmark-local module beside this file)
 
 __all__ = ["run_export_benchmark", "markdown", "main"]
 
-STAT_PPID, STAT_CPU = 1, slice(11, 15)     # /proc/<pid>/stat fields after ")" (proc(5))
 BAR = 2.0                                   # DESIGN §5: export within 2x of Parquet -> Parquet
-
-
-def _tree_cpu(root_pid: int) -> float:
-    """CPU seconds (user + system, reaped children included) of ``root_pid`` and its descendants."""
-    tick = os.sysconf("SC_CLK_TCK")
-    parent: dict[int, int] = {}
-    cpu: dict[int, int] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(entry.name)] = int(fields[STAT_PPID])
-        cpu[int(entry.name)] = sum(int(x) for x in fields[STAT_CPU])
-    total = 0
-    for pid, ticks in cpu.items():
-        p = pid
-        while p and p != root_pid:
-            p = parent.get(p, 0)
-        if p == root_pid:
-            total += ticks
-    return total / tick
-
-
-def _timed(job: Callable[[], None], repeats: int) -> tuple[float, float]:
-    """(best wall s, least CPU s) over ``repeats`` runs after one warm-up run."""
-    job()
-    wall = cpu = float("inf")
-    me = os.getpid()
-    for _ in range(repeats):
-        c0, w0 = _tree_cpu(me), time.perf_counter()
-        job()
-        wall = min(wall, time.perf_counter() - w0)
-        cpu = min(cpu, _tree_cpu(me) - c0)
-    return wall, cpu
 
 
 def run_export_benchmark(spark: Any, size_mb: int, *, data_dir: Path = Path("build/bench-data"),

@@ -264,9 +264,25 @@ def main(argv: list[str] | None = None) -> int:
         sizes = tuple(int(s) for s in args.spark_sizes_mib.split(","))
         notes += spark_scan.markdown([spark_scan.spark_scans(args.data_dir, sizes_mib=sizes,
                                                              repeats=args.repeats)])
+        notes += export_notes(args.data_dir, (256,))
     _write(args.out, results, notes, CRC32C_IMPLEMENTATION, args)
     print(f"wrote {args.out}")
     return 0
+
+
+def export_notes(data_dir: Path, sizes_mib: tuple[int, ...], master: str = "local[2]") -> list[str]:
+    """``klogs export`` vs Spark's Parquet -> Parquet copy of the same rows (DESIGN §5: within 2x)."""
+    import export_bench  # noqa: PLC0415  (benchmark-local module; starts Spark)
+
+    from kafka_format.spark.session import build_session
+
+    spark = build_session(master=master, profile="local", app_name="klogs-export-bench",
+                          extra_conf={"spark.ui.enabled": "false"})
+    try:
+        results = [export_bench.run_export_benchmark(spark, size, data_dir=data_dir) for size in sizes_mib]
+    finally:
+        spark.stop()
+    return export_bench.markdown(results, master)
 
 
 def planning_notes(segments: int = 10_000) -> list[str]:

@@ -107,7 +107,7 @@ def test_demo_summary_equals_kafka_python(tmp_path: Path) -> None:
     saved = json.loads((out_dir / "summary.json").read_text())
     saved_records = {(s["topic"], s["partition"]): s["records"] for s in saved}
     assert saved_records == {k: v[2] for k, v in expected.items()}
-    assert "Spark part skipped (--no-spark)" in done.stdout
+    assert "Spark part and jobs skipped (--no-spark)" in done.stdout
 
 
 def test_demo_without_log_dirs_fails_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
