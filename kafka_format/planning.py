@@ -335,21 +335,29 @@ def last_stable_offset(replica: PartitionLog, high_watermark: int) -> int:
 
 
 # --- planning ----------------------------------------------------------------------------
-def _select_replicas(replicas: Sequence[PartitionLog], options: PlanOptions) -> list[PartitionLog]:
-    chosen = [r for r in replicas if options.selects(r.topic, r.partition)]
-    if options.replicas == "all":
-        return chosen
+def longest_replicas(replicas: Sequence[PartitionLog]) -> list[PartitionLog]:
+    """``replicas=longest``: per topic-partition (sorted) the copy with the highest log end offset,
+    then leader epoch, then the first in the given order."""
     by_tp: dict[tuple[str, int], list[PartitionLog]] = {}
-    for r in chosen:
+    for r in replicas:
         by_tp.setdefault((r.topic, r.partition), []).append(r)
     out = []
     for tp in sorted(by_tp):
         group = by_tp[tp]
         if len(group) == 1:
             out.append(group[0])
-        else:
-            out.append(max(group, key=lambda r: (log_end_offset(r), r.leader_epoch or -1, -group.index(r))))
+            continue
+
+        def rank(r: PartitionLog, group: list[PartitionLog] = group) -> tuple[int, int, int]:
+            return log_end_offset(r), -1 if r.leader_epoch is None else r.leader_epoch, -group.index(r)
+
+        out.append(max(group, key=rank))
     return out
+
+
+def _select_replicas(replicas: Sequence[PartitionLog], options: PlanOptions) -> list[PartitionLog]:
+    chosen = [r for r in replicas if options.selects(r.topic, r.partition)]
+    return chosen if options.replicas == "all" else longest_replicas(chosen)
 
 
 @dataclass

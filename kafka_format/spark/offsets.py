@@ -19,7 +19,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from kafka_format.logdir import LogDirSet, PartitionLog, open_log_dirs
 from kafka_format.offsets import ISOLATION_LEVELS, PartitionLookup, parse_timestamp_spec
-from kafka_format.planning import open_partitions
+from kafka_format.planning import longest_replicas, open_partitions
 
 __all__ = ["OFFSETS_SCHEMA", "offsets_for_timestamps"]
 
@@ -78,28 +78,6 @@ def _selected(replicas: Sequence[PartitionLog], topics: Sequence[str] | None, to
             if r.topic in wanted or (pattern is not None and pattern.fullmatch(r.topic) is not None)]
 
 
-def _longest(replicas: Sequence[PartitionLog]) -> list[PartitionLog]:
-    """``replicas=longest``: per topic-partition the copy with the highest log end offset, then
-    leader epoch, then the first in log-dir order (the data source's rule)."""
-    by_tp: dict[tuple[str, int], list[PartitionLog]] = {}
-    for r in replicas:
-        by_tp.setdefault((r.topic, r.partition), []).append(r)
-    out = []
-    for tp in sorted(by_tp):
-        group = by_tp[tp]
-        if len(group) == 1:
-            out.append(group[0])
-            continue
-
-        def rank(r: PartitionLog, group: list[PartitionLog] = group) -> tuple[int, int, int]:
-            with PartitionLookup(r) as lookup:
-                leo = lookup.log_end_offset()
-            return leo, r.leader_epoch if r.leader_epoch is not None else -1, -group.index(r)
-
-        out.append(max(group, key=rank))
-    return out
-
-
 def offsets_for_timestamps(spark: SparkSession, logdirs: str | Sequence[str] | LogDirSet,
                            timestamps: Sequence[int | str], *, topics: Sequence[str] | None = None,
                            topic_pattern: str | None = None, isolation_level: str = "read_uncommitted",
@@ -121,7 +99,7 @@ def offsets_for_timestamps(spark: SparkSession, logdirs: str | Sequence[str] | L
                                        ([logdirs] if isinstance(logdirs, str) else list(logdirs))),
                        topics, topic_pattern)
     if replicas == "longest":
-        chosen = _longest(chosen)
+        chosen = longest_replicas(chosen)
     targets = [_Target(r.topic, r.partition, r.path, r.log_dir) for r in chosen]
     with_replica = replicas == "all"
     fields = list(OFFSETS_SCHEMA.fields) + (_ALL_EXTRA if with_replica else [])
