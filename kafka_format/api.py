@@ -72,6 +72,30 @@ _CRC_REGION_HEADER = batch_v2.RECORDS_OFFSET - batch_v2.ATTRIBUTES_OFFSET
 # Chunk reads of local files map the file (no copy); below this size a plain read is cheaper.
 _USE_MMAP = os.environ.get("KAFKA_FORMAT_MMAP", "1") != "0"  # 0: never map (files truncated while read)
 _MIN_WINDOW = 1 << 20
+_SEGMENT_LOG = re.compile(r"\d{20}\.log")
+_newest_segment: dict[str, tuple[int, str]] = {}   # partition dir -> (dir mtime_ns, newest .log name)
+
+
+def _may_be_active_segment(path: str) -> bool:
+    """True when ``path`` is the newest ``<20 digits>.log`` of its directory: a live broker's active
+    segment, the one file it truncates (follower truncation, recovery).  A mapped page past a new
+    end of file faults with SIGBUS, which would kill the process, so such a file is read, not
+    mapped.  The directory listing is cached by the directory's mtime (adding or removing a
+    segment changes it)."""
+    directory, name = os.path.split(os.path.abspath(path))
+    if not _SEGMENT_LOG.fullmatch(name):
+        return False
+    try:
+        mtime = os.stat(directory).st_mtime_ns
+        hit = _newest_segment.get(directory)
+        if hit is None or hit[0] != mtime:
+            newest = max((e for e in os.listdir(directory) if _SEGMENT_LOG.fullmatch(e)), default=name)
+            if len(_newest_segment) > 4096:
+                _newest_segment.clear()
+            hit = _newest_segment[directory] = (mtime, newest)
+    except OSError:
+        return True
+    return name >= hit[1]
 _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)  # populate: one pass, not a fault per page
 # Chunks of other sources are read into one reused buffer up to this size (larger: fresh bytes).
 _REUSE_LIMIT = 64 << 20
@@ -154,7 +178,7 @@ class _Source:
             self._owned = True
             st = os.fstat(self._file.fileno())
             self.size = st.st_size
-            self._mappable = _USE_MMAP and stat.S_ISREG(st.st_mode)
+            self._mappable = _USE_MMAP and stat.S_ISREG(st.st_mode) and not _may_be_active_segment(self.path)
             return
         self._file = source
         name = getattr(source, "name", None)

@@ -83,6 +83,8 @@ class TestSources:
         # Chunks are mmap windows (paths) or one reused buffer (files): every batch is kept until
         # the end, so an output still pointing into a later-overwritten or unmapped chunk would differ.
         monkeypatch.setattr(api, "_MIN_WINDOW", window)
+        (log_file.parent / "00000000000000009999.log").touch()   # a newer segment: this one gets mapped
+        assert api._Source(str(log_file))._mappable
         data = log_file.read_bytes()
         expected = kafka_python_records(data)
         with open(log_file, "rb") as f:
@@ -91,6 +93,20 @@ class TestSources:
                 for read_size in (97, 1000, len(data)):
                     kept = list(decode_segment(source, decoder=decoder, read_size=read_size))
                     assert comparable(arrow_records(kept)) == expected
+
+    def test_the_newest_segment_is_read_not_mapped(self, log_file):
+        # A live broker truncates its active segment (follower truncation); a mapped page past the new
+        # end of file would fault with SIGBUS and kill the process, so the newest .log is read.
+        assert not api._Source(str(log_file))._mappable
+        newer = log_file.parent / "00000000000000000100.log"
+        newer.write_bytes(b"")
+        assert api._Source(str(log_file))._mappable and not api._Source(str(newer))._mappable
+        other = log_file.parent / "not-a-segment.log"
+        other.write_bytes(log_file.read_bytes())
+        assert api._Source(str(other))._mappable
+        expected = kafka_python_records(log_file.read_bytes())
+        for path in (log_file, other):
+            assert comparable(arrow_records(list(decode_segment(str(path))))) == expected
 
     def test_decode_bytes_equals_oracles(self):
         data = segment_bytes()
