@@ -315,23 +315,49 @@ def last_stable_offset(replica: PartitionLog, high_watermark: int) -> int:
     below logStartOffset (``UnifiedLog.maybeIncrementFirstUnstableOffset``: a transaction left open
     below the log start does not pin the LSO there).
 
-    Replays batch headers: a transactional data batch opens a transaction for its producer
-    if none is open; a control batch of that producer below HW closes it.
+    As the broker loads producer state (``ProducerStateManager``): the open transactions of the
+    latest producer ``.snapshot`` at or below HW (``currentTxnFirstOffset``), then batch headers from
+    the snapshot's offset: a transactional data batch opens a transaction for its producer if none
+    is open; a control batch of that producer below HW closes it.  Without a usable snapshot the
+    replay starts at the first segment.
     """
-    open_txns: dict[int, int] = {}
-    for seg in replica.segments:
+    open_txns, start = _snapshot_open_txns(replica, high_watermark)
+    for seg_index, seg in enumerate(replica.segments):
+        nxt = replica.segments[seg_index + 1].base_offset if seg_index + 1 < len(replica.segments) else None
         if seg.base_offset >= high_watermark:
             break
-        for head in iter_batch_heads(replica, seg):
+        if nxt is not None and nxt <= start:
+            continue
+        position = 0
+        if start > seg.base_offset:
+            offsets, positions = read_offset_index(replica, seg)
+            i = int(np.searchsorted(offsets, start, side="right")) - 1
+            position = int(positions[i]) if i >= 0 else 0
+        for head in iter_batch_heads(replica, seg, position):
             if head.base_offset >= high_watermark:
                 break
-            if not head.is_transactional:
+            if head.last_offset < start or not head.is_transactional:
                 continue
             if head.is_control:
                 open_txns.pop(head.producer_id, None)
             else:
                 open_txns.setdefault(head.producer_id, head.base_offset)
     return max(min([high_watermark, *open_txns.values()]), replica.log_start_offset)
+
+
+def _snapshot_open_txns(replica: PartitionLog, high_watermark: int) -> tuple[dict[int, int], int]:
+    """(producer id -> first offset of its open transaction, offset the snapshot covers up to) of
+    the latest readable producer snapshot at or below HW and within the log; ({}, 0) without one."""
+    first = replica.segments[0].base_offset if replica.segments else 0
+    for snap in sorted(replica.snapshots, key=lambda s: s.offset, reverse=True):
+        if not first <= snap.offset <= high_watermark:
+            continue
+        try:
+            entries = replica.read_snapshot(snap).entries
+        except KafkaFormatError:
+            continue                      # the broker also skips a corrupt snapshot (an older one, or a full replay)
+        return {e.producer_id: e.current_txn_first_offset for e in entries if e.has_open_txn}, snap.offset
+    return {}, 0
 
 
 # --- planning ----------------------------------------------------------------------------
