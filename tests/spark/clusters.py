@@ -146,3 +146,93 @@ def run_driver(master: str, paths: list[str], timeout: float = 600) -> dict:
     if line is None:
         raise AssertionError(f"driver on {master} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     return json.loads(line[len("RESULT "):])
+
+
+# --- the jobs, run against a master ------------------------------------------------------------
+JOB_NOW = "2023-11-22T00:00:00Z"
+
+
+def job_argvs(logdirs: list[str], out: Path, config_file: str) -> dict[str, list[str]]:
+    """The five jobs of DESIGN §4 over ``logdirs``, outputs under ``out``."""
+    common = [*logdirs, "--config-file", config_file, "--now", JOB_NOW]
+    return {
+        "offsets": [*common, "--timestamp", "earliest", "--timestamp", "2023-11-14T22:14:00Z", "--timestamp",
+                    "latest", "--timestamp", "max-timestamp", "--isolation-level", "read_committed",
+                    "--out", str(out / "offsets.jsonl")],
+        "retention": [*common, "--out", str(out / "retention")],
+        "compaction": [*common, "--config", "compacted:min.cleanable.dirty.ratio=0.25", "--out",
+                       str(out / "compaction"), "--write-segments"],
+        "audit": [*common, "--out", str(out / "audit"), "--fail-on", "never", "--format", "json"],
+        "export": [*common, "--out", str(out / "export")],
+    }
+
+
+def run_jobs(logdirs: list[str], out: Path, config_file: str) -> dict[str, int]:
+    """Run every job in this process (the active session); exit code per job."""
+    import contextlib
+    import io
+
+    from kafka_format.cli import find_job
+
+    codes = {}
+    for name, argv in job_argvs(logdirs, out, config_file).items():
+        entry = find_job(name)
+        assert entry is not None, name
+        with contextlib.redirect_stdout(io.StringIO()):
+            codes[name] = int(entry(argv) or 0)
+    return codes
+
+
+def jobs_digest(out: Path) -> dict:
+    """What the jobs wrote under ``out``, without paths that depend on ``out``: sorted rows."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    def rows(path: Path, drop: tuple[str, ...] = ()) -> list[str]:
+        table = pq.read_table(path)
+        keep = [c for c in table.column_names if c not in drop]
+        return sorted(json.dumps(r, sort_keys=True, default=lambda b: b.hex() if isinstance(b, bytes) else str(b))
+                      for r in table.select(keep).to_pylist())
+
+    summary = json.loads((out / "compaction" / "summary.json").read_text())
+    segments = out / "compaction" / "segments"
+    return {
+        "offsets": (out / "offsets.jsonl").read_text().splitlines(),
+        "retention": (out / "retention" / "segments.jsonl").read_text().splitlines(),
+        "compaction_summary": [{k: v for k, v in p.items() if k not in ("logDir", "segmentsDir")}
+                               for p in summary["partitions"]],
+        "compaction_records": rows(out / "compaction" / "records", drop=("logDir",)),
+        "compaction_segments": sorted([str(f.relative_to(segments)), hashlib.sha256(f.read_bytes()).hexdigest()]
+                                      for f in segments.rglob("*") if f.is_file()),
+        "audit": rows(out / "audit" / "findings", drop=("file", "message")),
+        "export": rows(out / "export", drop=("logDir",)),
+    }
+
+
+JOBS_DRIVER = r"""
+import json, sys
+from pathlib import Path
+import clusters
+from kafka_format.spark.session import build_session
+spark = build_session(master=sys.argv[1], profile="test", app_name="klogs-jobs-test",
+                      extra_conf={"spark.driver.host": "127.0.0.1", "spark.executor.memory": "512m",
+                                  "spark.cores.max": "2"})
+out = Path(sys.argv[2])
+codes = clusters.run_jobs(json.loads(sys.argv[3]), out, sys.argv[4])
+executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+print("RESULT " + json.dumps({"codes": codes, "executors": executors, "digest": clusters.jobs_digest(out)}))
+spark.stop()
+"""
+
+
+def run_jobs_driver(master: str, logdirs: list[str], out: Path, config_file: str, timeout: float = 900) -> dict:
+    """Every job against ``master`` from a driver in a subprocess; codes, executors and digest."""
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-c", JOBS_DRIVER, master, str(out), json.dumps(logdirs), config_file],
+                          capture_output=True, text=True, env=env, timeout=timeout)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if line is None:
+        raise AssertionError(f"jobs driver on {master} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return json.loads(line[len("RESULT "):])

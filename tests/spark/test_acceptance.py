@@ -205,15 +205,6 @@ def _realdata_or_none() -> Path | None:
     return root if root.is_dir() else None
 
 
-@pytest.fixture(scope="module")
-def standalone(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    cluster = StandaloneCluster(tmp_path_factory.mktemp("standalone"))
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
-
-
 def test_standalone_cluster_equals_local_on_samples(spark, standalone: StandaloneCluster) -> None:  # type: ignore[no-untyped-def]
     """The cheap cross-mode check of the default run: data_samples/ on a standalone cluster."""
     paths = [str(SAMPLES)]
