@@ -24,8 +24,7 @@ from kafka_format.cli.jobargs import (
     EXIT_OK,
     add_common_arguments,
     job_context,
-    parse_args,
-    run_job,
+    run_main,
     session_for,
 )
 
@@ -49,28 +48,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the job; returns the exit code (0 clean, 1 findings at or above --fail-on, 2 could not run)."""
-    args = parse_args(build_parser(), argv)
-    if isinstance(args, int):
-        return args
+    return run_main(build_parser(), argv, _body, prog="audit")
 
-    def body() -> int:
-        ctx = job_context(args)
-        spark = session_for(ctx, "audit")
-        from kafka_format.spark.audit import audit
 
-        findings_df, files_df = audit(spark, ctx.logdirs, topics=ctx.topics or None,
-                                      topic_pattern=ctx.topic_pattern, configs=ctx.configs,
-                                      deep=not args.shallow, now_ms=ctx.now_ms)
-        findings = [r.asDict() for r in findings_df.collect()]
-        files = [r.asDict() for r in files_df.collect()]
-        write_outputs(str(ctx.out), findings, files)
-        for row in findings:
-            line = json.dumps(row, sort_keys=False) if ctx.format == "json" else format_finding(row)
-            sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-        return EXIT_FINDINGS if at_or_above(findings, args.fail_on) else EXIT_OK
+def _body(args: argparse.Namespace) -> int:
+    ctx = job_context(args)
+    spark = session_for(ctx, "audit")
+    from kafka_format.spark.audit import audit
 
-    return run_job(body, prog="audit")
+    findings_df, files_df = audit(spark, ctx.logdirs, topics=ctx.topics or None,
+                                  topic_pattern=ctx.topic_pattern, configs=ctx.configs,
+                                  deep=not args.shallow, now_ms=ctx.now_ms)
+    findings = [r.asDict() for r in findings_df.collect()]
+    files = [r.asDict() for r in files_df.collect()]
+    write_outputs(str(ctx.out), findings, files)
+    for row in findings:
+        line = json.dumps(row, sort_keys=False) if ctx.format == "json" else format_finding(row)
+        sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+    return EXIT_FINDINGS if at_or_above(findings, args.fail_on) else EXIT_OK
 
 
 if __name__ == "__main__":

@@ -26,8 +26,7 @@ from kafka_format.cli.jobargs import (
     add_common_arguments,
     describe,
     job_context,
-    parse_args,
-    run_job,
+    run_main,
     session_for,
 )
 
@@ -51,10 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the job; exit code 0 on success, 2 when it cannot run."""
-    args = parse_args(build_parser(), argv)
-    if isinstance(args, int):
-        return args
-    return run_job(lambda: _body(args), prog=PROG)
+    return run_main(build_parser(), argv, _body, prog=PROG)
 
 
 def _body(args: argparse.Namespace) -> int:

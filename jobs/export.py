@@ -22,8 +22,7 @@ from kafka_format.cli.jobargs import (
     UsageError,
     add_common_arguments,
     job_context,
-    parse_args,
-    run_job,
+    run_main,
     session_for,
 )
 
@@ -62,31 +61,28 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``klogs export``; returns the exit code."""
-    args = parse_args(build_parser(), argv)
-    if isinstance(args, int):
-        return args
+    return run_main(build_parser(), argv, _body, prog=PROG)
 
-    def body() -> int:
-        from kafka_format.spark.export import export, export_incremental, read_source, source_options
 
-        ctx = job_context(args)
-        opts = source_options(topics=ctx.topics, topic_pattern=ctx.topic_pattern,
-                              isolation_level=args.isolation_level, extra=_options(args.options))
-        spark = session_for(ctx, PROG)
-        common = dict(format=ctx.format or "parquet", partition_by=args.partition_by,
-                      key_as=args.key_as, value_as=args.value_as)
-        try:
-            if args.checkpoint:
-                result = export_incremental(spark, ctx.logdirs, str(ctx.out), args.checkpoint, options=opts,
-                                            **common)
-            else:
-                result = export(read_source(spark, ctx.logdirs, opts), str(ctx.out), **common)
-        except ValueError as exc:          # bad option values, non-local Parquet target
-            raise UsageError(str(exc)) from None
-        print(json.dumps(result.to_json(), sort_keys=True))
-        return EXIT_OK
+def _body(args: argparse.Namespace) -> int:
+    from kafka_format.spark.export import export, export_incremental, read_source, source_options
 
-    return run_job(body, prog=PROG)
+    ctx = job_context(args)
+    opts = source_options(topics=ctx.topics, topic_pattern=ctx.topic_pattern,
+                          isolation_level=args.isolation_level, extra=_options(args.options))
+    spark = session_for(ctx, PROG)
+    common = dict(format=ctx.format or "parquet", partition_by=args.partition_by,
+                  key_as=args.key_as, value_as=args.value_as)
+    try:
+        if args.checkpoint:
+            result = export_incremental(spark, ctx.logdirs, str(ctx.out), args.checkpoint, options=opts,
+                                        **common)
+        else:
+            result = export(read_source(spark, ctx.logdirs, opts), str(ctx.out), **common)
+    except ValueError as exc:          # bad option values, non-local Parquet target
+        raise UsageError(str(exc)) from None
+    print(json.dumps(result.to_json(), sort_keys=True))
+    return EXIT_OK
 
 
 if __name__ == "__main__":

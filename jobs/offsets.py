@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from kafka_format.cli.jobargs import EXIT_OK, add_common_arguments, job_context, parse_args, run_job, session_for
+from kafka_format.cli.jobargs import EXIT_OK, add_common_arguments, job_context, run_main, session_for
 from kafka_format.offsets import ISOLATION_LEVELS, parse_timestamp_spec
 
 COLUMNS = ("topic", "partition", "timestamp", "offset", "recordTimestamp", "leaderEpoch")
@@ -60,28 +60,25 @@ def format_rows(rows: Sequence[dict[str, Any]], fmt: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the job; returns the exit code (0 ok, 2 could not run)."""
-    args = parse_args(build_parser(), argv)
-    if isinstance(args, int):
-        return args
+    return run_main(build_parser(), argv, _body, prog="offsets")
 
-    def body() -> int:
-        ctx = job_context(args)
-        spark = session_for(ctx, "offsets")
-        from kafka_format.spark.offsets import offsets_for_timestamps
 
-        df = offsets_for_timestamps(spark, ctx.logdirs, args.timestamps, topics=ctx.topics or None,
-                                    topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level)
-        text = format_rows([r.asDict() for r in df.collect()], ctx.format or "jsonl")
-        if ctx.out:
-            from kafka_format.publish import atomic_write_text
+def _body(args: argparse.Namespace) -> int:
+    ctx = job_context(args)
+    spark = session_for(ctx, "offsets")
+    from kafka_format.spark.offsets import offsets_for_timestamps
 
-            atomic_write_text(ctx.out, text)
-        else:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        return EXIT_OK
+    df = offsets_for_timestamps(spark, ctx.logdirs, args.timestamps, topics=ctx.topics or None,
+                                topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level)
+    text = format_rows([r.asDict() for r in df.collect()], ctx.format or "jsonl")
+    if ctx.out:
+        from kafka_format.publish import atomic_write_text
 
-    return run_job(body, prog="offsets")
+        atomic_write_text(ctx.out, text)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -18,8 +18,7 @@ from kafka_format.cli.jobargs import (
     add_common_arguments,
     describe,
     job_context,
-    parse_args,
-    run_job,
+    run_main,
     session_for,
 )
 from kafka_format.retention import format_segments, write_report
@@ -37,30 +36,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the job; returns the exit code (0 ok, 2 could not run)."""
-    args = parse_args(build_parser(), argv)
-    if isinstance(args, int):
-        return args
+    return run_main(build_parser(), argv, _body, prog="retention")
 
-    def body() -> int:
-        ctx = job_context(args)
-        spark = session_for(ctx, "retention")
-        from kafka_format.spark.retention import retention_candidates, retention_summary
 
-        df = retention_candidates(spark, ctx.logdirs, ctx.configs, ctx.now_ms, topics=ctx.topics or None,
-                                  topic_pattern=ctx.topic_pattern).persist()
-        try:
-            rows = [r.asDict() for r in df.collect()]
-            summary = [r.asDict() for r in retention_summary(df).collect()]
-        finally:
-            df.unpersist()
-        fmt = ctx.format or "jsonl"
-        sys.stdout.write(format_segments(rows, fmt))
-        sys.stdout.flush()
-        if ctx.out:
-            write_report(ctx.out, rows, summary, ctx.now_ms, fmt=fmt, inputs=describe(ctx))
-        return EXIT_OK
+def _body(args: argparse.Namespace) -> int:
+    ctx = job_context(args)
+    spark = session_for(ctx, "retention")
+    from kafka_format.spark.retention import retention_candidates, retention_summary
 
-    return run_job(body, prog="retention")
+    df = retention_candidates(spark, ctx.logdirs, ctx.configs, ctx.now_ms, topics=ctx.topics or None,
+                              topic_pattern=ctx.topic_pattern).persist()
+    try:
+        rows = [r.asDict() for r in df.collect()]
+        summary = [r.asDict() for r in retention_summary(df).collect()]
+    finally:
+        df.unpersist()
+    fmt = ctx.format or "jsonl"
+    sys.stdout.write(format_segments(rows, fmt))
+    sys.stdout.flush()
+    if ctx.out:
+        write_report(ctx.out, rows, summary, ctx.now_ms, fmt=fmt, inputs=describe(ctx))
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ from kafka_format.topicconfig import ConfigError, TopicConfigs, load_topic_confi
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["add_common_arguments", "JobContext", "job_context", "session_for", "run_job", "parse_args", "describe",
+__all__ = ["add_common_arguments", "JobContext", "job_context", "session_for", "run_job", "run_main", "parse_args",
+           "describe",
            "UsageError",
            "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
 
@@ -130,6 +131,16 @@ def run_job(body: Callable[[], int], *, prog: str) -> int:
     except (KafkaFormatError, ConfigError, UsageError, OSError) as exc:
         print(f"klogs {prog}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def run_main(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
+             body: Callable[[argparse.Namespace], int], *, prog: str) -> int:
+    """A job's ``main``: parse ``argv`` (argparse's own exit codes for --help and bad usage), then
+    :func:`run_job` the body with the parsed flags."""
+    args = parse_args(parser, argv)
+    if isinstance(args, int):
+        return args
+    return run_job(lambda: body(args), prog=prog)
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:
