@@ -63,3 +63,23 @@ def test_run_job_turns_bad_input_into_exit_2(capsys: pytest.CaptureFixture[str])
 def test_run_job_lets_bugs_through() -> None:
     with pytest.raises(ZeroDivisionError):
         run_job(lambda: 1 // 0, prog="x")
+
+
+def test_run_main_parses_then_runs_the_body(capsys: pytest.CaptureFixture[str]) -> None:
+    from kafka_format.cli.jobargs import run_main
+
+    seen: list[argparse.Namespace] = []
+
+    def body(args: argparse.Namespace) -> int:
+        seen.append(args)
+        if args.topics == ["bad"]:
+            raise UsageError("--topic bad: no such topic")
+        return 1
+
+    assert run_main(_parser(), [str(SAMPLES), "--topic", "t"], body, prog="x") == 1
+    assert seen[-1].topics == ["t"]
+    assert run_main(_parser(), [str(SAMPLES), "--topic", "bad"], body, prog="x") == EXIT_USAGE
+    assert "klogs x: --topic bad" in capsys.readouterr().err
+    assert run_main(_parser(), ["--format", "xml", str(SAMPLES)], body, prog="x") == 2
+    assert run_main(_parser(), ["--help"], body, prog="x") == 0
+    assert len(seen) == 2
