@@ -100,7 +100,7 @@ from kafka_format.publish import cleanup_stale, crash_point, local_path, staging
 __all__ = [
     "FORMATS", "PARTITION_LAYOUTS", "KEY_AS", "VALUE_AS", "BATCH_COLUMN", "BATCH_MARKER", "STAGING_DIR",
     "ExportError", "ExportResult", "convert_columns", "export", "export_incremental", "source_options",
-    "delta_spark_available", "parse_partition_by", "read_source",
+    "delta_spark_available", "parse_partition_by", "read_source", "write_conf", "WRITE_CONF",
 ]
 
 FORMATS = ("parquet", "delta")
@@ -203,7 +203,7 @@ def _java_string(col: Column) -> Column:
 def convert_columns(df: DataFrame, *, partition_by: Sequence[str] = ("topic", "partition"),
                     key_as: str = "binary", value_as: str = "binary") -> DataFrame:
     """The exported columns of a ``kafka-log`` DataFrame: key/value conversion and the ``date``
-    partition column (see the module doc).  Call inside :func:`_write_conf` (the string decoding
+    partition column (see the module doc).  Call inside :func:`write_conf` (the string decoding
     depends on it); :func:`export` does."""
     _check_choice("key_as", key_as, KEY_AS)
     _check_choice("value_as", value_as, VALUE_AS)
@@ -241,7 +241,7 @@ def convert_columns(df: DataFrame, *, partition_by: Sequence[str] = ("topic", "p
 
 
 @contextmanager
-def _write_conf(spark: SparkSession) -> Iterator[None]:
+def write_conf(spark: SparkSession) -> Iterator[None]:
     """WRITE_CONF set on the session for the block, previous values restored afterwards."""
     previous = {k: spark.conf.get(k, None) for k in WRITE_CONF}
     for k, v in WRITE_CONF.items():
@@ -457,7 +457,7 @@ def export(df: DataFrame, out: str, *, format: str = "parquet",
     _check_choice("format", format, FORMATS)
     cols = parse_partition_by(partition_by)
     spark = df.sparkSession
-    with _write_conf(spark):
+    with write_conf(spark):
         data = convert_columns(df, partition_by=cols, key_as=key_as, value_as=value_as)
         if format == "parquet":
             target = os.path.abspath(local_path(out))
@@ -577,7 +577,7 @@ def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, ch
             if not ready.wait(timeout=600):
                 raise ExportError("streaming query id not available", path=checkpoint)
             qid = query_id["id"]
-            with _write_conf(batch_df.sparkSession):
+            with write_conf(batch_df.sparkSession):
                 data = convert_columns(batch_df, partition_by=cols, key_as=key_as, value_as=value_as)
                 if format == "parquet":
                     _publish_parquet_batch(data, root, batch_id, qid, cols, run)

@@ -43,7 +43,7 @@ def run_export_benchmark(spark: Any, size_mb: int, *, data_dir: Path = Path("bui
     "copy_wall_s", "copy_cpu_s", "ratio_wall", "ratio_cpu", "export_mb_s", "copy_mb_s",
     "within_bar"}`` (ratios = export / copy; ``within_bar``: CPU ratio <= 2).
     """
-    from kafka_format.spark.export import WRITE_CONF, export
+    from kafka_format.spark.export import export, write_conf
 
     cores = spark.sparkContext.defaultParallelism
     log_dir = make_log_dir(data_dir, "none", size_mb, partitions=2 * cores)
@@ -52,31 +52,24 @@ def run_export_benchmark(spark: Any, size_mb: int, *, data_dir: Path = Path("bui
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     source = spark.read.format("kafka-log").load(str(log_dir))
-    previous = {k: spark.conf.get(k, None) for k in WRITE_CONF}
-    for k, v in WRITE_CONF.items():                      # the copy writes timestamps as export does
-        spark.conf.set(k, v)
     try:
-        src = work / "rows.parquet"
-        source.write.parquet(str(src))                   # the same rows as plain Parquet (untimed)
-        rows = spark.read.parquet(str(src)).count()
+        with write_conf(spark):                          # the copy writes timestamps as export does
+            src = work / "rows.parquet"
+            source.write.parquet(str(src))               # the same rows as plain Parquet (untimed)
+            rows = spark.read.parquet(str(src)).count()
 
-        def run_export() -> None:
-            result = export(spark.read.format("kafka-log").load(str(log_dir)), str(work / "export"))
-            if result.rows != rows:
-                raise AssertionError(f"export wrote {result.rows} rows, the source has {rows}")
+            def run_export() -> None:
+                result = export(spark.read.format("kafka-log").load(str(log_dir)), str(work / "export"))
+                if result.rows != rows:
+                    raise AssertionError(f"export wrote {result.rows} rows, the source has {rows}")
 
-        def run_copy() -> None:
-            spark.read.parquet(str(src)).write.mode("overwrite").partitionBy("topic", "partition") \
-                .parquet(str(work / "copy"))
+            def run_copy() -> None:
+                spark.read.parquet(str(src)).write.mode("overwrite").partitionBy("topic", "partition") \
+                    .parquet(str(work / "copy"))
 
-        export_wall, export_cpu = _timed(run_export, repeats)
-        copy_wall, copy_cpu = _timed(run_copy, repeats)
+            export_wall, export_cpu = _timed(run_export, repeats)
+            copy_wall, copy_cpu = _timed(run_copy, repeats)
     finally:
-        for k, v in previous.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
         shutil.rmtree(work, ignore_errors=True)
     return {"size_mib": float(size_mb), "log_bytes": float(log_bytes), "rows": float(rows), "cores": float(cores),
             "export_wall_s": export_wall, "export_cpu_s": export_cpu, "copy_wall_s": copy_wall,

@@ -9,7 +9,6 @@ called directly (the distributed run must return exactly their findings).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testhelpers import load_module
 
 pytestmark = pytest.mark.spark
 pytest.importorskip("pyspark")
@@ -110,10 +110,7 @@ def test_distributed_audit_equals_the_per_partition_checks(spark: Any, samples: 
 
 class TestJob:
     def run(self, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
-        spec = importlib.util.spec_from_file_location("_audit_job_under_test", REPO / "jobs" / "audit.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = load_module("_audit_job_under_test", REPO / "jobs" / "audit.py")
         capsys.readouterr()
         code = module.main(argv)
         return code, capsys.readouterr().out.splitlines()

@@ -8,7 +8,6 @@ read back with plain readers: ``pyarrow.dataset`` (hive partitioning) and ``delt
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import warnings
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testhelpers import load_module
 
 with warnings.catch_warnings():   # aiokafka imports deprecated importlib.resources APIs
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -122,11 +122,7 @@ def oracle(root: Path) -> dict[tuple[str, int, int], tuple[int, bytes | None, by
 
 # --- outputs ------------------------------------------------------------------------------
 def load_job() -> Any:
-    spec = importlib.util.spec_from_file_location("export_job_under_test", REPO / "jobs" / "export.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module("export_job_under_test", REPO / "jobs" / "export.py")
 
 
 def run_export(*args: str) -> int:

@@ -6,15 +6,14 @@ spec §6 applied plainly), over the committed data_samples.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from testhelpers import load_module
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data_samples" / "logdirs"
@@ -22,16 +21,7 @@ ISO = "2023-11-14T22:14:10Z"          # 1 700 000 050 000 ms: inside most sample
 ISO_MS = 1_700_000_050_000
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-oracle_mod = _load("_offsets_oracle", REPO / "tests" / "format" / "test_offsets.py")
+oracle_mod = load_module("_offsets_oracle", REPO / "tests" / "format" / "test_offsets.py")
 
 
 def _oracles() -> dict[tuple[str, int], object]:
@@ -78,7 +68,7 @@ def test_dataframe_matches_oracle(spark) -> None:  # type: ignore[no-untyped-def
 
 def test_job_jsonl_to_out_and_table_to_stdout(spark, tmp_path: Path, capsys: pytest.CaptureFixture[str]  # type: ignore[no-untyped-def]
                                               ) -> None:
-    job = _load("_offsets_job", REPO / "jobs" / "offsets.py")
+    job = load_module("_offsets_job", REPO / "jobs" / "offsets.py")
     out = tmp_path / "answers.jsonl"
     argv = [str(SAMPLES), "--timestamp", ISO, "--timestamp", "latest", "--timestamp", "max-timestamp",
             "--timestamp", "-4", "--topic", "v2-codecs", "--topic", "transactions"]

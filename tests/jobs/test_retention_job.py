@@ -6,32 +6,22 @@ segment facts (``os.stat`` sizes, decoded record timestamps, hand-parsed checkpo
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from testhelpers import load_module
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data_samples" / "logdirs"
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-oracle_mod = _load("_retention_oracle", REPO / "tests" / "format" / "test_retention.py")
+oracle_mod = load_module("_retention_oracle", REPO / "tests" / "format" / "test_retention.py")
 T0, DAY, Part = oracle_mod.T0, oracle_mod.DAY, oracle_mod.Part
 
 
@@ -88,7 +78,7 @@ def test_dataframe_types_replicas_and_oracle(spark: Any, tmp_path: Path) -> None
 @pytest.mark.spark
 def test_job_in_process_with_out(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("pyspark")
-    job = _load("_retention_job", REPO / "jobs" / "retention.py")
+    job = load_module("_retention_job", REPO / "jobs" / "retention.py")
     now = T0 + 3 * DAY
     logdir = oracle_mod.write_logdir(tmp_path / "broker", [
         Part("a", [[T0], [T0 + DAY], [T0 + 2 * DAY + 1]]),
