@@ -23,8 +23,8 @@ from kafka_format.topicconfig import ConfigError, TopicConfigs, load_topic_confi
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["add_common_arguments", "JobContext", "job_context", "session_for", "run_job", "run_main", "parse_args",
-           "describe",
+__all__ = ["add_common_arguments", "JobContext", "job_context", "check_inputs", "session_for", "jvm_log_path",
+           "run_job", "run_main", "parse_args", "describe",
            "UsageError",
            "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
 
@@ -59,6 +59,9 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, formats: Sequence[s
                             help="output format (default %(default)s)")
     parser.add_argument("--master", metavar="URL",
                         help="Spark master (default: the session spark-submit made, else spark_conf/local.conf)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Spark's own log lines on stderr (default: they go to a log file, "
+                             "named when a run fails)")
 
 
 @dataclass
@@ -95,10 +98,25 @@ def job_context(args: argparse.Namespace) -> JobContext:
             re.compile(args.topic_pattern)
         except re.error as exc:
             raise UsageError(f"--topic-pattern {args.topic_pattern!r}: {exc}") from None
+    check_inputs(list(args.logdirs))
     configs = load_topic_configs(list(args.logdirs), overrides=list(args.configs), config_file=args.config_file)
     return JobContext(
         logdirs=list(args.logdirs), topics=list(args.topics), topic_pattern=args.topic_pattern, now_ms=now_ms,
         configs=configs, out=args.out, format=getattr(args, "format", None), master=args.master, args=args)
+
+
+def check_inputs(logdirs: Sequence[str]) -> None:
+    """Every LOGDIR must hold at least one partition directory; checked on the driver before any
+    Spark session starts, so a mistyped path costs no JVM and is never an empty answer with exit 0."""
+    from kafka_format.logdir import DEFAULT_MAX_DEPTH, open_log_dirs
+
+    for path in logdirs:
+        found = open_log_dirs([path])          # a missing path or a file raises LogDirError (exit 2)
+        if next(iter(found.partitions()), None) is None:
+            raise UsageError(
+                f"{path}: no Kafka partition directory found; expected a broker's log dir, a "
+                f"<topic>-<partition> directory holding <offset>.log segments, or a parent of log dirs "
+                f"(searched {DEFAULT_MAX_DEPTH} levels down)")
 
 
 def session_for(ctx: JobContext, app_name: str) -> SparkSession:
@@ -119,7 +137,18 @@ def session_for(ctx: JobContext, app_name: str) -> SparkSession:
             active.conf.set(key, value)
         register(active)
         return active
-    return build_session(master=ctx.master, profile="local", app_name=f"klogs {app_name}")
+    verbose = bool(getattr(ctx.args, "verbose", False))
+    return build_session(master=ctx.master, profile="local", app_name=f"klogs {app_name}",
+                         jvm_log=None if verbose else jvm_log_path(app_name))
+
+
+def jvm_log_path(app_name: str) -> str:
+    """Where a ``klogs`` run's Spark (JVM and Python workers) writes its own log lines:
+    ``$KLOGS_LOG_DIR`` or ``~/.cache/kafka-log-analytics/logs``, one file per run."""
+    root = os.environ.get("KLOGS_LOG_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "kafka-log-analytics", "logs")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return os.path.join(root, f"klogs-{app_name}-{stamp}-{os.getpid()}.log")
 
 
 def run_job(body: Callable[[], int], *, prog: str) -> int:
