@@ -55,8 +55,12 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, formats: Sequence[s
                         help='topic configs: JSON {"topic": {"key": "value"}} or properties topic.key=value')
     parser.add_argument("--out", required=out_required, metavar="PATH", help="where results go")
     if formats:
-        parser.add_argument("--format", choices=list(formats), default=default_format or formats[0],
-                            help="output format (default %(default)s)")
+        default = default_format or formats[0]
+        tty = "table" if "table" in formats and default != "table" else None
+        parser.add_argument("--format", choices=list(formats), default=None,
+                            help=f"output format (default {default}"
+                                 + (", or table when stdout is a terminal)" if tty else ")"))
+        parser.set_defaults(_default_format=default, _tty_format=tty)
     parser.add_argument("--master", metavar="URL",
                         help="Spark master (default: the session spark-submit made, else spark_conf/local.conf)")
     parser.add_argument("--verbose", action="store_true",
@@ -102,7 +106,19 @@ def job_context(args: argparse.Namespace) -> JobContext:
     configs = load_topic_configs(list(args.logdirs), overrides=list(args.configs), config_file=args.config_file)
     return JobContext(
         logdirs=list(args.logdirs), topics=list(args.topics), topic_pattern=args.topic_pattern, now_ms=now_ms,
-        configs=configs, out=args.out, format=getattr(args, "format", None), master=args.master, args=args)
+        configs=configs, out=args.out, format=_output_format(args), master=args.master, args=args)
+
+
+def _output_format(args: argparse.Namespace) -> str | None:
+    """``--format``, else the job's default: ``table`` for a person at a terminal where the job has one."""
+    chosen = getattr(args, "format", None)
+    if chosen is not None:
+        return str(chosen)
+    tty = getattr(args, "_tty_format", None)
+    if tty is not None and sys.stdout.isatty():
+        return str(tty)
+    default = getattr(args, "_default_format", None)
+    return None if default is None else str(default)
 
 
 def check_inputs(logdirs: Sequence[str]) -> None:

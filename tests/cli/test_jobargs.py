@@ -123,3 +123,26 @@ def test_stderr_redirect_sends_child_processes_to_the_log_and_restores_ours(tmp_
     after = subprocess.run(probe, check=True, stderr=subprocess.PIPE, text=True)
     assert after.stderr == "from the child\n"
     assert log.read_text() == "from the child\n"
+
+
+def test_table_is_the_default_format_for_a_person_at_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    args = _parser().parse_args([str(SAMPLES)])
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert job_context(args).format == "table"
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert job_context(args).format == "jsonl"                   # pipes and files keep the exact lines
+    assert job_context(_parser().parse_args([str(SAMPLES), "--format", "jsonl"])).format == "jsonl"
+
+
+def test_retention_table_uses_human_units_and_jsonl_keeps_exact_numbers() -> None:
+    from kafka_format.retention import format_segments
+
+    row = {"topic": "t", "partition": 0, "baseOffset": 5, "sizeBytes": 1288490188,
+           "largestTimestamp": 1_700_000_000_000, "deletable": True, "reason": "retention.ms",
+           "deletableAtMs": 1_700_000_000_001}
+    line = format_segments([row], "table").splitlines()[-1]
+    assert line.split() == ["t", "0", "5", "1.2", "GiB", "2023-11-14T22:13:20Z", "true", "retention.ms",
+                            "2023-11-14T22:13:20Z"]
+    assert '"sizeBytes":1288490188' in format_segments([row], "jsonl")
