@@ -129,3 +129,33 @@ def test_charts_are_inline_svg_with_exact_tooltips() -> None:
     assert svg.startswith("<svg") and "<title>x: s 3 B (3)</title>" in svg and svg.count("<rect") == 2
     steps = step_chart_svg("s", [(1, 10.0), (5, 4.0)], x_text=str, y_text=lambda v: f"{v:g}")
     assert steps.count("<circle") == 2 and "<title>from 5: 4</title>" in steps
+
+
+def _part(topic: str, p: int, **kw: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {"topic": topic, "partition": p, "logDir": "/d/broker-1", "cleanupPolicy": "compact",
+                           "compact": True, "cleaned": True, "dirtyRatio": 0.75, "wouldCleanNow": True,
+                           "reason": "dirty ratio 0.75 >= min.cleanable.dirty.ratio 0.5", "rounds": 1,
+                           "recordsBefore": 1000, "recordsAfter": 10, "bytesBefore": 2 << 20,
+                           "bytesAfter": 1 << 20, "tombstonesKept": 1, "tombstonesRemoved": 2}
+    row.update(kw)
+    return row
+
+
+def test_compaction_page_shows_uncleanable_first_and_bytes_freed() -> None:
+    from kafka_format.report.compaction_page import render_compaction_page
+
+    summary = {"mode": "cleaner", "nowMs": 1_700_000_000_000, "partitions": [
+        _part("a", 0), _part("a", 1, reason="uncleanable: /d/a-1/0.log:61: bad CRC", wouldCleanNow=False,
+                             cleaned=False, recordsBefore=None, recordsAfter=None, bytesBefore=None, bytesAfter=None),
+        _part("r", 0, compact=False, cleaned=False, cleanupPolicy="delete", reason="cleanup.policy=delete")]}
+    page = render_compaction_page(summary)
+    rows = [[c[0] for c in r] for r in _tables(page)["partitions"][1:]]
+    assert [r[0] for r in rows] == ["a-1", "a-0", "r-0"]
+    assert rows[1][3] == "75.0%" and rows[1][8] == "2.0 MiB" and rows[1][9] == "1.0 MiB"
+    cards = dict((v, k) for k, v in re.findall(r'<div class="v">([^<]*)</div><div class="l">([^<]*)</div>', page))
+    assert cards["bytes the cleaner frees"] == "1.0 MiB" and cards["uncleanable partitions"] == "1"
+    assert cards["records removed"] == "990"
+    full = render_compaction_page({"mode": "full", "partitions": [
+        {"topic": "a", "partition": 0, "logDir": "/d/b", "recordsBefore": 5, "recordsAfter": 2, "keys": 2,
+         "keysDeleted": 1, "recordsSuperseded": 2, "nullKeyRecords": 0}]})
+    assert [[c[0] for c in r] for r in _tables(full)["partitions"][1:]] == [["a-0", "b", "5", "2", "2", "1", "2", "0"]]
