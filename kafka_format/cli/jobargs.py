@@ -154,8 +154,15 @@ def session_for(ctx: JobContext, app_name: str) -> SparkSession:
         register(active)
         return active
     verbose = bool(getattr(ctx.args, "verbose", False))
-    return build_session(master=ctx.master, profile="local", app_name=f"klogs {app_name}",
-                         jvm_log=None if verbose else jvm_log_path(app_name))
+    spark = build_session(master=ctx.master, profile="local", app_name=f"klogs {app_name}",
+                          jvm_log=None if verbose else jvm_log_path(app_name))
+    if not verbose:                     # Spark's own bar went to the log file with the JVM's output
+        import atexit
+
+        from kafka_format.spark.progress import ConsoleProgress
+
+        atexit.register(ConsoleProgress(spark).start().stop)
+    return spark
 
 
 def jvm_log_path(app_name: str) -> str:
