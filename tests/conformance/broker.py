@@ -68,6 +68,7 @@ DEFAULT_BROKER_CONFIG: dict[str, str] = {
     "log.index.interval.bytes": "256",
     "log.index.size.max.bytes": "4096",
     "transaction.max.timeout.ms": "900000",
+    "replica.high.watermark.checkpoint.interval.ms": "1000",
     "log.flush.offset.checkpoint.interval.ms": "1000",
     "log.flush.start.offset.checkpoint.interval.ms": "1000",
     "log.flush.recovery.point.checkpoint.interval.ms": "1000",
@@ -375,6 +376,39 @@ class KafkaBroker:
         shutil.copytree(self.log_dir, dest / self.log_dir.name, copy_function=copy,
                         ignore_dangling_symlinks=True, dirs_exist_ok=True)
         return dest / self.log_dir.name
+
+    def read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
+        """An offset checkpoint file of the log dir (``replication-offset-checkpoint``,
+        ``log-start-offset-checkpoint``, ``recovery-point-offset-checkpoint``,
+        ``cleaner-offset-checkpoint``) as {(topic, partition): offset}; {} when absent."""
+        path = self.log_dir / name
+        try:
+            lines = path.read_text().splitlines()
+        except FileNotFoundError:
+            return {}
+        out: dict[tuple[str, int], int] = {}
+        for line in lines[2:]:
+            parts = line.split()
+            if len(parts) == 3:
+                out[(parts[0], int(parts[1]))] = int(parts[2])
+        return out
+
+    def wait_high_watermarks_checkpointed(self, partitions: list[tuple[str, int]],
+                                          timeout: float = 30.0) -> dict[tuple[str, int], int]:
+        """Poll until ``replication-offset-checkpoint`` holds, for every partition, the high
+        watermark the broker answers now (ListOffsets LATEST, read_uncommitted); returns them.
+        With no writes in flight, a copy taken afterwards has the broker's HW on disk."""
+        from kafka import TopicPartition
+        from kafka.admin import OffsetSpec
+
+        def settled() -> dict[tuple[str, int], int] | None:
+            live = self.admin().list_partition_offsets(
+                {TopicPartition(t, p): OffsetSpec.LATEST for t, p in partitions})
+            hw = {(tp.topic, tp.partition): v.offset for tp, v in live.items()}
+            disk = self.read_checkpoint("replication-offset-checkpoint")
+            return hw if all(disk.get(k) == v for k, v in hw.items()) else None
+
+        return wait_until(settled, timeout, "high watermarks in replication-offset-checkpoint")
 
     # ----------------------------------------------------------------------------- clients
 
