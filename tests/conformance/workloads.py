@@ -12,6 +12,7 @@ belong to the broker and the clients, as in production.
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from broker import KafkaBroker, wait_until
 __all__ = ["CODECS", "Workload", "producer", "produce", "codecs", "log_append_time", "idempotent",
            "transactions", "consumer_groups", "compacted", "retention", "standard", "records",
            "open_transaction"]
+
+log = logging.getLogger("conformance")
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -274,13 +277,24 @@ def standard(broker: KafkaBroker) -> Workload:
     more after recovery (several leader epochs, a recovered unclean shutdown), ending with an
     open transaction.  Metadata, __consumer_offsets and __transaction_state fill as a side effect."""
     wl = Workload()
+    t0 = time.monotonic()
+
+    def step(name: str) -> None:
+        log.info("standard workload: %s done at %.1fs", name, time.monotonic() - t0)
+
     wl.merge(codecs(broker))
+    step("codecs")
     wl.merge(create_time_explicit(broker))
+    step("create time")
     wl.merge(transactions(broker))
+    step("transactions")
     wl.merge(consumer_groups(broker, "w-codecs", 3))
+    step("groups")
     broker.restart()
+    step("restart")
     wl.merge(log_append_time(broker))
     wl.merge(idempotent(broker))
+    step("log append time, idempotent")
     p = producer(broker, compression_type="snappy")
     try:
         produce(p, "w-codecs", "after-restart", 30)
@@ -288,6 +302,7 @@ def standard(broker: KafkaBroker) -> Workload:
         p.close(timeout=10)
     broker.kill()
     broker.start()
+    step("kill -9 and start")
     wl.merge(compacted(broker))
     wl.merge(retention(broker))
     p = producer(broker, compression_type="zstd")
@@ -298,5 +313,6 @@ def standard(broker: KafkaBroker) -> Workload:
         p.close(timeout=10)
     wl.merge(consumer_groups(broker, "w-txn", 2, group="w-group-2", rounds=2))
     wl.merge(open_transaction(broker))
+    step("the rest")
     wait_until(lambda: broker.pid is not None, 5, "broker alive after workloads")
     return wl
