@@ -16,8 +16,6 @@
 
 from __future__ import annotations
 
-import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +24,18 @@ import pytest
 from broker import KafkaBroker
 
 pytestmark = pytest.mark.conformance
-log = logging.getLogger("conformance")
 
 COMPARISON = "groups-transactions"
 OFFSET_COMMIT_TYPES = (0, 1)
 
 
-def _read_topic(spark, copy: Path, topic: str) -> list[Any]:
-    return (spark.read.format("kafka-log").option("topics", topic)
+def _read_topics(spark, copy: Path, topics: list[str]) -> dict[str, list[Any]]:
+    """Records of ``topics`` in the copy (one Spark query), per topic in partition/offset order."""
+    rows = (spark.read.format("kafka-log").option("topics", ",".join(topics))
             .option("isolationLevel", "read_committed").option("upTo", "highWatermark")
-            .load(str(copy)).select("partition", "offset", "key", "value")
-            .orderBy("partition", "offset").collect())
+            .load(str(copy)).select("topic", "partition", "offset", "key", "value")
+            .orderBy("topic", "partition", "offset").collect())
+    return {t: [r for r in rows if r["topic"] == t] for t in topics}
 
 
 def committed_offsets_from_log(rows: list[Any]) -> dict[tuple[str, str, int], tuple[int, str, int]]:
@@ -84,7 +83,6 @@ def transactions_from_log(rows: list[Any]) -> dict[str, dict[str, Any]]:
 
 def test_groups_and_transactions_equal_the_broker(kafka_broker: KafkaBroker, standard_workload, spark,
                                                   conformance, kafka_version: str, tmp_path: Path) -> None:
-    t0 = time.monotonic()
     from kafka import TopicPartition
 
     from kafka_format.internal.transaction_log import TRANSACTION_STATES
@@ -95,12 +93,11 @@ def test_groups_and_transactions_equal_the_broker(kafka_broker: KafkaBroker, sta
     data_parts = [("w-txn", p) for p in range(standard_workload.topics["w-txn"])]
     kafka_broker.wait_high_watermarks_checkpointed(internal + data_parts)
     copy = kafka_broker.copy_log_dirs(tmp_path / "copy")
-    log.info("copied at %.1fs", time.monotonic() - t0)
     admin = kafka_broker.admin()
 
     # committed offsets of every group the broker knows
-    ours = committed_offsets_from_log(_read_topic(spark, copy, "__consumer_offsets"))
-    log.info("offsets read at %.1fs", time.monotonic() - t0)
+    internal_rows = _read_topics(spark, copy, ["__consumer_offsets", "__transaction_state"])
+    ours = committed_offsets_from_log(internal_rows["__consumer_offsets"])
     groups = sorted(g["group_id"] for g in admin.list_groups())
     assert set(standard_workload.groups) <= set(groups), (standard_workload.groups, groups)
     fetched = admin.list_group_offsets({g: None for g in groups})
@@ -115,9 +112,8 @@ def test_groups_and_transactions_equal_the_broker(kafka_broker: KafkaBroker, sta
                             ours[extra], None)
 
     # transactions
-    txns = transactions_from_log(_read_topic(spark, copy, "__transaction_state"))
+    txns = transactions_from_log(internal_rows["__transaction_state"])
     described = admin.describe_transactions(sorted(standard_workload.transactions))
-    log.info("txns at %.1fs", time.monotonic() - t0)
     for tid in sorted(standard_workload.transactions):
         d = described[tid]
         kafka = {"state": str(getattr(d.state, "value", d.state)), "producerId": d.producer_id,
@@ -149,7 +145,6 @@ def test_groups_and_transactions_equal_the_broker(kafka_broker: KafkaBroker, sta
         mine_hanging = sorted(f.offset for f in findings if f.check == "hanging-transaction")
         conformance.compare(COMPARISON, kafka_version, f"hanging transactions {t}-{p}", mine_hanging, [])
     hanging = admin.find_hanging_transactions()
-    log.info("hanging at %.1fs", time.monotonic() - t0)
     conformance.compare(COMPARISON, kafka_version, "broker find-hanging", list(hanging or []), [])
     conformance.assert_equal(COMPARISON, kafka_version, at_least=10)
 

@@ -13,8 +13,6 @@ Compared per partition: the end (consumer ``end_offsets`` vs the offline HW / LS
 
 from __future__ import annotations
 
-import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,6 @@ import pytest
 from broker import KafkaBroker, wait_until
 
 pytestmark = pytest.mark.conformance
-log = logging.getLogger("conformance")
 
 COMPARISON = "reading"
 ISOLATIONS = ("read_uncommitted", "read_committed")
@@ -93,18 +90,14 @@ def _offline_ends(copy: Path, partitions: list[tuple[str, int]], isolation: str)
 
 def test_kafka_log_source_reads_what_a_consumer_reads(kafka_broker: KafkaBroker, standard_workload, spark,
                                                        conformance, kafka_version: str, tmp_path: Path) -> None:
-    t0 = time.monotonic()
     topics = sorted(standard_workload.topics)
     partitions = [(t, p) for t in topics for p in range(standard_workload.topics[t])]
     kafka_broker.wait_high_watermarks_checkpointed(partitions)
     copy = kafka_broker.copy_log_dirs(tmp_path / "copy")
     for isolation in ISOLATIONS:
         ends, consumed = _consume(kafka_broker, partitions, isolation)
-        log.info("consumed at %.1fs", time.monotonic() - t0)
         read = _read(spark, copy, topics, isolation)
-        log.info("spark read at %.1fs", time.monotonic() - t0)
         offline = _offline_ends(copy, partitions, isolation)
-        log.info("offline ends at %.1fs", time.monotonic() - t0)
         for key in partitions:
             name = f"{isolation} {key[0]}-{key[1]}"
             conformance.compare(COMPARISON, kafka_version, f"{name} end", offline.get(key), ends[key])

@@ -20,7 +20,7 @@ from typing import Any
 
 from broker import KafkaBroker, wait_until
 
-__all__ = ["CODECS", "Workload", "producer", "produce", "codecs", "log_append_time", "idempotent",
+__all__ = ["CODECS", "Workload", "producer", "produce", "codecs", "confluent", "log_append_time", "idempotent",
            "transactions", "consumer_groups", "compacted", "retention", "standard", "records",
            "open_transaction"]
 
@@ -106,6 +106,32 @@ def codecs(broker: KafkaBroker, topic: str = "w-codecs", partitions: int = 3, n:
             produce(p, topic, f"{codec}", n)
         finally:
             p.close(timeout=10)
+    return Workload(topics={topic: partitions})
+
+
+def confluent(broker: KafkaBroker, topic: str = "w-confluent", partitions: int = 2, n: int = 60
+              ) -> Workload:
+    """librdkafka (confluent-kafka) as the producer: idempotent, lz4 and zstd, null header values
+    (which kafka-python cannot send), null keys and values.  Skipped (empty workload) when
+    confluent-kafka is not installed."""
+    try:
+        from confluent_kafka import Producer
+    except ImportError:
+        return Workload()
+    broker.create_topic(topic, partitions)
+    for codec in ("lz4", "zstd"):
+        errors: list[Any] = []
+        p = Producer({"bootstrap.servers": broker.bootstrap, "compression.type": codec,
+                      "enable.idempotence": True, "linger.ms": 5, "batch.size": 4096})
+        for i, (key, value, headers) in enumerate(records(f"rdk-{codec}", n)):
+            hdrs: list[tuple[str, bytes | None]] = list(headers)
+            if i % 4 == 1:
+                hdrs.append(("nullh", None))
+            p.produce(topic, key=key, value=value, headers=hdrs,
+                      on_delivery=lambda err, msg: errors.append(err) if err is not None else None)
+            p.poll(0)
+        left = p.flush(60)
+        assert left == 0 and not errors, (left, errors[:3])
     return Workload(topics={topic: partitions})
 
 
@@ -294,7 +320,8 @@ def standard(broker: KafkaBroker) -> Workload:
     step("restart")
     wl.merge(log_append_time(broker))
     wl.merge(idempotent(broker))
-    step("log append time, idempotent")
+    wl.merge(confluent(broker))
+    step("log append time, idempotent, confluent")
     p = producer(broker, compression_type="snappy")
     try:
         produce(p, "w-codecs", "after-restart", 30)
