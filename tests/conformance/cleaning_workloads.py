@@ -236,34 +236,31 @@ def segment_records(log: Path) -> list[tuple[Any, ...]]:
     return out
 
 
-def compare_partition(broker_dir: Path, ours_dir: Path, *, compare_bytes: bool = True) -> list[str]:
-    """Differences between the broker's cleaned partition and ours: the segment list, the records
-    of each segment, and (``compare_bytes``) the bytes of ``.log``, ``.index``, ``.timeindex``
-    and ``.txnindex``."""
-    diffs: list[str] = []
+def compare_partition(broker_dir: Path, ours_dir: Path, *, compare_bytes: bool = True
+                      ) -> list[tuple[str, bool, str]]:
+    """Cases ``(name, equal, detail)`` comparing the broker's cleaned partition with ours: the
+    segment list, the records of each segment, and (``compare_bytes``) the bytes of ``.log``,
+    ``.index``, ``.timeindex`` and ``.txnindex`` of each segment."""
+    cases: list[tuple[str, bool, str]] = []
     theirs, mine = segment_bases(broker_dir), segment_bases(ours_dir)
-    if theirs != mine:
-        diffs.append(f"{broker_dir.name}: segments broker {theirs} ours {mine}")
+    cases.append((f"{broker_dir.name} segments", theirs == mine, f"broker {theirs} ours {mine}"))
     for base in sorted(set(theirs) & set(mine)):
         name = f"{base:020d}"
         a, b = segment_records(broker_dir / f"{name}.log"), segment_records(ours_dir / f"{name}.log")
-        if a != b:
-            only_a = [r[1] for r in a if r not in b][:8]
-            only_b = [r[1] for r in b if r not in a][:8]
-            diffs.append(f"{broker_dir.name}/{name}.log: records differ ({len(a)} broker, {len(b)} ours; "
-                         f"offsets only broker {only_a}, only ours {only_b})")
-            continue
-        if not compare_bytes:
+        only_a = [r[1] for r in a if r not in b][:8]
+        only_b = [r[1] for r in b if r not in a][:8]
+        cases.append((f"{broker_dir.name}/{name} records", a == b,
+                      f"{len(a)} broker, {len(b)} ours; offsets only broker {only_a}, only ours {only_b}"))
+        if a != b or not compare_bytes:
             continue
         for suffix in (".log", ".index", ".timeindex", ".txnindex"):
             fa, fb = broker_dir / f"{name}{suffix}", ours_dir / f"{name}{suffix}"
             da = fa.read_bytes() if fa.exists() else b""
             db = fb.read_bytes() if fb.exists() else b""
-            if da != db:
-                first = next((i for i in range(min(len(da), len(db))) if da[i] != db[i]), min(len(da), len(db)))
-                diffs.append(f"{broker_dir.name}/{name}{suffix}: bytes differ ({len(da)} broker, {len(db)} ours, "
-                             f"first difference at byte {first})")
-    return diffs
+            first = next((i for i in range(min(len(da), len(db))) if da[i] != db[i]), min(len(da), len(db)))
+            cases.append((f"{broker_dir.name}/{name}{suffix} bytes", da == db,
+                          f"{len(da)} broker, {len(db)} ours, first difference at byte {first}"))
+    return cases
 
 
 def stamped_clean_time(pdir: Path, delete_retention_ms: int) -> int | None:

@@ -38,7 +38,6 @@ from typing import Any
 import pytest
 
 import cleaning_workloads as wl
-import kafka_dist
 
 pytestmark = pytest.mark.conformance
 
@@ -73,12 +72,6 @@ class Lifecycle:
     clean_time_b: dict[str, int]   # topic -> broker's cleaning time (stamped horizons), else None
     clean_time_d: dict[str, int]
     retention: dict[str, Any] = field(default_factory=dict)
-
-
-def _broker_cls() -> Any:
-    from broker import KafkaBroker  # tests/conformance/broker.py (the shared harness)
-
-    return KafkaBroker
 
 
 def _copy(src: Path, dest: Path) -> Path:
@@ -132,13 +125,12 @@ def _mark(what: str, t0: list[float]) -> None:
     print(f"[cleaning] {time.monotonic() - t0[0]:6.1f}s {what}", file=sys.stderr, flush=True)
 
 
-def _run_lifecycle(version: str, work: Path) -> Lifecycle:
+def _run_lifecycle(version: str, work: Path, broker_factory: Any) -> Lifecycle:
     t0 = [time.monotonic()]
-    broker = _broker_cls()(version, work / "broker", broker_config={**INTERNAL, **HELD})
+    broker = broker_factory("cleaning", {**INTERNAL, **HELD})   # started
     topics = list(wl.COMPACTED_TOPICS)
     try:
         # A: fill, cleaner held back
-        broker.start()
         _mark(f"{version} A started", t0)
         for t, cfg in {**wl.COMPACTED_TOPICS, **wl.RETENTION_TOPICS}.items():
             broker.create_topic(t, partitions=1, config=cfg)
@@ -179,7 +171,7 @@ def _run_lifecycle(version: str, work: Path) -> Lifecycle:
         after_d = _copy(broker.log_dir, work / "after-d")
         _mark("D done", t0)
     finally:
-        broker.kill()
+        broker.stop()
     times_b = {t: wl.stamped_clean_time(after_b / f"{t}-0", _drm(t)) for t in topics}
     times_d = {"cc-expire": wl.stamped_clean_time(after_d / "cc-expire-0", _drm("cc-expire"))}
     return Lifecycle(version, work, s0, after_b, s2, after_d, cleaned_b, cleaned_d, expected_b, expected_d,
@@ -275,75 +267,67 @@ def _earliest_offsets(broker: Any, topics: list[str]) -> dict[str, int]:
 # fixtures and tests
 
 
-@pytest.fixture(scope="module", params=kafka_dist.versions())
-def lifecycle(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lifecycle]:
-    version = request.param
-    if kafka_dist.classpath(version) is None:
-        pytest.skip(f"Kafka {version}: {kafka_dist.unavailable_reason(version)}")
-    work = tmp_path_factory.mktemp(f"cleaning-{version}")
-    yield _run_lifecycle(version, work)
+@pytest.fixture(scope="module")
+def lifecycle(kafka_version: str, broker_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Lifecycle:
+    """Phases A-D on a dedicated broker of ``kafka_version`` (see the module doc)."""
+    work = tmp_path_factory.mktemp(f"cleaning-{kafka_version}")
+    return _run_lifecycle(kafka_version, work, broker_factory)
 
 
-def test_compaction_matches_kafka(lifecycle: Lifecycle, tmp_path: Path) -> None:
+def test_compaction_matches_kafka(lifecycle: Lifecycle, conformance: Any, tmp_path: Path) -> None:
     """Broker's cleaned partitions == our prediction from the same files at the broker's cleaning
     time: same checkpoint, same segments, same records per segment, byte-identical files."""
     lc = lifecycle
-    diffs: list[str] = []
-    phases = (("first cleaning", lc.s0, lc.after_b, lc.cleaned_b, lc.expected_b, lc.clean_time_b),
-              ("second cleaning", lc.s2, lc.after_d, lc.cleaned_d, lc.expected_d, lc.clean_time_d))
-    for label, before, after, cleaned, expected, times in phases:
-        for topic in expected:
+    phases = (("first cleaning", lc.s0, lc.after_b, lc.cleaned_b, lc.clean_time_b),
+              ("second cleaning", lc.s2, lc.after_d, lc.cleaned_d, lc.clean_time_d))
+    for label, before, after, cleaned, times in phases:
+        for topic in cleaned:
             now = times.get(topic, int(os.path.getmtime(after)) * 1000)
             checkpoint, ours = _predict_partition(before, topic, now, tmp_path / label.replace(" ", "-"))
-            if cleaned[topic] != checkpoint:
-                diffs.append(f"{label} {topic}: cleaner checkpoint broker {cleaned[topic]} ours {checkpoint}")
-            diffs += [f"{label} {d}" for d in wl.compare_partition(after / f"{topic}-0", ours)]
-    assert not diffs, f"Kafka {lc.version}:\n" + "\n".join(diffs)
+            conformance.compare("compaction", lc.version, f"{label}: {topic}-0 cleaner checkpoint",
+                                checkpoint, cleaned[topic])
+            for case, equal, detail in wl.compare_partition(after / f"{topic}-0", ours):
+                conformance.record("compaction", lc.version, f"{label}: {case}", equal, "" if equal else detail)
+    conformance.assert_equal("compaction", lc.version, at_least=30)
 
 
-def test_retention_matches_kafka(lifecycle: Lifecycle) -> None:
+def test_retention_matches_kafka(lifecycle: Lifecycle, conformance: Any) -> None:
     """The broker's retention pass deletes exactly the segments ``klogs retention --now T`` calls
     deletable, moves the log start offset to the first segment we keep, keeps the boundary
     segment until its deletableAtMs and deletes it after."""
     lc = lifecycle
     rows, obs = lc.retention["rows"], lc.retention["observed"]
-    diffs: list[str] = []
-    for topic in wl.RETENTION_TOPICS:
-        mine = [r for r in rows if r["topic"] == topic]
-        assert mine, f"no retention rows for {topic}"
-        before = wl.segment_bases(lc.s2 / f"{topic}-0")
-        kept_ours = [r["baseOffset"] for r in mine if not r["deletable"]]
-        kept_broker = obs["after_first_passes"][topic]
-        if topic == "rt-time" and "boundary" in obs:
-            kept_broker = sorted(set(kept_broker) | {obs["boundary"]["baseOffset"]})
-        # segments the broker rolled after our copy (an emptied log gets a new active segment)
-        kept_broker_old = [b for b in kept_broker if b in before]
-        if kept_broker_old != kept_ours:
-            diffs.append(f"{topic}: segments kept broker {kept_broker_old} ours {kept_ours}")
-        deleted_ours = sorted(set(before) - set(kept_ours))
-        assert deleted_ours, f"{topic}: the workload must make some segment deletable"
-        expected_start = min(kept_ours) if kept_ours else None
-        if topic != "rt-time" and expected_start is not None and lc.retention["earliest"][topic] != expected_start:
-            diffs.append(f"{topic}: log start offset broker {lc.retention['earliest'][topic]} ours {expected_start}")
+    v = lc.version
     b = obs.get("boundary")
     assert b is not None, "rt-time: the workload must leave a segment with a deletableAtMs"
     assert "error" not in b, b.get("error")
     assert b["seen_present_ms"] is not None or "gone_early_at_ms" in b, \
         f"rt-time: the test reached deletableAtMs {b['deletableAtMs']} before it could watch the segment " \
         "(BOUNDARY_DELAY_MS too short for this machine)"
-    if "gone_early_at_ms" in b:
-        diffs.append(f"rt-time: segment {b['baseOffset']} deleted at {b['gone_early_at_ms']}, "
-                     f"before our deletableAtMs {b['deletableAtMs']}")
-    if not b["deleted"]:
-        diffs.append(f"rt-time: segment {b['baseOffset']} still there after our deletableAtMs {b['deletableAtMs']}")
-    after = [x for x in b["segments_after"] if x > b["baseOffset"]]
-    kept_ours = sorted(r["baseOffset"] for r in rows if r["topic"] == "rt-time" and not r["deletable"])
-    nxt = [x for x in kept_ours if x > b["baseOffset"]]
-    if nxt and nxt[0] not in after:
-        diffs.append(f"rt-time: segment {nxt[0]} (after the boundary, deletableAtMs "
-                     f"{[r['deletableAtMs'] for r in rows if r['topic'] == 'rt-time' and r['baseOffset'] == nxt[0]]})"
-                     " was deleted too")
-    if lc.retention["earliest"]["rt-time"] != (nxt[0] if nxt else None):
-        diffs.append(f"rt-time: log start offset broker {lc.retention['earliest']['rt-time']} "
-                     f"ours {nxt[0] if nxt else None}")
-    assert not diffs, f"Kafka {lc.version}:\n" + "\n".join(diffs)
+    for topic in wl.RETENTION_TOPICS:
+        mine = [r for r in rows if r["topic"] == topic]
+        before = wl.segment_bases(lc.s2 / f"{topic}-0")
+        assert [r["baseOffset"] for r in mine] == before, f"{topic}: one row per segment of the copy"
+        deletable = sorted(r["baseOffset"] for r in mine if r["deletable"])
+        assert deletable, f"{topic}: the workload must make some segment deletable now"
+        gone = sorted(set(before) - set(obs["after_first_passes"][topic]))
+        if topic == "rt-time":
+            gone = sorted(set(gone) - {b["baseOffset"]})   # the boundary is judged on its own below
+        conformance.compare("retention", v, f"{topic}-0 segments deleted at --now", deletable, gone)
+        kept = sorted(r["baseOffset"] for r in mine if not r["deletable"])
+        if topic == "rt-size":
+            conformance.compare("retention", v, f"{topic}-0 log start offset", kept[0],
+                                lc.retention["earliest"][topic])
+    # deletableAtMs: kept before it, deleted after it; the segment after it and the log start
+    kept_time = sorted(r["baseOffset"] for r in rows if r["topic"] == "rt-time" and not r["deletable"])
+    nxt = [x for x in kept_time if x > b["baseOffset"]]
+    conformance.record("retention", v, "rt-time-0 boundary segment kept before its deletableAtMs",
+                       "gone_early_at_ms" not in b,
+                       f"deleted at {b.get('gone_early_at_ms')}, deletableAtMs {b['deletableAtMs']}")
+    conformance.record("retention", v, "rt-time-0 boundary segment deleted after its deletableAtMs",
+                       bool(b["deleted"]), f"still present after deletableAtMs {b['deletableAtMs']}")
+    conformance.record("retention", v, "rt-time-0 the segment after the boundary kept",
+                       bool(nxt) and nxt[0] in b["segments_after"], f"segments left {b['segments_after']}")
+    conformance.compare("retention", v, "rt-time-0 log start offset after the boundary went",
+                        nxt[0] if nxt else None, lc.retention["earliest"]["rt-time"])
+    conformance.assert_equal("retention", v, at_least=7)
