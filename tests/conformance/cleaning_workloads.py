@@ -129,8 +129,10 @@ def fill_compacted(bootstrap: str, now_ms: int) -> None:
               flush_every=6)
     p.close()
 
-    # cc-compact-delete: updates and tombstones, zstd
+    # cc-compact-delete: 60 keys written once (what the cleaner keeps spans several segment.bytes,
+    # so its groups are bounded by the segment size), then updates and tombstones, zstd
     p = _producer(bootstrap, compression_type="zstd")
+    _send_all(p, "cc-compact-delete", [(b"u%03d" % i, _value(2000 + i), None) for i in range(60)], flush_every=4)
     rows = [(b"d%02d" % (i % 15), None if i % 17 == 0 else _value(i), None) for i in range(220)]
     _send_all(p, "cc-compact-delete", rows, flush_every=4)
     p.close()
