@@ -996,7 +996,9 @@ def compress(codec: int, data: bytes | bytearray | memoryview, *, magic: int = M
     descriptor for ``magic`` 0, KAFKA-3160); zstd: one frame without content size or checksum.
     ``level`` None means Kafka's default (:data:`DEFAULT_LEVELS`).  Framing is byte-exact; the
     compressed bytes inside equal Java's only when the same codec library version is used (snappy
-    uses cramjam's Rust encoder, not libsnappy).
+    uses cramjam's Rust encoder, not libsnappy).  lz4 at the default level equals lz4-java's
+    fastCompressor (Kafka 3.9 and 4.x, checked against a broker's cleaner output), through
+    cramjam's block compressor; other lz4 levels use the ``lz4`` package's HC compressor.
     """
     _check_codec_magic(codec, magic, None, None)
     _require(codec, None)
