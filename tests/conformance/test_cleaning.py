@@ -22,15 +22,20 @@ horizons, new horizons ``now + delete.retention.ms``).  The workload keeps every
 comparison hours away from its threshold; the cleaning time is read back from the horizons the
 broker stamped (``horizon - delete.retention.ms``), and the partition is predicted at that time
 (byte comparisons need it: a stamped horizon becomes the batch's base timestamp).
+
+The predictions call what ``klogs compaction --mode cleaner --write-segments`` and ``klogs
+retention`` run per partition (``kafka_format.compaction.clean_partition`` /
+``write_cleaned_partition``, ``kafka_format.retention.plan_retention`` / ``run_task``), with the
+same ``--config`` layers (the broker's cleaner settings, the topic configs; the rest from the
+copy's KRaft metadata): the Spark jobs around them cost minutes per run here and are tested
+against the same modules in tests/jobs, and the retention window is timed.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +46,6 @@ import cleaning_workloads as wl
 
 pytestmark = pytest.mark.conformance
 
-REPO = Path(__file__).resolve().parents[2]
 
 HELD = {"log.cleaner.min.cleanable.ratio": "1.0", "log.cleaner.backoff.ms": "100",
         "log.initial.task.delay.ms": "3600000", "log.retention.check.interval.ms": "3600000"}
