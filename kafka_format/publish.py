@@ -47,7 +47,6 @@ from kafka_format.ownership import (
     read_marker,
     read_sidecar,
     remove_tree,
-    sidecar_path,
     write_marker,
     write_sidecar,
 )

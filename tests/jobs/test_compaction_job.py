@@ -250,9 +250,13 @@ def _check_cleaner_output(out: Path, cleaner_run) -> None:  # type: ignore[no-un
 def test_main_cleaner_mode(cleaner_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "out"
     out.mkdir()
-    (out / "stale-file-from-an-earlier-run").write_text("x")     # an existing DIR is replaced
+    (out / ".klogs-output").write_text(json.dumps({                # an earlier run's DIR (its marker) ...
+        "marker": "klogs-output", "job": "compaction", "kind": "results", "formatVersion": 1,
+        "run": "0" * 32, "created": "2026-01-01T00:00:00Z"}))
+    (out / "stale-file-from-an-earlier-run").write_text("x")     # ... is replaced
     assert _main(_cleaner_argv(out, "--write-segments")) == 0
     _check_cleaner_output(out, cleaner_run)
+    assert json.loads((out / ".klogs-output").read_text())["run"] != "0" * 32
 
 
 def test_main_full_mode(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -332,7 +336,7 @@ def test_crash_leaves_nothing_partial_and_rerun_completes(cleaner_run, tmp_path:
     lookalike.mkdir()
     (lookalike / "user-file").write_text("keep")
     assert _main(_cleaner_argv(parent / "out", "--write-segments")) == 0
-    assert sorted(os.listdir(parent)) == [lookalike.name, other.name, "out"]
+    assert sorted(os.listdir(parent)) == sorted([lookalike.name, other.name, "out"])
     assert (lookalike / "user-file").read_text() == "keep"
     (lookalike / "user-file").unlink()
     lookalike.rmdir()
