@@ -286,6 +286,8 @@ def _inside_partition(root: Path, job: Job) -> tuple[Path, str]:
 
 
 def _holding_input(root: Path, job: Job) -> tuple[Path, str]:
+    if job.kind == "checkpoint":          # the root also holds this case's --out: that overlap is named first
+        return root, "the checkpoint and the output overlap"
     return root, "a directory holding input log dir"
 
 
