@@ -41,6 +41,7 @@ from kafka_format.api import SkippedRange, decode_segment
 from kafka_format.crc import crc32, crc32c
 from kafka_format.errors import KafkaFormatError
 from kafka_format.logdir import LogDir, PartitionLog, Segment
+from kafka_format.ownership import Owner
 from kafka_format.records.control import ControlRecordType, parse_control_key, parse_end_txn_marker
 from kafka_format.report.units import human_duration
 
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from kafka_format.topicconfig import TopicConfig
 
 __all__ = [
+    "REPORT_OWNER",
     "Finding",
     "FileAccounting",
     "PartitionAudit",
@@ -72,6 +74,7 @@ __all__ = [
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 SEVERITY_RANK = {INFO: 0, WARNING: 1, ERROR: 2}
+REPORT_OWNER = Owner("audit", "report")            # the marker of an --out directory
 FINDING_COLUMNS = ("severity", "check", "topic", "partition", "file", "position", "offset",
                    "expected", "actual", "message")
 ACCOUNTING_COLUMNS = ("topic", "partition", "file", "sizeBytes", "validBytes", "skippedBytes",
@@ -1311,7 +1314,8 @@ def render_html(findings: Sequence[dict[str, Any]], files: Sequence[dict[str, An
 
 def write_outputs(out: str, findings: Sequence[dict[str, Any]], files: Sequence[dict[str, Any]]) -> None:
     """Publish ``out/findings/`` (Parquet), ``out/files/`` (Parquet) and ``out/report.html`` at once
-    (:func:`kafka_format.publish.staging_dir`: a crash leaves the previous ``out`` or none)."""
+    (:func:`kafka_format.publish.staging_dir`: a crash leaves the previous ``out`` or none).  ``out``
+    must be absent, empty or a previous audit output (:data:`REPORT_OWNER`'s marker)."""
     import pyarrow.parquet as pq
 
     from kafka_format.publish import crash_point, staging_dir
@@ -1325,7 +1329,7 @@ def write_outputs(out: str, findings: Sequence[dict[str, Any]], files: Sequence[
         pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
         pa.field("file", pa.string(), False),
         *(pa.field(c, pa.int64(), False) for c in ACCOUNTING_COLUMNS[3:])])
-    with staging_dir(out) as tmp:
+    with staging_dir(out, REPORT_OWNER) as tmp:
         for name, rows, schema in (("findings", findings, finding_schema), ("files", files, files_schema)):
             os.mkdir(os.path.join(tmp, name))
             table = pa.Table.from_pylist([dict(r) for r in rows], schema=schema)

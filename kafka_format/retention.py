@@ -59,8 +59,10 @@ from typing import Any, Protocol
 
 from kafka_format.errors import KafkaFormatError
 from kafka_format.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
+from kafka_format.ownership import Owner
 
 __all__ = [
+    "REPORT_OWNER",
     "REASON_LOG_START_OFFSET",
     "REASON_RETENTION_BYTES",
     "REASON_RETENTION_MS",
@@ -87,6 +89,7 @@ __all__ = [
 ]
 
 REASON_LOG_START_OFFSET = "log-start-offset"
+REPORT_OWNER = Owner("retention", "report")          # the marker of a --out report
 REASON_RETENTION_BYTES = "retention.bytes"
 REASON_RETENTION_MS = "retention.ms"
 
@@ -583,7 +586,8 @@ def render_html(summary: Sequence[Mapping[str, Any]], steps: Sequence[tuple[int,
 def write_report(out: str, rows: Sequence[Mapping[str, Any]], summary: Sequence[Mapping[str, Any]], now_ms: int, *,
                  fmt: str = "jsonl", inputs: Mapping[str, Any] | None = None) -> None:
     """Publish ``out`` atomically: segments (``segments.jsonl`` or ``segments.txt``), ``summary.json``,
-    ``disk-usage.png`` and ``disk-usage.html``."""
+    ``disk-usage.png`` and ``disk-usage.html``.  ``out`` must be absent, empty or a previous report
+    (:data:`REPORT_OWNER`'s marker); anything else is refused untouched."""
     import json
     import os
 
@@ -595,7 +599,7 @@ def write_report(out: str, rows: Sequence[Mapping[str, Any]], summary: Sequence[
               ("segments", "bytes", "deletableSegments", "deletableBytes", "bytesRemaining", "bytesNeverDeletable")}
     doc = {"nowMs": now_ms, "inputs": dict(inputs or {}), "partitions": list(summary), "total": totals,
            "diskUsage": [{"fromMs": t, "bytes": b} for t, b in steps], "notes": list(NOTES)}
-    with staging_dir(out) as tmp:
+    with staging_dir(out, REPORT_OWNER) as tmp:
         name = "segments.jsonl" if fmt == "jsonl" else "segments.txt"
         with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
             f.write(format_segments(rows, fmt))

@@ -14,6 +14,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +24,11 @@ from kafka_format.topicconfig import ConfigError, TopicConfigs, load_topic_confi
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from kafka_format.ownership import Owner
+    from kafka_format.publish import Claim
+
 __all__ = ["add_common_arguments", "JobContext", "job_context", "check_inputs", "session_for", "jvm_log_path",
-           "run_job", "run_main", "parse_args", "describe",
+           "run_job", "run_main", "parse_args", "describe", "claim_out",
            "UsageError",
            "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
 
@@ -172,6 +176,23 @@ def jvm_log_path(app_name: str) -> str:
         os.path.expanduser("~"), ".cache", "kafka-log-analytics", "logs")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     return os.path.join(root, f"klogs-{app_name}-{stamp}-{os.getpid()}.log")
+
+
+def claim_out(ctx: JobContext, owner: Owner, *, file: bool = False,
+              path: str | None = None, flag: str = "--out") -> AbstractContextManager[Claim | None]:
+    """Hold the job's output (``path``, default ``--out``) for the run: refused (exit 2) unless it
+    is absent, empty or this job's previous output, or when another run holds it (see
+    :func:`kafka_format.publish.claim_output`); a no-op without an output."""
+    from kafka_format.publish import claim_output, local_path
+
+    target = ctx.out if path is None else path
+    if target is None:
+        return nullcontext()
+    try:
+        local_path(target)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+    return claim_output(target, owner, inputs=ctx.logdirs, file=file, what="checkpoint" if flag == "--checkpoint" else "output")
 
 
 def run_job(body: Callable[[], int], *, prog: str) -> int:
