@@ -137,8 +137,15 @@ def hold(target: str, *, what: str = "output") -> Iterator[str]:
             with _held_guard:
                 _held[path] -= 1
         return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = _acquire(path, what, target)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = _acquire(path, what, target)
+    except (OutputBusy, OutputRefused):
+        raise
+    except OSError as exc:             # name the user's path and the reason, not our lock file
+        raise OutputRefused(f"cannot create the {what} here", path=target,
+                            expected="a path whose parent directory exists and is writable",
+                            found=exc.strerror or str(exc)) from None
     try:
         os.ftruncate(fd, 0)
         os.write(fd, _identity())

@@ -61,3 +61,14 @@ def test_spark_start_up_lines_go_to_the_log_file_not_stderr(tmp_path: Path) -> N
     assert proc.stdout.count("\n") >= 1 and all('"topic":"compacted"' in line for line in proc.stdout.splitlines())
     (log,) = list(logs.glob("klogs-retention-*.log"))
     assert "log4j" in log.read_text()     # Spark announced its log profile there, not on our stderr
+
+
+@pytest.mark.parametrize("job", ["retention", "audit", "compaction", "export"])
+def test_an_output_that_cannot_be_created_names_the_users_path(job: str, tmp_path: Path) -> None:
+    target = "/proc/klogs-no-such-output"           # /proc refuses new files, even to root
+    proc = _klogs([job, str(SAMPLES), "--out", target], tmp_path / "logs")
+    assert proc.returncode == 2
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"klogs {job}: {target}: cannot create the output here")
+    assert "klogs-lock" not in line and ".tmp-" not in line            # no name the user never gave
+    assert not (tmp_path / "logs").exists()                             # refused before Spark started
