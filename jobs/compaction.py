@@ -67,19 +67,20 @@ def _body(args: argparse.Namespace) -> int:
     publish.cleanup_stale(os.path.dirname(out), os.path.basename(out))   # a crashed run's leftovers
     summary: dict[str, object] = {"mode": args.mode, **describe(ctx)}
     with publish.staging_dir(out) as stage:
+        records_dir = os.path.join(stage, "records")
         if args.mode == "full":
             df = comp.read_full_input(spark, ctx.logdirs, topics=ctx.topics, topic_pattern=ctx.topic_pattern)
-            decisions = comp.compaction_full_decisions(df).cache()
-            decisions.write.parquet(os.path.join(stage, "records"))
-            summary["partitions"] = sorted((r.asDict() for r in comp.compaction_full_summary(decisions).collect()),
+            comp.compaction_full_decisions(df).write.parquet(records_dir)
+            # the summary from the written decisions (a few small columns), not from a cache of the rows
+            written = spark.read.parquet(records_dir).select(*comp.FULL_SUMMARY_INPUT)
+            summary["partitions"] = sorted((r.asDict() for r in comp.compaction_full_summary(written).collect()),
                                            key=_partition_order)
-            decisions.unpersist()
         else:
-            records, parts = comp.compaction_cleaner(
-                spark, ctx.logdirs, ctx.configs, ctx.now_ms, topics=ctx.topics, topic_pattern=ctx.topic_pattern,
-                force=args.force,
+            pending = os.path.join(stage, ".records")     # named records/ once the segments are complete
+            rows = comp.run_cleaner_pass(          # runs the cleaner: records and segments written by the tasks
+                spark, ctx.logdirs, ctx.configs, ctx.now_ms, records_dir=pending, topics=ctx.topics,
+                topic_pattern=ctx.topic_pattern, force=args.force,
                 segments_dir=os.path.join(stage, "segments") if args.write_segments else None)
-            rows = parts.collect()                       # runs the cleaner (and writes the segments)
             if args.write_segments:
                 comp.finish_segments_dir(os.path.join(stage, "segments"), rows)
             summary["partitions"] = sorted(({**r.asDict(), "segmentsDir": None if r["segmentsDir"] is None
@@ -87,8 +88,7 @@ def _body(args: argparse.Namespace) -> int:
                                            key=_partition_order)
             if args.write_segments:
                 publish.crash_point("compaction:segments-written")
-            records.write.parquet(os.path.join(stage, "records"))
-            spark.catalog.clearCache()          # the cleaner's persisted pass (the job owns the session)
+            os.rename(pending, records_dir)
         publish.crash_point("compaction:records-written")
         with open(os.path.join(stage, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=2, sort_keys=False)

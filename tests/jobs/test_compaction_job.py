@@ -322,7 +322,7 @@ def test_crash_leaves_nothing_partial_and_rerun_completes(cleaner_run, tmp_path:
     leftovers = sorted(n for n in os.listdir(tmp_path) if n != "conf")
     assert len(leftovers) == 2 and all(publish.is_temp_name(n) and n.startswith(".out.tmp-") for n in leftovers)
     assert sorted(tuple(sorted(os.listdir(tmp_path / n))) for n in leftovers) == [
-        ("records", "segments"), ("segments",)]
+        (".records", "segments"), ("records", "segments")]
     other = tmp_path / f".other.tmp-{'0' * 32}"        # another output being published beside DIR
     other.mkdir()
     assert _main(_cleaner_argv(out, "--write-segments")) == 0
