@@ -10,7 +10,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 STAMP := $(VENV)/.installed
 SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/*.c)
 
-.PHONY: help setup test test-reference test-cluster conformance demo bench fuzz package samples clean docs docs-cli
+.PHONY: help setup test test-reference test-cluster conformance demo bench bench-scale fuzz package samples clean docs docs-cli
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-16s %s\n", $$1, $$2}'
@@ -40,6 +40,10 @@ demo: $(STAMP) ## Run the product on data_samples/ with local Spark and print wh
 
 bench: $(STAMP) ## Decode/plan/scan benchmarks, written to BENCHMARKS.md
 	$(PY) tests/benchmarks/run.py --out BENCHMARKS.md
+
+SCALE_SIZES ?= 1g,4g,16g
+bench-scale: $(STAMP) ## Every job on generated 1/4/16 GB log dirs (local[2], 1 GB driver), appended to BENCHMARKS.md
+	$(PY) tests/benchmarks/scale.py --sizes $(SCALE_SIZES) --out BENCHMARKS.md
 
 fuzz: $(STAMP) ## Longer coverage-guided fuzzing run
 	$(PY) -m pytest -m fuzz_long tests/fuzz $(PYTEST_ARGS)

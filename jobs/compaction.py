@@ -20,6 +20,7 @@ import os
 import sys
 
 from kafka_format import publish
+from kafka_format.report.compaction_page import render_compaction_page
 from kafka_format.cli.jobargs import (
     EXIT_OK,
     JobContext,
@@ -76,19 +77,20 @@ def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
     spark = session_for(ctx, PROG)
     summary: dict[str, object] = {"mode": args.mode, **describe(ctx)}
     with publish.staging_dir(out, OWNER) as stage:
+        records_dir = os.path.join(stage, "records")
         if args.mode == "full":
             df = comp.read_full_input(spark, ctx.logdirs, topics=ctx.topics, topic_pattern=ctx.topic_pattern)
-            decisions = comp.compaction_full_decisions(df).cache()
-            decisions.write.parquet(os.path.join(stage, "records"))
-            summary["partitions"] = sorted((r.asDict() for r in comp.compaction_full_summary(decisions).collect()),
+            comp.compaction_full_decisions(df).write.parquet(records_dir)
+            # the summary from the written decisions (a few small columns), not from a cache of the rows
+            written = spark.read.parquet(records_dir).select(*comp.FULL_SUMMARY_INPUT)
+            summary["partitions"] = sorted((r.asDict() for r in comp.compaction_full_summary(written).collect()),
                                            key=_partition_order)
-            decisions.unpersist()
         else:
-            records, parts = comp.compaction_cleaner(
-                spark, ctx.logdirs, ctx.configs, ctx.now_ms, topics=ctx.topics, topic_pattern=ctx.topic_pattern,
-                force=args.force,
+            pending = os.path.join(stage, ".records")     # named records/ once the segments are complete
+            rows = comp.run_cleaner_pass(          # runs the cleaner: records and segments written by the tasks
+                spark, ctx.logdirs, ctx.configs, ctx.now_ms, records_dir=pending, topics=ctx.topics,
+                topic_pattern=ctx.topic_pattern, force=args.force,
                 segments_dir=os.path.join(stage, "segments") if args.write_segments else None)
-            rows = parts.collect()                       # runs the cleaner (and writes the segments)
             if args.write_segments:
                 comp.finish_segments_dir(os.path.join(stage, "segments"), rows)
             summary["partitions"] = sorted(({**r.asDict(), "segmentsDir": None if r["segmentsDir"] is None
@@ -96,12 +98,13 @@ def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
                                            key=_partition_order)
             if args.write_segments:
                 publish.crash_point("compaction:segments-written")
-            records.write.parquet(os.path.join(stage, "records"))
-            spark.catalog.clearCache()          # the cleaner's persisted pass (the job owns the session)
+            os.rename(pending, records_dir)
         publish.crash_point("compaction:records-written")
         with open(os.path.join(stage, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=2, sort_keys=False)
             f.write("\n")
+        with open(os.path.join(stage, "report.html"), "w", encoding="utf-8") as f:
+            f.write(render_compaction_page(summary))
     _print_summary(summary["partitions"], args.mode)  # type: ignore[arg-type]
     print(f"results: {out}")
     return EXIT_OK

@@ -32,8 +32,9 @@ removed
   ``marker-removed``       a control record removed (its txn's data gone, horizon passed)
   ``below-log-start``      reserved: the table has no rows below logStartOffset
 
-Key identity is exact byte equality.  Kafka compares 16-byte MD5 digests of keys
-(``SkimpyOffsetMap``); an MD5 collision would merge two keys there and not here.  The map holds
+Key identity is exact byte equality (keys become ids by a dictionary encoding of the partition's
+key bytes).  Kafka compares 16-byte MD5 digests of keys (``SkimpyOffsetMap``); an MD5 collision
+would merge two keys there and not here.  The map holds
 ``int(slots * log.cleaner.io.buffer.load.factor)`` keys, ``slots = min(dedupe.buffer.size /
 log.cleaner.threads, Int.MAX) // 24`` (``LogCleaner``: one map per cleaner thread).
 
@@ -46,8 +47,10 @@ Rewritten segments get indexes by the per-batch rule (KAFKA-806, as :mod:`kafka_
 the mtime of the group's last segment, and a ``.txnindex`` of the aborted transactions whose
 ABORT marker was kept while their data was still seen (``cleanedIndex``).
 
-Memory: the model holds batch headers, offsets and keys of the partition (values and headers are
-read again, batch by batch, only for batches that must be rebuilt).
+Memory: the model holds batch headers and, per record, its offset, key id and flags (about 30
+bytes a record; key bytes only while the ids are made; values and headers are read again, batch
+by batch, only for batches that must be rebuilt).  Decisions are numpy operations over a round's
+records, the walk over batches (transaction state, retention) is per batch.
 
 Offline inputs: LEO = next offset of the last segment (batch scan); HW = replication checkpoint
 capped at LEO (LEO when absent); LSO = min(HW, first offset of the earliest open transaction or of a
@@ -257,7 +260,8 @@ class _Model:
     segments: list[Segment]
     batches: list[_Batch]
     offsets: np.ndarray
-    keys: list[bytes | None]
+    key_ids: np.ndarray            # per record: id of its key bytes (exact equality), -1 = null key
+    n_keys: int                    # distinct key ids
     tomb: np.ndarray
     control: np.ndarray
     batch_of: np.ndarray
@@ -281,13 +285,24 @@ def _scan_headers(replica: PartitionLog, seg: Segment) -> list[Any]:
     if seg.log_path is None:
         return []
     with replica.filesystem.opened(_fs(replica, seg.log_path)) as f:
-        return list(iter_batches(f))
+        try:
+            return list(iter_batches(f))
+        except KafkaFormatError as exc:
+            raise _named(exc, seg.log_path) from None
+
+
+def _named(exc: KafkaFormatError, path: str) -> KafkaFormatError:
+    """``exc`` naming ``path`` when it was raised over an open file (``<bytes>``)."""
+    if exc.path is None:
+        exc.path = path
+        exc.args = (exc._render(),)
+    return exc
 
 
 def _load_model(replica: PartitionLog, headers: list[list[Any]]) -> _Model:
     batches: list[_Batch] = []
     offs: list[np.ndarray] = []
-    keys: list[bytes | None] = []
+    key_chunks: list[pa.Array] = []
     tombs: list[np.ndarray] = []
     ctrls: list[np.ndarray] = []
     bof: list[np.ndarray] = []
@@ -322,7 +337,7 @@ def _load_model(replica: PartitionLog, headers: list[list[Any]]) -> _Model:
                     offs.append(o)
                     bof.append(idx.astype(np.int64))
                     kcol = rb.column("key")
-                    keys.extend(kcol.to_pylist())
+                    key_chunks.append(pa.concat_arrays([kcol]))   # own buffers: not the batch's values
                     tombs.append(rb.column("value").is_null().to_numpy(zero_copy_only=False))
                     c = rb.column("isControl").to_numpy(zero_copy_only=False).astype(bool)
                     ctrls.append(c)
@@ -354,12 +369,26 @@ def _load_model(replica: PartitionLog, headers: list[list[Any]]) -> _Model:
             b.r_lo, b.r_hi = int(starts[i]), int(ends[i])
     tomb = tomb & ~control
     reason = np.full(n, _R["uncleanable"], np.int8)
-    null_key = np.array([k is None for k in keys], dtype=bool) & ~control
+    key_ids, n_keys = _key_ids(key_chunks, n)
+    del key_chunks
+    null_key = (key_ids < 0) & ~control
     reason[null_key] = _R["null-key-uncleanable"]
     return _Model(replica=replica, segments=list(replica.segments), batches=batches, offsets=offsets,
-                  keys=keys, tomb=tomb, control=control, batch_of=batch_of, alive=np.ones(n, bool),
+                  key_ids=key_ids, n_keys=n_keys, tomb=tomb, control=control, batch_of=batch_of, alive=np.ones(n, bool),
                   decision=np.full(n, _KEEP, np.int8), reason=reason,
                   superseded=np.full(n, -1, np.int64), segs=segs, control_type=control_type)
+
+
+def _key_ids(chunks: list[pa.Array], n: int) -> tuple[np.ndarray, int]:
+    """One id per record for its key's exact bytes (a dictionary encoding over the partition: equal
+    bytes, equal id), -1 for a null key; and the number of distinct keys."""
+    if not n:
+        return np.zeros(0, np.int64), 0
+    encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=pa.binary()))
+    n_keys = len(encoded.chunks[0].dictionary) if encoded.num_chunks else 0
+    ids = np.concatenate([c.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+                          for c in encoded.chunks])
+    return ids, n_keys
 
 
 # ---------------------------------------------------------------------------------------------
@@ -842,41 +871,7 @@ def _round(m: _Model, config: TopicConfig, now_ms: int, first_dirty: int, first_
            capacity: int, active: dict[int, _Producer], log_start: int) -> int:
     """One cleaning round; mutates the model; returns endOffset."""
     bases = [s.base for s in m.segs]
-    # 1. offset map
-    offset_map: dict[bytes, int] = {}
-    latest = -1
-    txn = _TxnState()
-    txn.add(_collect_aborted(m, log_start, first_dirty, first_uncleanable))
-    dirty = _segments_overlapping(bases, first_dirty, first_uncleanable)
-    full = False
-    for k, si in enumerate(dirty):
-        s = m.segs[si]
-        next_start = m.segs[dirty[k + 1]].base if k + 1 < len(dirty) else first_uncleanable
-        for bi in range(_index_lookup_batch(m, s, first_dirty), s.b_hi):
-            b = m.batches[bi]
-            if not b.alive:
-                continue
-            if b.control:
-                has, ct = _ctype(m, bi, b)
-                txn.on_control(b, has, ct)
-            elif not txn.on_data(b):
-                for r in _alive_records(m, b):
-                    key = m.keys[r]
-                    off = int(m.offsets[r])
-                    if key is not None and off >= first_dirty:
-                        if len(offset_map) < capacity:
-                            offset_map[key] = off
-                            latest = off
-                        else:
-                            full = True
-                            break
-                if full:
-                    break
-            if b.last_offset >= first_dirty:
-                latest = b.last_offset
-        if full:
-            break
-        latest = next_start - 1
+    offset_map, latest = _build_offset_map(m, bases, first_dirty, first_uncleanable, capacity, log_start)
     end_offset = latest + 1
     # 2. rewrite [0, endOffset) in groups
     last_clean = [s for s in m.segs if s.base < first_dirty]
@@ -895,6 +890,7 @@ def _round(m: _Model, config: TopicConfig, now_ms: int, first_dirty: int, first_
         group = [cs[i] for i in g]
         cleaned_txns: list[AbortedTxn] = []
         txn.cleaned_index = cleaned_txns
+        plans: list[_BatchPlan] = []
         for j, s in enumerate(group):
             upper = group[j + 1].base if j + 1 < len(group) else _seg_next_offset(m, s)
             txn.add(_collect_aborted(m, log_start, s.base, upper))
@@ -902,14 +898,65 @@ def _round(m: _Model, config: TopicConfig, now_ms: int, first_dirty: int, first_
             for bi in range(s.b_lo, s.b_hi):
                 b = m.batches[bi]
                 if b.alive:
-                    _filter_batch(m, bi, b, txn, offset_map, latest, retain_legacy, now_ms, drm,
-                                  first_uncleanable, active)
+                    plans.append(_plan_batch(m, bi, b, txn, retain_legacy, now_ms, first_uncleanable, active))
+        _filter_batches(m, plans, offset_map, latest, now_ms, drm)
         merged = _Seg(base=group[0].base, b_lo=group[0].b_lo, b_hi=group[-1].b_hi, mtime=group[-1].mtime,
                       txns=cleaned_txns, orig=None)
         _refresh_seg(m, merged, config.index_interval_bytes)
         new_segs.append(merged)
     m.segs = new_segs + m.segs[to_clean[-1] + 1:]
     return end_offset
+
+
+def _build_offset_map(m: _Model, bases: list[int], first_dirty: int, first_uncleanable: int, capacity: int,
+                      log_start: int) -> tuple[np.ndarray, int]:
+    """``Cleaner.buildOffsetMap``: (latest offset per key id, -1 = not in the map; the map's
+    latestOffset).  Batches are walked in order for the transaction state and ``latest``; the
+    records of every mapped batch are decided at once: the map is full when it already holds
+    ``capacity`` distinct keys before a put (checked for every keyed record at/after firstDirty)."""
+    txn = _TxnState()
+    txn.add(_collect_aborted(m, log_start, first_dirty, first_uncleanable))
+    dirty = _segments_overlapping(bases, first_dirty, first_uncleanable)
+    candidates: list[np.ndarray] = []   # per mapped batch: its keyed alive records at/after firstDirty
+    latest_before: list[int] = []       # ``latest`` when that batch was reached
+    latest = -1
+    for k, si in enumerate(dirty):
+        s = m.segs[si]
+        next_start = m.segs[dirty[k + 1]].base if k + 1 < len(dirty) else first_uncleanable
+        for bi in range(_index_lookup_batch(m, s, first_dirty), s.b_hi):
+            b = m.batches[bi]
+            if not b.alive:
+                continue
+            if b.control:
+                has, ct = _ctype(m, bi, b)
+                txn.on_control(b, has, ct)
+            elif not txn.on_data(b):
+                recs = _alive_records(m, b)
+                recs = recs[(m.key_ids[recs] >= 0) & (m.offsets[recs] >= first_dirty)]
+                if len(recs):
+                    candidates.append(recs)
+                    latest_before.append(latest)
+            if b.last_offset >= first_dirty:
+                latest = b.last_offset
+        latest = next_start - 1
+    offset_map = np.full(m.n_keys, -1, np.int64)
+    if not candidates:
+        return offset_map, latest
+    recs = np.concatenate(candidates)
+    ids = m.key_ids[recs]
+    first_seen = np.zeros(len(ids), bool)
+    first_seen[np.unique(ids, return_index=True)[1]] = True
+    size_before = np.cumsum(first_seen) - first_seen
+    over = np.nonzero(size_before >= capacity)[0]
+    if len(over):                                   # full: the round ends inside batch j
+        cut = int(over[0])
+        ends = np.cumsum([len(c) for c in candidates])
+        j = int(np.searchsorted(ends, cut, side="right"))
+        start_j = int(ends[j]) - len(candidates[j])
+        latest = int(m.offsets[recs[cut - 1]]) if cut > start_j else latest_before[j]
+        recs, ids = recs[:cut], ids[:cut]
+    np.maximum.at(offset_map, ids, m.offsets[recs])
+    return offset_map, latest
 
 
 def _refresh_seg(m: _Model, s: _Seg, interval: int) -> None:
@@ -933,10 +980,21 @@ def _is_last_of_producer(b: _Batch, active: dict[int, _Producer]) -> bool:
     return b.control and b.producer_epoch == p.epoch
 
 
-def _filter_batch(m: _Model, bi: int, b: _Batch, txn: _TxnState, offset_map: dict[bytes, int], latest: int,
-                  retain_legacy: bool, now_ms: int, drm: int, first_uncleanable: int,
-                  active: dict[int, _Producer]) -> None:
-    """``cleanInto``'s filter + ``MemoryRecords.filterTo`` for one batch."""
+@dataclass
+class _BatchPlan:
+    """What ``cleanInto`` settles for a batch before looking at its records."""
+
+    bi: int
+    batch: _Batch
+    discard: bool             # the whole batch goes (aborted data, or a marker past its horizon)
+    marker_empty_txn: bool    # a control batch whose transaction is empty (stamps a horizon)
+    retention: str            # BatchRetention: DELETE, DELETE_EMPTY or RETAIN_EMPTY
+    retain_legacy: bool       # a legacy tombstone's segment is newer than the legacy horizon
+
+
+def _plan_batch(m: _Model, bi: int, b: _Batch, txn: _TxnState, retain_legacy: bool, now_ms: int,
+                first_uncleanable: int, active: dict[int, _Producer]) -> _BatchPlan:
+    """``cleanInto``'s ``checkBatchRetention`` for one batch (walks the transaction state in order)."""
     recs = _alive_records(m, b)
     if b.control:
         can = txn.on_control(b, len(recs) > 0, m.control_type.get(bi))
@@ -952,67 +1010,83 @@ def _filter_batch(m: _Model, bi: int, b: _Batch, txn: _TxnState, offset_map: dic
         retention = "DELETE"
     else:
         retention = "DELETE_EMPTY"
-    marker_empty_txn = can and b.control
-    drop_reason = _R["marker-removed"] if b.control else _R["aborted"]
-    if retention == "DELETE":
-        m.alive[recs] = False
-        m.decision[recs] = _REMOVE
-        m.reason[recs] = drop_reason
-        b.alive = False
+    return _BatchPlan(bi, b, discard, can and b.control, retention, retain_legacy)
+
+
+def _filter_batches(m: _Model, plans: Sequence[_BatchPlan], offset_map: np.ndarray, latest: int, now_ms: int,
+                    drm: int) -> None:
+    """``cleanInto``'s record filter (``shouldRetainRecord``) and ``MemoryRecords.filterTo`` for the
+    batches of one group: every record decided at once (numpy), then each batch's outcome."""
+    if not plans:
         return
-    retained: list[int] = []
-    write_original = True
-    tombstones = False
-    for r in recs:
-        r = int(r)
-        off = int(m.offsets[r])
-        if discard:
-            keep, reason = False, drop_reason
-        elif b.control:
-            keep, reason = True, _R["marker-retained"]
-        elif off > latest:
-            keep, reason = True, _R["null-key-uncleanable"] if m.keys[r] is None else _R["uncleanable"]
-        elif m.keys[r] is None:
-            keep, reason = False, _R["null-key"]
+    parts = [_alive_records(m, p.batch) for p in plans]
+    counts = np.array([len(r) for r in parts], np.int64)
+    recs = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    local = np.repeat(np.arange(len(plans)), counts)
+    per_batch = np.array([(p.discard, p.batch.control, p.batch.magic >= MAGIC_V2, p.batch.horizon is not None,
+                           p.retain_legacy) for p in plans], dtype=bool).reshape(len(plans), 5)
+    horizon_b = np.array([p.batch.horizon if p.batch.horizon is not None else 0 for p in plans], np.int64)
+    discard, control, v2, has_h, legacy_keep = (per_batch[local, i] for i in range(5))
+    off = m.offsets[recs]
+    key = m.key_ids[recs]
+    tomb = m.tomb[recs]
+    found = (offset_map[np.maximum(key, 0)] if m.n_keys else np.zeros(len(key), np.int64))
+    found = np.where(key >= 0, found, -1)
+    keep = np.zeros(len(recs), bool)
+    reason = np.zeros(len(recs), np.int8)
+    # the conditions in shouldRetainRecord's order; each record takes the first that applies
+    reason[discard] = np.where(control[discard], _R["marker-removed"], _R["aborted"])
+    marker = ~discard & control
+    keep[marker] = True
+    reason[marker] = _R["marker-retained"]
+    rest = ~discard & ~control
+    above = rest & (off > latest)                     # beyond the map: kept without looking at the key
+    keep[above] = True
+    reason[above] = np.where(key[above] < 0, _R["null-key-uncleanable"], _R["uncleanable"])
+    rest &= ~above
+    null = rest & (key < 0)
+    reason[null] = _R["null-key"]
+    rest &= ~null
+    superseded = rest & (off < found)
+    reason[superseded] = _R["superseded"]
+    rest &= ~superseded
+    live = rest & ~tomb
+    keep[live] = True
+    reason[live] = np.where(found[live] >= 0, _R["latest"], _R["not-in-map"])
+    tombs = rest & tomb
+    tomb_keep = np.where(v2, ~has_h | (now_ms < horizon_b[local]), legacy_keep)
+    keep[tombs] = tomb_keep[tombs]
+    reason[tombs] = np.where(tomb_keep[tombs], _R["tombstone-horizon"], _R["tombstone-expired"])
+    m.reason[recs] = reason
+    gone = recs[~keep]
+    m.alive[gone] = False
+    m.decision[gone] = _REMOVE
+    m.superseded[recs[superseded]] = found[superseded]
+    kept_n = np.bincount(local, weights=keep, minlength=len(plans)).astype(np.int64)
+    tombs_kept = np.bincount(local, weights=keep & tomb, minlength=len(plans)).astype(np.int64)
+    for k, p in enumerate(plans):
+        b = p.batch
+        if p.retention == "DELETE":
+            b.alive = False
+            continue
+        if kept_n[k]:
+            write_original = kept_n[k] == counts[k]
+            need_horizon = b.magic >= MAGIC_V2 and (bool(tombs_kept[k]) or p.marker_empty_txn) and b.horizon is None
+            if write_original and not need_horizon:
+                continue  # copied as it is (original bytes, or the same rebuilt bytes again)
+            if need_horizon:
+                b.horizon = now_ms + drm
+            b.state = "rebuilt"
+        elif p.retention == "RETAIN_EMPTY":
+            if b.magic < MAGIC_V2:
+                raise CleanerError("Empty batches are only supported for magic v2 and above",
+                                   path=m.segments[b.seg].log_path, position=b.position,
+                                   expected="magic >= 2 for a batch the cleaner keeps empty",
+                                   found=f"magic {b.magic}", base_offset=b.base_offset)
+            b.state = "empty"
+            b.horizon = None
         else:
-            found = offset_map.get(m.keys[r], -1)  # type: ignore[arg-type]
-            if off < found:
-                keep, reason = False, _R["superseded"]
-                m.superseded[r] = found
-            elif not m.tomb[r]:
-                keep, reason = True, _R["latest"] if found >= 0 else _R["not-in-map"]
-            else:
-                if b.magic >= MAGIC_V2:
-                    keep = b.horizon is None or now_ms < b.horizon
-                else:
-                    keep = retain_legacy
-                reason = _R["tombstone-horizon"] if keep else _R["tombstone-expired"]
-        m.reason[r] = reason
-        if keep:
-            retained.append(r)
-            if not b.control and m.tomb[r]:
-                tombstones = True
-        else:
-            write_original = False
-            m.alive[r] = False
-            m.decision[r] = _REMOVE
-    if retained:
-        need_horizon = b.magic >= MAGIC_V2 and (tombstones or marker_empty_txn) and b.horizon is None
-        if write_original and not need_horizon:
-            return  # copied as it is (original bytes, or the same rebuilt bytes again)
-        if need_horizon:
-            b.horizon = now_ms + drm
-        b.state = "rebuilt"
-    elif retention == "RETAIN_EMPTY":
-        if b.magic < MAGIC_V2:
-            raise CleanerError("Empty batches are only supported for magic v2 and above",
-                               path=m.segments[b.seg].log_path, position=b.position,
-                               expected="magic >= 2 for a batch the cleaner keeps empty", found=f"magic {b.magic}",
-                               base_offset=b.base_offset)
-        b.state = "empty"
-        b.horizon = None
-    else:
-        b.alive = False
+            b.alive = False
 
 
 # ---------------------------------------------------------------------------------------------

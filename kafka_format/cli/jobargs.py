@@ -196,13 +196,23 @@ def claim_out(ctx: JobContext, owner: Owner, *, file: bool = False,
 
 
 def run_job(body: Callable[[], int], *, prog: str) -> int:
-    """Run a job body; bad input, bad flags and I/O errors become one line on stderr and exit 2."""
+    """Run a job body; bad input, bad flags, I/O errors and Spark failures (a failed task, a JVM out
+    of memory or gone: :mod:`kafka_format.cli.sparkerrors`) become one line on stderr and exit 2."""
+    from kafka_format.cli.sparkerrors import spark_failure
+
     try:
         return int(body() or 0)
     except BrokenPipeError:   # `klogs JOB | head`
         return EXIT_OK
     except (KafkaFormatError, ConfigError, UsageError, OSError) as exc:
-        print(f"klogs {prog}: {exc}", file=sys.stderr)
+        failure = spark_failure(exc) if isinstance(exc, OSError) else None   # a dead JVM's refused socket
+        print(f"klogs {prog}: {failure or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:
+        failure = spark_failure(exc)
+        if failure is None:
+            raise
+        print(f"klogs {prog}: {failure}", file=sys.stderr)
         return EXIT_USAGE
 
 

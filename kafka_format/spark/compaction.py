@@ -7,14 +7,15 @@ Two questions, two functions:
   or above the log start offset; a key whose latest record is a tombstone is absent.  Input is
   the ``kafka-log`` source read as :func:`read_full_input` reads it (``read_committed``, no
   control records, from ``earliest`` = the log start offset).  Runs distributed: a
-  ``max_by`` aggregate (table) or a window (decisions) over ``(topic, partition, logDir, key)``,
-  never a collect to the driver.  Key identity is byte equality (the cleaner hashes keys with
+  ``max_by`` aggregate (table) or a ``max(offset)`` aggregate joined back on the key (decisions)
+  over ``(topic, partition, logDir, key)``: shuffles that spill, never a collect to the driver.  Key identity is byte equality (the cleaner hashes keys with
   MD5, ``SkimpyOffsetMap``; a collision there would merge two keys, here it cannot).
 * :func:`compaction_cleaner` — what Kafka's log cleaner keeps after cleaning everything
   cleanable at ``now``: one Spark task per partition replica runs the cleaner core
   (:mod:`kafka_format.compaction`: ``plan_cleaning`` / ``clean_partition`` /
   ``write_cleaned_partition``) on the executor, decodes the replica's records with
-  :func:`kafka_format.api.decode_segment` and joins them with the core's per-record decisions.
+  :func:`kafka_format.api.decode_segment`, joins them with the core's per-record decisions and
+  streams them to Parquet from the task (:func:`run_cleaner_pass`); only summaries reach the driver.
 
 Decision columns added to the data source's columns (both modes):
 ``decision`` (``keep`` / ``remove``), ``reason``, ``supersededBy`` (offset of the record that
@@ -39,8 +40,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -51,7 +51,8 @@ from kafka_format.schema import RECORD_SCHEMA
 from kafka_format.topicconfig import TopicConfig, TopicConfigs
 
 __all__ = [
-    "DECISION_FIELDS", "CLEANER_RECORD_SCHEMA", "SUMMARY_SCHEMA", "FULL_SUMMARY_COLUMNS", "METADATA_TOPIC",
+    "DECISION_FIELDS", "CLEANER_RECORD_SCHEMA", "SUMMARY_SCHEMA", "FULL_SUMMARY_COLUMNS", "FULL_SUMMARY_INPUT",
+    "METADATA_TOPIC", "run_cleaner_pass", "ReplicaTaskError",
     "read_full_input", "compaction_full", "compaction_full_decisions", "compaction_full_summary",
     "CleanerTask", "cleaner_tasks", "run_cleaner_task", "compaction_cleaner", "finish_segments_dir",
     "topic_selector",
@@ -112,6 +113,8 @@ FULL_SUMMARY_COLUMNS = ("topic", "partition", "logDir", "recordsBefore", "record
                         "keysDeleted", "recordsSuperseded", "nullKeyRecords")
 
 _GROUP = ("topic", "partition", "logDir")
+# the columns compaction_full_summary reads
+FULL_SUMMARY_INPUT = (*_GROUP, "decision", "reason")
 
 
 # --- topic selection -----------------------------------------------------------------------------
@@ -148,20 +151,24 @@ def compaction_full_decisions(df: DataFrame) -> DataFrame:
     value is null (``tombstone``: removed, the key is absent); lower offsets are ``superseded``
     by it; null keys are ``null-key`` (the cleaner never keeps them, ``Cleaner.shouldRetainRecord``).
     """
-    # one scan: each null-key row is a group of its own (no skew, no second read of the source)
+    # The latest offset of each key: an aggregate of (group, key, offset) only (partial aggregation
+    # before the shuffle, spills like any aggregate), joined back on the key: no per-key buffer of
+    # rows, nothing held per partition.  Null keys never match (reason null-key).
+    latest_of = (df.where(F.col("key").isNotNull()).groupBy(*_GROUP, "key")
+                 .agg(F.max("offset").alias("_latest")))
     null_key = F.col("key").isNull()
-    group = Window.partitionBy(*_GROUP, "key", F.when(null_key, F.col("offset")))
     latest = F.col("_latest")
     superseded = F.col("offset") < latest
-    return (df.withColumn("_latest", F.max("offset").over(group))
-            .select(*df.columns,
-                    F.when(null_key | superseded | F.col("value").isNull(), F.lit("remove"))
-                     .otherwise(F.lit("keep")).alias("decision"),
-                    F.when(null_key, F.lit("null-key"))
-                     .when(superseded, F.lit("superseded"))
-                     .when(F.col("value").isNull(), F.lit("tombstone"))
-                     .otherwise(F.lit("latest")).alias("reason"),
-                    F.when(~null_key & superseded, latest).otherwise(F.lit(None).cast("long")).alias("supersededBy")))
+    joined = df.join(latest_of, on=[*_GROUP, "key"], how="left")
+    return joined.select(*[F.col(c) for c in df.columns],
+                         F.when(null_key | superseded | F.col("value").isNull(), F.lit("remove"))
+                          .otherwise(F.lit("keep")).alias("decision"),
+                         F.when(null_key, F.lit("null-key"))
+                          .when(superseded, F.lit("superseded"))
+                          .when(F.col("value").isNull(), F.lit("tombstone"))
+                          .otherwise(F.lit("latest")).alias("reason"),
+                         F.when(~null_key & superseded, latest).otherwise(F.lit(None).cast("long"))
+                          .alias("supersededBy"))
 
 
 def compaction_full(df: DataFrame) -> DataFrame:
@@ -207,6 +214,7 @@ class CleanerTask:
     now_ms: int
     force: bool = False
     segments_dest: str | None = None      # <segments dir>/<log-dir name>/<topic>-<partition>, or None
+    records_path: str | None = None       # the Parquet file this task writes its record rows to, or None
 
 
 def _log_dir_names(log_dirs: Iterable[str]) -> dict[str, str]:
@@ -226,9 +234,10 @@ def _log_dir_names(log_dirs: Iterable[str]) -> dict[str, str]:
 
 def cleaner_tasks(logdirs: str | Sequence[str] | LogDirSet, configs: TopicConfigs, now_ms: int, *,
                   topics: Sequence[str] | None = None, topic_pattern: str | None = None, force: bool = False,
-                  segments_dir: str | None = None) -> list[CleanerTask]:
+                  segments_dir: str | None = None, records_dir: str | None = None) -> list[CleanerTask]:
     """Driver: one task per live partition replica selected (every log dir: each broker's cleaner
-    works on its own replica), in (topic, partition, log dir) order."""
+    works on its own replica), in (topic, partition, log dir) order.  With ``records_dir`` task
+    ``i`` writes its record rows to ``records_dir/part-<i>.parquet``."""
     sets = logdirs if isinstance(logdirs, LogDirSet) else open_log_dirs(
         [logdirs] if isinstance(logdirs, str) else list(logdirs))
     selector = re.compile(topic_selector(topics, topic_pattern))
@@ -241,12 +250,41 @@ def cleaner_tasks(logdirs: str | Sequence[str] | LogDirSet, configs: TopicConfig
         now_ms=now_ms, force=force,
         segments_dest=(None if segments_dir is None
                        else os.path.join(segments_dir, names[p.log_dir], f"{p.topic}-{p.partition}")),
-    ) for p in replicas]
+        records_path=None if records_dir is None else os.path.join(records_dir, f"part-{i:05d}.parquet"),
+    ) for i, p in enumerate(replicas)]
+
+
+def run_cleaner_pass(spark: SparkSession, logdirs: str | Sequence[str], configs: TopicConfigs, now_ms: int, *,
+                     records_dir: str, topics: Sequence[str] | None = None, topic_pattern: str | None = None,
+                     force: bool = False, segments_dir: str | None = None) -> list[Any]:
+    """Run the log cleaner on every selected replica; return the summary rows (``SUMMARY_SCHEMA``).
+
+    One Spark task per replica, on the executors.  Each task streams its replica's records with
+    their decisions to ``records_dir/part-<i>.parquet`` (``CLEANER_RECORD_SCHEMA``, written to a
+    hidden temporary name and renamed: a retried task replaces what an earlier attempt left) and,
+    with ``segments_dir``, its cleaned segments; only the one-row summaries come back to the
+    driver, so memory on the driver does not grow with the records.  ``records_dir`` and
+    ``segments_dir`` must be paths the executors can write (local mode or a shared file system).
+    A directory where no task wrote records gets one empty file with the schema."""
+    tasks = cleaner_tasks(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern, force=force,
+                          segments_dir=segments_dir, records_dir=records_dir)
+    os.makedirs(records_dir, exist_ok=True)
+    payload = [(i, pickle.dumps(t)) for i, t in enumerate(tasks)]
+    rdd = spark.sparkContext.parallelize(payload, numSlices=max(1, len(payload)))
+    descriptors = spark.createDataFrame(rdd, "i int, task binary")
+    rows = descriptors.mapInArrow(_run_tasks_to_files, from_arrow_schema(SUMMARY_SCHEMA)).collect()
+    os.makedirs(records_dir, exist_ok=True)
+    if not any(n.endswith(".parquet") and not n.startswith((".", "_")) for n in os.listdir(records_dir)):
+        import pyarrow.parquet as pq
+
+        pq.write_table(CLEANER_RECORD_SCHEMA.empty_table(), os.path.join(records_dir, "part-empty.parquet"))
+    return rows
 
 
 def compaction_cleaner(spark: SparkSession, logdirs: str | Sequence[str], configs: TopicConfigs, now_ms: int, *,
                        topics: Sequence[str] | None = None, topic_pattern: str | None = None,
-                       force: bool = False, segments_dir: str | None = None) -> tuple[DataFrame, DataFrame]:
+                       force: bool = False, segments_dir: str | None = None,
+                       records_dir: str | None = None) -> tuple[DataFrame, DataFrame]:
     """What the log cleaner keeps after cleaning everything cleanable at ``now_ms``.
 
     Returns ``(records, summary)``.  ``records``: the data source's columns of every record at
@@ -256,21 +294,22 @@ def compaction_cleaner(spark: SparkSession, logdirs: str | Sequence[str], config
     (``SUMMARY_SCHEMA``): the cleaner's plan and the record/byte counts; replicas without
     ``compact`` are listed with ``cleaned`` false, ``wouldCleanNow`` false and no records.
 
-    One Spark task per replica; both frames come from one persisted pass (the caller may
-    ``unpersist`` via ``records.sparkSession.catalog.clearCache()`` when done).  ``segments_dir``:
-    each cleaned replica is also written there in Kafka's format, by the executor, as
-    ``<segments_dir>/<log-dir name>/<topic>-<partition>/`` (a path the executors can write: local
-    mode or a shared file system; rewriting is idempotent, so task retries are safe).
+    Runs the cleaner now (:func:`run_cleaner_pass`, one Spark task per replica): the records go
+    to Parquet files in ``records_dir`` (default: a fresh temporary directory removed when the
+    interpreter exits) and ``records`` reads them, so nothing that holds records is cached.
+    ``segments_dir``: each cleaned replica is also written there in Kafka's format, by the
+    executor, as ``<segments_dir>/<log-dir name>/<topic>-<partition>/``.
     """
-    tasks = cleaner_tasks(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern, force=force,
-                          segments_dir=segments_dir)
-    payload = [(i, pickle.dumps(t)) for i, t in enumerate(tasks)]
-    rdd = spark.sparkContext.parallelize(payload, numSlices=max(1, len(payload)))
-    descriptors = spark.createDataFrame(rdd, "i int, task binary")
-    combined = descriptors.mapInArrow(_run_tasks, from_arrow_schema(_COMBINED_SCHEMA))
-    combined = combined.persist(StorageLevel.MEMORY_AND_DISK)
-    records = combined.where(F.col(_SUMMARY_COLUMN).isNull()).drop(_SUMMARY_COLUMN)
-    summary = combined.where(F.col(_SUMMARY_COLUMN).isNotNull()).select(f"{_SUMMARY_COLUMN}.*")
+    if records_dir is None:
+        import atexit
+        import tempfile
+
+        records_dir = tempfile.mkdtemp(prefix="klogs-cleaner-records-")
+        atexit.register(shutil.rmtree, records_dir, True)
+    rows = run_cleaner_pass(spark, logdirs, configs, now_ms, records_dir=records_dir, topics=topics,
+                            topic_pattern=topic_pattern, force=force, segments_dir=segments_dir)
+    records = spark.read.schema(from_arrow_schema(CLEANER_RECORD_SCHEMA)).parquet(records_dir)
+    summary = spark.createDataFrame(rows, schema=from_arrow_schema(SUMMARY_SCHEMA))
     return records, summary
 
 
@@ -331,6 +370,24 @@ def _run_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             yield from run_cleaner_task(task)
 
 
+def _run_tasks_to_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor: run this Spark partition's tasks (records to their files), yield summary rows
+    only.  A failure names the replica it happened in."""
+    for batch in batches:
+        for blob in batch.column("task").to_pylist():
+            task: CleanerTask = pickle.loads(blob)
+            try:
+                for out in run_cleaner_task(task):   # records went to task.records_path: summaries only
+                    yield pa.RecordBatch.from_struct_array(out.column(_SUMMARY_COLUMN))
+            except (KafkaFormatError, OSError, MemoryError, RuntimeError) as exc:
+                raise ReplicaTaskError(f"{task.topic}-{task.partition} ({task.log_dir}): "
+                                       f"{type(exc).__name__}: {exc}") from exc
+
+
+class ReplicaTaskError(RuntimeError):
+    """A cleaner task failed; the message starts with ``<topic>-<partition> (<log dir>)``."""
+
+
 def _open_replica(task: CleanerTask) -> PartitionLog:
     for p in open_log_dirs(task.partition_dir).all_partitions():
         if p.topic == task.topic and p.partition == task.partition and p.kind == "live":
@@ -372,7 +429,13 @@ def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
             summary.update({"wouldCleanNow": False, "reason": f"uncleanable: {exc}"})
             yield _summary_row(summary)
             return
-        yield from _joined_records(replica, result.decisions, plan.log_start_offset)
+        joined = _joined_records(replica, result.decisions, plan.log_start_offset)
+        if task.records_path is None:
+            for batch in joined:
+                yield pa.RecordBatch.from_arrays([*batch.columns, pa.nulls(batch.num_rows, _SUMMARY_TYPE)],
+                                                 schema=_COMBINED_SCHEMA)
+        else:
+            _write_parquet(task.records_path, joined)
         summary.update({
             "cleaned": result.rounds > 0, "rounds": result.rounds,
             "recordsBefore": result.records_before, "recordsAfter": result.records_after,
@@ -459,12 +522,42 @@ def _joined_records(replica: PartitionLog, decisions: pa.Table, log_start_offset
                 take = pa.array(idx)
                 matched += batch.num_rows
                 yield pa.RecordBatch.from_arrays(
-                    [*batch.columns, decision.take(take), reason.take(take),
-                     superseded.take(take), pa.nulls(batch.num_rows, _SUMMARY_TYPE)],
-                    schema=_COMBINED_SCHEMA)
+                    [*batch.columns, decision.take(take), reason.take(take), superseded.take(take)],
+                    schema=CLEANER_RECORD_SCHEMA)
     if matched != offsets.size:
         raise RuntimeError(f"{replica.topic}-{replica.partition} ({replica.log_dir}): the cleaner core decided "
                            f"{offsets.size} records, the log holds {matched} at or above {log_start_offset}")
+
+
+PARQUET_ROW_GROUP_BYTES = 32 << 20   # record rows buffered before a row group is written
+
+
+def _write_parquet(path: str, batches: Iterable[pa.RecordBatch]) -> None:
+    """Stream ``batches`` (``CLEANER_RECORD_SCHEMA``) into the Parquet file ``path``: a hidden
+    temporary sibling first, renamed at the end; at most ~``PARQUET_ROW_GROUP_BYTES`` of rows
+    held at a time."""
+    import pyarrow.parquet as pq
+
+    parent, name = os.path.split(path)
+    os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f".{name}.tmp-{uuid.uuid4().hex}")
+    try:
+        with pq.ParquetWriter(tmp, CLEANER_RECORD_SCHEMA) as writer:
+            pending: list[pa.RecordBatch] = []
+            size = 0
+            for batch in batches:
+                pending.append(batch)
+                size += batch.nbytes
+                if size >= PARQUET_ROW_GROUP_BYTES:
+                    writer.write_table(pa.Table.from_batches(pending, schema=CLEANER_RECORD_SCHEMA))
+                    pending, size = [], 0
+            if pending:
+                writer.write_table(pa.Table.from_batches(pending, schema=CLEANER_RECORD_SCHEMA))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def _summary_row(summary: dict[str, Any]) -> pa.RecordBatch:

@@ -225,7 +225,8 @@ def _cleaner_argv(out: Path, *extra: str) -> list[str]:
 
 def _check_cleaner_output(out: Path, cleaner_run) -> None:  # type: ignore[no-untyped-def]
     """DIR/records, DIR/summary.json, DIR/segments equal the library pass; no temp leftovers."""
-    assert sorted(p.name for p in out.iterdir()) == [".klogs-output", "records", "segments", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".klogs-output", "records", "report.html", "segments",
+                                                      "summary.json"]
     assert not [n for n in os.listdir(out.parent) if publish.is_temp_name(n)]
     table = pq.read_table(out / "records")
     assert table.column_names == cleaner_run["columns"]
@@ -263,7 +264,7 @@ def test_main_full_mode(spark, tmp_path: Path) -> None:  # type: ignore[no-untyp
     root = write_table_topic(tmp_path / "in")
     out = tmp_path / "full"
     assert _main([str(root), "--mode", "full", "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == [".klogs-output", "records", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".klogs-output", "records", "report.html", "summary.json"]
     table = pq.read_table(out / "records")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["mode"] == "full"
@@ -315,7 +316,8 @@ def test_crash_leaves_nothing_partial_and_rerun_completes(cleaner_run, tmp_path:
     (conf / "local.conf").write_text((REPO / "spark_conf" / "test.conf").read_text())
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
            "KLOGS_SPARK_CONF_DIR": str(conf)}
-    points = {"compaction:segments-written": ("segments",), "compaction:records-written": ("records", "segments")}
+    points = {"compaction:segments-written": (".records", "segments"),     # records staged under .records
+              "compaction:records-written": ("records", "segments")}
     procs = {point: subprocess.Popen(
         [*_klogs(), "compaction", *_cleaner_argv(tmp_path / str(i) / "out", "--write-segments",
                                                  "--master", "local[1]")],

@@ -53,9 +53,14 @@ def reports(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("reports")
     retention = load_module("_browser_retention_job", REPO / "jobs" / "retention.py")
     audit = load_module("_browser_audit_job", REPO / "jobs" / "audit.py")
-    assert retention.main([str(SAMPLES), "--now", NOW, "--out", str(out / "retention")]) == 0
-    assert audit.main([str(SAMPLES), "--now", NOW, "--out", str(out / "audit"), "--fail-on", "never"]) == 0
-    return {"retention": out / "retention" / "disk-usage.html", "audit": out / "audit" / "report.html"}
+    compaction = load_module("_browser_compaction_job", REPO / "jobs" / "compaction.py")
+    common = [str(SAMPLES), "--now", NOW, "--config-file", str(SAMPLES / "topic-configs.json")]
+    assert retention.main([*common, "--out", str(out / "retention")]) == 0
+    assert audit.main([*common, "--out", str(out / "audit"), "--fail-on", "never"]) == 0
+    assert compaction.main([*common, "--config", "compacted:min.cleanable.dirty.ratio=0.25",
+                            "--out", str(out / "compaction")]) == 0
+    return {"retention": out / "retention" / "disk-usage.html", "audit": out / "audit" / "report.html",
+            "compaction": out / "compaction" / "report.html"}
 
 
 @pytest.fixture(scope="module")
@@ -81,10 +86,11 @@ CASES = [
     ("retention", "segments", 3, "size", "compacted"),
     ("retention", "partitions", 2, "on disk", "v2-codecs"),
     ("audit", "files", 2, "size", "broker-2"),
+    ("compaction", "partitions", 6, "records before", "compacted"),
 ]
 
 
-@pytest.mark.parametrize("name", ["retention", "audit"])
+@pytest.mark.parametrize("name", ["retention", "audit", "compaction"])
 def test_report_opens_without_console_errors(browser: Any, reports: dict[str, Path], name: str) -> None:
     browser.get(reports[name].as_uri())
     assert browser.find_element(By.TAG_NAME, "h1").text
@@ -127,7 +133,7 @@ def test_filter_box_hides_exactly_the_rows_without_the_text(browser: Any, report
     assert all(word in r.get_attribute("textContent").lower() for r in shown)
 
 
-@pytest.mark.parametrize("name", ["retention", "audit"])
+@pytest.mark.parametrize("name", ["retention", "audit", "compaction"])
 def test_with_scripts_off_the_tables_are_plain_tables(reports: dict[str, Path], name: str) -> None:
     driver = _driver(scripts=False)
     try:

@@ -1,0 +1,198 @@
+"""``make bench-scale``: every job on generated log dirs of 1, 4 and 16 GB (uncompressed), each as a
+user runs it (``klogs JOB``, its own process, ``local[2]``, a 1 GB driver), timed and watched.
+
+Per run: wall time, records/s per core (records in the log dir / wall / 2 cores), the peak
+resident memory of the driver JVM and the peak summed resident memory of the Python workers
+(the PySpark daemon and its workers; sampled from /proc every 0.2 s), and the exit code.  Results
+are appended to BENCHMARKS.md as one section per invocation (sizes actually run are listed).
+Generated data lives under ``--data`` and is removed after each size unless ``--keep``.
+
+    python tests/benchmarks/scale.py --sizes 1g,4g --out BENCHMARKS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import scale_gen  # noqa: E402  (benchmark-local module)
+
+REPO = Path(__file__).resolve().parents[2]
+CORES = 2
+CONF = """spark.master                                    local[2]
+spark.sql.session.timeZone                      UTC
+spark.sql.python.filterPushdown.enabled         true
+spark.sql.execution.arrow.pyspark.enabled       true
+spark.sql.shuffle.partitions                    16
+spark.driver.memory                             1g
+spark.python.worker.reuse                       true
+spark.ui.showConsoleProgress                    false
+spark.ui.enabled                                false
+"""
+
+
+@dataclass
+class Run:
+    size: str
+    job: str
+    wall_s: float
+    exit_code: int
+    jvm_peak_mb: float
+    python_peak_mb: float
+    records: int
+    error: str
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                out += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def _tree(pid: int) -> list[int]:
+    todo, seen = [pid], []
+    while todo:
+        p = todo.pop()
+        seen.append(p)
+        todo += _children(p)
+    return seen
+
+
+def _rss_and_cmd(pid: int) -> tuple[int, str]:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            rss = next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        return rss * 1024, cmd
+    except OSError:
+        return 0, ""
+
+
+def _watch(proc: subprocess.Popen[bytes], peaks: dict[str, int], stop: threading.Event) -> None:
+    while not stop.is_set():
+        jvm = py = 0
+        for pid in _tree(proc.pid):
+            if pid == proc.pid:
+                continue                      # the klogs driver process itself (its Python)
+            rss, cmd = _rss_and_cmd(pid)
+            if "java" in cmd.split(" ")[0]:
+                jvm += rss
+            elif "pyspark.daemon" in cmd or "pyspark.worker" in cmd or "python" in cmd.split(" ")[0]:
+                py += rss
+        peaks["jvm"] = max(peaks["jvm"], jvm)
+        peaks["py"] = max(peaks["py"], py)
+        stop.wait(0.2)
+
+
+def run_job(size: str, job: str, argv: list[str], conf_dir: Path, records: int) -> Run:
+    env = {**os.environ, "KLOGS_SPARK_CONF_DIR": str(conf_dir), "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    klogs = Path(sys.executable).parent / "klogs"
+    start = time.monotonic()
+    proc = subprocess.Popen([str(klogs), *argv], env=env, cwd=str(REPO), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    peaks = {"jvm": 0, "py": 0}
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch, args=(proc, peaks, stop), daemon=True)
+    watcher.start()
+    _, err = proc.communicate()
+    wall = time.monotonic() - start
+    stop.set()
+    watcher.join()
+    lines = [ln for ln in err.decode(errors="replace").splitlines() if ln.startswith("klogs ")]
+    return Run(size, job, wall, proc.returncode, peaks["jvm"] / 2**20, peaks["py"] / 2**20, records,
+               lines[-1] if (lines and proc.returncode) else "")
+
+
+def jobs(logdir: Path, out: Path) -> list[tuple[str, list[str]]]:
+    d = str(logdir)
+    compact = ["--config", "*:cleanup.policy=compact"]
+    return [
+        ("offsets", ["offsets", d, "--timestamp", "latest", "--out", str(out / "offsets.jsonl")]),
+        ("retention", ["retention", d, "--out", str(out / "retention.jsonl")]),
+        ("audit", ["audit", d, "--out", str(out / "audit"), "--fail-on", "never"]),
+        ("compaction cleaner --write-segments", ["compaction", d, *compact, "--force", "--write-segments",
+                                                 "--out", str(out / "cleaner")]),
+        ("compaction full", ["compaction", d, "--mode", "full", "--out", str(out / "full")]),
+        ("export parquet", ["export", d, "--format", "parquet", "--out", str(out / "export-parquet")]),
+        ("export delta", ["export", d, "--format", "delta", "--out", str(out / "export-delta")]),
+    ]
+
+
+def markdown(runs: list[Run], sizes: list[str], notes: list[str]) -> str:
+    lines = ["", "## Scale: every job on generated log dirs (make bench-scale)", "",
+             f"Sizes run: {', '.join(sizes)} (uncompressed record bytes; layouts in tests/benchmarks/scale_gen.py). "
+             "`klogs JOB` in its own process, local[2], spark.driver.memory 1g. Memory = peak resident set "
+             "(driver JVM; sum of the PySpark daemon and workers). Records/s/core = records in the log dir "
+             "/ wall / 2.", ""]
+    lines += notes + [""]
+    lines += ["| size | job | wall s | records/s/core | JVM peak MB | Python workers peak MB | exit |",
+              "|---|---|---:|---:|---:|---:|---|"]
+    for r in runs:
+        rate = r.records / r.wall_s / CORES if r.exit_code == 0 else 0
+        lines.append(f"| {r.size} | {r.job} | {r.wall_s:.1f} | {rate:,.0f} | {r.jvm_peak_mb:,.0f} | "
+                     f"{r.python_peak_mb:,.0f} | {r.exit_code}{(' ' + r.error.replace('|', '/')) if r.error else ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1g,4g,16g", help="comma-separated: " + ",".join(scale_gen.LAYOUTS))
+    parser.add_argument("--jobs", default="", help="comma-separated job labels to run (default all)")
+    parser.add_argument("--data", default=None, help="where to generate (default: a temp dir)")
+    parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"))
+    parser.add_argument("--keep", action="store_true", help="keep the generated data")
+    args = parser.parse_args(argv)
+    sizes = [s for s in args.sizes.split(",") if s]
+    data = Path(args.data or tempfile.mkdtemp(prefix="klogs-scale-"))
+    runs: list[Run] = []
+    notes: list[str] = []
+    conf_dir = data / "conf"
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    (conf_dir / "local.conf").write_text(CONF)
+    for size in sizes:
+        root = data / size
+        t0 = time.monotonic()
+        totals = scale_gen.generate(root, scale_gen.LAYOUTS[size])
+        notes.append(f"- {size}: {totals['records']:,} records, {totals['record_bytes'] / 2**30:.2f} GiB of keys+values, "
+                     f"{totals['log_bytes'] / 2**30:.2f} GiB of lz4 segments, partitions of "
+                     f"{', '.join(f'{b / 2**30:.2f}' for b in scale_gen.LAYOUTS[size].partition_bytes)} GiB "
+                     f"(generated in {time.monotonic() - t0:.0f} s)")
+        out = data / f"out-{size}"
+        out.mkdir(exist_ok=True)
+        for label, job_argv in jobs(root / "broker-1", out):
+            if args.jobs and label not in args.jobs.split(","):
+                continue
+            run = run_job(size, label, job_argv, conf_dir, totals["records"])
+            print(f"{size} {label}: {run.wall_s:.1f} s exit {run.exit_code} jvm {run.jvm_peak_mb:.0f} MB "
+                  f"py {run.python_peak_mb:.0f} MB {run.error}", flush=True)
+            runs.append(run)
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir(exist_ok=True)
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+            shutil.rmtree(out, ignore_errors=True)
+    with open(args.out, "a", encoding="utf-8") as f:
+        f.write(markdown(runs, sizes, notes))
+    if not args.keep and args.data is None:
+        shutil.rmtree(data, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
