@@ -1,9 +1,27 @@
 """``klogs dump``: kafka-dump-log (``DumpLogSegments``) compatible output, no Spark.
 
-Text mode reproduces the lines of ``core/src/main/scala/kafka/tools/DumpLogSegments.scala``
-(Kafka trunk ``1eb7644``) exactly, so that its users can diff the two; the
-format strings are declared once below, each beside the Scala expression it
-mirrors.  ``--json`` writes one object per line instead (DESIGN.md §4):
+Text mode reproduces the lines of Kafka's own tool exactly, so that its users can diff
+the two.  Kafka 4.3 rewrote the tool in Java (KAFKA-14579,
+``tools/src/main/java/org/apache/kafka/tools/DumpLogSegments.java``) and changed a few
+lines; ``--kafka-version`` picks whose text to print (default: the Java tool of 4.3+,
+checked against Kafka 4.4.0; ``--kafka-version 3.9`` or any release before 4.3: the
+Scala ``core/src/main/scala/kafka/tools/DumpLogSegments.scala``, checked against 3.9.1).
+What differs (all else is identical in both):
+
+* legacy (v0/v1) record lines: the Scala tool ends them ``crc: N}`` (a stray brace);
+* producer-snapshot lines without batch metadata: the Scala tool ends them with a space;
+* non-consecutive offsets: the Java tool reports a log whose first record is not offset 0
+  as ``-1 is followed by <first>`` and lists the pairs in ascending order of the first
+  offset (a ``TreeMap``); the Scala tool skips the first record and lists the pairs newest
+  first (a prepended ``List``);
+* index/log mismatches: the Java tool keeps one per index offset, in descending order
+  (``TreeMap`` with ``reverseOrder``); the Scala tool lists every one, newest first;
+* offsets of a time index not found in the log: the Java tool's heading names the file
+  (``The following indexed offsets are not found in :<path>``), the Scala tool's does not.
+
+The order in which the end-of-run reports list *files* follows each tool's hash map
+(``java.util.HashMap`` / Scala ``mutable.HashMap``) in Kafka; here it is the order the
+files were dumped.  ``--json`` writes one object per line instead (DESIGN.md §4):
 ``batch``, ``record`` (deep iteration) and ``error`` objects, plus entries of
 index / snapshot / txn-index files.
 
@@ -85,6 +103,10 @@ JAVA_KAFKA = "org.apache.kafka.common.KafkaException"
 JAVA_NO_SUCH_FILE = "java.nio.file.NoSuchFileException"
 JAVA_NO_SUCH_ELEMENT = "java.util.NoSuchElementException"
 
+DEFAULT_KAFKA_VERSION = "4.4"
+JAVA_TOOL_SINCE = (4, 3)   # KAFKA-14579: DumpLogSegments in Java (org.apache.kafka.tools) from 4.3.0
+KAFKA_VERSION = re.compile(r"^(\d+)\.(\d+)(\.\d+)?$")
+
 
 def _optional_long(value: int | None) -> str:
     """Java ``OptionalLong.toString``."""
@@ -117,6 +139,12 @@ class DumpOptions:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     max_bytes: int = INT_MAX
     json: bool = False
+    kafka_version: str = DEFAULT_KAFKA_VERSION   # whose DumpLogSegments text to print
+
+    @property
+    def java_tool(self) -> bool:
+        """Whether ``kafka_version`` has the Java ``DumpLogSegments`` (4.3+) rather than the Scala one."""
+        return _java_tool(self.kafka_version)
 
     @property
     def should_print_data(self) -> bool:
@@ -137,6 +165,19 @@ def _positive_int(text: str) -> int:
     if value < 0 or value > INT_MAX:
         raise argparse.ArgumentTypeError(f"must be between 0 and {INT_MAX}: {value}")
     return value
+
+
+def _java_tool(version: str) -> bool:
+    match = KAFKA_VERSION.match(version)
+    if match is None:
+        raise ValueError(f"not a Kafka version: {version!r}")
+    return (int(match.group(1)), int(match.group(2))) >= JAVA_TOOL_SINCE
+
+
+def _kafka_version(text: str) -> str:
+    if KAFKA_VERSION.match(text) is None:
+        raise argparse.ArgumentTypeError(f"not a Kafka version (like 4.4 or 3.9.1): {text!r}")
+    return text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -165,6 +206,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-bytes", type=_positive_int, default=INT_MAX, metavar="N",
                         help="read only the first N bytes of each .log")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument("--kafka-version", type=_kafka_version, default=DEFAULT_KAFKA_VERSION,
+                        metavar="VERSION",
+                        help="print the text of this Kafka release's kafka-dump-log: 4.3 and later "
+                             "(default %(default)s) or earlier, e.g. 3.9")
     parser.set_defaults(handler=run, decoder=None)
 
 
@@ -182,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
         max_message_size=args.max_message_size,
         max_bytes=args.max_bytes,
         json=args.json,
+        kafka_version=args.kafka_version,
     )
     for stream in (sys.stdout, sys.stderr):  # undecodable payloads must not kill the dump
         reconfigure = getattr(stream, "reconfigure", None)
@@ -219,8 +265,11 @@ def format_batch_line(batch: Mapping[str, Any], position: int) -> str:
 
 
 def format_record_metadata(batch: Mapping[str, Any], record: Mapping[str, Any],
-                           legacy_crc: tuple[bool, int] | None = None) -> str:
-    """``| offset: O <type>: T keySize: K valueSize: V`` (+ v2 sequence/headerKeys, + legacy isValid/crc)."""
+                           legacy_crc: tuple[bool, int] | None = None, *, java_tool: bool = True) -> str:
+    """``| offset: O <type>: T keySize: K valueSize: V`` (+ v2 sequence/headerKeys, + legacy isValid/crc).
+
+    ``java_tool=False``: the Scala tool's text (before Kafka 4.3), whose legacy lines end ``crc: N}``.
+    """
     key, value = record["key"], record["value"]
     text = (
         f"{RECORD_INDENT} offset: {record['offset']} {TIMESTAMP_TYPE_NAMES[batch['timestampType']]}:"
@@ -232,7 +281,9 @@ def format_record_metadata(batch: Mapping[str, Any], record: Mapping[str, Any],
         text += f" sequence: {record['sequence']} headerKeys: [{keys}]"
     elif legacy_crc is not None:
         valid, crc = legacy_crc
-        text += f" isValid: {_bool(valid)} crc: {crc}}}"   # the stray '}' is in Kafka's output
+        text += f" isValid: {_bool(valid)} crc: {crc}"
+        if not java_tool:
+            text += "}"   # DumpLogSegments.scala: s" isValid: ${r.isValid} crc: ${r.checksum}}"
     return text
 
 
@@ -282,13 +333,60 @@ def _base_offset_of(path: str) -> int:
 
 @dataclass
 class _FileReports:
-    """The end-of-run reports of DumpLogSegments, keyed by absolute path in discovery order."""
+    """The end-of-run reports of DumpLogSegments, keyed by absolute path in discovery order.
 
+    ``java_tool``: the collections of the Java tool (Kafka 4.3+), else of the Scala tool.
+    """
+
+    java_tool: bool = True
     index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     time_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     time_out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     time_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+    def add_index_mismatches(self, path: str, found: list[tuple[int, int]]) -> None:
+        """(index offset, log offset) pairs of one ``.index``, in index order."""
+        if not found:
+            return
+        known = self.index_mismatches.setdefault(path, [])
+        if self.java_tool:   # TreeMap(reverseOrder()) keyed by index offset: the last put wins
+            merged = dict(known)
+            merged.update(found)
+            known[:] = sorted(merged.items(), reverse=True)
+        else:                # a List prepended to: newest first
+            known[:0] = reversed(found)
+
+    def add_gaps(self, path: str, pairs: list[tuple[int, int]]) -> None:
+        """(offset, next offset) pairs of one ``.log`` (see :class:`_GapTracker`), in log order."""
+        if not pairs:
+            return
+        known = self.non_consecutive.setdefault(path, [])
+        if self.java_tool:   # TreeMap keyed by the first offset, ascending: the last put wins
+            merged = dict(known)
+            merged.update(pairs)
+            known[:] = sorted(merged.items())
+        else:                # a List prepended to: newest first
+            known[:0] = reversed(pairs)
+
+
+class _GapTracker:
+    """``dumpLog``'s non-consecutive offset check over the records of one file.
+
+    Java tool (4.3+): every record whose offset is not the previous one + 1, the previous
+    offset starting at -1 (so a first record other than 0 counts).  Scala tool: the first
+    record only sets the previous offset.
+    """
+
+    def __init__(self, java_tool: bool) -> None:
+        self.java_tool = java_tool
+        self.last = -1
+        self.pairs: list[tuple[int, int]] = []
+
+    def see(self, offset: int) -> None:
+        if offset != self.last + 1 and (self.java_tool or self.last != -1):
+            self.pairs.append((self.last, offset))
+        self.last = offset
 
 
 class _Dumper:
@@ -298,7 +396,7 @@ class _Dumper:
         self.opts = opts
         self.text = TextOutput(out, err)
         self.json = JsonOutput(out, err)
-        self.reports = _FileReports()
+        self.reports = _FileReports(java_tool=opts.java_tool)
         self.errors = 0
         self._parser: Callable[[Mapping[str, Any]], tuple[str | None, str | None]] | None = None
 
@@ -378,25 +476,18 @@ class _Dumper:
             self._dump_log_json(path, limit)
             return
         valid_bytes = 0
-        last_offset = -1
-        abs_path = _java_abs_path(path)
-        pairs: list[tuple[int, int]] = []
+        gaps = _GapTracker(opts.java_tool)
         try:
             for batch, records in _iter_log(path, limit, opts.is_deep):
                 if not batch["crcValid"]:
                     self.errors += 1
                 self.text.line(format_batch_line(batch, valid_bytes))
                 for record in records:
-                    offset = record["offset"]
-                    if last_offset != -1 and offset != last_offset + 1:
-                        pairs.append((last_offset, offset))
-                    last_offset = offset
+                    gaps.see(record["offset"])
                     self.text.line(self._record_line(path, batch, record))
                 valid_bytes = batch["position"] + batch["size"]
         finally:
-            if pairs:
-                known = self.reports.non_consecutive.setdefault(abs_path, [])
-                known[:0] = reversed(pairs)  # Kafka prepends each pair: newest first
+            self.reports.add_gaps(_java_abs_path(path), gaps.pairs)
         self._check_tail(path, valid_bytes, limit)
 
     def _dump_log_json(self, path: str, limit: int) -> None:
@@ -412,17 +503,13 @@ class _Dumper:
         valid_bytes = skipped_bytes = batches = 0
         done = 0          # end of the last batch or skipped range printed
         cut = zero_tail = 0
-        last_offset = -1
-        pairs: list[tuple[int, int]] = []
+        gaps = _GapTracker(self.opts.java_tool)
         try:
             for start, end, skip in _good_ranges(skipped, limit):
                 for batch, records in _iter_log_range_json(path, start, end, limit, self.opts.is_deep):
                     self.json.obj(_batch_json(path, batch, records))
                     for record in records:
-                        offset = record["offset"]
-                        if last_offset != -1 and offset != last_offset + 1:
-                            pairs.append((last_offset, offset))
-                        last_offset = offset
+                        gaps.see(record["offset"])
                         self.json.obj(_record_json(record))
                     batches += 1
                     valid_bytes += batch["size"]
@@ -442,9 +529,7 @@ class _Dumper:
                 else:
                     skipped_bytes += self._skip_object(path, done, limit - done, "", limit)
         finally:
-            if pairs:
-                known = self.reports.non_consecutive.setdefault(_java_abs_path(path), [])
-                known[:0] = reversed(pairs)  # Kafka prepends each pair: newest first
+            self.reports.add_gaps(_java_abs_path(path), gaps.pairs)
             progress.close()
         self.json.obj({"type": "summary", "file": path, "size": limit, "validBytes": valid_bytes,
                        "skippedBytes": skipped_bytes, "zeroTailBytes": zero_tail, "cutBytes": cut,
@@ -479,7 +564,7 @@ class _Dumper:
             legacy = None
             if batch["magic"] < 2:
                 legacy = (record["legacy_crc_valid"], record["legacy_crc"])
-            text = format_record_metadata(batch, record, legacy)
+            text = format_record_metadata(batch, record, legacy, java_tool=opts.java_tool)
             prefix = " "
             if batch["isControl"]:
                 text += _control_suffix(path, batch, record)
@@ -531,9 +616,7 @@ class _Dumper:
                 else:
                     self.text.line(f"offset: {offset} position: {position}")
         finally:
-            if found:
-                known = self.reports.index_mismatches.setdefault(abs_path, [])
-                known[:0] = reversed(found)  # Kafka prepends: newest first
+            self.reports.add_index_mismatches(abs_path, found)
 
     def _sanity_passed(self, path: str) -> None:
         if self.opts.json:
@@ -603,7 +686,10 @@ class _Dumper:
             if self.opts.json:
                 self.json.obj(_snapshot_json(path, entry))
             else:
-                self.text.line(entry.dump_line())
+                line = entry.dump_line()
+                if self.opts.java_tool and not entry.has_batch_metadata:
+                    line = line.rstrip(" ")   # only the Scala tool prints "lastTimestamp: T " here
+                self.text.line(line)
 
     def _dump_txn_index(self, path: str) -> None:
         for txn in _read_txn_index(path):
@@ -643,8 +729,11 @@ class _Dumper:
             err(f"Found out of order timestamp in :{file_name}")
             for x, y in pairs:
                 err(f"  Index timestamp: {x}, Previously indexed timestamp: {y}")
-        for pairs in r.time_not_found.values():
-            err("The following indexed offsets are not found in the log.")
+        for file_name, pairs in r.time_not_found.items():
+            if r.java_tool:
+                err(f"The following indexed offsets are not found in :{file_name}")
+            else:
+                err("The following indexed offsets are not found in the log.")
             for x, y in pairs:
                 err(f"Indexed offset: {x}, found log offset: {y}")
         for file_name, pairs in r.non_consecutive.items():

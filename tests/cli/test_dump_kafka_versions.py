@@ -1,0 +1,198 @@
+"""``klogs dump --kafka-version``: where Kafka 4.3+'s Java ``DumpLogSegments`` and the Scala tool
+of earlier releases print different text.
+
+Each case is a minimal file made by our writer; the expected lines are what Kafka 4.4.0
+(``org.apache.kafka.tools.DumpLogSegments``) and Kafka 3.9.1 (``kafka.tools.DumpLogSegments``)
+printed for exactly these bytes with ``--deep-iteration --print-data-log`` (run by
+tests/conformance/test_dump_conformance.py), copied here by hand so that these tests need no Java.
+The Kafka source deciding each difference is named in each test.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+from pathlib import Path
+
+import pytest
+
+from kafka_format.cli.dump import DumpOptions, dump
+from kafka_format.writer import Record, SegmentWriter, build_legacy_messages, build_v2_batch
+from kafka_format.writer.segments import ProducerEntry, encode_snapshot
+
+T0 = 1_700_000_000_000
+JAVA, SCALA = "4.4.0", "3.9.1"   # the releases whose output is copied below
+
+
+def _dump(version: str, *files: Path) -> tuple[int, list[str], list[str]]:
+    out, err = io.StringIO(), io.StringIO()
+    opts = DumpOptions(files=tuple(str(f) for f in files), deep_iteration=True, print_data_log=True,
+                       kafka_version=version)
+    code = dump(opts, out, err)
+    return code, out.getvalue().splitlines(), err.getvalue().splitlines()
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run from ``tmp_path`` so that file names print as Kafka printed them (relative)."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _dir(name: str) -> Path:
+    path = Path(name)
+    path.mkdir()
+    return path
+
+
+def _legacy_v1() -> Path:
+    seg = SegmentWriter(_dir("legacy_v1"), 0)
+    seg.append(build_legacy_messages([Record(b"k1", b"v1", T0), Record(None, b"v2", T0 + 1)],
+                                     magic=1, base_offset=0))
+    seg.close()
+    return seg.log_path
+
+
+def _snapshot() -> Path:
+    path = _dir("snapshot") / f"{7:020d}.snapshot"
+    path.write_bytes(encode_snapshot([
+        ProducerEntry(5, 0, timestamp=T0, coordinator_epoch=3, current_txn_first_offset=4),
+        ProducerEntry(6, 1, last_sequence=9, last_offset=6, offset_delta=2, timestamp=T0 + 5)]))
+    return path
+
+
+def _gaps() -> Path:
+    """Offsets 5, 6, 9 (a compacted batch), then 12, 13: the log does not start at 0."""
+    seg = SegmentWriter(_dir("gaps"), 5)
+    seg.append([build_v2_batch([Record(b"a", b"1", T0, offset_delta=0), Record(b"b", b"2", T0, offset_delta=1),
+                                Record(b"c", b"3", T0, offset_delta=4)], base_offset=5)])
+    seg.append([build_v2_batch([Record(b"d", b"4", T0 + 1), Record(b"e", b"5", T0 + 2)], base_offset=12)])
+    seg.close()
+    return seg.log_path
+
+
+def _three_batches(name: str) -> tuple[Path, list[int]]:
+    """Batches 100-101, 102-103, 104-105; their positions."""
+    seg = SegmentWriter(_dir(name), 100)
+    for base in (100, 102, 104):
+        seg.append([build_v2_batch([Record(b"k", b"v", T0 + base), Record(b"k", b"w", T0 + base + 1)],
+                                   base_offset=base)])
+    seg.close()
+    return seg.log_path, [position for position, _ in seg.batches]
+
+
+def _non_monotonic_index() -> Path:
+    """Index entries 101@batch 2, 104@batch 3, 101@batch 3: every one wrong, one offset twice."""
+    log, pos = _three_batches("bad_index")
+    index = log.with_suffix(".index")
+    index.write_bytes(b"".join(struct.pack(">ii", rel, p) for rel, p in ((1, pos[1]), (4, pos[2]), (1, pos[2]))))
+    return index
+
+
+def _time_index_off_batch_ends() -> Path:
+    """Time index entries at 101 (a batch's last offset) and 102 (not one: found 103)."""
+    log, _ = _three_batches("bad_timeindex")
+    log.with_suffix(".index").write_bytes(b"")
+    timeindex = log.with_suffix(".timeindex")
+    timeindex.write_bytes(struct.pack(">qi", T0 + 101, 1) + struct.pack(">qi", T0 + 102, 2))
+    return timeindex
+
+
+def test_default_is_the_java_tool() -> None:
+    assert DumpOptions(files=()).java_tool
+    assert not DumpOptions(files=(), kafka_version="4.2").java_tool
+    assert DumpOptions(files=(), kafka_version="4.3.0").java_tool
+    assert not DumpOptions(files=(), kafka_version="3.9.1").java_tool
+
+
+def test_legacy_record_line_brace(here: Path) -> None:
+    """Scala ``dumpLog`` record line: ``s" isValid: ${r.isValid} crc: ${r.checksum}}"``
+    (core/src/main/scala/kafka/tools/DumpLogSegments.scala) leaves a stray ``}``; the Java tool's
+    ``printRecordMetadata`` (tools/src/main/java/org/apache/kafka/tools/DumpLogSegments.java) does not."""
+    log = _legacy_v1()
+    head = ["Dumping legacy_v1/00000000000000000000.log", "Log starting offset: 0"]
+    batch0 = ("offset: 0 position: 0 CreateTime: 1700000000000 size: 38 magic: 1 compresscodec: none"
+              " crc: 2782554722 isvalid: true")
+    batch1 = ("offset: 1 position: 38 CreateTime: 1700000000001 size: 36 magic: 1 compresscodec: none"
+              " crc: 852659841 isvalid: true")
+    assert _dump(JAVA, log) == (0, [
+        *head, batch0,
+        "| offset: 0 CreateTime: 1700000000000 keySize: 2 valueSize: 2 isValid: true crc: 2782554722"
+        " key: k1 payload: v1",
+        batch1,
+        "| offset: 1 CreateTime: 1700000000001 keySize: -1 valueSize: 2 isValid: true crc: 852659841"
+        " payload: v2"], [])
+    assert _dump(SCALA, log) == (0, [
+        *head, batch0,
+        "| offset: 0 CreateTime: 1700000000000 keySize: 2 valueSize: 2 isValid: true crc: 2782554722}"
+        " key: k1 payload: v1",
+        batch1,
+        "| offset: 1 CreateTime: 1700000000001 keySize: -1 valueSize: 2 isValid: true crc: 852659841}"
+        " payload: v2"], [])
+
+
+def test_producer_snapshot_without_batch_metadata(here: Path) -> None:
+    """``dumpProducerIdSnapshot``: Scala prints ``lastTimestamp: ${...} `` with a trailing space and
+    appends ``firstSequence: ...``; Java prints the space before `` firstSequence`` only."""
+    path = _snapshot()
+    with_batch = ("producerId: 6 producerEpoch: 1 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty"
+                  " lastTimestamp: 1700000000005 firstSequence: 7 lastSequence: 9 lastOffset: 6 offsetDelta: 2"
+                  " timestamp: 1700000000005")
+    no_batch = ("producerId: 5 producerEpoch: 0 coordinatorEpoch: 3 currentTxnFirstOffset: OptionalLong[4]"
+                " lastTimestamp: 1700000000000")
+    dumping = "Dumping snapshot/00000000000000000007.snapshot"
+    assert _dump(JAVA, path) == (0, [dumping, no_batch, with_batch], [])
+    assert _dump(SCALA, path) == (0, [dumping, no_batch + " ", with_batch], [])
+
+
+def test_non_consecutive_offsets(here: Path) -> None:
+    """``dumpBatchRecords`` (Java): ``record.offset() != previousOffset + 1`` from -1 into a ``TreeMap``;
+    ``dumpLog`` (Scala): skips the first record, prepends to a ``List``."""
+    log = _gaps()
+    header = f"Non-consecutive offsets in {here / 'gaps/00000000000000000005.log'}"
+    code, out, err = _dump(JAVA, log)
+    assert code == 0 and len(out) == 9
+    assert err == [header, "  -1 is followed by 5", "  6 is followed by 9", "  9 is followed by 12"]
+    code, out2, err = _dump(SCALA, log)
+    assert code == 0 and out2 == out
+    assert err == [header, "  9 is followed by 12", "  6 is followed by 9"]
+
+
+def test_index_mismatches_of_a_non_monotonic_index(here: Path) -> None:
+    """``dumpIndex`` (Java): ``TreeMap(Collections.reverseOrder())`` keyed by index offset; Scala: a
+    ``List`` prepended to, every mismatch newest first."""
+    index = _non_monotonic_index()
+    lines = ["Dumping bad_index/00000000000000000100.index", "offset: 101 position: 79",
+             "offset: 104 position: 158", "offset: 101 position: 158"]
+    header = f"Mismatches in :{here / 'bad_index/00000000000000000100.index'}"
+    assert _dump(JAVA, index) == (0, lines, [
+        header, "  Index offset: 104, log offset: 105", "  Index offset: 101, log offset: 105"])
+    assert _dump(SCALA, index) == (0, lines, [
+        header, "  Index offset: 101, log offset: 105", "  Index offset: 104, log offset: 105",
+        "  Index offset: 101, log offset: 103"])
+
+
+def test_time_index_offset_not_found_heading(here: Path) -> None:
+    """``TimeIndexDumpErrors.printErrors``: Kafka 4.4.0's heading names the file (``not found in :``);
+    the Scala one says ``not found in the log.``"""
+    timeindex = _time_index_off_batch_ends()
+    lines = ["Dumping bad_timeindex/00000000000000000100.timeindex",
+             "timestamp: 1700000000101 offset: 101", "timestamp: 1700000000102 offset: 102"]
+    found = "Indexed offset: 102, found log offset: 103"
+    path = os.path.join(here, "bad_timeindex/00000000000000000100.timeindex")
+    assert _dump(JAVA, timeindex) == (0, lines, [
+        f"The following indexed offsets are not found in :{path}", found])
+    assert _dump(SCALA, timeindex) == (0, lines, ["The following indexed offsets are not found in the log.", found])
+
+
+def test_kafka_version_flag(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kafka_format.cli import main
+
+    log = _legacy_v1()
+    assert main(["dump", "--deep-iteration", "--kafka-version", "3.9", str(log)]) == 0
+    assert capsys.readouterr().out.splitlines()[3].endswith("crc: 2782554722}")
+    assert main(["dump", "--deep-iteration", str(log)]) == 0
+    assert capsys.readouterr().out.splitlines()[3].endswith("crc: 2782554722")
+    assert main(["dump", "--kafka-version", "four", str(log)]) == 2
+    assert "not a Kafka version" in capsys.readouterr().err
