@@ -62,6 +62,7 @@ from kafka_format.errors import KafkaFormatError
 __all__ = [
     "DumpOptions",
     "add_arguments",
+    "options_from_args",
     "run",
     "dump",
     "format_batch_line",
@@ -91,7 +92,7 @@ CONTROL_TYPE_NAMES = {  # ControlRecordType enum names (toString) by type id
     0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
     4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS",
 }
-KRAFT_CONTROL_LABELS = {3: "SnapshotHeader", 4: "SnapshotFooter", 5: "KRaftVersion", 6: "KRaftVoters"}
+KRAFT_CONTROL_LABELS = {2: "LeaderChange", 3: "SnapshotHeader", 4: "SnapshotFooter", 5: "KRaftVersion", 6: "KRaftVoters"}
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -104,6 +105,9 @@ JAVA_NO_SUCH_FILE = "java.nio.file.NoSuchFileException"
 JAVA_NO_SUCH_ELEMENT = "java.util.NoSuchElementException"
 
 DEFAULT_KAFKA_VERSION = "4.4"
+LEADER_CHANGE_JSON_SINCE = (4, 1)   # KAFKA-19069: " LeaderChange: {json}" instead of "controlType: ..."
+TRANSACTION_LOG_JSON_SINCE = (4, 1)  # --transaction-log-decoder prints coordinator-record JSON
+TRANSACTION_STATE_NAMES_SINCE = (4, 4)  # ... with transactionStatus as the state's name
 JAVA_TOOL_SINCE = (4, 3)   # KAFKA-14579: DumpLogSegments in Java (org.apache.kafka.tools) from 4.3.0
 KAFKA_VERSION = re.compile(r"^(\d+)\.(\d+)(\.\d+)?$")
 
@@ -146,6 +150,10 @@ class DumpOptions:
         """Whether ``kafka_version`` has the Java ``DumpLogSegments`` (4.3+) rather than the Scala one."""
         return _java_tool(self.kafka_version)
 
+    def since(self, major: int, minor: int) -> bool:
+        """Whether ``kafka_version`` is ``major.minor`` or later."""
+        return _version_tuple(self.kafka_version) >= (major, minor)
+
     @property
     def should_print_data(self) -> bool:
         """``shouldPrintDataLog``: --print-data-log or any decoder option."""
@@ -167,11 +175,15 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _java_tool(version: str) -> bool:
+def _version_tuple(version: str) -> tuple[int, int]:
     match = KAFKA_VERSION.match(version)
     if match is None:
         raise ValueError(f"not a Kafka version: {version!r}")
-    return (int(match.group(1)), int(match.group(2))) >= JAVA_TOOL_SINCE
+    return int(match.group(1)), int(match.group(2))
+
+
+def _java_tool(version: str) -> bool:
+    return _version_tuple(version) >= JAVA_TOOL_SINCE
 
 
 def _kafka_version(text: str) -> str:
@@ -213,10 +225,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=run, decoder=None)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Entry point of ``klogs dump`` for parsed ``args``."""
+def options_from_args(args: argparse.Namespace) -> DumpOptions:
+    """The :class:`DumpOptions` of parsed ``klogs dump`` arguments."""
     files = tuple(f for arg in args.files for f in arg.split(",") if f)
-    opts = DumpOptions(
+    return DumpOptions(
         files=files,
         deep_iteration=args.deep_iteration,
         print_data_log=args.print_data_log,
@@ -229,6 +241,11 @@ def run(args: argparse.Namespace) -> int:
         json=args.json,
         kafka_version=args.kafka_version,
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``klogs dump`` for parsed ``args``."""
+    opts = options_from_args(args)
     for stream in (sys.stdout, sys.stderr):  # undecodable payloads must not kill the dump
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
@@ -406,7 +423,7 @@ class _Dumper:
         opts = self.opts
         try:
             if opts.should_print_data:
-                self._parser = _message_parser(opts.decoder)
+                self._parser = _message_parser(opts.decoder, opts)
             for path in opts.files:
                 try:
                     self._dump_one(path)
@@ -567,7 +584,7 @@ class _Dumper:
             text = format_record_metadata(batch, record, legacy, java_tool=opts.java_tool)
             prefix = " "
             if batch["isControl"]:
-                text += _control_suffix(path, batch, record)
+                text += _control_suffix(path, batch, record, opts)
         if self._parser is not None and not batch["isControl"]:
             try:
                 key, payload = self._parser(record)
@@ -999,7 +1016,7 @@ def _inner_crcs(path: str, batch: Mapping[str, Any]) -> list[tuple[int, bool]]:
     return out
 
 
-def _control_suffix(path: str, batch: Mapping[str, Any], record: Mapping[str, Any]) -> str:
+def _control_suffix(path: str, batch: Mapping[str, Any], record: Mapping[str, Any], opts: DumpOptions) -> str:
     """The control-record part of a record line (endTxnMarker / KRaft JSON / controlType)."""
     control = _library("kafka_format.records.control")
     key, value = record["key"], record["value"]
@@ -1012,7 +1029,8 @@ def _control_suffix(path: str, batch: Mapping[str, Any], record: Mapping[str, An
                     f" coordinatorEpoch: {marker.coordinator_epoch}")
         if type_id in KRAFT_CONTROL_LABELS:
             kraft = _library("kafka_format.internal.kraft_control")
-            return str(kraft.format_kraft_control(type_id, value or b""))
+            return str(kraft.format_kraft_control(type_id, value or b"",
+                                                  leader_change_json=opts.since(*LEADER_CHANGE_JSON_SINCE)))
         return f" controlType: {CONTROL_TYPE_NAMES.get(type_id, 'UNKNOWN')}({type_id})"
     except KafkaFormatError as exc:
         raise _abort_from(exc, path) from exc
@@ -1021,8 +1039,13 @@ def _control_suffix(path: str, batch: Mapping[str, Any], record: Mapping[str, An
 _Parser = Callable[[Mapping[str, Any]], tuple[str | None, str | None]]
 
 
-def _message_parser(decoder: str | None) -> _Parser:
-    """The ``MessageParser`` for ``decoder``: (key text or None, payload text or None) per record."""
+def _message_parser(decoder: str | None, opts: DumpOptions) -> _Parser:
+    """The ``MessageParser`` for ``decoder``: (key text or None, payload text or None) per record.
+
+    Kafka 4.1+ decodes both coordinator topics with ``CoordinatorRecordMessageParser``: its
+    missing-key message says "using the specified decoder", and the transaction log prints JSON.
+    """
+    coordinator_json = opts.since(*TRANSACTION_LOG_JSON_SINCE)
     if decoder is None:
         def parse_plain(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
             key, value = record["key"], record["value"]
@@ -1033,6 +1056,9 @@ def _message_parser(decoder: str | None) -> _Parser:
         offsets = _library("kafka_format.internal.consumer_offsets")
 
         def parse_offsets(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
+            if record["key"] is None and coordinator_json:
+                raise KafkaFormatError(f"Failed to decode message at offset {record['offset']} using the "
+                                       "specified decoder (message had a missing key)")
             return offsets.format_offsets_record(  # type: ignore[no-any-return]
                 record["key"], record["value"], record["offset"])
         return parse_offsets
@@ -1040,6 +1066,10 @@ def _message_parser(decoder: str | None) -> _Parser:
         txn_log = _library("kafka_format.internal.transaction_log")
 
         def parse_txn(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
+            if coordinator_json:
+                return txn_log.format_transaction_log_json(  # type: ignore[no-any-return]
+                    record["key"], record["value"], record["offset"],
+                    state_names=opts.since(*TRANSACTION_STATE_NAMES_SINCE))
             return txn_log.format_transaction_log_record(  # type: ignore[no-any-return]
                 record["key"], record["value"])
         return parse_txn

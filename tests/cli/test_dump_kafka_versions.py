@@ -196,3 +196,101 @@ def test_kafka_version_flag(here: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert capsys.readouterr().out.splitlines()[3].endswith("crc: 2782554722")
     assert main(["dump", "--kafka-version", "four", str(log)]) == 2
     assert "not a Kafka version" in capsys.readouterr().err
+
+
+# --- decoders ---------------------------------------------------------------------------------------
+
+def _leader_change() -> Path:
+    """A KRaft LeaderChange control record (leader 3, voters 3 and 4)."""
+    from kafka_format.internal.kraft_control import encode_kraft_control_value
+
+    seg = SegmentWriter(_dir("__cluster_metadata-0"), 0)
+    value = encode_kraft_control_value(2, {"version": 0, "leaderId": 3, "voters": [{"voterId": 3}, {"voterId": 4}],
+                                           "grantingVoters": [{"voterId": 3}]})
+    seg.append([build_v2_batch([Record(struct.pack(">hh", 0, 2), value, T0)], base_offset=0, control=True,
+                               partition_leader_epoch=1)])
+    seg.close()
+    return seg.log_path
+
+
+def _transaction_log() -> Path:
+    """Empty (v0), Ongoing (v0), CompleteCommit (v1 with tagged fields) and a tombstone."""
+    from kafka_format.internal.transaction_log import encode_transaction_log_key, encode_transaction_log_value
+
+    seg = SegmentWriter(_dir("__transaction_state-0"), 0)
+    recs = [
+        Record(encode_transaction_log_key("tx-a"), encode_transaction_log_value(
+            producer_id=7, producer_epoch=0, timeout_ms=60000, status=0, partitions=None,
+            last_update_ms=T0, start_ms=-1), T0),
+        Record(encode_transaction_log_key("tx-a"), encode_transaction_log_value(
+            producer_id=7, producer_epoch=0, timeout_ms=60000, status=1, partitions={"orders": [2, 0]},
+            last_update_ms=T0 + 5, start_ms=T0 + 5), T0 + 5),
+        Record(encode_transaction_log_key("tx-b"), encode_transaction_log_value(
+            producer_id=8, producer_epoch=2, timeout_ms=30000, status=4, partitions={"orders": [1]},
+            last_update_ms=T0 + 9, start_ms=T0 + 6, version=1, previous_producer_id=5,
+            client_transaction_version=2), T0 + 9),
+        Record(encode_transaction_log_key("tx-c"), None, T0 + 10),
+    ]
+    seg.append([build_v2_batch(recs, base_offset=0)])
+    seg.close()
+    return seg.log_path
+
+
+def _decoded(version: str, decoder: str, path: Path) -> list[str]:
+    out, err = io.StringIO(), io.StringIO()
+    assert dump(DumpOptions(files=(str(path),), decoder=decoder, kafka_version=version), out, err) == 0
+    assert err.getvalue() == ""
+    return out.getvalue().splitlines()
+
+
+def test_leader_change_record(here: Path) -> None:
+    """``printControlRecord``: Kafka 4.1+ decodes LEADER_CHANGE (KAFKA-19069); 3.9 prints its type."""
+    path = _leader_change()
+    head = "| offset: 0 CreateTime: 1700000000000 keySize: 4 valueSize: 24 sequence: -1 headerKeys: []"
+    lines = _decoded(JAVA, "cluster-metadata", path)
+    assert lines[2].endswith("isControl: true deleteHorizonMs: OptionalLong.empty position: 0"
+                             " CreateTime: 1700000000000 size: 96 magic: 2 compresscodec: none crc: 3699628853"
+                             " isvalid: true")
+    assert lines[3] == (head + ' LeaderChange: {"version":0,"leaderId":3,"voters":[{"voterId":3},{"voterId":4}],'
+                        '"grantingVoters":[{"voterId":3}]}')
+    assert _decoded(SCALA, "cluster-metadata", path)[3] == head + " controlType: LEADER_CHANGE(2)"
+    assert _decoded("4.1", "cluster-metadata", path)[3] == lines[3]
+
+
+def test_transaction_log_decoder(here: Path) -> None:
+    """``--transaction-log-decoder``: Kafka 4.4.0's ``CoordinatorRecordMessageParser`` JSON with state
+    names (``TransactionLogMessageParser.valueAsJson``); 3.9.1's ``TransactionLog.formatRecordKeyAndValue``."""
+    path = _transaction_log()
+    meta = [
+        "| offset: 0 CreateTime: 1700000000000 keySize: 8 valueSize: 37 sequence: -1 headerKeys: []",
+        "| offset: 1 CreateTime: 1700000000005 keySize: 8 valueSize: 57 sequence: -1 headerKeys: []",
+        "| offset: 2 CreateTime: 1700000000009 keySize: 8 valueSize: 62 sequence: -1 headerKeys: []",
+        "| offset: 3 CreateTime: 1700000000010 keySize: 8 valueSize: -1 sequence: -1 headerKeys: []",
+    ]
+    java = [
+        ' key: {"type":"0","data":{"transactionalId":"tx-a"}} payload: {"version":"0","data":{"producerId":7,'
+        '"producerEpoch":0,"transactionTimeoutMs":60000,"transactionStatus":"Empty","transactionPartitions":null,'
+        '"transactionLastUpdateTimestampMs":1700000000000,"transactionStartTimestampMs":-1}}',
+        ' key: {"type":"0","data":{"transactionalId":"tx-a"}} payload: {"version":"0","data":{"producerId":7,'
+        '"producerEpoch":0,"transactionTimeoutMs":60000,"transactionStatus":"Ongoing","transactionPartitions":'
+        '[{"topic":"orders","partitionIds":[2,0]}],"transactionLastUpdateTimestampMs":1700000000005,'
+        '"transactionStartTimestampMs":1700000000005}}',
+        ' key: {"type":"0","data":{"transactionalId":"tx-b"}} payload: {"version":"1","data":{"producerId":8,'
+        '"previousProducerId":5,"producerEpoch":2,"transactionTimeoutMs":30000,"transactionStatus":"CompleteCommit",'
+        '"transactionPartitions":[{"topic":"orders","partitionIds":[1]}],"transactionLastUpdateTimestampMs":'
+        '1700000000009,"transactionStartTimestampMs":1700000000006,"clientTransactionVersion":2}}',
+        ' key: {"type":"0","data":{"transactionalId":"tx-c"}} payload: <DELETE>',
+    ]
+    scala = [
+        " key: transaction_metadata::transactionalId=tx-a payload: producerId:7,producerEpoch:0,state=Empty,"
+        "partitions=[],txnLastUpdateTimestamp=1700000000000,txnTimeoutMs=60000",
+        " key: transaction_metadata::transactionalId=tx-a payload: producerId:7,producerEpoch:0,state=Ongoing,"
+        "partitions=[orders-0,orders-2],txnLastUpdateTimestamp=1700000000005,txnTimeoutMs=60000",
+        " key: transaction_metadata::transactionalId=tx-b payload: producerId:8,producerEpoch:2,"
+        "state=CompleteCommit,partitions=[orders-1],txnLastUpdateTimestamp=1700000000009,txnTimeoutMs=30000",
+        " key: transaction_metadata::transactionalId=tx-c payload: <DELETE>",
+    ]
+    assert _decoded(JAVA, "transaction-log", path)[3:] == [m + t for m, t in zip(meta, java, strict=True)]
+    assert _decoded(SCALA, "transaction-log", path)[3:] == [m + t for m, t in zip(meta, scala, strict=True)]
+    # before 4.4 the JSON keeps the status id (Kafka 4.1.1 and 4.3.0 have no TransactionState.stateName call)
+    assert '"transactionStatus":1,' in _decoded("4.3", "transaction-log", path)[4]
