@@ -99,7 +99,7 @@ EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 # Java exception class names Kafka's tool would print for each kind of failure.
 JAVA_CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
 JAVA_INVALID_RECORD = "org.apache.kafka.common.InvalidRecordException"
-JAVA_CORRUPT_INDEX = "org.apache.kafka.common.errors.CorruptIndexException"
+JAVA_CORRUPT_INDEX = "org.apache.kafka.storage.internals.log.CorruptIndexException"  # 3.9.1 and 4.4.0
 JAVA_KAFKA = "org.apache.kafka.common.KafkaException"
 JAVA_NO_SUCH_FILE = "java.nio.file.NoSuchFileException"
 JAVA_NO_SUCH_ELEMENT = "java.util.NoSuchElementException"
@@ -123,8 +123,15 @@ def _bool(value: Any) -> str:
 
 
 def _java_string(data: bytes | None) -> str:
-    """``StringDecoder``: ``new String(bytes, UTF_8)`` (malformed input → U+FFFD)."""
-    return "" if data is None else data.decode("utf-8", "replace")
+    """``StringDecoder``: ``new String(bytes, UTF_8)``, malformed input replaced as Java sizes it
+    (``batch_v2.java_utf8``: an encoded surrogate is one U+FFFD, not Python's three)."""
+    if data is None:
+        return ""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        batch_v2 = _library("kafka_format.records.batch_v2")
+        return str(batch_v2.java_utf8(data).decode("utf-8"))
 
 
 # --- options -------------------------------------------------------------------------------------
@@ -800,7 +807,38 @@ def _record_json(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _abort_from(exc: KafkaFormatError, path: str, java_class: str = JAVA_INVALID_RECORD) -> _Abort:
-    return _Abort(java_class, exc.reason if exc.position is None else str(exc), path, exc.position)
+    message = _kafka_record_message(exc) if java_class == JAVA_INVALID_RECORD else None
+    if message is None:
+        message = exc.reason if exc.position is None else str(exc)
+    return _Abort(java_class, message, path, exc.position)
+
+
+_EXPECTED_BYTES = re.compile(r"^(-?\d+) bytes (of record|read)$")
+_FOUND_INT = re.compile(r"^(-?\d+)(?: bytes remaining)?$")
+
+
+def _kafka_record_message(exc: KafkaFormatError) -> str | None:
+    """The message of the ``InvalidRecordException`` ``DefaultRecord.readFrom(ByteBuffer, ...)``
+    throws for the record-level check the library reports (None when it is not one of them)."""
+    reason = exc.reason
+    expected = _EXPECTED_BYTES.match(exc.expected or "")
+    found = _FOUND_INT.match(exc.found or "")
+    if reason == "Invalid record size" and expected and found:
+        size, got = expected.group(1), found.group(1)
+        if expected.group(2) == "read":
+            return (f"Invalid record size: expected to read {size} bytes in record payload,"
+                    f" but instead read {got}")
+        return (f"Invalid record size: expected {size} bytes in record payload,"
+                f" but instead the buffer has only {got} remaining bytes.")
+    if reason == "invalid number of record headers" and found:
+        count = int(found.group(1))
+        if count < 0:
+            return f"Found invalid number of record headers {count}"
+        return (f"Found invalid number of record headers. {count} is larger than the remaining size"
+                " of the buffer")
+    if reason == "invalid negative header key size" and found:
+        return f"Invalid negative header key size {found.group(1)}"
+    return None
 
 
 def _iter_log(path: str, limit: int, deep: bool) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
@@ -935,15 +973,25 @@ def _iter_range(path: str, start: int, limit: int, deep: bool, *,
         if deep else iter(())
     )
     pending: dict[str, Any] | None = None
+    deferred: KafkaFormatError | None = None   # a failure in a later batch's records
     for table in batches:
         for batch in table.to_pylist():
             if batch["position"] + batch["size"] > limit:
                 return  # FileRecords.slice(0, maxBytes): only whole batches
             rows: list[dict[str, Any]] = []
             if deep:
+                if deferred is not None:
+                    raise deferred
                 while True:
                     if pending is None:
-                        pending = next(records, None)
+                        try:
+                            pending = next(records, None)
+                        except KafkaFormatError as exc:
+                            # looking for more records of this batch read into the next one: its
+                            # failure counts only if that batch is reached (not past --max-bytes)
+                            if exc.position is None or exc.position < batch["position"] + batch["size"]:
+                                raise
+                            deferred, records = exc, iter(())
                     if pending is None or pending["position"] != batch["position"]:
                         break
                     rows.append(pending)

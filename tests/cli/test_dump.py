@@ -502,7 +502,7 @@ def test_index_empty_and_sanity_check(tmp_path: Path, capsys: pytest.CaptureFixt
     index.write_bytes(struct.pack(">ii", 4, 0) + b"\x00" * 4)   # 12 bytes: not a multiple of 8
     code, out, err = _dump(capsys, "--index-sanity-check", str(index))
     assert code == 1 and out == [f"Dumping {index}"]
-    assert err == ['Exception in thread "main" org.apache.kafka.common.errors.CorruptIndexException: '
+    assert err == ['Exception in thread "main" org.apache.kafka.storage.internals.log.CorruptIndexException: '
                    f"Index file {os.path.abspath(index)} is corrupt, found 12 bytes which is neither "
                    "positive nor a multiple of 8"]
 

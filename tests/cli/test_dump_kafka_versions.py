@@ -294,3 +294,107 @@ def test_transaction_log_decoder(here: Path) -> None:
     assert _decoded(SCALA, "transaction-log", path)[3:] == [m + t for m, t in zip(meta, scala, strict=True)]
     # before 4.4 the JSON keeps the status id (Kafka 4.1.1 and 4.3.0 have no TransactionState.stateName call)
     assert '"transactionStatus":1,' in _decoded("4.3", "transaction-log", path)[4]
+
+
+# --- the same in both releases (found by the conformance run; fixed for both) ------------------------
+
+def _run(*args: str, **opts: object) -> tuple[int, list[str], list[str]]:
+    out, err = io.StringIO(), io.StringIO()
+    code = dump(DumpOptions(files=args, **opts), out, err)   # type: ignore[arg-type]
+    return code, out.getvalue().splitlines(), err.getvalue().splitlines()
+
+
+def _bad_record_length() -> Path:
+    """Two one-record batches; the second record's length varint is 0x7F (-64)."""
+    seg = SegmentWriter(_dir("bad-record"), 0)
+    seg.append([build_v2_batch([Record(b"a", b"1", T0)], base_offset=0)])
+    seg.append([build_v2_batch([Record(b"b", b"2", T0 + 1)], base_offset=1)])
+    seg.close()
+    data = bytearray(seg.log_path.read_bytes())
+    data[seg.batches[1][0] + 61] = 0x7F
+    seg.log_path.write_bytes(bytes(data))
+    return seg.log_path
+
+
+BATCH0 = ("baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1"
+          " partitionLeaderEpoch: -1 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty"
+          " position: 0 CreateTime: 1700000000000 size: 70 magic: 2 compresscodec: none crc: 633520894"
+          " isvalid: true")
+RECORD0 = "| offset: 0 CreateTime: 1700000000000 keySize: 1 valueSize: 1 sequence: -1 headerKeys: []"
+
+
+@pytest.mark.parametrize("version", [JAVA, SCALA])
+def test_invalid_record_size_message(here: Path, version: str) -> None:
+    """``DefaultRecord.readFrom``'s own message (clients/.../record/DefaultRecord.java), not ours."""
+    log = _bad_record_length()
+    code, out, err = _run(str(log), deep_iteration=True, kafka_version=version)
+    assert code == 1
+    assert out == ["Dumping bad-record/00000000000000000000.log", "Log starting offset: 0", BATCH0, RECORD0,
+                   "baseOffset: 1 lastOffset: 1 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1"
+                   " producerEpoch: -1 partitionLeaderEpoch: -1 isTransactional: false isControl: false"
+                   " deleteHorizonMs: OptionalLong.empty position: 70 CreateTime: 1700000000001 size: 70 magic: 2"
+                   " compresscodec: none crc: 3806254038 isvalid: false"]
+    assert err == ['Exception in thread "main" org.apache.kafka.common.InvalidRecordException: Invalid record size:'
+                   " expected to read -64 bytes in record payload, but instead read 8"]
+
+
+@pytest.mark.parametrize("version", [JAVA, SCALA])
+def test_max_bytes_stops_before_a_damaged_batch(here: Path, version: str) -> None:
+    """``FileRecords.slice(0, maxBytes)``: the damaged batch past --max-bytes is never read."""
+    log = _bad_record_length()
+    code, out, err = _run(str(log), deep_iteration=True, max_bytes=80, kafka_version=version)
+    assert (code, err) == (0, [])
+    assert out == ["Dumping bad-record/00000000000000000000.log", "Log starting offset: 0", BATCH0, RECORD0]
+
+
+@pytest.mark.parametrize("version", [JAVA, SCALA])
+def test_malformed_utf8_replaced_as_java_does(here: Path, version: str) -> None:
+    """``new String(bytes, UTF_8)``: an encoded surrogate (ED A0 80) is one U+FFFD (Python: three)."""
+    seg = SegmentWriter(_dir("utf8"), 0)
+    seg.append([build_v2_batch([Record(b"k\xed\xa0\x80x", b"v\xed\xa0(\xe2\x82", T0),
+                                Record(b"\xf0\x90\x80", b"\xc3(\xff", T0)], base_offset=0)])
+    seg.close()
+    code, out, err = _run(str(seg.log_path), print_data_log=True, kafka_version=version)
+    assert (code, err) == (0, [])
+    meta = "| offset: {} CreateTime: 1700000000000 keySize: {} valueSize: {} sequence: -1 headerKeys: []"
+    assert out[3:] == [meta.format(0, 5, 6) + " key: k\ufffdx payload: v\ufffd(\ufffd",
+                       meta.format(1, 3, 3) + " key: \ufffd payload: \ufffd(\ufffd"]
+
+
+def test_corrupt_index_exception_class(here: Path) -> None:
+    """``CorruptIndexException`` lives in ``org.apache.kafka.storage.internals.log`` (3.9.1 and 4.4.0)."""
+    seg = SegmentWriter(_dir("bad-index"), 0)
+    seg.append([build_v2_batch([Record(b"a", b"1", T0)], base_offset=0)])
+    seg.close()
+    seg.path(".index").write_bytes(b"\0" * 12)
+    for version in (JAVA, SCALA):
+        code, out, err = _run(str(seg.path(".index")), index_sanity_check=True, kafka_version=version)
+        assert code == 1 and out == ["Dumping bad-index/00000000000000000000.index"]
+        assert err == ['Exception in thread "main" org.apache.kafka.storage.internals.log.CorruptIndexException:'
+                       f" Index file {here / 'bad-index/00000000000000000000.index'} is corrupt, found 12 bytes"
+                       " which is neither positive nor a multiple of 8"]
+
+
+def test_prerelease_metadata_layout_is_an_error_as_in_kafka(here: Path) -> None:
+    """A PartitionRecord v1 in the pre-release trunk-2023-11 layout (KIP-966 ELR tagged fields): the
+    format library can read it, but released Kafka's ``MetadataRecordSerde`` cannot, and
+    ``ClusterMetadataLogMessageParser`` prints ``Error at <offset>, skipping. <message>``."""
+    from kafka_format.internal.cluster_metadata import encode_topic_record
+    from kafka_format.internal.protocol import write_message, write_uvarint
+
+    topic_id = "JiPG0GbKRRqpJrShexbMfw"
+    data = {"partitionId": 0, "topicId": topic_id, "replicas": [1], "isr": [1], "removingReplicas": [],
+            "addingReplicas": [], "leader": 1, "leaderEpoch": 0, "partitionEpoch": 0,
+            "eligibleLeaderReplicas": [], "lastKnownELR": []}
+    value = (write_uvarint(1) + write_uvarint(3) + write_uvarint(1)
+             + write_message("PartitionRecord@trunk-2023-11", data, 1))
+    seg = SegmentWriter(_dir("__cluster_metadata-0"), 0)
+    seg.append([build_v2_batch([Record(None, encode_topic_record("t", topic_id), T0), Record(None, value, T0)],
+                               base_offset=0, partition_leader_epoch=1)])
+    seg.close()
+    meta = "| offset: {} CreateTime: 1700000000000 keySize: -1 valueSize: {} sequence: -1 headerKeys: []"
+    for version in (JAVA, SCALA):
+        assert _decoded(version, "cluster-metadata", seg.log_path)[3:] == [
+            meta.format(0, 22) + ' payload: {"type":"TOPIC_RECORD","version":0,"data":{"name":"t",'
+                                 '"topicId":"JiPG0GbKRRqpJrShexbMfw"}}',
+            meta.format(1, 54) + " payload: Error at 1, skipping. Failed to deserialize record with type 3"]
