@@ -10,7 +10,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 STAMP := $(VENV)/.installed
 SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/*.c)
 
-.PHONY: help setup test test-reference test-cluster demo bench fuzz package samples clean
+.PHONY: help setup test test-reference test-cluster conformance demo bench fuzz package samples clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-16s %s\n", $$1, $$2}'
@@ -31,6 +31,9 @@ test-reference: $(STAMP) ## Run the format tests with the reference decoder forc
 
 test-cluster: $(STAMP) ## Distributed tests: local-cluster and a standalone cluster started from the pyspark install
 	$(PY) -m pytest -m cluster tests/spark $(PYTEST_ARGS)
+
+conformance: $(STAMP) ## Compare with real Apache Kafka brokers (jars fetched by Maven on first run); writes CONFORMANCE.md
+	$(PY) -m pytest -m conformance tests/conformance $(PYTEST_ARGS)
 
 demo: $(STAMP) ## Run the product on data_samples/ with local Spark and print where results are
 	$(VENV)/bin/klogs demo --out build/demo

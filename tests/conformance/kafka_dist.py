@@ -11,6 +11,7 @@ Java or Maven is missing, or when Maven cannot resolve the release.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -59,7 +60,8 @@ def classpath(version: str) -> str | None:
     if java() is None:
         _reasons[version] = "java not found (JAVA_HOME unset and no java on PATH)"
         return None
-    cached = cache_dir() / f"kafka-{version}.classpath"
+    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:12]  # a changed pom resolves again
+    cached = cache_dir() / f"kafka-{version}-{digest}.classpath"
     if cached.exists():
         text = cached.read_text().strip()
         if text and all(Path(p).exists() for p in text.split(os.pathsep)):
@@ -68,7 +70,7 @@ def classpath(version: str) -> str | None:
     if mvn is None:
         _reasons[version] = "mvn not found on PATH (Maven fetches Kafka's jars)"
         return None
-    out = cache_dir() / f"kafka-{version}.classpath.tmp"
+    out = cached.with_suffix(".tmp")
     cmd = [mvn, "-q", "-B", "-f", str(POM), f"-Dkafka.version={version}",
            "dependency:build-classpath", f"-Dmdep.outputFile={out}"]
     repo = os.environ.get("KLA_MAVEN_REPO")

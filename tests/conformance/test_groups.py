@@ -1,0 +1,155 @@
+"""Comparison 6 (groups and transactions) on a copy of the shared broker's log dirs.
+
+* Committed offsets: ``__consumer_offsets`` read with the ``kafka-log`` source (read_committed, up
+  to the high watermark: transactional offset commits count once their COMMIT marker is there),
+  each record decoded by ``kafka_format.internal.consumer_offsets``, the last value per
+  (group, topic, partition) in offset order, a tombstone removing it -- against the broker's
+  OffsetFetch (admin ``list_group_offsets``): offset, metadata, leader epoch.
+* Transactions: ``__transaction_state`` decoded by ``kafka_format.internal.transaction_log``, the
+  last value per transactional id -- against DescribeTransactions: state, producer id and epoch,
+  timeout, start time, partitions.
+* Open and hanging transactions: the audit's ``open-transaction`` / ``hanging-transaction``
+  findings on the data partitions -- against DescribeProducers (each producer's
+  ``currentTransactionStartOffset``) and the admin's find-hanging (none expected either side:
+  the open transaction is younger than ``transaction.max.timeout.ms``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker import KafkaBroker
+
+pytestmark = pytest.mark.conformance
+log = logging.getLogger("conformance")
+
+COMPARISON = "groups-transactions"
+OFFSET_COMMIT_TYPES = (0, 1)
+
+
+def _read_topic(spark, copy: Path, topic: str) -> list[Any]:
+    return (spark.read.format("kafka-log").option("topics", topic)
+            .option("isolationLevel", "read_committed").option("upTo", "highWatermark")
+            .load(str(copy)).select("partition", "offset", "key", "value")
+            .orderBy("partition", "offset").collect())
+
+
+def committed_offsets_from_log(rows: list[Any]) -> dict[tuple[str, str, int], tuple[int, str, int]]:
+    """{(group, topic, partition): (offset, metadata, leaderEpoch)} replayed from the records of
+    ``__consumer_offsets`` (offset order per partition; a tombstone deletes)."""
+    from kafka_format.internal.consumer_offsets import decode_consumer_offsets_key, decode_consumer_offsets_value
+
+    out: dict[tuple[str, str, int], tuple[int, str, int]] = {}
+    for r in rows:
+        if r["key"] is None:
+            continue
+        key = bytes(r["key"])
+        record_type = int.from_bytes(key[:2], "big", signed=True)
+        if record_type not in OFFSET_COMMIT_TYPES:
+            continue
+        k = decode_consumer_offsets_key(key)["data"]
+        ident = (k["group"], k["topic"], k["partition"])
+        v = decode_consumer_offsets_value(record_type, None if r["value"] is None else bytes(r["value"]))
+        if v is None:
+            out.pop(ident, None)
+        else:
+            d = v["data"]
+            out[ident] = (d["offset"], d.get("metadata") or "", d.get("leaderEpoch", -1))
+    return out
+
+
+def transactions_from_log(rows: list[Any]) -> dict[str, dict[str, Any]]:
+    """{transactionalId: last decoded TransactionLogValue} of ``__transaction_state`` records."""
+    from kafka_format.internal.transaction_log import decode_transaction_log_key, decode_transaction_log_value
+
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if r["key"] is None:
+            continue
+        k = decode_transaction_log_key(bytes(r["key"]))["data"]
+        if not isinstance(k, dict):
+            continue
+        v = decode_transaction_log_value(None if r["value"] is None else bytes(r["value"]))
+        if v is None:
+            out.pop(k["transactionalId"], None)
+        else:
+            out[k["transactionalId"]] = v["data"]
+    return out
+
+
+def test_groups_and_transactions_equal_the_broker(kafka_broker: KafkaBroker, standard_workload, spark,
+                                                  conformance, kafka_version: str, tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    from kafka import TopicPartition
+
+    from kafka_format.internal.transaction_log import TRANSACTION_STATES
+
+    internal = sorted((d.name.rsplit("-", 1)[0], int(d.name.rsplit("-", 1)[1]))
+                      for d in kafka_broker.log_dir.iterdir()
+                      if d.name.startswith(("__consumer_offsets-", "__transaction_state-")))
+    data_parts = [("w-txn", p) for p in range(standard_workload.topics["w-txn"])]
+    kafka_broker.wait_high_watermarks_checkpointed(internal + data_parts)
+    copy = kafka_broker.copy_log_dirs(tmp_path / "copy")
+    log.info("copied at %.1fs", time.monotonic() - t0)
+    admin = kafka_broker.admin()
+
+    # committed offsets of every group the broker knows
+    ours = committed_offsets_from_log(_read_topic(spark, copy, "__consumer_offsets"))
+    log.info("offsets read at %.1fs", time.monotonic() - t0)
+    groups = sorted(g["group_id"] for g in admin.list_groups())
+    assert set(standard_workload.groups) <= set(groups), (standard_workload.groups, groups)
+    fetched = admin.list_group_offsets({g: None for g in groups})
+    for group in groups:
+        for tp, om in sorted(fetched.get(group, {}).items()):
+            kafka = (om.offset, om.metadata or "", -1 if om.leader_epoch is None else om.leader_epoch)
+            conformance.compare(COMPARISON, kafka_version, f"offset {group} {tp.topic}-{tp.partition}",
+                                ours.get((group, tp.topic, tp.partition)), kafka)
+    broker_keys = {(g, tp.topic, tp.partition) for g in groups for tp in fetched.get(g, {})}
+    for extra in sorted(set(ours) - broker_keys):
+        conformance.compare(COMPARISON, kafka_version, f"offset {extra[0]} {extra[1]}-{extra[2]}",
+                            ours[extra], None)
+
+    # transactions
+    txns = transactions_from_log(_read_topic(spark, copy, "__transaction_state"))
+    described = admin.describe_transactions(sorted(standard_workload.transactions))
+    log.info("txns at %.1fs", time.monotonic() - t0)
+    for tid in sorted(standard_workload.transactions):
+        d = described[tid]
+        kafka = {"state": str(getattr(d.state, "value", d.state)), "producerId": d.producer_id,
+                 "producerEpoch": d.producer_epoch, "timeoutMs": d.transaction_timeout_ms,
+                 "startMs": d.transaction_start_time_ms,
+                 "partitions": sorted((tp.topic, tp.partition) for tp in d.topic_partitions)}
+        v = txns.get(tid)
+        mine = None if v is None else {
+            "state": TRANSACTION_STATES.get(v["transactionStatus"], str(v["transactionStatus"])),
+            "producerId": v["producerId"], "producerEpoch": v["producerEpoch"],
+            "timeoutMs": v["transactionTimeoutMs"], "startMs": v["transactionStartTimestampMs"],
+            "partitions": sorted((p["topic"], i) for p in v.get("transactionPartitions") or ()
+                                 for i in p["partitionIds"])}
+        conformance.compare(COMPARISON, kafka_version, f"transaction {tid}", mine, kafka)
+
+    # open / hanging transactions on the data partitions
+    from kafka_format.audit import audit_partition
+    from kafka_format.planning import open_partitions
+
+    replicas = {(r.topic, r.partition): r for r in open_partitions([str(copy)])}
+    producers = admin.describe_producers([TopicPartition(t, p) for t, p in data_parts])
+    for t, p in data_parts:
+        findings = audit_partition(replicas[(t, p)])
+        mine_open = sorted((f.offset,) for f in findings if f.check in ("open-transaction", "hanging-transaction"))
+        state = producers[TopicPartition(t, p)]
+        kafka_open = sorted((ps.current_transaction_start_offset,) for ps in state.active_producers
+                            if ps.current_transaction_start_offset >= 0)
+        conformance.compare(COMPARISON, kafka_version, f"open transactions {t}-{p}", mine_open, kafka_open)
+        mine_hanging = sorted(f.offset for f in findings if f.check == "hanging-transaction")
+        conformance.compare(COMPARISON, kafka_version, f"hanging transactions {t}-{p}", mine_hanging, [])
+    hanging = admin.find_hanging_transactions()
+    log.info("hanging at %.1fs", time.monotonic() - t0)
+    conformance.compare(COMPARISON, kafka_version, "broker find-hanging", list(hanging or []), [])
+    conformance.assert_equal(COMPARISON, kafka_version, at_least=10)
+
