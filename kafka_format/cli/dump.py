@@ -591,11 +591,16 @@ class _Dumper:
             text = format_record_metadata(batch, record, legacy, java_tool=opts.java_tool)
             prefix = " "
             if batch["isControl"]:
-                text += _control_suffix(path, batch, record, opts)
+                try:
+                    text += _control_suffix(path, batch, record, opts)
+                except _Abort:
+                    self.text.write(text)   # Kafka printed the metadata before dying (no newline)
+                    raise
         if self._parser is not None and not batch["isControl"]:
             try:
                 key, payload = self._parser(record)
             except KafkaFormatError as exc:  # Kafka's parser throws: the dump dies
+                self.text.write(text)   # ... after printing the record's metadata (no newline)
                 raise _abort_from(exc, path, "java.lang.RuntimeException") from exc
             if key is not None:
                 text += f"{prefix}key: {key}"

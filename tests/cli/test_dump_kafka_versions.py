@@ -398,3 +398,25 @@ def test_prerelease_metadata_layout_is_an_error_as_in_kafka(here: Path) -> None:
             meta.format(0, 22) + ' payload: {"type":"TOPIC_RECORD","version":0,"data":{"name":"t",'
                                  '"topicId":"JiPG0GbKRRqpJrShexbMfw"}}',
             meta.format(1, 54) + " payload: Error at 1, skipping. Failed to deserialize record with type 3"]
+
+
+def test_offsets_decoder_missing_key(here: Path) -> None:
+    """A keyless ``__consumer_offsets`` record: Kafka prints the record's metadata (no newline), then
+    dies; 4.1+'s ``CoordinatorRecordMessageParser`` says "using the specified decoder", 3.9's
+    ``OffsetsMessageParser`` "using offset topic decoder"."""
+    seg = SegmentWriter(_dir("__consumer_offsets-0"), 0)
+    seg.append([build_v2_batch([Record(None, b"x", T0)], base_offset=0)])
+    seg.close()
+    batch = ("baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1"
+             " producerEpoch: -1 partitionLeaderEpoch: -1 isTransactional: false isControl: false deleteHorizonMs:"
+             " OptionalLong.empty position: 0 CreateTime: 1700000000000 size: 69 magic: 2 compresscodec: none"
+             " crc: 657014527 isvalid: true")
+    for version, wording in ((JAVA, "the specified decoder"), (SCALA, "offset topic decoder")):
+        out, err = io.StringIO(), io.StringIO()
+        code = dump(DumpOptions(files=(str(seg.log_path),), decoder="offsets", kafka_version=version), out, err)
+        assert code == 1
+        assert out.getvalue() == ("Dumping __consumer_offsets-0/00000000000000000000.log\nLog starting offset: 0\n"
+                                  f"{batch}\n| offset: 0 CreateTime: 1700000000000 keySize: -1 valueSize: 1"
+                                  " sequence: -1 headerKeys: []")
+        assert err.getvalue() == ('Exception in thread "main" java.lang.RuntimeException: Failed to decode message'
+                                  f" at offset 0 using {wording} (message had a missing key)\n")

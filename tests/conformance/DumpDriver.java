@@ -10,7 +10,7 @@ import java.util.List;
  *
  * <p>Usage: {@code DumpDriver <tool class> <jobs file>}; each line of the jobs file is one run's
  * arguments, tab-separated.  Before each run a marker line {@code ##KLOGS-RUN <n>} goes to stdout
- * and stderr; an exception escaping the tool is printed as the JVM would print it (its first line
+ * (after a newline, so one empty line ends each run's stdout) and stderr; an exception escaping the tool is printed as the JVM would print it (its first line
  * only) and the next run starts; each run ends with {@code ##KLOGS-EXIT <0 or 1>} on stderr.
  */
 public final class DumpDriver {
@@ -25,7 +25,8 @@ public final class DumpDriver {
             }
         }
         for (int n = 0; n < jobs.size(); n++) {
-            System.out.println("##KLOGS-RUN " + n);
+            // a run that died mid-line leaves its line open: the marker starts on a line of its own
+            System.out.println("\n##KLOGS-RUN " + n);
             System.err.println("##KLOGS-RUN " + n);
             int status = 0;
             try {

@@ -19,6 +19,7 @@ import hashlib
 import io
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import kafka_dist
 
-__all__ = ["Run", "tool_class", "run_kafka", "run_ours", "compare_run"]
+__all__ = ["Run", "Case", "tool_class", "run_kafka", "run_ours", "compare_run"]
 
 HERE = Path(__file__).resolve().parent
 DRIVER_SOURCE = HERE / "DumpDriver.java"
@@ -64,11 +65,14 @@ def _driver_dir() -> Path:
         tmp.mkdir(parents=True, exist_ok=True)
         subprocess.run([str(javac), "-d", str(tmp), str(DRIVER_SOURCE)], check=True, capture_output=True,
                        timeout=120)
-        os.replace(tmp, out) if not out.exists() else None
+        if out.exists():            # another run compiled it meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
     return out
 
 
-def _split_runs(text: str, mark: str, count: int) -> list[list[str]]:
+def _split_runs(text: str, mark: str, count: int, *, newline_before_mark: bool = False) -> list[list[str]]:
     runs: list[list[str]] = []
     for line in text.splitlines():
         if line.startswith(mark):
@@ -79,6 +83,10 @@ def _split_runs(text: str, mark: str, count: int) -> list[list[str]]:
             runs[-1].append(line)
     if len(runs) != count:
         raise AssertionError(f"the Kafka driver printed {len(runs)} of {count} runs:\n{text[-2000:]}")
+    if newline_before_mark:             # the newline the driver prints before each stdout marker
+        for previous in runs[:-1]:
+            if previous and previous[-1] == "":
+                previous.pop()
     return runs
 
 
@@ -100,7 +108,7 @@ def run_kafka(version: str, jobs: Sequence[Sequence[str]], workdir: Path) -> lis
     err = proc.stderr.decode("utf-8", "replace")
     if proc.returncode != 0:
         raise AssertionError(f"the Kafka {version} driver failed ({proc.returncode}):\n{err[-3000:]}")
-    outs = _split_runs(out, RUN_MARK, len(jobs))
+    outs = _split_runs(out, RUN_MARK, len(jobs), newline_before_mark=True)
     errs = _split_runs(err, RUN_MARK, len(jobs))
     return [Run(list(job), o, e) for job, o, e in zip(jobs, outs, errs, strict=True)]
 
@@ -156,23 +164,38 @@ def _first_difference(kafka: list[str], ours: list[str]) -> str:
     return f"line {i + 1}: klogs has {len(ours) - i} more line(s), first {ours[i]!r}"
 
 
-def compare_run(kafka: Run, ours: Run) -> tuple[int, list[str]]:
-    """(files compared, differences): stdout per file line for line, stderr as report blocks."""
-    flags = " ".join(a for a in kafka.args if not a.startswith("/") and "," not in a)
-    problems: list[str] = []
+@dataclass
+class Case:
+    """One compared unit: a file's stdout under one flag set, or one run's stderr reports."""
+
+    name: str
+    equal: bool
+    detail: str = ""
+
+
+def compare_run(kafka: Run, ours: Run) -> list[Case]:
+    """Cases of one run: each dumped file's stdout line for line, then stderr as report blocks."""
+    files_arg = kafka.args[kafka.args.index("--files") + 1]
+    flags = " ".join(a for a in kafka.args if a not in ("--files", files_arg)) or "(no flags)"
+    cases: list[Case] = []
     k_files, o_files = _per_file(kafka.stdout), _per_file(ours.stdout)
     for (k_name, k_lines), (o_name, o_lines) in zip(k_files, o_files, strict=False):
+        name = f"[{flags}] {k_name}"
         if k_name != o_name:
-            problems.append(f"[{flags}] files differ: kafka dumped {k_name}, klogs {o_name}")
+            cases.append(Case(name, False, f"klogs dumped {o_name} here"))
             break
-        if k_lines != o_lines:
-            problems.append(f"[{flags}] {k_name}: {_first_difference(k_lines, o_lines)}")
+        equal = k_lines == o_lines
+        cases.append(Case(name, equal, "" if equal else _first_difference(k_lines, o_lines)))
     if len(k_files) != len(o_files):
-        problems.append(f"[{flags}] kafka dumped {len(k_files)} files, klogs {len(o_files)}"
-                        f" (kafka stderr: {kafka.stderr[-1:]}, klogs stderr: {ours.stderr[-1:]})")
+        cases.append(Case(f"[{flags}] files of {files_arg[:120]}", False,
+                          f"kafka dumped {len(k_files)} files, klogs {len(o_files)}"
+                          f" (kafka stderr: {kafka.stderr[-1:]}, klogs stderr: {ours.stderr[-1:]})"))
     k_blocks, o_blocks = _blocks(kafka.stderr), _blocks(ours.stderr)
-    if k_blocks != o_blocks:
+    equal = k_blocks == o_blocks
+    detail = ""
+    if not equal:
         only_k = [b for b in k_blocks if b not in o_blocks]
         only_o = [b for b in o_blocks if b not in k_blocks]
-        problems.append(f"[{flags}] stderr differs: only kafka {only_k[:3]!r}; only klogs {only_o[:3]!r}")
-    return len(k_files), problems
+        detail = f"only kafka {only_k[:3]!r}; only klogs {only_o[:3]!r}"
+    cases.append(Case(f"[{flags}] stderr of {files_arg[:120]}", equal, detail))
+    return cases

@@ -15,7 +15,13 @@ the same flag sets run over the same files in both, and the text must be equal l
   non-monotonic and out-of-range indexes, missing sibling files), each in a run of its own,
   because Kafka's tool stops at the first file it throws on.
 
+* every segment file of the conformance broker's log dir (a copy taken after the standard
+  workload: all codecs, transactions committed and aborted, consumer groups, the KRaft metadata
+  log, compacted and retention topics, restarts and a kill -9).
+
 Kafka runs once per release: one JVM runs every (flag set, files) job (tests/conformance/DumpDriver.java).
+Each file under each flag set, and each run's stderr, is one case of the ``dump`` comparison in
+CONFORMANCE.md.
 """
 
 from __future__ import annotations
@@ -24,12 +30,14 @@ import os
 import shutil
 import struct
 from collections import defaultdict
+from typing import Any
 from collections.abc import Iterator
 from pathlib import Path
 
 import kafka_dist
 import kafka_dump
 import pytest
+from broker import KafkaBroker
 
 from kafka_format.writer import (
     CODEC_GZIP,
@@ -47,6 +55,7 @@ pytestmark = pytest.mark.conformance
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data_samples" / "logdirs"
+REALDATA = Path(os.environ.get("KLA_SHARED_DIR", REPO.parent / "shared")) / "realdata"   # as tests/conftest.py
 SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
 CHUNK = 250            # files per run: a run stops at its first exception, so not too many
 MAX_LOG_BYTES = 300_000
@@ -278,39 +287,33 @@ def _jobs(files: list[Path], alone: list[Path], scratch: Path) -> list[list[str]
 
 
 @pytest.fixture(scope="module")
-def file_sets(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], list[Path], dict[str, int]]:
-    """(files dumped together, files dumped one per run, count per source)."""
-    from conftest import REALDATA
-
+def static_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], list[Path]]:
+    """(files dumped together, files dumped one per run) that need no broker."""
     samples = _segment_files(SAMPLES)
     real = _realdata_selection(REALDATA) if REALDATA.is_dir() else []
     damaged = _damaged(tmp_path_factory.mktemp("damaged"))
     together = [p.resolve() for p in samples + real if not _runs_alone(p)]
     alone = [p.resolve() for p in real if _runs_alone(p)] + damaged
-    counts = {"data_samples": len(samples), "realdata": len(real), "damaged": len(damaged)}
-    return together, alone, counts
+    return together, alone
 
 
-@pytest.mark.parametrize("version", kafka_dist.versions())
-def test_dump_equals_kafka(version: str, file_sets: tuple[list[Path], list[Path], dict[str, int]],
+def test_dump_equals_kafka(kafka_version: str, kafka_broker: KafkaBroker, standard_workload: object,
+                           conformance: Any, static_files: tuple[list[Path], list[Path]],
                            tmp_path: Path) -> None:
-    if kafka_dist.classpath(version) is None:
-        pytest.skip(f"Kafka {version} unavailable: {kafka_dist.unavailable_reason(version)}")
+    """Every flag set over every file: klogs dump's text equals Kafka's DumpLogSegments'."""
     if shutil.which("javac") is None and not Path(str(kafka_dist.java())).with_name("javac").exists():
         pytest.skip("javac not found (the dump driver is compiled on first use)")
-    together, alone, _ = file_sets
+    together, alone = static_files
+    broker_copy = kafka_broker.copy_log_dirs(tmp_path / "broker")   # the live broker's files, frozen
+    from_broker = [p for p in _segment_files(broker_copy) if not _runs_alone(p)]
+    assert len(from_broker) > 20, f"the broker left only {from_broker}"
     scratch = tmp_path / "alone"
     scratch.mkdir()
-    jobs = _jobs(together, alone, scratch)
+    jobs = _jobs(together + from_broker, alone, scratch)
     # klogs first: Kafka's tool may create files (see _isolated) that klogs must not see
-    our_runs = [kafka_dump.run_ours(version, job) for job in jobs]
-    kafka_runs = kafka_dump.run_kafka(version, jobs, tmp_path)
-    compared = 0
-    problems: list[str] = []
+    our_runs = [kafka_dump.run_ours(kafka_version, job) for job in jobs]
+    kafka_runs = kafka_dump.run_kafka(kafka_version, jobs, tmp_path)
     for kafka, ours in zip(kafka_runs, our_runs, strict=True):
-        n, found = kafka_dump.compare_run(kafka, ours)
-        compared += n
-        problems += found
-    assert compared >= len(together), f"only {compared} file dumps compared"
-    assert not problems, (f"klogs dump differs from Kafka {version} in {len(problems)} place(s) "
-                          f"of {compared} file dumps:\n" + "\n".join(problems[:25]))
+        for case in kafka_dump.compare_run(kafka, ours):
+            conformance.record("dump", kafka_version, case.name, case.equal, case.detail)
+    conformance.assert_equal("dump", kafka_version, at_least=len(together) + len(from_broker))
