@@ -420,3 +420,40 @@ def test_offsets_decoder_missing_key(here: Path) -> None:
                                   " sequence: -1 headerKeys: []")
         assert err.getvalue() == ('Exception in thread "main" java.lang.RuntimeException: Failed to decode message'
                                   f" at offset 0 using {wording} (message had a missing key)\n")
+
+
+def test_kafka_44_schema_fields(here: Path) -> None:
+    """Fields a Kafka 4.4.0 broker writes that the generated schema set lacked (schemas/newer.py):
+    ``OffsetCommitValue`` v4 tagged ``topicId`` and ``RegisterBrokerRecord`` v4.  Expected JSON as
+    Kafka 4.4.0 printed it for the same values on its own log dir."""
+    from kafka_format.internal.cluster_metadata import encode_metadata_record
+    from kafka_format.internal.consumer_offsets import encode_consumer_offsets_value, encode_offset_commit_key
+
+    offsets = SegmentWriter(_dir("__consumer_offsets-0"), 0)
+    value = encode_consumer_offsets_value(1, {"offset": 3, "leaderEpoch": -1, "metadata": "txn-meta",
+                                              "commitTimestamp": 1795590372048,
+                                              "topicId": "t6LoRnuDSTWuP5MABFO1ww"}, 4)
+    offsets.append([build_v2_batch([Record(encode_offset_commit_key("w-txn-group", "w-txn", 0), value, T0)],
+                                   base_offset=0)])
+    offsets.close()
+    line = _decoded(JAVA, "offsets", offsets.log_path)[3]
+    assert line.endswith(' key: {"type":"1","data":{"group":"w-txn-group","topic":"w-txn","partition":0}}'
+                         ' payload: {"version":"4","data":{"offset":3,"leaderEpoch":-1,"metadata":"txn-meta",'
+                         '"commitTimestamp":1795590372048,"topicId":"t6LoRnuDSTWuP5MABFO1ww"}}')
+
+    metadata = SegmentWriter(_dir("__cluster_metadata-0"), 0)
+    features = [("transaction.version", 0, 2), ("metadata.version", 7, 33)]
+    record = encode_metadata_record("RegisterBrokerRecord", {
+        "brokerId": 1, "isMigratingZkBroker": False, "incarnationId": "MCRS4K6sTTaARhy_1VjTEA", "brokerEpoch": 13,
+        "endPoints": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 49031, "securityProtocol": 0}],
+        "features": [{"name": n, "minSupportedVersion": lo, "maxSupportedVersion": hi} for n, lo, hi in features],
+        "rack": None, "fenced": True, "inControlledShutdown": False, "logDirs": ["SZ-wceyLYwZp1bOEr13bCw"]}, 4)
+    metadata.append([build_v2_batch([Record(None, record, T0)], base_offset=0)])
+    metadata.close()
+    assert _decoded(JAVA, "cluster-metadata", metadata.log_path)[3].endswith(
+        ' payload: {"type":"REGISTER_BROKER_RECORD","version":4,"data":{"brokerId":1,"isMigratingZkBroker":false,'
+        '"incarnationId":"MCRS4K6sTTaARhy_1VjTEA","brokerEpoch":13,"endPoints":[{"name":"PLAINTEXT",'
+        '"host":"127.0.0.1","port":49031,"securityProtocol":0}],"features":[{"name":"transaction.version",'
+        '"minSupportedVersion":0,"maxSupportedVersion":2},{"name":"metadata.version","minSupportedVersion":7,'
+        '"maxSupportedVersion":33}],"rack":null,"fenced":true,"inControlledShutdown":false,'
+        '"logDirs":["SZ-wceyLYwZp1bOEr13bCw"]}}')
