@@ -457,3 +457,18 @@ def test_kafka_44_schema_fields(here: Path) -> None:
         '"minSupportedVersion":0,"maxSupportedVersion":2},{"name":"metadata.version","minSupportedVersion":7,'
         '"maxSupportedVersion":33}],"rack":null,"fenced":true,"inControlledShutdown":false,'
         '"logDirs":["SZ-wceyLYwZp1bOEr13bCw"]}}')
+
+
+def test_broker_registration_change_v3(here: Path) -> None:
+    """``BrokerRegistrationChangeRecord`` v3 (tagged ``cordonedLogDirs``), as Kafka 4.4.0 printed it for
+    its own broker's registration change."""
+    from kafka_format.internal.cluster_metadata import encode_metadata_record
+
+    seg = SegmentWriter(_dir("__cluster_metadata-0"), 0)
+    record = encode_metadata_record("BrokerRegistrationChangeRecord",
+                                    {"brokerId": 1, "brokerEpoch": 15, "cordonedLogDirs": []}, 3)
+    seg.append([build_v2_batch([Record(None, record, T0)], base_offset=0)])
+    seg.close()
+    assert _decoded(JAVA, "cluster-metadata", seg.log_path)[3].endswith(
+        ' payload: {"type":"BROKER_REGISTRATION_CHANGE_RECORD","version":3,"data":{"brokerId":1,"brokerEpoch":15,'
+        '"cordonedLogDirs":[]}}')

@@ -7,7 +7,9 @@ because the JSON definitions of that release are not in the mirror ``_generate.p
 * ``OffsetCommitValue`` v4: tagged field 0 ``topicId`` (uuid) -- the group coordinator's
   ``OffsetCommitValue.SCHEMA_4`` (``topic_id``, "The topic id of the committed offset.");
 * ``RegisterBrokerRecord`` v4: tagged field 1 ``CordonedLogDirs`` (nullable ``[]uuid``, default
-  null) -- ``RegisterBrokerRecord.SCHEMA_4`` (``cordoned_log_dirs``).
+  null) -- ``RegisterBrokerRecord.SCHEMA_4`` (``cordoned_log_dirs``);
+* ``BrokerRegistrationChangeRecord`` v3: tagged field 3 ``CordonedLogDirs`` (nullable ``[]uuid``,
+  default null: "null if no change") -- ``BrokerRegistrationChangeRecord.SCHEMA_3``.
 
 :func:`apply` is idempotent; ``protocol`` applies it once at import.
 """
@@ -24,6 +26,9 @@ _ADDED_FIELDS: dict[str, tuple[str, dict[str, Any]]] = {
     "RegisterBrokerRecord": ("0-4", {"name": "CordonedLogDirs", "type": "[]uuid", "versions": "4+",
                                      "nullableVersions": "4+", "taggedVersions": "4+", "tag": 1,
                                      "default": "null"}),
+    "BrokerRegistrationChangeRecord": ("0-3", {"name": "CordonedLogDirs", "type": "[]uuid", "versions": "3+",
+                                               "nullableVersions": "3+", "taggedVersions": "3+", "tag": 3,
+                                               "default": "null"}),
 }
 
 
