@@ -472,3 +472,16 @@ def test_broker_registration_change_v3(here: Path) -> None:
     assert _decoded(JAVA, "cluster-metadata", seg.log_path)[3].endswith(
         ' payload: {"type":"BROKER_REGISTRATION_CHANGE_RECORD","version":3,"data":{"brokerId":1,"brokerEpoch":15,'
         '"cordonedLogDirs":[]}}')
+
+
+def test_clear_elr_record(here: Path) -> None:
+    """``ClearElrRecord`` (metadata api key 28), as Kafka 4.4.0 printed it for its own metadata log."""
+    from kafka_format.internal.cluster_metadata import encode_metadata_record
+
+    seg = SegmentWriter(_dir("__cluster_metadata-0"), 0)
+    record = encode_metadata_record("ClearElrRecord", {"topicName": "__transaction_state"}, 0)
+    seg.append([build_v2_batch([Record(None, record, T0)], base_offset=0)])
+    seg.close()
+    line = _decoded(JAVA, "cluster-metadata", seg.log_path)[3]
+    assert line == ("| offset: 0 CreateTime: 1700000000000 keySize: -1 valueSize: 24 sequence: -1 headerKeys: []"
+                    ' payload: {"type":"CLEAR_ELR_RECORD","version":0,"data":{"topicName":"__transaction_state"}}')

@@ -9,7 +9,9 @@ because the JSON definitions of that release are not in the mirror ``_generate.p
 * ``RegisterBrokerRecord`` v4: tagged field 1 ``CordonedLogDirs`` (nullable ``[]uuid``, default
   null) -- ``RegisterBrokerRecord.SCHEMA_4`` (``cordoned_log_dirs``);
 * ``BrokerRegistrationChangeRecord`` v3: tagged field 3 ``CordonedLogDirs`` (nullable ``[]uuid``,
-  default null: "null if no change") -- ``BrokerRegistrationChangeRecord.SCHEMA_3``.
+  default null: "null if no change") -- ``BrokerRegistrationChangeRecord.SCHEMA_3``;
+* ``ClearElrRecord`` (metadata api key 28, v0, flexible): ``TopicName`` string --
+  ``ClearElrRecord.SCHEMA_0`` (``topic_name``).
 
 :func:`apply` is idempotent; ``protocol`` applies it once at import.
 """
@@ -32,8 +34,17 @@ _ADDED_FIELDS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+_ADDED_SCHEMAS: dict[str, dict[str, Any]] = {
+    "ClearElrRecord": {"apiKey": 28, "type": "metadata", "name": "ClearElrRecord", "validVersions": "0",
+                       "flexibleVersions": "0+",
+                       "fields": [{"name": "TopicName", "type": "string", "versions": "0+"}]},
+}
+
+
 def apply(schemas: dict[str, dict[str, Any]]) -> None:
-    """Add the newer fields (and widen ``validVersions``) in ``schemas`` in place."""
+    """Add the newer schemas and fields (widening ``validVersions``) to ``schemas`` in place."""
+    for name, doc in _ADDED_SCHEMAS.items():
+        schemas.setdefault(name, doc)
     for name, (valid, field) in _ADDED_FIELDS.items():
         spec = schemas[name]
         spec["validVersions"] = valid
