@@ -1,9 +1,27 @@
 """``klogs dump``: kafka-dump-log (``DumpLogSegments``) compatible output, no Spark.
 
-Text mode reproduces the lines of ``core/src/main/scala/kafka/tools/DumpLogSegments.scala``
-(Kafka trunk ``1eb7644``) exactly, so that its users can diff the two; the
-format strings are declared once below, each beside the Scala expression it
-mirrors.  ``--json`` writes one object per line instead (DESIGN.md §4):
+Text mode reproduces the lines of Kafka's own tool exactly, so that its users can diff
+the two.  Kafka 4.3 rewrote the tool in Java (KAFKA-14579,
+``tools/src/main/java/org/apache/kafka/tools/DumpLogSegments.java``) and changed a few
+lines; ``--kafka-version`` picks whose text to print (default: the Java tool of 4.3+,
+checked against Kafka 4.4.0; ``--kafka-version 3.9`` or any release before 4.3: the
+Scala ``core/src/main/scala/kafka/tools/DumpLogSegments.scala``, checked against 3.9.1).
+What differs (all else is identical in both):
+
+* legacy (v0/v1) record lines: the Scala tool ends them ``crc: N}`` (a stray brace);
+* producer-snapshot lines without batch metadata: the Scala tool ends them with a space;
+* non-consecutive offsets: the Java tool reports a log whose first record is not offset 0
+  as ``-1 is followed by <first>`` and lists the pairs in ascending order of the first
+  offset (a ``TreeMap``); the Scala tool skips the first record and lists the pairs newest
+  first (a prepended ``List``);
+* index/log mismatches: the Java tool keeps one per index offset, in descending order
+  (``TreeMap`` with ``reverseOrder``); the Scala tool lists every one, newest first;
+* offsets of a time index not found in the log: the Java tool's heading names the file
+  (``The following indexed offsets are not found in :<path>``), the Scala tool's does not.
+
+The order in which the end-of-run reports list *files* follows each tool's hash map
+(``java.util.HashMap`` / Scala ``mutable.HashMap``) in Kafka; here it is the order the
+files were dumped.  ``--json`` writes one object per line instead (DESIGN.md §4):
 ``batch``, ``record`` (deep iteration) and ``error`` objects, plus entries of
 index / snapshot / txn-index files.
 
@@ -44,6 +62,7 @@ from kafka_format.errors import KafkaFormatError
 __all__ = [
     "DumpOptions",
     "add_arguments",
+    "options_from_args",
     "run",
     "dump",
     "format_batch_line",
@@ -73,17 +92,24 @@ CONTROL_TYPE_NAMES = {  # ControlRecordType enum names (toString) by type id
     0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
     4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS",
 }
-KRAFT_CONTROL_LABELS = {3: "SnapshotHeader", 4: "SnapshotFooter", 5: "KRaftVersion", 6: "KRaftVoters"}
+KRAFT_CONTROL_LABELS = {2: "LeaderChange", 3: "SnapshotHeader", 4: "SnapshotFooter", 5: "KRaftVersion", 6: "KRaftVoters"}
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
 # Java exception class names Kafka's tool would print for each kind of failure.
 JAVA_CORRUPT_RECORD = "org.apache.kafka.common.errors.CorruptRecordException"
 JAVA_INVALID_RECORD = "org.apache.kafka.common.InvalidRecordException"
-JAVA_CORRUPT_INDEX = "org.apache.kafka.common.errors.CorruptIndexException"
+JAVA_CORRUPT_INDEX = "org.apache.kafka.storage.internals.log.CorruptIndexException"  # 3.9.1 and 4.4.0
 JAVA_KAFKA = "org.apache.kafka.common.KafkaException"
 JAVA_NO_SUCH_FILE = "java.nio.file.NoSuchFileException"
 JAVA_NO_SUCH_ELEMENT = "java.util.NoSuchElementException"
+
+DEFAULT_KAFKA_VERSION = "4.4"
+LEADER_CHANGE_JSON_SINCE = (4, 1)   # KAFKA-19069: " LeaderChange: {json}" instead of "controlType: ..."
+TRANSACTION_LOG_JSON_SINCE = (4, 1)  # --transaction-log-decoder prints coordinator-record JSON
+TRANSACTION_STATE_NAMES_SINCE = (4, 4)  # ... with transactionStatus as the state's name
+JAVA_TOOL_SINCE = (4, 3)   # KAFKA-14579: DumpLogSegments in Java (org.apache.kafka.tools) from 4.3.0
+KAFKA_VERSION = re.compile(r"^(\d+)\.(\d+)(\.\d+)?$")
 
 
 def _optional_long(value: int | None) -> str:
@@ -97,8 +123,15 @@ def _bool(value: Any) -> str:
 
 
 def _java_string(data: bytes | None) -> str:
-    """``StringDecoder``: ``new String(bytes, UTF_8)`` (malformed input → U+FFFD)."""
-    return "" if data is None else data.decode("utf-8", "replace")
+    """``StringDecoder``: ``new String(bytes, UTF_8)``, malformed input replaced as Java sizes it
+    (``batch_v2.java_utf8``: an encoded surrogate is one U+FFFD, not Python's three)."""
+    if data is None:
+        return ""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        batch_v2 = _library("kafka_format.records.batch_v2")
+        return str(batch_v2.java_utf8(data).decode("utf-8"))
 
 
 # --- options -------------------------------------------------------------------------------------
@@ -117,6 +150,16 @@ class DumpOptions:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     max_bytes: int = INT_MAX
     json: bool = False
+    kafka_version: str = DEFAULT_KAFKA_VERSION   # whose DumpLogSegments text to print
+
+    @property
+    def java_tool(self) -> bool:
+        """Whether ``kafka_version`` has the Java ``DumpLogSegments`` (4.3+) rather than the Scala one."""
+        return _java_tool(self.kafka_version)
+
+    def since(self, major: int, minor: int) -> bool:
+        """Whether ``kafka_version`` is ``major.minor`` or later."""
+        return _version_tuple(self.kafka_version) >= (major, minor)
 
     @property
     def should_print_data(self) -> bool:
@@ -137,6 +180,23 @@ def _positive_int(text: str) -> int:
     if value < 0 or value > INT_MAX:
         raise argparse.ArgumentTypeError(f"must be between 0 and {INT_MAX}: {value}")
     return value
+
+
+def _version_tuple(version: str) -> tuple[int, int]:
+    match = KAFKA_VERSION.match(version)
+    if match is None:
+        raise ValueError(f"not a Kafka version: {version!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def _java_tool(version: str) -> bool:
+    return _version_tuple(version) >= JAVA_TOOL_SINCE
+
+
+def _kafka_version(text: str) -> str:
+    if KAFKA_VERSION.match(text) is None:
+        raise argparse.ArgumentTypeError(f"not a Kafka version (like 4.4 or 3.9.1): {text!r}")
+    return text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -165,13 +225,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-bytes", type=_positive_int, default=INT_MAX, metavar="N",
                         help="read only the first N bytes of each .log")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument("--kafka-version", type=_kafka_version, default=DEFAULT_KAFKA_VERSION,
+                        metavar="VERSION",
+                        help="print the text of this Kafka release's kafka-dump-log: 4.3 and later "
+                             "(default %(default)s) or earlier, e.g. 3.9")
     parser.set_defaults(handler=run, decoder=None)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Entry point of ``klogs dump`` for parsed ``args``."""
+def options_from_args(args: argparse.Namespace) -> DumpOptions:
+    """The :class:`DumpOptions` of parsed ``klogs dump`` arguments."""
     files = tuple(f for arg in args.files for f in arg.split(",") if f)
-    opts = DumpOptions(
+    return DumpOptions(
         files=files,
         deep_iteration=args.deep_iteration,
         print_data_log=args.print_data_log,
@@ -182,7 +246,13 @@ def run(args: argparse.Namespace) -> int:
         max_message_size=args.max_message_size,
         max_bytes=args.max_bytes,
         json=args.json,
+        kafka_version=args.kafka_version,
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``klogs dump`` for parsed ``args``."""
+    opts = options_from_args(args)
     for stream in (sys.stdout, sys.stderr):  # undecodable payloads must not kill the dump
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
@@ -219,8 +289,11 @@ def format_batch_line(batch: Mapping[str, Any], position: int) -> str:
 
 
 def format_record_metadata(batch: Mapping[str, Any], record: Mapping[str, Any],
-                           legacy_crc: tuple[bool, int] | None = None) -> str:
-    """``| offset: O <type>: T keySize: K valueSize: V`` (+ v2 sequence/headerKeys, + legacy isValid/crc)."""
+                           legacy_crc: tuple[bool, int] | None = None, *, java_tool: bool = True) -> str:
+    """``| offset: O <type>: T keySize: K valueSize: V`` (+ v2 sequence/headerKeys, + legacy isValid/crc).
+
+    ``java_tool=False``: the Scala tool's text (before Kafka 4.3), whose legacy lines end ``crc: N}``.
+    """
     key, value = record["key"], record["value"]
     text = (
         f"{RECORD_INDENT} offset: {record['offset']} {TIMESTAMP_TYPE_NAMES[batch['timestampType']]}:"
@@ -232,7 +305,9 @@ def format_record_metadata(batch: Mapping[str, Any], record: Mapping[str, Any],
         text += f" sequence: {record['sequence']} headerKeys: [{keys}]"
     elif legacy_crc is not None:
         valid, crc = legacy_crc
-        text += f" isValid: {_bool(valid)} crc: {crc}}}"   # the stray '}' is in Kafka's output
+        text += f" isValid: {_bool(valid)} crc: {crc}"
+        if not java_tool:
+            text += "}"   # DumpLogSegments.scala: s" isValid: ${r.isValid} crc: ${r.checksum}}"
     return text
 
 
@@ -282,13 +357,60 @@ def _base_offset_of(path: str) -> int:
 
 @dataclass
 class _FileReports:
-    """The end-of-run reports of DumpLogSegments, keyed by absolute path in discovery order."""
+    """The end-of-run reports of DumpLogSegments, keyed by absolute path in discovery order.
 
+    ``java_tool``: the collections of the Java tool (Kafka 4.3+), else of the Scala tool.
+    """
+
+    java_tool: bool = True
     index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     time_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     time_out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     time_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+    def add_index_mismatches(self, path: str, found: list[tuple[int, int]]) -> None:
+        """(index offset, log offset) pairs of one ``.index``, in index order."""
+        if not found:
+            return
+        known = self.index_mismatches.setdefault(path, [])
+        if self.java_tool:   # TreeMap(reverseOrder()) keyed by index offset: the last put wins
+            merged = dict(known)
+            merged.update(found)
+            known[:] = sorted(merged.items(), reverse=True)
+        else:                # a List prepended to: newest first
+            known[:0] = reversed(found)
+
+    def add_gaps(self, path: str, pairs: list[tuple[int, int]]) -> None:
+        """(offset, next offset) pairs of one ``.log`` (see :class:`_GapTracker`), in log order."""
+        if not pairs:
+            return
+        known = self.non_consecutive.setdefault(path, [])
+        if self.java_tool:   # TreeMap keyed by the first offset, ascending: the last put wins
+            merged = dict(known)
+            merged.update(pairs)
+            known[:] = sorted(merged.items())
+        else:                # a List prepended to: newest first
+            known[:0] = reversed(pairs)
+
+
+class _GapTracker:
+    """``dumpLog``'s non-consecutive offset check over the records of one file.
+
+    Java tool (4.3+): every record whose offset is not the previous one + 1, the previous
+    offset starting at -1 (so a first record other than 0 counts).  Scala tool: the first
+    record only sets the previous offset.
+    """
+
+    def __init__(self, java_tool: bool) -> None:
+        self.java_tool = java_tool
+        self.last = -1
+        self.pairs: list[tuple[int, int]] = []
+
+    def see(self, offset: int) -> None:
+        if offset != self.last + 1 and (self.java_tool or self.last != -1):
+            self.pairs.append((self.last, offset))
+        self.last = offset
 
 
 class _Dumper:
@@ -298,7 +420,7 @@ class _Dumper:
         self.opts = opts
         self.text = TextOutput(out, err)
         self.json = JsonOutput(out, err)
-        self.reports = _FileReports()
+        self.reports = _FileReports(java_tool=opts.java_tool)
         self.errors = 0
         self._parser: Callable[[Mapping[str, Any]], tuple[str | None, str | None]] | None = None
 
@@ -308,7 +430,7 @@ class _Dumper:
         opts = self.opts
         try:
             if opts.should_print_data:
-                self._parser = _message_parser(opts.decoder)
+                self._parser = _message_parser(opts.decoder, opts)
             for path in opts.files:
                 try:
                     self._dump_one(path)
@@ -378,25 +500,18 @@ class _Dumper:
             self._dump_log_json(path, limit)
             return
         valid_bytes = 0
-        last_offset = -1
-        abs_path = _java_abs_path(path)
-        pairs: list[tuple[int, int]] = []
+        gaps = _GapTracker(opts.java_tool)
         try:
             for batch, records in _iter_log(path, limit, opts.is_deep):
                 if not batch["crcValid"]:
                     self.errors += 1
                 self.text.line(format_batch_line(batch, valid_bytes))
                 for record in records:
-                    offset = record["offset"]
-                    if last_offset != -1 and offset != last_offset + 1:
-                        pairs.append((last_offset, offset))
-                    last_offset = offset
+                    gaps.see(record["offset"])
                     self.text.line(self._record_line(path, batch, record))
                 valid_bytes = batch["position"] + batch["size"]
         finally:
-            if pairs:
-                known = self.reports.non_consecutive.setdefault(abs_path, [])
-                known[:0] = reversed(pairs)  # Kafka prepends each pair: newest first
+            self.reports.add_gaps(_java_abs_path(path), gaps.pairs)
         self._check_tail(path, valid_bytes, limit)
 
     def _dump_log_json(self, path: str, limit: int) -> None:
@@ -412,17 +527,13 @@ class _Dumper:
         valid_bytes = skipped_bytes = batches = 0
         done = 0          # end of the last batch or skipped range printed
         cut = zero_tail = 0
-        last_offset = -1
-        pairs: list[tuple[int, int]] = []
+        gaps = _GapTracker(self.opts.java_tool)
         try:
             for start, end, skip in _good_ranges(skipped, limit):
                 for batch, records in _iter_log_range_json(path, start, end, limit, self.opts.is_deep):
                     self.json.obj(_batch_json(path, batch, records))
                     for record in records:
-                        offset = record["offset"]
-                        if last_offset != -1 and offset != last_offset + 1:
-                            pairs.append((last_offset, offset))
-                        last_offset = offset
+                        gaps.see(record["offset"])
                         self.json.obj(_record_json(record))
                     batches += 1
                     valid_bytes += batch["size"]
@@ -442,9 +553,7 @@ class _Dumper:
                 else:
                     skipped_bytes += self._skip_object(path, done, limit - done, "", limit)
         finally:
-            if pairs:
-                known = self.reports.non_consecutive.setdefault(_java_abs_path(path), [])
-                known[:0] = reversed(pairs)  # Kafka prepends each pair: newest first
+            self.reports.add_gaps(_java_abs_path(path), gaps.pairs)
             progress.close()
         self.json.obj({"type": "summary", "file": path, "size": limit, "validBytes": valid_bytes,
                        "skippedBytes": skipped_bytes, "zeroTailBytes": zero_tail, "cutBytes": cut,
@@ -479,14 +588,19 @@ class _Dumper:
             legacy = None
             if batch["magic"] < 2:
                 legacy = (record["legacy_crc_valid"], record["legacy_crc"])
-            text = format_record_metadata(batch, record, legacy)
+            text = format_record_metadata(batch, record, legacy, java_tool=opts.java_tool)
             prefix = " "
             if batch["isControl"]:
-                text += _control_suffix(path, batch, record)
+                try:
+                    text += _control_suffix(path, batch, record, opts)
+                except _Abort:
+                    self.text.write(text)   # Kafka printed the metadata before dying (no newline)
+                    raise
         if self._parser is not None and not batch["isControl"]:
             try:
                 key, payload = self._parser(record)
             except KafkaFormatError as exc:  # Kafka's parser throws: the dump dies
+                self.text.write(text)   # ... after printing the record's metadata (no newline)
                 raise _abort_from(exc, path, "java.lang.RuntimeException") from exc
             if key is not None:
                 text += f"{prefix}key: {key}"
@@ -531,9 +645,7 @@ class _Dumper:
                 else:
                     self.text.line(f"offset: {offset} position: {position}")
         finally:
-            if found:
-                known = self.reports.index_mismatches.setdefault(abs_path, [])
-                known[:0] = reversed(found)  # Kafka prepends: newest first
+            self.reports.add_index_mismatches(abs_path, found)
 
     def _sanity_passed(self, path: str) -> None:
         if self.opts.json:
@@ -603,7 +715,10 @@ class _Dumper:
             if self.opts.json:
                 self.json.obj(_snapshot_json(path, entry))
             else:
-                self.text.line(entry.dump_line())
+                line = entry.dump_line()
+                if self.opts.java_tool and not entry.has_batch_metadata:
+                    line = line.rstrip(" ")   # only the Scala tool prints "lastTimestamp: T " here
+                self.text.line(line)
 
     def _dump_txn_index(self, path: str) -> None:
         for txn in _read_txn_index(path):
@@ -643,8 +758,11 @@ class _Dumper:
             err(f"Found out of order timestamp in :{file_name}")
             for x, y in pairs:
                 err(f"  Index timestamp: {x}, Previously indexed timestamp: {y}")
-        for pairs in r.time_not_found.values():
-            err("The following indexed offsets are not found in the log.")
+        for file_name, pairs in r.time_not_found.items():
+            if r.java_tool:
+                err(f"The following indexed offsets are not found in :{file_name}")
+            else:
+                err("The following indexed offsets are not found in the log.")
             for x, y in pairs:
                 err(f"Indexed offset: {x}, found log offset: {y}")
         for file_name, pairs in r.non_consecutive.items():
@@ -694,7 +812,38 @@ def _record_json(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _abort_from(exc: KafkaFormatError, path: str, java_class: str = JAVA_INVALID_RECORD) -> _Abort:
-    return _Abort(java_class, exc.reason if exc.position is None else str(exc), path, exc.position)
+    message = _kafka_record_message(exc) if java_class == JAVA_INVALID_RECORD else None
+    if message is None:
+        message = exc.reason if exc.position is None else str(exc)
+    return _Abort(java_class, message, path, exc.position)
+
+
+_EXPECTED_BYTES = re.compile(r"^(-?\d+) bytes (of record|read)$")
+_FOUND_INT = re.compile(r"^(-?\d+)(?: bytes remaining)?$")
+
+
+def _kafka_record_message(exc: KafkaFormatError) -> str | None:
+    """The message of the ``InvalidRecordException`` ``DefaultRecord.readFrom(ByteBuffer, ...)``
+    throws for the record-level check the library reports (None when it is not one of them)."""
+    reason = exc.reason
+    expected = _EXPECTED_BYTES.match(exc.expected or "")
+    found = _FOUND_INT.match(exc.found or "")
+    if reason == "Invalid record size" and expected and found:
+        size, got = expected.group(1), found.group(1)
+        if expected.group(2) == "read":
+            return (f"Invalid record size: expected to read {size} bytes in record payload,"
+                    f" but instead read {got}")
+        return (f"Invalid record size: expected {size} bytes in record payload,"
+                f" but instead the buffer has only {got} remaining bytes.")
+    if reason == "invalid number of record headers" and found:
+        count = int(found.group(1))
+        if count < 0:
+            return f"Found invalid number of record headers {count}"
+        return (f"Found invalid number of record headers. {count} is larger than the remaining size"
+                " of the buffer")
+    if reason == "invalid negative header key size" and found:
+        return f"Invalid negative header key size {found.group(1)}"
+    return None
 
 
 def _iter_log(path: str, limit: int, deep: bool) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
@@ -829,15 +978,25 @@ def _iter_range(path: str, start: int, limit: int, deep: bool, *,
         if deep else iter(())
     )
     pending: dict[str, Any] | None = None
+    deferred: KafkaFormatError | None = None   # a failure in a later batch's records
     for table in batches:
         for batch in table.to_pylist():
             if batch["position"] + batch["size"] > limit:
                 return  # FileRecords.slice(0, maxBytes): only whole batches
             rows: list[dict[str, Any]] = []
             if deep:
+                if deferred is not None:
+                    raise deferred
                 while True:
                     if pending is None:
-                        pending = next(records, None)
+                        try:
+                            pending = next(records, None)
+                        except KafkaFormatError as exc:
+                            # looking for more records of this batch read into the next one: its
+                            # failure counts only if that batch is reached (not past --max-bytes)
+                            if exc.position is None or exc.position < batch["position"] + batch["size"]:
+                                raise
+                            deferred, records = exc, iter(())
                     if pending is None or pending["position"] != batch["position"]:
                         break
                     rows.append(pending)
@@ -910,7 +1069,7 @@ def _inner_crcs(path: str, batch: Mapping[str, Any]) -> list[tuple[int, bool]]:
     return out
 
 
-def _control_suffix(path: str, batch: Mapping[str, Any], record: Mapping[str, Any]) -> str:
+def _control_suffix(path: str, batch: Mapping[str, Any], record: Mapping[str, Any], opts: DumpOptions) -> str:
     """The control-record part of a record line (endTxnMarker / KRaft JSON / controlType)."""
     control = _library("kafka_format.records.control")
     key, value = record["key"], record["value"]
@@ -923,7 +1082,8 @@ def _control_suffix(path: str, batch: Mapping[str, Any], record: Mapping[str, An
                     f" coordinatorEpoch: {marker.coordinator_epoch}")
         if type_id in KRAFT_CONTROL_LABELS:
             kraft = _library("kafka_format.internal.kraft_control")
-            return str(kraft.format_kraft_control(type_id, value or b""))
+            return str(kraft.format_kraft_control(type_id, value or b"",
+                                                  leader_change_json=opts.since(*LEADER_CHANGE_JSON_SINCE)))
         return f" controlType: {CONTROL_TYPE_NAMES.get(type_id, 'UNKNOWN')}({type_id})"
     except KafkaFormatError as exc:
         raise _abort_from(exc, path) from exc
@@ -932,8 +1092,13 @@ def _control_suffix(path: str, batch: Mapping[str, Any], record: Mapping[str, An
 _Parser = Callable[[Mapping[str, Any]], tuple[str | None, str | None]]
 
 
-def _message_parser(decoder: str | None) -> _Parser:
-    """The ``MessageParser`` for ``decoder``: (key text or None, payload text or None) per record."""
+def _message_parser(decoder: str | None, opts: DumpOptions) -> _Parser:
+    """The ``MessageParser`` for ``decoder``: (key text or None, payload text or None) per record.
+
+    Kafka 4.1+ decodes both coordinator topics with ``CoordinatorRecordMessageParser``: its
+    missing-key message says "using the specified decoder", and the transaction log prints JSON.
+    """
+    coordinator_json = opts.since(*TRANSACTION_LOG_JSON_SINCE)
     if decoder is None:
         def parse_plain(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
             key, value = record["key"], record["value"]
@@ -944,6 +1109,9 @@ def _message_parser(decoder: str | None) -> _Parser:
         offsets = _library("kafka_format.internal.consumer_offsets")
 
         def parse_offsets(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
+            if record["key"] is None and coordinator_json:
+                raise KafkaFormatError(f"Failed to decode message at offset {record['offset']} using the "
+                                       "specified decoder (message had a missing key)")
             return offsets.format_offsets_record(  # type: ignore[no-any-return]
                 record["key"], record["value"], record["offset"])
         return parse_offsets
@@ -951,6 +1119,10 @@ def _message_parser(decoder: str | None) -> _Parser:
         txn_log = _library("kafka_format.internal.transaction_log")
 
         def parse_txn(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
+            if coordinator_json:
+                return txn_log.format_transaction_log_json(  # type: ignore[no-any-return]
+                    record["key"], record["value"], record["offset"],
+                    state_names=opts.since(*TRANSACTION_STATE_NAMES_SINCE))
             return txn_log.format_transaction_log_record(  # type: ignore[no-any-return]
                 record["key"], record["value"])
         return parse_txn

@@ -151,6 +151,12 @@ def format_metadata_record(value: bytes | bytearray | memoryview | None, offset:
         return f"Error at {offset}, skipping. {e.reason}"
     if d["type"] == UNKNOWN_TYPE:
         return f"Error at {offset}, skipping. Unknown metadata id {d['apiKey']}"
+    if VARIANT_KEY in d:
+        # Released Kafka (3.9.1, 4.4.0 checked) cannot read pre-release layouts: its
+        # MetadataRecordSerde fails inside the record's read()
+        r = Reader(value, 0, "metadata record")
+        r.uvarint("frame version")
+        return f"Error at {offset}, skipping. Failed to deserialize record with type {r.uvarint('type')}"
     return to_json(d)
 
 

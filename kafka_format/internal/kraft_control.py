@@ -100,12 +100,17 @@ def encode_kraft_control_value(control_type: int, data: dict[str, Any]) -> bytes
     return write_message(CONTROL_VALUE_SCHEMAS[control_type], data, CONTROL_READ_VERSION)
 
 
-def format_kraft_control(control_type: int, value: bytes | bytearray | memoryview) -> str:
+def format_kraft_control(control_type: int, value: bytes | bytearray | memoryview, *,
+                         leader_change_json: bool = True) -> str:
     """The text kafka-dump-log appends for a KRaft control record.
 
     `` SnapshotHeader {json}``, `` SnapshotFooter {json}``, `` KRaftVersion {json}``,
-    `` KRaftVoters {json}``; a leader change prints `` controlType: LEADER_CHANGE(2)``.
+    `` KRaftVoters {json}``, `` LeaderChange: {json}`` (Kafka 4.1+, KAFKA-19069); with
+    ``leader_change_json=False`` (Kafka before 4.1) a leader change prints
+    `` controlType: LEADER_CHANGE(2)``.
     """
+    if control_type == LEADER_CHANGE and leader_change_json:
+        return f" LeaderChange: {to_json(decode_leader_change(value))}"
     label = _DUMP_LABELS.get(control_type)
     if label is None:
         name = CONTROL_TYPE_NAMES.get(control_type, "UNKNOWN")

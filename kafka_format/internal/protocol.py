@@ -47,6 +47,9 @@ from typing import Any
 
 from kafka_format.errors import InternalTopicFormatError
 from kafka_format.internal.schemas import SCHEMAS
+from kafka_format.internal.schemas import newer as _newer_schemas
+
+_newer_schemas.apply(SCHEMAS)   # fields of Kafka 4.4.0 newer than the generated set
 
 __all__ = [
     "MessageSpec",

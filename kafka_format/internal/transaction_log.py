@@ -24,6 +24,7 @@ from kafka_format.internal.protocol import (
     message_spec,
     partition_for,
     read_message,
+    to_json,
     write_version_prefixed,
 )
 
@@ -33,6 +34,7 @@ __all__ = [
     "decode_transaction_log_key",
     "decode_transaction_log_value",
     "format_transaction_log_record",
+    "format_transaction_log_json",
     "transactional_id_partition",
     "encode_transaction_log_key",
     "encode_transaction_log_value",
@@ -170,6 +172,53 @@ def format_transaction_log_record(key: bytes | bytearray | memoryview,
                   f"partitions=[{parts}],txnLastUpdateTimestamp={d['transactionLastUpdateTimestampMs']},"
                   f"txnTimeoutMs={d['transactionTimeoutMs']}")
     return key_text, value_text
+
+
+def format_transaction_log_json(key: bytes | bytearray | memoryview | None,
+                                value: bytes | bytearray | memoryview | None, offset: int, *,
+                                state_names: bool = True) -> tuple[str, str | None]:
+    """The ``(key, payload)`` texts of ``kafka-dump-log --transaction-log-decoder`` in Kafka 4.1+.
+
+    ``CoordinatorRecordMessageParser`` over ``TransactionCoordinatorRecordSerde``
+    (``tools/.../DumpLogSegments.java``): key ``{"type":"0","data":{...}}``, value
+    ``{"version":"<v>","data":{...}}`` or ``<DELETE>``; Kafka 4.4 prints ``transactionStatus`` as
+    the state's name (``TransactionState.stateName``), earlier releases as its id
+    (``state_names=False``).  An unknown record type or any decoding failure becomes the key text
+    (``Unknown record type T at offset O, skipping.`` / ``Error at offset O, skipping. <reason>``);
+    a record without a key raises, as Kafka's parser does.
+    """
+    if key is None:
+        raise InternalTopicFormatError(
+            f"Failed to decode message at offset {offset} using the specified decoder "
+            "(message had a missing key)", expected="a key", found="null key")
+    try:
+        record_type = _version(key, "key")
+        if record_type != 0:
+            return f"Unknown record type {record_type} at offset {offset}, skipping.", None
+        k, _ = read_message("TransactionLogKey", key, 0, offset=INT16.size)
+        key_text = to_json({"type": str(record_type), "data": k})
+        if value is None:
+            return key_text, DELETE_TEXT
+        version = _version(value, "value")
+        valid = message_spec("TransactionLogValue").valid
+        if valid is None or not valid[0] <= version <= valid[1]:
+            raise InternalTopicFormatError(f"Unknown version {version} of the value", position=0,
+                                           expected="value version 0..1", found=str(version))
+        try:
+            data, _ = read_message("TransactionLogValue", value, version, offset=INT16.size)
+        except InternalTopicFormatError as e:
+            raise InternalTopicFormatError(
+                f"Could not read record with version {version} from value's buffer due to: {e.reason}.",
+                position=e.position, expected=e.expected, found=e.found) from e
+        if state_names:
+            status = data["transactionStatus"]
+            if status not in TRANSACTION_STATES:
+                raise InternalTopicFormatError(f"Unknown transaction state id {status}",
+                                               expected="a state id in 0..7", found=str(status))
+            data["transactionStatus"] = TRANSACTION_STATES[status]   # same place in the object
+        return key_text, to_json({"version": str(version), "data": data})
+    except InternalTopicFormatError as e:
+        return f"Error at offset {offset}, skipping. {e.reason}", None
 
 
 def encode_transaction_log_key(transactional_id: str, *, version: int = 0) -> bytes:

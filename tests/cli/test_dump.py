@@ -4,9 +4,10 @@ Oracles: kafka-python decodes the same bytes (its ``MemoryRecordsBuilder`` also
 writes the synthetic segments, independently of our writer); index, snapshot
 and txn-index bytes are packed here with ``struct`` from values the test
 chooses; CRC-32C comes from the ``crc32c`` package.  Text lines are parsed with
-regexes transcribed from ``DumpLogSegments.scala`` (``printBatchLevel``,
-``dumpLog``, ``dumpIndex``, ``dumpTimeIndex``, ``TimeIndexDumpErrors``) and
-every field is compared with the oracle's value.
+regexes transcribed from Kafka's ``DumpLogSegments`` (``printBatchLevel``,
+``dumpLog``, ``dumpIndex``, ``dumpTimeIndex``, ``TimeIndexDumpErrors``; the Java tool
+of Kafka 4.3+, the default; tests/cli/test_dump_kafka_versions.py covers the Scala
+tool's text) and every field is compared with the oracle's value.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ V2_RECORD = re.compile(
 LEGACY_RECORD = re.compile(
     r"^\| offset: (?P<offset>-?\d+) (?P<timestampType>CreateTime|LogAppendTime|NoTimestampType):"
     r" (?P<timestamp>-?\d+) keySize: (?P<keySize>-?\d+) valueSize: (?P<valueSize>-?\d+)"
-    r" isValid: (?P<isValid>true|false) crc: (?P<crc>\d+)\}(?P<rest>.*)$"
+    r" isValid: (?P<isValid>true|false) crc: (?P<crc>\d+)(?P<rest>.*)$"
 )
 INDEX_LINE = re.compile(r"^offset: (?P<offset>-?\d+) position: (?P<position>-?\d+)$")
 TIME_INDEX_LINE = re.compile(r"^timestamp: (?P<timestamp>-?\d+) offset: (?P<offset>-?\d+)$")
@@ -501,7 +502,7 @@ def test_index_empty_and_sanity_check(tmp_path: Path, capsys: pytest.CaptureFixt
     index.write_bytes(struct.pack(">ii", 4, 0) + b"\x00" * 4)   # 12 bytes: not a multiple of 8
     code, out, err = _dump(capsys, "--index-sanity-check", str(index))
     assert code == 1 and out == [f"Dumping {index}"]
-    assert err == ['Exception in thread "main" org.apache.kafka.common.errors.CorruptIndexException: '
+    assert err == ['Exception in thread "main" org.apache.kafka.storage.internals.log.CorruptIndexException: '
                    f"Index file {os.path.abspath(index)} is corrupt, found 12 bytes which is neither "
                    "positive nor a multiple of 8"]
 
@@ -536,7 +537,7 @@ def test_time_index_lines_and_reports(tmp_path: Path, capsys: pytest.CaptureFixt
         f"  Index timestamp: {entries[2][0]}, log timestamp: {max2}",
         f"Found out of order timestamp in :{path}",
         f"  Index timestamp: {entries[2][0]}, Previously indexed timestamp: {entries[1][0]}",
-        "The following indexed offsets are not found in the log.",
+        f"The following indexed offsets are not found in :{path}",   # Kafka 4.3+ names the file
         f"Indexed offset: {base2}, found log offset: {last2}",
     ]
 
@@ -558,11 +559,11 @@ def test_producer_snapshot_lines(tmp_path: Path, capsys: pytest.CaptureFixture[s
     for pid, epoch, last_seq, last_off, delta, ts, coord, txn_first in entries:
         txn = f"OptionalLong[{txn_first}]" if txn_first >= 0 else "OptionalLong.empty"
         line = (f"producerId: {pid} producerEpoch: {epoch} coordinatorEpoch: {coord} currentTxnFirstOffset: "
-                f"{txn} lastTimestamp: {ts} ")
+                f"{txn} lastTimestamp: {ts}")
         if last_off >= 0:
             # BatchMetadata.firstSeq = DefaultRecordBatch.decrementSequence(lastSeq, offsetDelta): wraps
             first_seq = last_seq - delta if last_seq >= delta else INT_MAX - (delta - last_seq) + 1
-            line += (f"firstSequence: {first_seq} lastSequence: {last_seq} lastOffset: {last_off} "
+            line += (f" firstSequence: {first_seq} lastSequence: {last_seq} lastOffset: {last_off} "
                      f"offsetDelta: {delta} timestamp: {ts}")
         expected.append(line)
     assert out == [f"Dumping {path}", *expected]
@@ -654,15 +655,18 @@ def test_realdata_lines_match_kafka_python(realdata: Path, capsys: pytest.Captur
 
 @pytest.mark.realdata
 def test_realdata_non_consecutive_offsets(realdata: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """DonaldY's compacted __consumer_offsets-39: offsets 4, 16, 17 (the cleaner removed 5..15)."""
+    """DonaldY's compacted __consumer_offsets-39: offsets 4, 16, 17 (the cleaner removed 5..15).
+
+    Kafka 4.3+ starts from -1 (a first offset other than 0 is a gap) and sorts the pairs.
+    """
     log = realdata / "DonaldY__kafka-2.7.1/kafka-logs/__consumer_offsets-39/00000000000000000000.log"
     offsets = [r.offset for _, b, _ in _kp_batches(log.read_bytes()) for r in b]
-    pairs = [(a, b) for a, b in zip(offsets, offsets[1:]) if b != a + 1]
-    assert pairs   # the set really has gaps
+    pairs = [(a, b) for a, b in zip([-1, *offsets], offsets) if b != a + 1]
+    assert len(pairs) > 1 and pairs[0] == (-1, offsets[0])  # the set really has gaps
     code, _, err = _dump(capsys, "--deep-iteration", str(log))
     assert code == 0
     assert err == [f"Non-consecutive offsets in {log}"] + [
-        f"  {a} is followed by {b}" for a, b in reversed(pairs)]
+        f"  {a} is followed by {b}" for a, b in sorted(pairs)]
     _, _, err = _dump(capsys, str(log))   # shallow iteration does not check
     assert err == []
 

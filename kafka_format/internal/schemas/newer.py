@@ -1,0 +1,52 @@
+"""Schema changes newer than ``SOURCE_COMMIT`` that real Kafka 4.4.0 brokers write.
+
+Found by the dump conformance run (tests/conformance/test_dump_conformance.py) on a Kafka 4.4.0
+broker's log dir, and read from the 4.4.0 generated message classes (their ``SCHEMA_4`` fields),
+because the JSON definitions of that release are not in the mirror ``_generate.py`` reads:
+
+* ``OffsetCommitValue`` v4: tagged field 0 ``topicId`` (uuid) -- the group coordinator's
+  ``OffsetCommitValue.SCHEMA_4`` (``topic_id``, "The topic id of the committed offset.");
+* ``RegisterBrokerRecord`` v4: tagged field 1 ``CordonedLogDirs`` (nullable ``[]uuid``, default
+  null) -- ``RegisterBrokerRecord.SCHEMA_4`` (``cordoned_log_dirs``);
+* ``BrokerRegistrationChangeRecord`` v3: tagged field 3 ``CordonedLogDirs`` (nullable ``[]uuid``,
+  default null: "null if no change") -- ``BrokerRegistrationChangeRecord.SCHEMA_3``;
+* ``ClearElrRecord`` (metadata api key 28, v0, flexible): ``TopicName`` string --
+  ``ClearElrRecord.SCHEMA_0`` (``topic_name``).
+
+:func:`apply` is idempotent; ``protocol`` applies it once at import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["apply"]
+
+_ADDED_FIELDS: dict[str, tuple[str, dict[str, Any]]] = {
+    "OffsetCommitValue": ("0-4", {"name": "topicId", "type": "uuid", "versions": "4+",
+                                  "taggedVersions": "4+", "tag": 0}),
+    "RegisterBrokerRecord": ("0-4", {"name": "CordonedLogDirs", "type": "[]uuid", "versions": "4+",
+                                     "nullableVersions": "4+", "taggedVersions": "4+", "tag": 1,
+                                     "default": "null"}),
+    "BrokerRegistrationChangeRecord": ("0-3", {"name": "CordonedLogDirs", "type": "[]uuid", "versions": "3+",
+                                               "nullableVersions": "3+", "taggedVersions": "3+", "tag": 3,
+                                               "default": "null"}),
+}
+
+
+_ADDED_SCHEMAS: dict[str, dict[str, Any]] = {
+    "ClearElrRecord": {"apiKey": 28, "type": "metadata", "name": "ClearElrRecord", "validVersions": "0",
+                       "flexibleVersions": "0+",
+                       "fields": [{"name": "TopicName", "type": "string", "versions": "0+"}]},
+}
+
+
+def apply(schemas: dict[str, dict[str, Any]]) -> None:
+    """Add the newer schemas and fields (widening ``validVersions``) to ``schemas`` in place."""
+    for name, doc in _ADDED_SCHEMAS.items():
+        schemas.setdefault(name, doc)
+    for name, (valid, field) in _ADDED_FIELDS.items():
+        spec = schemas[name]
+        spec["validVersions"] = valid
+        if all(f["name"] != field["name"] for f in spec["fields"]):
+            spec["fields"].append(dict(field))

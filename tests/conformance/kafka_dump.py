@@ -1,0 +1,201 @@
+"""Kafka's own ``DumpLogSegments`` as the oracle of ``klogs dump``, and the per-file comparison.
+
+Kafka's tool runs in one JVM per (version, batch of runs): ``DumpDriver.java`` (beside this file,
+compiled once into the cache) calls the tool's ``main`` for each run listed in a jobs file and
+marks where each run's output starts, so a JVM start (1-2 s) is paid once, not per flag set, and
+a run that dies (Kafka throws on damaged files) does not end the others.  ``klogs dump`` runs the
+same argument lists in process.
+
+Only stdout is compared line for line.  Stderr carries the JVM's SLF4J/log4j noise (dropped), the
+end-of-run reports (mismatches, non-consecutive offsets) and a dying run's exception line; those
+are compared as a multiset of blocks (a heading line and its indented lines), because Kafka lists
+the files of each report in its hash map's order (``java.util.HashMap`` / Scala
+``mutable.HashMap``), which ``klogs dump`` does not reproduce.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import kafka_dist
+
+__all__ = ["Run", "Case", "tool_class", "run_kafka", "run_ours", "compare_run"]
+
+HERE = Path(__file__).resolve().parent
+DRIVER_SOURCE = HERE / "DumpDriver.java"
+RUN_MARK = "##KLOGS-RUN "
+EXIT_MARK = "##KLOGS-EXIT "
+NOISE = re.compile(r"^(SLF4J|log4j):")   # the JVM's logging noise on stderr, not the tool's output
+CONTINUATION = re.compile(r"^(  |Indexed offset: )")   # lines of a report block below its heading
+JVM_TIMEOUT_S = 480
+
+
+@dataclass
+class Run:
+    """One ``DumpLogSegments`` / ``klogs dump`` invocation and what it printed."""
+
+    args: list[str]
+    stdout: list[str]
+    stderr: list[str]
+
+
+def tool_class(version: str) -> str:
+    """The main class of kafka-dump-log in ``version``: Java from 4.3 (KAFKA-14579), Scala before."""
+    major, minor = (int(x) for x in version.split(".")[:2])
+    return "org.apache.kafka.tools.DumpLogSegments" if (major, minor) >= (4, 3) else "kafka.tools.DumpLogSegments"
+
+
+def _driver_dir() -> Path:
+    """``DumpDriver`` compiled (once per source text) into the conformance cache."""
+    digest = hashlib.sha256(DRIVER_SOURCE.read_bytes()).hexdigest()[:16]
+    out = kafka_dist.cache_dir() / f"dump-driver-{digest}"
+    if not (out / "DumpDriver.class").exists():
+        java = kafka_dist.java()
+        assert java is not None
+        javac = Path(java).with_name("javac")
+        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+        tmp.mkdir(parents=True, exist_ok=True)
+        subprocess.run([str(javac), "-d", str(tmp), str(DRIVER_SOURCE)], check=True, capture_output=True,
+                       timeout=120)
+        if out.exists():            # another run compiled it meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+    return out
+
+
+def _split_runs(text: str, mark: str, count: int, *, newline_before_mark: bool = False) -> list[list[str]]:
+    runs: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith(mark):
+            runs.append([])
+        elif line.startswith(EXIT_MARK) or NOISE.match(line):
+            continue
+        elif runs:
+            runs[-1].append(line)
+    if len(runs) != count:
+        raise AssertionError(f"the Kafka driver printed {len(runs)} of {count} runs:\n{text[-2000:]}")
+    if newline_before_mark:             # the newline the driver prints before each stdout marker
+        for previous in runs[:-1]:
+            if previous and previous[-1] == "":
+                previous.pop()
+    return runs
+
+
+def run_kafka(version: str, jobs: Sequence[Sequence[str]], workdir: Path) -> list[Run]:
+    """Run Kafka ``version``'s tool once per argument list in ``jobs``, all in one JVM."""
+    classpath = kafka_dist.classpath(version)
+    java = kafka_dist.java()
+    assert classpath is not None and java is not None
+    jobs_file = workdir / f"dump-jobs-{version}.tsv"
+    for job in jobs:
+        if any("\t" in a or "\n" in a for a in job):
+            raise ValueError(f"argument with a tab or newline: {job}")
+    jobs_file.write_text("".join("\t".join(job) + "\n" for job in jobs))
+    cmd = [java, "-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dfile.encoding=UTF-8",
+           "-Dsun.stdout.encoding=UTF-8", "-Dsun.stderr.encoding=UTF-8",
+           "-cp", f"{_driver_dir()}{os.pathsep}{classpath}", "DumpDriver", tool_class(version), str(jobs_file)]
+    proc = subprocess.run(cmd, capture_output=True, timeout=JVM_TIMEOUT_S, cwd=workdir)
+    out = proc.stdout.decode("utf-8", "replace")
+    err = proc.stderr.decode("utf-8", "replace")
+    if proc.returncode != 0:
+        raise AssertionError(f"the Kafka {version} driver failed ({proc.returncode}):\n{err[-3000:]}")
+    outs = _split_runs(out, RUN_MARK, len(jobs), newline_before_mark=True)
+    errs = _split_runs(err, RUN_MARK, len(jobs))
+    return [Run(list(job), o, e) for job, o, e in zip(jobs, outs, errs, strict=True)]
+
+
+def run_ours(version: str, args: Sequence[str]) -> Run:
+    """``klogs dump --kafka-version version`` with Kafka's ``--files a,b,c`` argument list, in process."""
+    import argparse
+
+    from kafka_format.cli.dump import add_arguments, dump, options_from_args
+
+    parser = argparse.ArgumentParser(prog="klogs dump")
+    add_arguments(parser)
+    argv = list(args)
+    files = argv.pop(argv.index("--files") + 1)
+    argv.remove("--files")
+    opts = options_from_args(parser.parse_args([*argv, "--kafka-version", version, files]))
+    out, err = io.StringIO(), io.StringIO()
+    dump(opts, out, err)
+    return Run(list(args), out.getvalue().splitlines(), err.getvalue().splitlines())
+
+
+def _per_file(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """stdout cut at each ``Dumping <file>`` line."""
+    files: list[tuple[str, list[str]]] = []
+    for line in lines:
+        if line.startswith("Dumping "):
+            files.append((line[len("Dumping "):], []))
+        elif files:
+            files[-1][1].append(line)
+        else:
+            files.append(("(before the first file)", [line]))
+    return files
+
+
+def _blocks(lines: list[str]) -> list[str]:
+    """stderr as report blocks (heading + continuation lines), sorted."""
+    blocks: list[list[str]] = []
+    for line in lines:
+        if blocks and CONTINUATION.match(line):
+            blocks[-1].append(line)
+        else:
+            blocks.append([line])
+    return sorted("\n".join(b) for b in blocks)
+
+
+def _first_difference(kafka: list[str], ours: list[str]) -> str:
+    for i, (a, b) in enumerate(zip(kafka, ours, strict=False)):
+        if a != b:
+            return f"line {i + 1}:\n    kafka: {a!r}\n    klogs: {b!r}"
+    i = min(len(kafka), len(ours))
+    if len(kafka) > i:
+        return f"line {i + 1}: kafka has {len(kafka) - i} more line(s), first {kafka[i]!r}"
+    return f"line {i + 1}: klogs has {len(ours) - i} more line(s), first {ours[i]!r}"
+
+
+@dataclass
+class Case:
+    """One compared unit: a file's stdout under one flag set, or one run's stderr reports."""
+
+    name: str
+    equal: bool
+    detail: str = ""
+
+
+def compare_run(kafka: Run, ours: Run) -> list[Case]:
+    """Cases of one run: each dumped file's stdout line for line, then stderr as report blocks."""
+    files_arg = kafka.args[kafka.args.index("--files") + 1]
+    flags = " ".join(a for a in kafka.args if a not in ("--files", files_arg)) or "(no flags)"
+    cases: list[Case] = []
+    k_files, o_files = _per_file(kafka.stdout), _per_file(ours.stdout)
+    for (k_name, k_lines), (o_name, o_lines) in zip(k_files, o_files, strict=False):
+        name = f"[{flags}] {k_name}"
+        if k_name != o_name:
+            cases.append(Case(name, False, f"klogs dumped {o_name} here"))
+            break
+        equal = k_lines == o_lines
+        cases.append(Case(name, equal, "" if equal else _first_difference(k_lines, o_lines)))
+    if len(k_files) != len(o_files):
+        cases.append(Case(f"[{flags}] files of {files_arg[:120]}", False,
+                          f"kafka dumped {len(k_files)} files, klogs {len(o_files)}"
+                          f" (kafka stderr: {kafka.stderr[-1:]}, klogs stderr: {ours.stderr[-1:]})"))
+    k_blocks, o_blocks = _blocks(kafka.stderr), _blocks(ours.stderr)
+    equal = k_blocks == o_blocks
+    detail = ""
+    if not equal:
+        only_k = [b for b in k_blocks if b not in o_blocks]
+        only_o = [b for b in o_blocks if b not in k_blocks]
+        detail = f"only kafka {only_k[:3]!r}; only klogs {only_o[:3]!r}"
+    cases.append(Case(f"[{flags}] stderr of {files_arg[:120]}", equal, detail))
+    return cases
