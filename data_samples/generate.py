@@ -171,7 +171,7 @@ def write_legacy(ld: LogDirWriter, magic: int, rng: random.Random) -> None:
 
 
 def _clean(batches: list[BuiltBatch], end: int, last_batch_of_producer: dict[int, int]) -> list[BuiltBatch]:
-    """What one cleaning round over [0, end) keeps (spec §4.3-4.4; no transactions here)."""
+    """What one cleaning round over [0, end) keeps (no transactions here)."""
     latest: dict[bytes, int] = {}
     for b in batches:
         for k, r in enumerate(b.records):

@@ -1,4 +1,4 @@
-"""``klogs audit LOGDIR... --out DIR [--format text|json] [--fail-on error|warning|never]`` (DESIGN.md §4).
+"""``klogs audit LOGDIR... --out DIR [--format text|json] [--fail-on error|warning|never]`` (docs/jobs/).
 
 Every check of kafka-dump-log (``--deep-iteration``, ``--verify-index-only``,
 ``--index-sanity-check``) plus checkpoint, leader-epoch, producer-snapshot, ``.txnindex``,

@@ -1,4 +1,4 @@
-"""``klogs compaction LOGDIR... --out DIR [--mode cleaner|full] [--write-segments]`` (DESIGN.md §4).
+"""``klogs compaction LOGDIR... --out DIR [--mode cleaner|full] [--write-segments]`` (docs/jobs/).
 
 ``cleaner`` (default): what Kafka's log cleaner keeps after cleaning everything cleanable at
 ``--now``; ``full``: the compacted table view.  Writes ``DIR/records/`` (Parquet: the data

@@ -1,4 +1,4 @@
-"""``klogs export`` / ``spark-submit jobs/export.py``: topic history to Parquet or Delta (DESIGN §4).
+"""``klogs export`` / ``spark-submit jobs/export.py``: topic history to Parquet or Delta (docs/jobs/).
 
     klogs export LOGDIR... --out URI [--format parquet|delta] [--partition-by topic,partition|date]
         [--checkpoint URI] [--key-as binary|string] [--value-as binary|string|json]

@@ -1,5 +1,5 @@
 """``klogs offsets LOGDIR... --timestamp T [--timestamp T ...] [--format jsonl|table]
-[--isolation-level read_uncommitted|read_committed] [--out PATH]`` (DESIGN.md §4).
+[--isolation-level read_uncommitted|read_committed] [--out PATH]`` (docs/jobs/).
 
 One line per partition and timestamp: ``{"topic","partition","timestamp","offset","recordTimestamp",
 "leaderEpoch"}`` -- exactly Kafka's ListOffsets answer, ``offset`` null when Kafka returns none.

@@ -1,4 +1,4 @@
-"""``klogs retention LOGDIR... [--format jsonl|table] [--out DIR]`` (DESIGN.md §4).
+"""``klogs retention LOGDIR... [--format jsonl|table] [--out DIR]`` (docs/jobs/).
 
 One line per segment: ``{"topic","partition","baseOffset","sizeBytes","largestTimestamp","deletable",
 "reason","deletableAtMs"}`` -- exactly the segments Kafka's retention pass would delete at ``--now``,

@@ -1,6 +1,6 @@
 """kafka_format: read every file of an Apache Kafka log directory exactly and fast.
 
-Stable entry points (DESIGN.md §2):
+Stable entry points (docs/api.md):
 
 * :func:`decode_file` — records of one ``.log`` file as Arrow record batches;
 * :func:`decode_bytes` — the same over a buffer;

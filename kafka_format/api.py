@@ -672,7 +672,7 @@ def decode_segment(
 def context_from_path(path: str | os.PathLike[str], *, broker_id: int | None = None) -> FileContext:
     """Provenance of a ``.log`` file: ``<logDir>/<topic>-<partition>/<20-digit offset>.log``.
 
-    Partition dirs follow ``LocalLog``'s naming (spec §1.3): ``<topic>-<partition>``, or with a
+    Partition dirs follow ``LocalLog``'s naming: ``<topic>-<partition>``, or with a
     ``.<uuid>-delete`` / ``-future`` / ``-stray`` suffix (stripped from the last ``.``).
     """
     p = PurePath(os.fspath(path))

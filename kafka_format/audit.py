@@ -1,4 +1,4 @@
-"""Offline audit of Kafka log dirs: every check of kafka-dump-log and more (spec §7, §7.6).
+"""Offline audit of Kafka log dirs: every check of kafka-dump-log and more.
 
 No Spark here: :mod:`kafka_format.spark.audit` ships partition descriptors to executors and
 calls these functions there.
@@ -15,7 +15,7 @@ calls these functions there.
 * :func:`audit_log_dir` checks a broker log dir's own files; :func:`audit_replicas` compares the
   replicas of one partition found in several log dirs.
 
-A :class:`Finding` has the columns of DESIGN.md §4 (``severity, check, topic, partition, file,
+A :class:`Finding` has the columns of docs/jobs/audit.md (``severity, check, topic, partition, file,
 position, offset, expected, actual, message``).  ``check`` is a stable kebab-case id
 (:data:`CHECKS`).  Severity: ``error`` = the bytes or state contradict Kafka's rules;
 ``warning`` = legal but needs attention (a crash leftover the broker repairs on start, a lagging
@@ -120,7 +120,7 @@ _CRC_REASON = "CRC mismatch"
 
 @dataclass(frozen=True)
 class Finding:
-    """One audit finding (DESIGN.md §4 columns).  ``position`` is a byte offset in ``file``;
+    """One audit finding (the columns of docs/jobs/audit.md).  ``position`` is a byte offset in ``file``;
     ``offset`` a Kafka offset; ``expected``/``actual`` are short texts."""
 
     severity: str

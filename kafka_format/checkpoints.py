@@ -1,5 +1,5 @@
 """Text state files of a log dir: offset checkpoints, leader epochs, partition.metadata,
-meta.properties, ``.kafka_cleanshutdown`` and ``quorum-state`` (spec §1.1, §1.5).
+meta.properties, ``.kafka_cleanshutdown`` and ``quorum-state``.
 
 Checkpoint text format (server-common/.../common/CheckpointFile.java, storage/.../checkpoint/
 OffsetCheckpointFile.java, LeaderEpochCheckpointFile.java)::

@@ -1,4 +1,4 @@
-"""Offline log cleaner: what Kafka's cleaner keeps, record by record (spec §4.1-4.6).
+"""Offline log cleaner: what Kafka's cleaner keeps, record by record.
 
 No Spark here.  The model follows Kafka's sources (1eb7644): ``LogCleanerManager.cleanableOffsets``
 / ``calculateCleanableBytes`` / ``maxCompactionDelay`` / ``grabFilthiestCompactedLog`` (plan),
@@ -551,7 +551,7 @@ def _plan(replica: PartitionLog, config: TopicConfig, now_ms: int, inp: _PlanInp
 
 
 def plan_cleaning(replica: PartitionLog, config: TopicConfig, now_ms: int) -> CleanerPlan:
-    """Range and eligibility of ``replica`` for the cleaner at ``now_ms`` (spec §4.1)."""
+    """Range and eligibility of ``replica`` for the cleaner at ``now_ms``."""
     inp = _plan_inputs(replica, config, now_ms)
     return _plan(replica, config, now_ms, inp, replica.cleaner_offset_checkpoint)
 

@@ -80,7 +80,7 @@ class Decoder:
 
     def scan(self, buf: bytes | bytearray | memoryview, *, start: int = 0, end: int | None = None,
              path: str | None = None, verify_crc: bool = True, defer_crc: bool = False) -> BatchTable:
-        """Walk the framed entries of ``buf[start:end]`` (spec §2.1); positions relative to ``buf``.
+        """Walk the framed entries of ``buf[start:end]``; positions relative to ``buf``.
         ``defer_crc`` is a permission (see :attr:`defers_crc`), ignored here."""
         return framing.scan_entries(buf, start=start, end=end, path=path, verify_crc=verify_crc)
 

@@ -97,7 +97,7 @@ class FastDecoder(Decoder):
 
     def scan(self, buf: bytes | bytearray | memoryview, *, start: int = 0, end: int | None = None,
              path: str | None = None, verify_crc: bool = True, defer_crc: bool = False) -> BatchTable:
-        """Walk the framed entries of ``buf[start:end]`` (spec §2.1); positions relative to ``buf``.
+        """Walk the framed entries of ``buf[start:end]``; positions relative to ``buf``.
 
         ``defer_crc``: leave the CRC of non-empty uncompressed v2 batches unverified (``crc_valid``
         true): the caller verifies them with :meth:`decode_v2_checked` while decoding (one pass

@@ -1,6 +1,6 @@
 """Offset index (``NNN.index``) and time index (``NNN.timeindex``) files.
 
-Layouts (big-endian, no header, no padding; spec §1.8-1.9):
+Layouts (big-endian, no header, no padding):
 
 ``.index`` entry, 8 bytes (storage/.../log/OffsetIndex.java)::
 

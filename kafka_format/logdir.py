@@ -4,7 +4,7 @@
 partition dir, or a parent of several brokers' log dirs (walked to a bounded depth), as a local
 path or any ``pyarrow.fs`` URI.  It returns a :class:`LogDirSet` of frozen values.
 
-Rules (spec §1.1-1.4):
+Rules:
 
 * partition dir names (``LocalLog.parseTopicPartitionName``): topic = text before the last
   '-', partition = int after it; ``<topic>-<p>.<uuid>-delete|-future|-stray`` are special dirs
@@ -192,7 +192,7 @@ class MetadataSnapshotFile:
 
 @dataclass(frozen=True)
 class IndexSummary:
-    """What a segment's index files tell without reading the log (spec §1.10)."""
+    """What a segment's index files tell without reading the log."""
 
     last_offset_entry: OffsetPosition
     max_timestamp_so_far: TimestampOffset

@@ -1,4 +1,4 @@
-"""Offset for timestamp offline: Kafka's ListOffsets answer from index files (spec §6).
+"""Offset for timestamp offline: Kafka's ListOffsets answer from index files.
 
 :func:`list_offsets` answers what a broker holding ``replica`` would answer a client's
 ListOffsets request (latest request version) for one partition and one timestamp spec:
@@ -30,7 +30,7 @@ ListOffsets request (latest request version) for one partition and one timestamp
 
 An answer is an :class:`OffsetAnswer` with ``None`` where Kafka sends -1.
 
-Index-only reads (DESIGN §5): per lookup, index files are read by positioned single-entry
+Index-only reads: per lookup, index files are read by positioned single-entry
 reads (binary search; the zero-tail reading rule of :mod:`kafka_format.index`), one last-entry
 read per segment for its largest timestamp, batch *headers* of at most about one index interval
 of ``.log`` and the one batch holding the answer.  The scan starts where Kafka's does, or later
@@ -424,7 +424,7 @@ class PartitionLookup:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         return np.concatenate(offsets), np.concatenate(stamps)
 
-    # -- segment values (spec §1.10) ----------------------------------------------------------
+    # -- segment values ----------------------------------------------------------
     def _tail(self, i: int) -> list[_Head]:
         """Batch headers of segment ``i`` from its last offset-index entry to its end (cached)."""
         tail = self._tails.get(i)
@@ -499,7 +499,7 @@ class PartitionLookup:
         return max(self.replica.log_start_offset, min(hw, leo))
 
     def last_stable_offset(self) -> int:
-        """LSO offline (spec §6.5; :func:`kafka_format.planning.last_stable_offset`): ``min(HW,
+        """LSO offline (:func:`kafka_format.planning.last_stable_offset`): ``min(HW,
         max(first unstable offset, logStartOffset))``."""
         if self._lso is None:
             from kafka_format.planning import last_stable_offset
@@ -532,7 +532,7 @@ class PartitionLookup:
         return pos
 
     def locate_timestamp(self, target: int) -> TimestampLocation | None:
-        """``searchOffsetInLocalLog(target, logStartOffset)`` (spec §6.1), before the client filter,
+        """``searchOffsetInLocalLog(target, logStartOffset)``, before the client filter,
         with the batch that holds the answer."""
         log_start = self.replica.log_start_offset
         for i, seg in enumerate(self.replica.segments):
@@ -552,12 +552,12 @@ class PartitionLookup:
         return None
 
     def find_offset_by_timestamp(self, target: int) -> _Found | None:
-        """``searchOffsetInLocalLog(target, logStartOffset)`` (spec §6.1), before the client filter."""
+        """``searchOffsetInLocalLog(target, logStartOffset)``, before the client filter."""
         hit = self.locate_timestamp(target)
         return None if hit is None else _Found(hit.timestamp, hit.offset, hit.leader_epoch)
 
     def find_max_timestamp(self) -> _Found | None:
-        """MAX_TIMESTAMP (spec §6.4, KAFKA-16310): before the client filter."""
+        """MAX_TIMESTAMP (KAFKA-16310): before the client filter."""
         segs = self.replica.segments
         if not segs:
             return None

@@ -9,7 +9,7 @@ apart); the planner works on its :class:`~kafka_format.logdir.PartitionLog` /
 :class:`~kafka_format.logdir.Segment` values and reads index files through their readers
 (:mod:`kafka_format.index`, :mod:`kafka_format.txnindex`).
 
-How a topic-partition is cut (spec §0.1, §1.8):
+How a topic-partition is cut:
 
 * work is cut only at batch boundaries, i.e. at ``.index`` positions (or byte 0 of a
   segment), never inside a batch;
@@ -22,11 +22,11 @@ How a topic-partition is cut (spec §0.1, §1.8):
 * offset bounds (``startingOffsets``/``endingOffsets``/pushed ``offset`` filters) skip
   whole segments by base offset and start/stop inside a segment at the index entry
   ``OffsetIndex.lookup`` would use; rows are then filtered exactly by offset in ``read()``;
-* timestamp bounds are resolved per ListOffsets (spec §6.1): first segment whose
+* timestamp bounds are resolved per ListOffsets: first segment whose
   largest timestamp >= target, time-index lookup, offset-index lookup, then the first
   batch with ``maxTimestamp >= target``; the record-level part happens in ``read()``
   through :attr:`Split.start_timestamp` / :attr:`Split.end_timestamp`;
-* ``read_committed`` (spec §6.5-6.6): the LSO caps the end offset and every aborted
+* ``read_committed``: the LSO caps the end offset and every aborted
   transaction of ``.txnindex`` that can touch a split travels with it.
 
 Batch headers come from ``decode_segment(granularity="batch")``.  Files are opened through
@@ -207,7 +207,7 @@ _EMPTY = np.empty(0, np.int64)
 
 def read_offset_index(part: PartitionLog, seg: Segment) -> tuple[np.ndarray, np.ndarray]:
     """(absolute offsets, positions) of the valid entries of a segment's ``.index``
-    (:mod:`kafka_format.index` reading rule of spec §1.8: zero tail, non-increasing entries and
+    (:mod:`kafka_format.index` reading rule: zero tail, non-increasing entries and
     positions past the ``.log`` end the data).  A missing index gives no entries."""
     idx = part.offset_index(seg)
     if idx is None:
@@ -216,7 +216,7 @@ def read_offset_index(part: PartitionLog, seg: Segment) -> tuple[np.ndarray, np.
 
 
 def read_time_index(part: PartitionLog, seg: Segment) -> tuple[np.ndarray, np.ndarray]:
-    """(timestamps, absolute offsets) of the valid ``.timeindex`` entries (spec §1.9 rule)."""
+    """(timestamps, absolute offsets) of the valid ``.timeindex`` entries."""
     tidx = part.time_index(seg)
     if tidx is None:
         return _EMPTY, _EMPTY
@@ -272,7 +272,7 @@ def iter_batch_heads(part: PartitionLog, seg: Segment, start: int = 0, end: int 
 
 
 def log_end_offset(replica: PartitionLog) -> int:
-    """Log end offset: ``LogSegment.readNextOffset`` of the last segment (spec §1.10): from its
+    """Log end offset: ``LogSegment.readNextOffset`` of the last segment: from its
     last offset-index entry, the last complete batch's ``lastOffset + 1``, else its base offset.
     One implementation with ListOffsets: :meth:`kafka_format.offsets.PartitionLookup.log_end_offset`
     (index-only reads; corrupt framing ends the data, as recovery would)."""
@@ -298,7 +298,7 @@ class TimestampHit:
 
 
 def resolve_timestamp(replica: PartitionLog, target: int, *, last_fetchable: int | None = None) -> TimestampHit | None:
-    """ListOffsets for ``target >= 0`` (spec §6.1-6.2), with the batch holding the answer.
+    """ListOffsets for ``target >= 0``, with the batch holding the answer.
 
     Kafka's answer is :meth:`kafka_format.offsets.PartitionLookup.locate_timestamp` (the one
     implementation): the first segment (offset order) whose largest timestamp >= target;
@@ -318,7 +318,7 @@ def resolve_timestamp(replica: PartitionLog, target: int, *, last_fetchable: int
 
 
 def last_stable_offset(replica: PartitionLog, high_watermark: int) -> int:
-    """LSO offline (spec §6.5): ``min(HW, first offset of the earliest txn open at HW)``, never
+    """LSO offline: ``min(HW, first offset of the earliest txn open at HW)``, never
     below logStartOffset (``UnifiedLog.maybeIncrementFirstUnstableOffset``: a transaction left open
     below the log start does not pin the LSO there).
 
@@ -422,7 +422,7 @@ def _partition_bound(replica: PartitionLog, options: PlanOptions, bounds: Bounds
             raise LogDirError("upTo=highWatermark but the partition has no replication-offset-checkpoint entry",
                               path=replica.log_dir, expected=f"an entry for {tp[0]} {tp[1]}", found="none")
         upper = max(min(hw, leo()), replica.log_start_offset)   # UnifiedLog.updateHighWatermark
-    if options.read_committed:       # LSO <= HW (spec §6.5); the LEO when no HW is recorded
+    if options.read_committed:       # LSO <= HW; the LEO when no HW is recorded
         cap = upper if upper is not None else leo()
         if replica.high_watermark is not None:
             cap = min(cap, replica.high_watermark)
@@ -449,7 +449,7 @@ def _partition_bound(replica: PartitionLog, options: PlanOptions, bounds: Bounds
         elif so >= 0:
             b.start = so
         elif replica.log_start_offset > replica.segments[0].base_offset:
-            b.start = replica.log_start_offset      # earliest = logStartOffset (DeleteRecords, spec §1.2)
+            b.start = replica.log_start_offset      # earliest = logStartOffset (DeleteRecords)
     end_ts = bounds.end_timestamp_all if bounds.end_timestamp_all is not None else bounds.end_timestamp.get(tp)
     if end_ts is not None:
         hit = resolve_timestamp(replica, end_ts, last_fetchable=last_fetchable)

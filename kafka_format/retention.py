@@ -5,7 +5,7 @@ Kafka source of record (``apache/kafka`` at 1eb7644, 2024-10-25): ``UnifiedLog.d
 ``deleteRetentionSizeBreachedSegments``, ``deleteRetentionMsBreachedSegments``,
 ``isRemoteLogEnabled`` (``core/src/main/scala/kafka/log/UnifiedLog.scala``), ``LogSegment.largestTimestamp``
 / ``readLargestTimestamp`` (``storage/.../log/LogSegment.java``), ``Partition.createLog`` (HW on load),
-``LogLoader`` (logStartOffset on load).  Spec: ``kafka-storage-spec.md`` §5, §1.10, §4.7.
+``LogLoader`` (logStartOffset on load).
 
 One pass (``deleteOldSegments``), each step recomputed from the state the previous left::
 
@@ -93,7 +93,7 @@ REPORT_OWNER = Owner("retention", "report")          # the marker of a --out rep
 REASON_RETENTION_BYTES = "retention.bytes"
 REASON_RETENTION_MS = "retention.ms"
 
-# DESIGN.md §4: one line per segment, exactly these fields.
+# docs/jobs/: one line per segment, exactly these fields.
 SEGMENT_FIELDS = ("topic", "partition", "baseOffset", "sizeBytes", "largestTimestamp", "deletable", "reason",
                   "deletableAtMs")
 

@@ -1,4 +1,4 @@
-"""Arrow schemas of decoded output (DESIGN.md §3): the one place they are declared.
+"""Arrow schemas of decoded output (docs/datasource.md): the one place they are declared.
 
 ``RECORD_SCHEMA``: one row per record.  The first eight columns are the Spark
 Kafka source's, with the same names and types (Spark ``timestamp`` maps to an

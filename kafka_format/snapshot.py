@@ -1,4 +1,4 @@
-"""Producer-state snapshot ``NNN.snapshot`` (spec §1.6).
+"""Producer-state snapshot ``NNN.snapshot``.
 
 Layout (storage/.../log/ProducerStateManager.java ``readSnapshot``/``writeSnapshot``, schema
 storage/src/main/resources/message/ProducerSnapshot.json, only version 1 valid), big-endian::

@@ -1,6 +1,6 @@
 """Topic configs for offline jobs: Kafka's defaults, broker synonyms, KRaft metadata, flags.
 
-The jobs of DESIGN.md §4 need each topic's effective log config (``retention.ms``,
+The jobs of docs/jobs/ need each topic's effective log config (``retention.ms``,
 ``cleanup.policy``, ``segment.bytes``, ...).  A broker resolves it as: the topic's own override
 (``ConfigRecord`` of resource type TOPIC), else the broker's setting under its *synonym*
 (``log.retention.hours`` for ``retention.ms``, ...; ``ServerTopicConfigSynonyms``, first synonym

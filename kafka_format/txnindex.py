@@ -1,4 +1,4 @@
-"""Aborted-transaction index ``NNN.txnindex`` (spec §1.7).
+"""Aborted-transaction index ``NNN.txnindex``.
 
 Layout (storage/.../log/AbortedTxn.java, TransactionIndex.java): fixed 34-byte entries,
 big-endian, no header, no padding::

@@ -1,4 +1,4 @@
-"""``klogs``: the command line of kafka-log-analytics (DESIGN.md §2, §4).
+"""``klogs``: the command line of kafka-log-analytics (docs/jobs/).
 
 Subcommands:
 
@@ -30,7 +30,7 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1   # errors found in the input (dump) / findings at or above --fail-on (audit)
 EXIT_USAGE = 2      # could not run: bad arguments, missing module, unreadable input
 
-# Spark jobs of DESIGN.md §4, each a thin entry point ``jobs/<name>.py`` with ``main(argv) -> int``.
+# Spark jobs of docs/jobs/, each a thin entry point ``jobs/<name>.py`` with ``main(argv) -> int``.
 JOBS: dict[str, str] = {
     "offsets": "offset for timestamp per partition (ListOffsets semantics)",
     "retention": "segments Kafka's retention pass would delete, and when",

@@ -3,7 +3,7 @@
 Steps: a per-partition summary computed by the format library (segments, batches, records,
 codecs, offset range), a few kafka-dump-log lines of one segment, then — unless ``--no-spark``
 is given — one local Spark session that reads the ``kafka-log`` data source (record count per
-topic, rows to ``DIR/records`` as Parquet) and runs every job of DESIGN.md §4 in it (offsets,
+topic, rows to ``DIR/records`` as Parquet) and runs every job of docs/jobs/ in it (offsets,
 retention, compaction, audit, export) with its outputs under ``DIR``.  A failing step is
 reported and the others still run; the exit code is 0 when every step worked.
 """

@@ -21,7 +21,7 @@ What differs (all else is identical in both):
 
 The order in which the end-of-run reports list *files* follows each tool's hash map
 (``java.util.HashMap`` / Scala ``mutable.HashMap``) in Kafka; here it is the order the
-files were dumped.  ``--json`` writes one object per line instead (DESIGN.md §4):
+files were dumped.  ``--json`` writes one object per line instead (docs/jobs/):
 ``batch``, ``record`` (deep iteration) and ``error`` objects, plus entries of
 index / snapshot / txn-index files.
 
@@ -200,7 +200,7 @@ def _kafka_version(text: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare the ``klogs dump`` flags on ``parser`` (DESIGN.md §4)."""
+    """Declare the ``klogs dump`` flags on ``parser`` (docs/jobs/)."""
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help=".log, .index, .timeindex, .snapshot, .txnindex or KRaft .checkpoint files "
                              "(comma-separated lists are accepted too, as kafka-dump-log's --files)")

@@ -1,4 +1,4 @@
-"""The flags every job shares (DESIGN.md §4) and the plumbing around a job's body.
+"""The flags every job shares (docs/jobs/) and the plumbing around a job's body.
 
 ``jobs/<name>.py`` builds its parser with :func:`add_common_arguments`, turns the parsed flags
 into a :class:`JobContext` with :func:`job_context`, gets a session with :func:`session_for`
@@ -43,7 +43,7 @@ class UsageError(ValueError):
 
 def add_common_arguments(parser: argparse.ArgumentParser, *, formats: Sequence[str] | None = None,
                          default_format: str | None = None, out_required: bool = False) -> None:
-    """Declare DESIGN §4's common flags on ``parser``."""
+    """Declare docs/jobs/index.md's common flags on ``parser``."""
     parser.add_argument("logdirs", nargs="+", metavar="LOGDIR",
                         help="broker log dirs, partition dirs or a parent of several brokers' log dirs "
                              "(local paths or pyarrow.fs URIs)")

@@ -1,4 +1,4 @@
-"""Decoders and encoders of Kafka's internal-topic records (spec §8, §2.4).
+"""Decoders and encoders of Kafka's internal-topic records.
 
 * :mod:`.protocol`: schema-driven reader/writer of Kafka protocol messages
   (flexible and non-flexible versions, tagged fields) over the JSON schemas

@@ -1,4 +1,4 @@
-"""``__consumer_offsets`` records (spec §8.2).
+"""``__consumer_offsets`` records.
 
 Framing (``coordinator-common/.../CoordinatorRecordSerde.java``,
 ``group-coordinator/.../GroupCoordinatorRecordSerde.java``)::

@@ -1,4 +1,4 @@
-"""Values of KRaft control records (spec §2.4; ``ControlRecordUtils.java``).
+"""Values of KRaft control records (``ControlRecordUtils.java``).
 
 A control record's key names its type (``ControlRecordType``); its value is a
 flexible Kafka message read at version 0 (``ControlRecordUtils.*_CURRENT_VERSION``)

@@ -1,4 +1,4 @@
-"""Schema-driven reader and writer for Kafka protocol messages (spec §8.1).
+"""Schema-driven reader and writer for Kafka protocol messages.
 
 Kafka generates Java classes from JSON message definitions
 (``generator/src/main/java/org/apache/kafka/message/MessageDataGenerator.java``);

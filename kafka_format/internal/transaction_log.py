@@ -1,4 +1,4 @@
-"""``__transaction_state`` records (spec §8.3).
+"""``__transaction_state`` records.
 
 Framing (``core/src/main/scala/kafka/coordinator/transaction/TransactionLog.scala``)::
 

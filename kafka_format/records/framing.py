@@ -6,7 +6,7 @@ Source: ``clients/src/main/java/org/apache/kafka/common/record/FileLogInputStrea
 Every entry of a ``.log`` file starts with ``offset int64, size int32`` (12 bytes;
 ``size`` counts the bytes after it) and has its magic byte at byte 16, whatever
 the format, so the walk is the same for all versions and then dispatches on
-magic (spec §2.1)::
+magic::
 
     while end - pos > 17:                       # too little for a header: end of data
         size = i32(pos + 8)
@@ -155,7 +155,7 @@ def check_entry(buf: memoryview, pos: int, size: int, magic: int, path: str | No
 
 def scan_entries(buf: bytes | bytearray | memoryview, *, start: int = 0, end: int | None = None,
                  path: str | None = None, verify_crc: bool = True) -> BatchTable:
-    """Reference walk of ``buf[start:end]`` (spec §2.1) → :class:`BatchTable`.
+    """Reference walk of ``buf[start:end]`` → :class:`BatchTable`.
 
     Raises :class:`CorruptRecordError` for ``size < 14`` (unless the remainder is all
     zeros) or an entry too small for its format, :class:`UnsupportedFormatError` for a

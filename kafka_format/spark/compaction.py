@@ -1,4 +1,4 @@
-"""Compaction as DataFrames (DESIGN.md §4 ``klogs compaction``): the table view and the cleaner.
+"""Compaction as DataFrames (docs/jobs/ ``klogs compaction``): the table view and the cleaner.
 
 Two questions, two functions:
 
@@ -66,7 +66,7 @@ DECISION_FIELDS = (
     pa.field("reason", pa.string()),
     pa.field("supersededBy", pa.int64()),
 )
-# the data source's columns (DESIGN §3) + the decision columns
+# the data source's columns (docs/datasource.md) + the decision columns
 CLEANER_RECORD_SCHEMA = pa.schema([*RECORD_SCHEMA, *DECISION_FIELDS])
 
 # One row per partition replica the cleaner was asked about (cleaner mode summary).

@@ -5,7 +5,7 @@ Name
     :func:`kafka_format.spark.register` (done by ``build_session``).
 
 Options
-    See :mod:`kafka_format.spark.options` and DESIGN.md §3 (Spark Kafka source names where the
+    See :mod:`kafka_format.spark.options` and docs/datasource.md (Spark Kafka source names where the
     idea exists: ``topics``/``topicPattern``/``assign``, ``startingOffsets``/``endingOffsets``,
     ``startingTimestamp``/``endingTimestamp``/``*OffsetsByTimestamp``, ``isolationLevel``,
     ``includeHeaders``, plus ``includeControlRecords``, ``granularity``, ``maxBytesPerPartition``,
@@ -303,7 +303,7 @@ def _keep_mask(batch: pa.RecordBatch, split: Split, opts: ReadOptions, state: di
 
 
 def _committed_mask(batch: pa.RecordBatch, split: Split, state: dict[str, Any], is_control: Any) -> Any:
-    """read_committed as the consumer does it (spec §6.6, ``CompletedFetch``): aborted txns from
+    """read_committed as the consumer does it (``CompletedFetch``): aborted txns from
     ``.txnindex`` enter an aborted-producer set when their first offset <= batch last offset; an
     ABORT marker of such a producer removes it; transactional batches of producers in the set are
     dropped."""

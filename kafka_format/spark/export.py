@@ -7,7 +7,7 @@ Entry points
     column mapping both use; :func:`source_options` turns job flags into data-source options.
 
 Columns
-    Every column of the DataFrame (DESIGN §3: the source's columns, ``_corrupt`` with
+    Every column of the DataFrame (docs/datasource.md: the source's columns, ``_corrupt`` with
     ``mode=PERMISSIVE``), with
 
     * ``key_as="string"`` / ``value_as="string"``: the bytes decoded as Kafka's

@@ -1,4 +1,4 @@
-"""Typed, case-insensitive parsing of the ``kafka-log`` data source options (DESIGN.md §3).
+"""Typed, case-insensitive parsing of the ``kafka-log`` data source options (docs/datasource.md).
 
 Rules follow Spark's Kafka source (``KafkaSourceProvider`` / ``KafkaOffsetRangeLimit``)
 wherever the idea exists there:

@@ -60,7 +60,7 @@ def retention_candidates(spark: SparkSession, logdirs: Any, configs: Any, now_ms
                          topics: Sequence[str] | None = None, topic_pattern: str | None = None,
                          replicas: str = "longest", missing_hw: str = "leo") -> DataFrame:
     """One row per segment: ``topic, partition, baseOffset, sizeBytes, largestTimestamp, deletable,
-    reason, deletableAtMs`` (DESIGN.md §4), ordered by topic, partition, baseOffset.
+    reason, deletableAtMs`` (docs/jobs/), ordered by topic, partition, baseOffset.
 
     ``logdirs``: paths or a ``LogDirSet``; ``configs``: ``TopicConfigs`` (``configs[topic]``).
     ``replicas``: ``longest`` (default: per topic-partition the replica with the highest log end

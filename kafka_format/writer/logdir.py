@@ -1,6 +1,6 @@
 """Write a whole broker log directory: partitions plus the text files a broker keeps beside them.
 
-Text formats (spec §1.1, §1.5; ``CheckpointFile.java``, ``OffsetCheckpointFile.java``,
+Text formats (``CheckpointFile.java``, ``OffsetCheckpointFile.java``,
 ``LeaderEpochCheckpointFile.java``, ``PartitionMetadataFile.java``, ``MetaProperties.java``)::
 
     *-offset-checkpoint      "0\\n" + "<N>\\n" + N x "<topic> <partition> <offset>\\n"
