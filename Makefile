@@ -10,7 +10,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 STAMP := $(VENV)/.installed
 SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/*.c)
 
-.PHONY: help setup test test-reference test-cluster conformance demo bench fuzz package samples clean
+.PHONY: help setup test test-reference test-cluster conformance demo bench fuzz package samples clean docs docs-cli
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-16s %s\n", $$1, $$2}'
@@ -18,7 +18,7 @@ help: ## Show this help
 $(STAMP): $(SOURCES_FOR_INSTALL)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip setuptools wheel
-	$(PIP) install --quiet -e '.[spark,test]'
+	$(PIP) install --quiet -e '.[spark,test,docs]'
 	touch $(STAMP)
 
 setup: $(STAMP) ## Create .venv and install the package (with its compiled decoder) and test deps
@@ -50,6 +50,12 @@ samples: $(STAMP) ## Regenerate data_samples/ with the writer
 package: $(STAMP) ## Build the wheel and a packed virtualenv for spark-submit --archives
 	$(PY) -m pip wheel --no-deps -w dist .
 	$(PY) -m kafka_format.cli.package --wheel-dir dist --out dist/kla-env.tar.gz
+
+docs: $(STAMP) ## Build the documentation site (MkDocs, strict: broken links fail) into build/site
+	$(VENV)/bin/mkdocs build --strict --site-dir build/site
+
+docs-cli: $(STAMP) ## Regenerate docs/cli.md from the argparse definitions
+	$(PY) -m kafka_format.cli.reference --out docs/cli.md
 
 clean: ## Remove build outputs (keeps .venv)
 	rm -rf build dist *.egg-info kafka_format/*.so

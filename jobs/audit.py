@@ -7,7 +7,8 @@ hanging-transaction and cross-replica checks, over all partitions in parallel
 
 Writes ``DIR/findings/`` (Parquet: severity, check, topic, partition, file, position, offset,
 expected, actual, message), ``DIR/files/`` (Parquet: byte accounting per ``.log``) and
-``DIR/report.html``, published atomically; prints the findings to stdout (text lines, or JSON
+``DIR/report.html``, published atomically (only over an absent path, an empty directory or a
+previous audit output: its ``.klogs-output`` marker; else exit 2, nothing touched); prints the findings to stdout (text lines, or JSON
 lines with ``--format json``).  Exit 0 clean, 1 findings at or above ``--fail-on`` (default
 error), 2 could not run.  Also runs as ``spark-submit jobs/audit.py ARGS``.
 """
@@ -18,11 +19,13 @@ import argparse
 import json
 import sys
 
-from kafka_format.audit import at_or_above, format_finding, write_outputs
+from kafka_format.audit import REPORT_OWNER, at_or_above, format_finding, write_outputs
 from kafka_format.cli.jobargs import (
     EXIT_FINDINGS,
     EXIT_OK,
+    JobContext,
     add_common_arguments,
+    claim_out,
     job_context,
     run_main,
     session_for,
@@ -53,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _body(args: argparse.Namespace) -> int:
     ctx = job_context(args)
+    with claim_out(ctx, REPORT_OWNER):      # refused or busy: exit 2 before any work
+        return _run(ctx, args)
+
+
+def _run(ctx: JobContext, args: argparse.Namespace) -> int:
     spark = session_for(ctx, "audit")
     from kafka_format.spark.audit import audit
 

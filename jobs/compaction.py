@@ -5,8 +5,9 @@
 source's columns + ``decision``, ``reason``, ``supersededBy``), ``DIR/summary.json`` and, with
 ``--write-segments`` (cleaner mode), ``DIR/segments/<log-dir name>/<topic>-<partition>/`` in
 Kafka's format.  Everything is built in a staging directory beside ``DIR`` and published as
-``DIR`` with one rename (an existing ``DIR`` is replaced); leftovers of a crashed run of the
-same ``DIR`` are removed first.  The logic lives in :mod:`kafka_format.spark.compaction`.
+``DIR`` with one rename.  ``DIR`` must be absent, empty or a previous output of this job (its
+``.klogs-output`` marker), else the job exits 2 touching nothing; a second run on the same ``DIR``
+exits 2 naming the first.  Leftovers of a crashed run of the same ``DIR`` are removed first.  The logic lives in :mod:`kafka_format.spark.compaction`.
 
 Also runs as ``spark-submit jobs/compaction.py ARGS``.
 """
@@ -19,18 +20,22 @@ import os
 import sys
 
 from kafka_format import publish
-from kafka_format.cli.output import table
 from kafka_format.cli.jobargs import (
     EXIT_OK,
+    JobContext,
     UsageError,
     add_common_arguments,
+    claim_out,
     describe,
     job_context,
     run_main,
     session_for,
 )
+from kafka_format.cli.output import table
+from kafka_format.ownership import Owner
 
 PROG = "compaction"
+OWNER = Owner(PROG, "results")          # the marker of DIR
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,8 +59,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _body(args: argparse.Namespace) -> int:
-    from kafka_format.spark import compaction as comp
-
     if args.write_segments and args.mode != "cleaner":
         raise UsageError("--write-segments needs --mode cleaner (the table view has no log format)")
     try:
@@ -63,10 +66,16 @@ def _body(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"--out: {exc}") from None
     ctx = job_context(args)
+    with claim_out(ctx, OWNER):          # refused or busy: exit 2 before any work; own leftovers removed
+        return _run(ctx, args, out)
+
+
+def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
+    from kafka_format.spark import compaction as comp
+
     spark = session_for(ctx, PROG)
-    publish.cleanup_stale(os.path.dirname(out), os.path.basename(out))   # a crashed run's leftovers
     summary: dict[str, object] = {"mode": args.mode, **describe(ctx)}
-    with publish.staging_dir(out) as stage:
+    with publish.staging_dir(out, OWNER) as stage:
         if args.mode == "full":
             df = comp.read_full_input(spark, ctx.logdirs, topics=ctx.topics, topic_pattern=ctx.topic_pattern)
             decisions = comp.compaction_full_decisions(df).cache()

@@ -8,7 +8,9 @@
 ``--now``/``--config``/``--config-file`` are accepted (common flags) and unused.  Extensions:
 ``--isolation-level`` and ``--option KEY=VALUE`` (repeatable) pass options to the ``kafka-log``
 source (e.g. ``--option mode=PERMISSIVE``, ``--option upTo=highWatermark``).  Prints one JSON
-object (what was published) on stdout.  Logic: :mod:`kafka_format.spark.export`.
+object (what was published) on stdout.  A local ``--out`` / ``--checkpoint`` that is not absent,
+empty or this kind of export's own previous output, or that another run holds, is refused with
+exit 2 before Spark starts.  Logic: :mod:`kafka_format.spark.export`.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ import sys
 
 from kafka_format.cli.jobargs import (
     EXIT_OK,
+    JobContext,
     UsageError,
     add_common_arguments,
     job_context,
     run_main,
     session_for,
 )
+from kafka_format.publish import local_path
 
 __all__ = ["main", "build_parser"]
 
@@ -65,11 +69,24 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _body(args: argparse.Namespace) -> int:
-    from kafka_format.spark.export import export, export_incremental, read_source, source_options
+    from kafka_format.spark.export import hold_outputs, source_options
 
     ctx = job_context(args)
     opts = source_options(topics=ctx.topics, topic_pattern=ctx.topic_pattern,
                           isolation_level=args.isolation_level, extra=_options(args.options))
+    if (ctx.format or "parquet") == "parquet":
+        try:
+            local_path(str(ctx.out))
+        except ValueError as exc:
+            raise UsageError(f"--out: {exc}") from None
+    with hold_outputs(str(ctx.out), format=ctx.format or "parquet", incremental=bool(args.checkpoint),
+                      checkpoint=args.checkpoint, inputs=ctx.logdirs):    # refused or busy: exit 2 now
+        return _run(ctx, args, opts)
+
+
+def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str]) -> int:
+    from kafka_format.spark.export import export, export_incremental, read_source
+
     spark = session_for(ctx, PROG)
     common = dict(format=ctx.format or "parquet", partition_by=args.partition_by,
                   key_as=args.key_as, value_as=args.value_as)

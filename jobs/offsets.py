@@ -4,7 +4,9 @@
 One line per partition and timestamp: ``{"topic","partition","timestamp","offset","recordTimestamp",
 "leaderEpoch"}`` -- exactly Kafka's ListOffsets answer, ``offset`` null when Kafka returns none.
 ``T`` is ms since the epoch, ISO-8601, ``earliest``, ``latest``, ``max-timestamp`` or Kafka's
-numeric -1..-6.  Output goes to stdout, or atomically to ``--out``.
+numeric -1..-6.  Output goes to stdout, or atomically to the file ``--out``: a path that does not
+exist, or this job's previous file unchanged since (the hidden marker ``.NAME.klogs-output``
+beside it names the job and the file's SHA-256); anything else is refused with exit 2.
 
 Also runs as ``spark-submit jobs/offsets.py ARGS``.  Semantics: :mod:`kafka_format.offsets`.
 """
@@ -17,9 +19,19 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from kafka_format.cli.jobargs import EXIT_OK, add_common_arguments, job_context, run_main, session_for
+from kafka_format.cli.jobargs import (
+    EXIT_OK,
+    JobContext,
+    add_common_arguments,
+    claim_out,
+    job_context,
+    run_main,
+    session_for,
+)
 from kafka_format.offsets import ISOLATION_LEVELS, parse_timestamp_spec
+from kafka_format.ownership import Owner
 
+OWNER = Owner("offsets", "answers")          # the sidecar marker of an --out file
 COLUMNS = ("topic", "partition", "timestamp", "offset", "recordTimestamp", "leaderEpoch")
 
 
@@ -65,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _body(args: argparse.Namespace) -> int:
     ctx = job_context(args)
+    with claim_out(ctx, OWNER, file=True):    # refused or busy: exit 2 before any work
+        return _run(ctx, args)
+
+
+def _run(ctx: JobContext, args: argparse.Namespace) -> int:
     spark = session_for(ctx, "offsets")
     from kafka_format.spark.offsets import offsets_for_timestamps
 
@@ -72,9 +89,9 @@ def _body(args: argparse.Namespace) -> int:
                                 topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level)
     text = format_rows([r.asDict() for r in df.collect()], ctx.format or "jsonl")
     if ctx.out:
-        from kafka_format.publish import atomic_write_text
+        from kafka_format.publish import publish_file
 
-        atomic_write_text(ctx.out, text)
+        publish_file(ctx.out, text.encode("utf-8"), OWNER)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -3,7 +3,9 @@
 One line per segment: ``{"topic","partition","baseOffset","sizeBytes","largestTimestamp","deletable",
 "reason","deletableAtMs"}`` -- exactly the segments Kafka's retention pass would delete at ``--now``,
 and when each becomes deletable.  ``--out DIR`` also writes ``segments.jsonl`` (or ``segments.txt``),
-``summary.json`` (per partition) and ``disk-usage.png`` / ``disk-usage.html``, published atomically.
+``summary.json`` (per partition) and ``disk-usage.png`` / ``disk-usage.html``, published atomically --
+only to a path that does not exist, an empty directory or a previous report (its ``.klogs-output``
+marker); anything else, or a ``DIR`` another run holds, exits 2 before any work.
 
 Also runs as ``spark-submit jobs/retention.py ARGS``.  Semantics: :mod:`kafka_format.retention`.
 """
@@ -16,12 +18,14 @@ import sys
 from kafka_format.cli.jobargs import (
     EXIT_OK,
     add_common_arguments,
+    claim_out,
     describe,
+    JobContext,
     job_context,
     run_main,
     session_for,
 )
-from kafka_format.retention import format_segments, write_report
+from kafka_format.retention import REPORT_OWNER, format_segments, write_report
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _body(args: argparse.Namespace) -> int:
     ctx = job_context(args)
+    with claim_out(ctx, REPORT_OWNER):      # refused or busy: exit 2 before any work
+        return _run(ctx)
+
+
+def _run(ctx: JobContext) -> int:
     spark = session_for(ctx, "retention")
     from kafka_format.spark.retention import retention_candidates, retention_summary
 

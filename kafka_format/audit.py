@@ -25,7 +25,6 @@ offsets, unclean shutdown).
 
 from __future__ import annotations
 
-import html
 import os
 import struct
 import time
@@ -42,12 +41,15 @@ from kafka_format.api import SkippedRange, decode_segment
 from kafka_format.crc import crc32, crc32c
 from kafka_format.errors import KafkaFormatError
 from kafka_format.logdir import LogDir, PartitionLog, Segment
+from kafka_format.ownership import Owner
 from kafka_format.records.control import ControlRecordType, parse_control_key, parse_end_txn_marker
+from kafka_format.report.units import human_duration
 
 if TYPE_CHECKING:
     from kafka_format.topicconfig import TopicConfig
 
 __all__ = [
+    "REPORT_OWNER",
     "Finding",
     "FileAccounting",
     "PartitionAudit",
@@ -73,6 +75,7 @@ __all__ = [
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 SEVERITY_RANK = {INFO: 0, WARNING: 1, ERROR: 2}
+REPORT_OWNER = Owner("audit", "report")            # the marker of an --out directory
 FINDING_COLUMNS = ("severity", "check", "topic", "partition", "file", "position", "offset",
                    "expected", "actual", "message")
 ACCOUNTING_COLUMNS = ("topic", "partition", "file", "sizeBytes", "validBytes", "skippedBytes",
@@ -999,10 +1002,11 @@ class _Auditor:
             if age is not None and age > TRANSACTION_MAX_TIMEOUT_MS and not expected:
                 self.add(WARNING, "hanging-transaction",
                          f"producer {pid} has a transaction open since offset {first} and last wrote "
-                         f"{age} ms before --now, more than transaction.max.timeout.ms "
-                         f"({TRANSACTION_MAX_TIMEOUT_MS} ms): it holds the last stable offset back",
+                         f"{human_duration(age)} ({age} ms) before --now, more than "
+                         f"transaction.max.timeout.ms ({human_duration(TRANSACTION_MAX_TIMEOUT_MS)}): "
+                         f"it holds the last stable offset back",
                          offset=first, expected=f"a marker within {TRANSACTION_MAX_TIMEOUT_MS} ms",
-                         actual=f"open for {age} ms")
+                         actual=f"open for {human_duration(age)} ({age} ms)")
             else:
                 self.add(INFO, "open-transaction",
                          f"producer {pid} has a transaction open since offset {first}", offset=first)
@@ -1357,59 +1361,18 @@ def format_finding(row: dict[str, Any]) -> str:
 
 def render_html(findings: Sequence[dict[str, Any]], files: Sequence[dict[str, Any]], *,
                 title: str = "klogs audit") -> str:
-    """A self-contained HTML report: counts per severity and check, a per-partition table, the
-    findings (file:position) and the byte accounting.  Every text is escaped."""
-    e = html.escape
-    by_sev = {s: 0 for s in (ERROR, WARNING, INFO)}
-    by_check: dict[tuple[str, str], int] = {}
-    by_part: dict[tuple[str, int], dict[str, int]] = {}
-    for f in findings:
-        by_sev[f["severity"]] = by_sev.get(f["severity"], 0) + 1
-        by_check[(f["severity"], f["check"])] = by_check.get((f["severity"], f["check"]), 0) + 1
-        if f["topic"] is not None:
-            part = by_part.setdefault((f["topic"], f["partition"]), {ERROR: 0, WARNING: 0, INFO: 0})
-            part[f["severity"]] = part.get(f["severity"], 0) + 1
-    for a in files:
-        by_part.setdefault((a["topic"], a["partition"]), {ERROR: 0, WARNING: 0, INFO: 0})
-    out = [
-        "<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\">", f"<title>{e(title)}</title>",
-        "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin-bottom:1.5em}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px;text-align:left}"
-        ".error{color:#b00}.warning{color:#a60}.info{color:#555}</style></head><body>",
-        f"<h1>{e(title)}</h1>",
-        "<h2>Findings per severity</h2><table><tr><th>severity</th><th>count</th></tr>",
-    ]
-    out += [f"<tr><td class=\"{e(s)}\">{e(s)}</td><td>{n}</td></tr>" for s, n in by_sev.items()]
-    out.append("</table><h2>Findings per check</h2>"
-               "<table><tr><th>severity</th><th>check</th><th>count</th></tr>")
-    for (s, c), n in sorted(by_check.items(), key=lambda kv: (-SEVERITY_RANK.get(kv[0][0], 0), kv[0][1])):
-        out.append(f"<tr><td class=\"{e(s)}\">{e(s)}</td><td>{e(c)}</td><td>{n}</td></tr>")
-    out.append("</table><h2>Partitions</h2><table><tr><th>topic</th><th>partition</th><th>errors</th>"
-               "<th>warnings</th><th>info</th></tr>")
-    for (t, p), counts in sorted(by_part.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or -1)):
-        out.append(f"<tr><td>{e(str(t))}</td><td>{e(str(p))}</td><td>{counts[ERROR]}</td>"
-                   f"<td>{counts[WARNING]}</td><td>{counts[INFO]}</td></tr>")
-    out.append("</table><h2>Findings</h2><table><tr>" + "".join(f"<th>{c}</th>" for c in FINDING_COLUMNS[:2])
-               + "<th>partition</th><th>file:position</th><th>offset</th><th>expected</th><th>actual</th>"
-               "<th>message</th></tr>")
-    for f in sort_findings(findings):
-        loc = "" if f["file"] is None else f["file"] + ("" if f["position"] is None else f":{f['position']}")
-        part = "" if f["topic"] is None else f"{f['topic']}-{f['partition']}"
-        cells = [f["check"], part, loc, "" if f["offset"] is None else str(f["offset"]),
-                 f["expected"] or "", f["actual"] or "", f["message"]]
-        out.append(f"<tr class=\"{e(f['severity'])}\"><td>{e(f['severity'])}</td>"
-                   + "".join(f"<td>{e(str(c))}</td>" for c in cells) + "</tr>")
-    out.append("</table><h2>Byte accounting per .log</h2><table><tr>"
-               + "".join(f"<th>{c}</th>" for c in ACCOUNTING_COLUMNS) + "</tr>")
-    for a in sorted(files, key=lambda a: a["file"]):
-        out.append("<tr>" + "".join(f"<td>{e(str(a[c]))}</td>" for c in ACCOUNTING_COLUMNS) + "</tr>")
-    out.append("</table></body></html>")
-    return "\n".join(out) + "\n"
+    """The self-contained HTML report (:mod:`kafka_format.report.audit_page`): a summary, the
+    problems first, informational findings folded one row per check, findings per broker and
+    partition, and the byte accounting.  Every text is escaped."""
+    from kafka_format.report.audit_page import render_audit_page
+
+    return render_audit_page(findings, files, title=title)
 
 
 def write_outputs(out: str, findings: Sequence[dict[str, Any]], files: Sequence[dict[str, Any]]) -> None:
     """Publish ``out/findings/`` (Parquet), ``out/files/`` (Parquet) and ``out/report.html`` at once
-    (:func:`kafka_format.publish.staging_dir`: a crash leaves the previous ``out`` or none)."""
+    (:func:`kafka_format.publish.staging_dir`: a crash leaves the previous ``out`` or none).  ``out``
+    must be absent, empty or a previous audit output (:data:`REPORT_OWNER`'s marker)."""
     import pyarrow.parquet as pq
 
     from kafka_format.publish import crash_point, staging_dir
@@ -1423,7 +1386,7 @@ def write_outputs(out: str, findings: Sequence[dict[str, Any]], files: Sequence[
         pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
         pa.field("file", pa.string(), False),
         *(pa.field(c, pa.int64(), False) for c in ACCOUNTING_COLUMNS[3:])])
-    with staging_dir(out) as tmp:
+    with staging_dir(out, REPORT_OWNER) as tmp:
         for name, rows, schema in (("findings", findings, finding_schema), ("files", files, files_schema)):
             os.mkdir(os.path.join(tmp, name))
             table = pa.Table.from_pylist([dict(r) for r in rows], schema=schema)

@@ -761,8 +761,12 @@ def _lz4(data: bytes | memoryview, magic: int, level: int | None) -> bytes:
     covered = frame_magic + descriptor if magic == MAGIC_V0 else descriptor  # KAFKA-3160
     out: list[bytes | memoryview] = [frame_magic, descriptor, bytes((_lz4_header_checksum(covered),))]
     if level is None or level == DEFAULT_LEVELS[LZ4]:
-        def packer(chunk: memoryview) -> bytes:  # lz4-java fastCompressor = LZ4_compress_default
-            return _lz4_block.compress(chunk, mode="default", store_size=False)
+        def packer(chunk: memoryview) -> bytes:
+            # lz4-java's fastCompressor (JNI LZ4_compress_default), which Kafka 3.9 and 4.x use at
+            # the default level.  cramjam's block compressor gives its bytes; the ``lz4`` wheel's
+            # bundled liblz4 (1.9.4) chooses other matches on some inputs (conformance: a batch the
+            # broker's cleaner rebuilt), so it only serves the other levels.
+            return bytes(_cramjam.lz4.compress_block(bytes(chunk), store_size=False))
     else:
         def packer(chunk: memoryview) -> bytes:  # lz4-java highCompressor(level) = LZ4_compress_HC
             return _lz4_block.compress(chunk, mode="high_compression", compression=level,
@@ -992,7 +996,9 @@ def compress(codec: int, data: bytes | bytearray | memoryview, *, magic: int = M
     descriptor for ``magic`` 0, KAFKA-3160); zstd: one frame without content size or checksum.
     ``level`` None means Kafka's default (:data:`DEFAULT_LEVELS`).  Framing is byte-exact; the
     compressed bytes inside equal Java's only when the same codec library version is used (snappy
-    uses cramjam's Rust encoder, not libsnappy).
+    uses cramjam's Rust encoder, not libsnappy).  lz4 at the default level equals lz4-java's
+    fastCompressor (Kafka 3.9 and 4.x, checked against a broker's cleaner output), through
+    cramjam's block compressor; other lz4 levels use the ``lz4`` package's HC compressor.
     """
     _check_codec_magic(codec, magic, None, None)
     _require(codec, None)

@@ -15,7 +15,9 @@ How a topic-partition is cut (spec §0.1, §1.8):
   segment), never inside a batch;
 * consecutive small segments of one partition are packed into one split and large
   segments are cut at index entries, so that each split covers about
-  ``max_bytes_per_partition`` bytes of log; ``min_partitions`` lowers the target size
+  ``max_bytes_per_partition`` bytes of log; knowing the session's parallelism, the size is
+  Spark's file-source rule ``min(maxBytesPerPartition, max(openCost, totalBytes /
+  defaultParallelism))`` so every core works; ``min_partitions`` lowers the target size
   until at least that many splits exist (when the index entries allow it);
 * offset bounds (``startingOffsets``/``endingOffsets``/pushed ``offset`` filters) skip
   whole segments by base offset and start/stop inside a segment at the index entry
@@ -67,6 +69,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024
+DEFAULT_OPEN_COST_BYTES = 4 * 1024 * 1024          # spark.sql.files.openCostInBytes' default
 
 NO_TIMESTAMP = -1   # RecordBatch.NO_TIMESTAMP
 
@@ -157,6 +160,10 @@ class PlanOptions:
     up_to: str = "logEnd"             # logEnd | highWatermark
     read_committed: bool = False
     require_all_partitions: bool = True
+    # Spark's file-source sizing (FilePartition.maxSplitBytes): with the session's parallelism known,
+    # the split size is min(maxBytesPerPartition, max(openCost, totalBytes / defaultParallelism)).
+    default_parallelism: int | None = None
+    open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES
 
     def selects(self, topic: str, partition: int) -> bool:
         """Whether the topic-partition is selected by topics / topicPattern / assign."""
@@ -634,11 +641,15 @@ def plan_splits(logdirs: Any, options: PlanOptions | None = None, bounds: Bounds
     leo_cache: dict[int, int] = {}
     target = max(1, options.max_bytes_per_partition)
     splits = [s for r in chosen for s in _plan_replica(r, options, bounds, target, leo_cache)]
+    total = sum(s.size_bytes or 0 for s in splits)
+    smaller = target
+    if options.default_parallelism:
+        # every core gets work on inputs of any size, as Spark's file sources cut their splits
+        smaller = min(target, max(options.open_cost_bytes, math.ceil(total / options.default_parallelism)))
     if options.min_partitions and len(splits) < options.min_partitions:
-        total = sum(s.size_bytes or 0 for s in splits)
-        smaller = max(1, math.ceil(total / options.min_partitions))
-        if smaller < target:
-            splits = [s for r in chosen for s in _plan_replica(r, options, bounds, smaller, leo_cache)]
+        smaller = min(smaller, max(1, math.ceil(total / options.min_partitions)))
+    if smaller < target:
+        splits = [s for r in chosen for s in _plan_replica(r, options, bounds, smaller, leo_cache)]
     return splits
 
 

@@ -59,8 +59,10 @@ from typing import Any, Protocol
 
 from kafka_format.errors import KafkaFormatError
 from kafka_format.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
+from kafka_format.ownership import Owner
 
 __all__ = [
+    "REPORT_OWNER",
     "REASON_LOG_START_OFFSET",
     "REASON_RETENTION_BYTES",
     "REASON_RETENTION_MS",
@@ -87,6 +89,7 @@ __all__ = [
 ]
 
 REASON_LOG_START_OFFSET = "log-start-offset"
+REPORT_OWNER = Owner("retention", "report")          # the marker of a --out report
 REASON_RETENTION_BYTES = "retention.bytes"
 REASON_RETENTION_MS = "retention.ms"
 
@@ -521,11 +524,20 @@ def format_segments(rows: Sequence[Mapping[str, Any]], fmt: str = "jsonl") -> st
         return "".join(json.dumps({k: r[k] for k in SEGMENT_FIELDS}, separators=(",", ":")) + "\n" for r in rows)
     if fmt == "table":
         from kafka_format.cli.output import table
+        from kafka_format.report.units import human_bytes, utc_text
 
-        def cell(v: Any) -> Any:
-            return "" if v is None else (("true" if v else "false") if isinstance(v, bool) else v)
+        def cell(k: str, v: Any) -> Any:
+            if v is None:
+                return ""
+            if isinstance(v, bool):
+                return "true" if v else "false"
+            if k == "sizeBytes":
+                return human_bytes(int(v))
+            if k in ("largestTimestamp", "deletableAtMs"):
+                return utc_text(int(v)).replace(" UTC", "Z").replace(" ", "T")
+            return v
 
-        cells = [[cell(r[k]) for k in SEGMENT_FIELDS] for r in rows]
+        cells = [[cell(k, r[k]) for k in SEGMENT_FIELDS] for r in rows]
         return "".join(line + "\n" for line in table(list(SEGMENT_FIELDS), cells))
     raise ValueError(f"format must be 'jsonl' or 'table', not {fmt!r}")
 
@@ -561,50 +573,21 @@ def render_chart_png(steps: Sequence[tuple[int, int]], *, title: str = "bytes on
     return buf.getvalue()
 
 
-def _ms_text(ms: int | None) -> str:
-    from datetime import datetime, timezone
-
-    if ms is None:
-        return "never"
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
-    except (OverflowError, ValueError, OSError):
-        return str(ms)
-
-
 def render_html(summary: Sequence[Mapping[str, Any]], steps: Sequence[tuple[int, int]], now_ms: int, *,
-                png_name: str = "disk-usage.png", png: bytes | None = None) -> str:
-    """The report page: the chart (embedded when ``png`` is given, and linked) and the summary table."""
-    import base64
-    from html import escape
+                png_name: str = "disk-usage.png", png: bytes | None = None,
+                rows: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The report page (:mod:`kafka_format.report.retention_page`): summary first, reclaimable bytes
+    per topic, bytes on disk over time, segments by when they become deletable, per partition."""
+    from kafka_format.report.retention_page import render_retention_page
 
-    cols = ("partition", "segments", "bytes", "deletableSegments", "deletableBytes", "bytesRemaining",
-            "bytesNeverDeletable", "nextDeletionMs", "lastDeletionMs")
-    head = "".join(f"<th>{escape(c)}</th>" for c in cols)
-    body = []
-    for s in summary:
-        cells = [f"{s['topic']}-{s['partition']}", *(s[c] for c in cols[1:7]),
-                 _ms_text(s["nextDeletionMs"]), _ms_text(s["lastDeletionMs"])]
-        body.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
-    src = (f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}" if png is not None
-           else escape(png_name))
-    steps_rows = "".join(f"<tr><td>{escape(_ms_text(t))}</td><td>{b}</td></tr>" for t, b in steps)
-    notes = "".join(f"<li>{escape(n)}</li>" for n in NOTES)
-    return (
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>klogs retention</title>"
-        "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}</style></head><body>\n"
-        f"<h1>Retention at {escape(_ms_text(now_ms))} ({now_ms})</h1>\n"
-        f"<p><a href=\"{escape(png_name)}\"><img src=\"{src}\" alt=\"bytes on disk over time\"></a></p>\n"
-        f"<h2>Per partition</h2>\n<table><tr>{head}</tr>\n" + "\n".join(body) + "\n</table>\n"
-        "<h2>Bytes on disk over time (no new data)</h2>\n<table><tr><th>from</th><th>bytes</th></tr>"
-        f"{steps_rows}</table>\n<h2>Assumptions</h2>\n<ul>{notes}</ul>\n</body></html>\n")
+    return render_retention_page(rows, summary, steps, now_ms, notes=NOTES, png=png, png_name=png_name)
 
 
 def write_report(out: str, rows: Sequence[Mapping[str, Any]], summary: Sequence[Mapping[str, Any]], now_ms: int, *,
                  fmt: str = "jsonl", inputs: Mapping[str, Any] | None = None) -> None:
     """Publish ``out`` atomically: segments (``segments.jsonl`` or ``segments.txt``), ``summary.json``,
-    ``disk-usage.png`` and ``disk-usage.html``."""
+    ``disk-usage.png`` and ``disk-usage.html``.  ``out`` must be absent, empty or a previous report
+    (:data:`REPORT_OWNER`'s marker); anything else is refused untouched."""
     import json
     import os
 
@@ -616,7 +599,7 @@ def write_report(out: str, rows: Sequence[Mapping[str, Any]], summary: Sequence[
               ("segments", "bytes", "deletableSegments", "deletableBytes", "bytesRemaining", "bytesNeverDeletable")}
     doc = {"nowMs": now_ms, "inputs": dict(inputs or {}), "partitions": list(summary), "total": totals,
            "diskUsage": [{"fromMs": t, "bytes": b} for t, b in steps], "notes": list(NOTES)}
-    with staging_dir(out) as tmp:
+    with staging_dir(out, REPORT_OWNER) as tmp:
         name = "segments.jsonl" if fmt == "jsonl" else "segments.txt"
         with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
             f.write(format_segments(rows, fmt))
@@ -626,5 +609,5 @@ def write_report(out: str, rows: Sequence[Mapping[str, Any]], summary: Sequence[
         with open(os.path.join(tmp, "disk-usage.png"), "wb") as fb:
             fb.write(png)
         with open(os.path.join(tmp, "disk-usage.html"), "w", encoding="utf-8") as f:
-            f.write(render_html(summary, steps, now_ms, png=png))
+            f.write(render_html(summary, steps, now_ms, png=png, rows=rows))
         crash_point("retention:staged")

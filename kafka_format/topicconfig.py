@@ -232,6 +232,8 @@ def _normalise(key: str, value: str, source: str) -> tuple[str, str, str]:
     """``(layer, key, value)``: layer "topic" for topic-config names, "broker" for synonyms and
     broker-only settings.  Unknown keys raise :class:`ConfigError`."""
     key = key.strip()
+    if key == INTERNAL_SEGMENT_BYTES:   # LogConfig.segmentSize(): the internal size wins
+        key = "segment.bytes"
     if key in KAFKA_DEFAULTS:
         return "topic", key, _check_value(key, value, source)
     if key in _SYNONYM_OF or key in BROKER_DEFAULTS:
@@ -534,6 +536,20 @@ def metadata_configs(log_dirs: Any) -> tuple[dict[str, dict[str, str]], dict[str
     return topics, broker
 
 
+#: Kafka 4.x's internal topic config: when set, ``LogConfig.segmentSize()`` returns it instead of
+#: ``segment.bytes`` (the way tests and tools get segments below segment.bytes' 1 MiB floor).
+INTERNAL_SEGMENT_BYTES = "internal.segment.bytes"
+
+
+def _effective_topic_config(cfg: Mapping[str, str]) -> dict[str, str]:
+    """The known keys of a topic's stored config, ``internal.segment.bytes`` taking the place of
+    ``segment.bytes`` as ``LogConfig.segmentSize()`` does."""
+    out = {k: v for k, v in cfg.items() if k in KAFKA_DEFAULTS}
+    if cfg.get(INTERNAL_SEGMENT_BYTES) is not None:
+        out["segment.bytes"] = cfg[INTERNAL_SEGMENT_BYTES]
+    return out
+
+
 def load_topic_configs(log_dirs: Any = None, *, overrides: Sequence[str] = (), config_file: str | None = None,
                        use_metadata: bool = True) -> TopicConfigs:
     """Effective topic configs from flags, a config file, KRaft metadata in ``log_dirs`` and Kafka's
@@ -554,7 +570,7 @@ def load_topic_configs(log_dirs: Any = None, *, overrides: Sequence[str] = (), c
         found = metadata_configs(dirs)
         if found is not None:
             topic_cfgs, broker_cfgs = found
-            known = {t: {k: v for k, v in cfg.items() if k in KAFKA_DEFAULTS} for t, cfg in topic_cfgs.items()}
+            known = {t: _effective_topic_config(cfg) for t, cfg in topic_cfgs.items()}
             layers.append(_layer_from("metadata", known, "KRaft metadata"))
             broker = {k: v for k, v in broker_cfgs.items() if k in _SYNONYM_OF or k in BROKER_DEFAULTS}
             if broker:

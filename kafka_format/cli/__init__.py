@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["main", "build_parser", "find_job", "JOBS", "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
+__all__ = ["main", "build_parser", "find_job", "load_job_module", "JOBS", "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1   # errors found in the input (dump) / findings at or above --fail-on (audit)
@@ -64,8 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def find_job(name: str) -> Callable[[list[str]], int] | None:
-    """``main`` of ``jobs/<name>.py`` (beside the package, or under the working directory)."""
+def load_job_module(name: str) -> ModuleType | None:
+    """The module ``jobs/<name>.py`` (beside the package, or under the working directory) that
+    defines ``main``; None when there is none."""
     for root in (_REPO_ROOT, Path.cwd()):
         path = root / "jobs" / f"{name}.py"
         if not path.is_file():
@@ -75,10 +76,15 @@ def find_job(name: str) -> Callable[[list[str]], int] | None:
             continue
         module: ModuleType = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        entry = getattr(module, "main", None)
-        if callable(entry):
-            return entry  # type: ignore[no-any-return]
+        if callable(getattr(module, "main", None)):
+            return module
     return None
+
+
+def find_job(name: str) -> Callable[[list[str]], int] | None:
+    """``main`` of ``jobs/<name>.py`` (:func:`load_job_module`)."""
+    module = load_job_module(name)
+    return None if module is None else module.main  # type: ignore[no-any-return]
 
 
 def _run_job(name: str, argv: list[str]) -> int:

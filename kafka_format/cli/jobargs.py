@@ -14,6 +14,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +24,11 @@ from kafka_format.topicconfig import ConfigError, TopicConfigs, load_topic_confi
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["add_common_arguments", "JobContext", "job_context", "session_for", "run_job", "run_main", "parse_args",
-           "describe",
+    from kafka_format.ownership import Owner
+    from kafka_format.publish import Claim
+
+__all__ = ["add_common_arguments", "JobContext", "job_context", "check_inputs", "session_for", "jvm_log_path",
+           "run_job", "run_main", "parse_args", "describe", "claim_out",
            "UsageError",
            "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
 
@@ -55,10 +59,17 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, formats: Sequence[s
                         help='topic configs: JSON {"topic": {"key": "value"}} or properties topic.key=value')
     parser.add_argument("--out", required=out_required, metavar="PATH", help="where results go")
     if formats:
-        parser.add_argument("--format", choices=list(formats), default=default_format or formats[0],
-                            help="output format (default %(default)s)")
+        default = default_format or formats[0]
+        tty = "table" if "table" in formats and default != "table" else None
+        parser.add_argument("--format", choices=list(formats), default=None,
+                            help=f"output format (default {default}"
+                                 + (", or table when stdout is a terminal)" if tty else ")"))
+        parser.set_defaults(_default_format=default, _tty_format=tty)
     parser.add_argument("--master", metavar="URL",
                         help="Spark master (default: the session spark-submit made, else spark_conf/local.conf)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Spark's own log lines on stderr (default: they go to a log file, "
+                             "named when a run fails)")
 
 
 @dataclass
@@ -95,10 +106,37 @@ def job_context(args: argparse.Namespace) -> JobContext:
             re.compile(args.topic_pattern)
         except re.error as exc:
             raise UsageError(f"--topic-pattern {args.topic_pattern!r}: {exc}") from None
+    check_inputs(list(args.logdirs))
     configs = load_topic_configs(list(args.logdirs), overrides=list(args.configs), config_file=args.config_file)
     return JobContext(
         logdirs=list(args.logdirs), topics=list(args.topics), topic_pattern=args.topic_pattern, now_ms=now_ms,
-        configs=configs, out=args.out, format=getattr(args, "format", None), master=args.master, args=args)
+        configs=configs, out=args.out, format=_output_format(args), master=args.master, args=args)
+
+
+def _output_format(args: argparse.Namespace) -> str | None:
+    """``--format``, else the job's default: ``table`` for a person at a terminal where the job has one."""
+    chosen = getattr(args, "format", None)
+    if chosen is not None:
+        return str(chosen)
+    tty = getattr(args, "_tty_format", None)
+    if tty is not None and sys.stdout.isatty():
+        return str(tty)
+    default = getattr(args, "_default_format", None)
+    return None if default is None else str(default)
+
+
+def check_inputs(logdirs: Sequence[str]) -> None:
+    """Every LOGDIR must hold at least one partition directory; checked on the driver before any
+    Spark session starts, so a mistyped path costs no JVM and is never an empty answer with exit 0."""
+    from kafka_format.logdir import DEFAULT_MAX_DEPTH, open_log_dirs
+
+    for path in logdirs:
+        found = open_log_dirs([path])          # a missing path or a file raises LogDirError (exit 2)
+        if next(iter(found.partitions()), None) is None:
+            raise UsageError(
+                f"{path}: no Kafka partition directory found; expected a broker's log dir, a "
+                f"<topic>-<partition> directory holding <offset>.log segments, or a parent of log dirs "
+                f"(searched {DEFAULT_MAX_DEPTH} levels down)")
 
 
 def session_for(ctx: JobContext, app_name: str) -> SparkSession:
@@ -119,7 +157,42 @@ def session_for(ctx: JobContext, app_name: str) -> SparkSession:
             active.conf.set(key, value)
         register(active)
         return active
-    return build_session(master=ctx.master, profile="local", app_name=f"klogs {app_name}")
+    verbose = bool(getattr(ctx.args, "verbose", False))
+    spark = build_session(master=ctx.master, profile="local", app_name=f"klogs {app_name}",
+                          jvm_log=None if verbose else jvm_log_path(app_name))
+    if not verbose:                     # Spark's own bar went to the log file with the JVM's output
+        import atexit
+
+        from kafka_format.spark.progress import ConsoleProgress
+
+        atexit.register(ConsoleProgress(spark).start().stop)
+    return spark
+
+
+def jvm_log_path(app_name: str) -> str:
+    """Where a ``klogs`` run's Spark (JVM and Python workers) writes its own log lines:
+    ``$KLOGS_LOG_DIR`` or ``~/.cache/kafka-log-analytics/logs``, one file per run."""
+    root = os.environ.get("KLOGS_LOG_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "kafka-log-analytics", "logs")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return os.path.join(root, f"klogs-{app_name}-{stamp}-{os.getpid()}.log")
+
+
+def claim_out(ctx: JobContext, owner: Owner, *, file: bool = False,
+              path: str | None = None, flag: str = "--out") -> AbstractContextManager[Claim | None]:
+    """Hold the job's output (``path``, default ``--out``) for the run: refused (exit 2) unless it
+    is absent, empty or this job's previous output, or when another run holds it (see
+    :func:`kafka_format.publish.claim_output`); a no-op without an output."""
+    from kafka_format.publish import claim_output, local_path
+
+    target = ctx.out if path is None else path
+    if target is None:
+        return nullcontext()
+    try:
+        local_path(target)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+    return claim_output(target, owner, inputs=ctx.logdirs, file=file, what="checkpoint" if flag == "--checkpoint" else "output")
 
 
 def run_job(body: Callable[[], int], *, prog: str) -> int:

@@ -245,6 +245,10 @@ def replay_cluster_metadata(
     """
     view = view if view is not None else ClusterMetadataView()
     for rec in records:
+        key = None if isinstance(rec, dict) else _api_key(rec)
+        if key is not None and key not in _FOLDED_API_KEYS:
+            view.records += 1   # a type the view does not fold: its (maybe newer) version is not read
+            continue
         d = rec if isinstance(rec, dict) else decode_metadata_record(rec)
         view.records += 1
         kind = d["type"]
@@ -303,6 +307,24 @@ def _merge_partition_change(view: ClusterMetadataView, data: dict[str, Any]) -> 
         cur.leader = leader
         cur.leader_epoch += 1
     cur.partition_epoch += 1
+
+
+#: TopicRecord, PartitionRecord, ConfigRecord, PartitionChangeRecord, RemoveTopicRecord: what the
+#: view folds.  Other types are skipped unread, so a newer broker's version of, say,
+#: RegisterBrokerRecord (v4 in Kafka 4.4) does not stop a replay that only needs topics and configs.
+_FOLDED_API_KEYS = frozenset({2, 3, 4, 5, 9})
+
+
+def _api_key(value: bytes | bytearray | memoryview) -> int | None:
+    """The record type (apiKey) of a metadata record value (after its frame version), or None
+    when the header is unreadable (the full decode then reports it)."""
+    try:
+        r = Reader(value, 0, "metadata record")
+        if r.uvarint("frame version") != FRAME_VERSION:
+            return None
+        return int(r.uvarint("type"))
+    except InternalTopicFormatError:
+        return None
 
 
 def replay_record_batches(batches: Iterable[Any], view: ClusterMetadataView | None = None, *,

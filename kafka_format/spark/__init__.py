@@ -17,7 +17,26 @@ FORMAT = "kafka-log"
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``kafka-log`` Python data source with ``spark`` (idempotent)."""
-    from kafka_format.spark.datasource import KafkaLogDataSource
+    """Register the ``kafka-log`` Python data source with ``spark`` (idempotent).
 
-    spark.dataSource.register(KafkaLogDataSource)
+    The source's splits are sized as Spark's file sources size theirs, from the session's
+    ``defaultParallelism`` and ``spark.sql.files.openCostInBytes`` read here (the planner runs in
+    a worker with no session to ask): a single large partition still spreads over every core."""
+    from kafka_format.planning import DEFAULT_OPEN_COST_BYTES
+    from kafka_format.spark.datasource import bind_session_sizing
+
+    parallelism = spark.sparkContext.defaultParallelism
+    try:
+        open_cost = _bytes(spark.conf.get("spark.sql.files.openCostInBytes", str(DEFAULT_OPEN_COST_BYTES)))
+    except ValueError:
+        open_cost = DEFAULT_OPEN_COST_BYTES
+    spark.dataSource.register(bind_session_sizing(parallelism, open_cost))
+
+
+def _bytes(text: str | None) -> int:
+    """Spark's byte-size conf text (``4194304``, ``4m``, ``4MB``) in bytes."""
+    raw = (text or "").strip().lower().removesuffix("b")
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    if raw and raw[-1] in units:
+        return int(float(raw[:-1]) * units[raw[-1]])
+    return int(raw)

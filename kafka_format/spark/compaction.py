@@ -46,6 +46,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from kafka_format.errors import KafkaFormatError
 from kafka_format.logdir import LogDirSet, PartitionLog, open_log_dirs
+from kafka_format.ownership import Owner
 from kafka_format.schema import RECORD_SCHEMA
 from kafka_format.topicconfig import TopicConfig, TopicConfigs
 
@@ -103,6 +104,7 @@ SUMMARY_SCHEMA = pa.schema([
 ])
 
 _SUMMARY_COLUMN = "_summary"
+SEGMENTS_ATTEMPT_OWNER = Owner("compaction", "segments-attempt")   # an executor's partition dir being written
 _SUMMARY_TYPE = pa.struct(list(SUMMARY_SCHEMA))
 _COMBINED_SCHEMA = CLEANER_RECORD_SCHEMA.append(pa.field(_SUMMARY_COLUMN, _SUMMARY_TYPE))
 
@@ -281,6 +283,7 @@ def finish_segments_dir(segments_dir: str, summary_rows: Iterable[Any]) -> list[
     ``log-start-offset-checkpoint``, ``replication-offset-checkpoint`` (HW, where known) and
     ``recovery-point-offset-checkpoint`` (the log end: every file is complete and synced).
     Returns the removed leftovers' paths."""
+    from kafka_format.ownership import is_klogs_temp, remove_tree
     from kafka_format.publish import is_temp_name
     from kafka_format.writer.logdir import (
         CLEANER_OFFSET_CHECKPOINT,
@@ -298,9 +301,10 @@ def finish_segments_dir(segments_dir: str, summary_rows: Iterable[Any]) -> list[
             by_dir.setdefault(os.path.dirname(row["segmentsDir"]), []).append(row)
     for name in sorted(os.listdir(segments_dir)) if os.path.isdir(segments_dir) else []:
         for entry in sorted(os.listdir(os.path.join(segments_dir, name))):
-            if is_temp_name(entry):
-                shutil.rmtree(os.path.join(segments_dir, name, entry), ignore_errors=True)
-                removed.append(os.path.join(segments_dir, name, entry))
+            path = os.path.join(segments_dir, name, entry)
+            if is_temp_name(entry) and is_klogs_temp(path):     # a failed attempt's (marked) directory
+                remove_tree(path)
+                removed.append(path)
     for target, rows in by_dir.items():
         files = {
             CLEANER_OFFSET_CHECKPOINT: {(r["topic"], r["partition"]): r["firstDirtyAfter"] for r in rows},
@@ -384,9 +388,12 @@ def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
 
 
 def _write_segments(replica: PartitionLog, task: CleanerTask, result: Any) -> None:
-    """Write the cleaned replica to ``task.segments_dest`` (a fresh sibling first, then renamed:
-    a retried task replaces what an earlier attempt left)."""
+    """Write the cleaned replica to ``task.segments_dest``: into ``part/`` of a fresh sibling that
+    carries the ownership marker, then renamed into place and the sibling removed (a retried task
+    replaces what an earlier attempt left; :func:`finish_segments_dir` removes a killed attempt's
+    marked sibling)."""
     from kafka_format import compaction as core
+    from kafka_format.ownership import new_run_id, remove_tree, write_marker
 
     dest = task.segments_dest
     assert dest is not None
@@ -395,13 +402,14 @@ def _write_segments(replica: PartitionLog, task: CleanerTask, result: Any) -> No
     tmp = os.path.join(parent, f".{name}.tmp-{uuid.uuid4().hex}")
     os.mkdir(tmp)
     try:
-        core.write_cleaned_partition(replica, task.config, task.now_ms, tmp, result=result)
-        if os.path.lexists(dest):
-            shutil.rmtree(dest)
-        os.rename(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        write_marker(tmp, SEGMENTS_ATTEMPT_OWNER, new_run_id())
+        part = os.path.join(tmp, "part")
+        os.mkdir(part)
+        core.write_cleaned_partition(replica, task.config, task.now_ms, part, result=result)
+        remove_tree(dest)                     # an earlier attempt's result (inside our own staging)
+        os.rename(part, dest)
+    finally:
+        remove_tree(tmp)
 
 
 def _decisions_arrays(decisions: pa.Table) -> tuple[np.ndarray, pa.Table]:

@@ -58,6 +58,7 @@ from pyspark.sql.types import StructType
 from kafka_format.errors import CorruptRecordError, KafkaFormatError
 from kafka_format.logdir import PartitionLog
 from kafka_format.planning import (
+    DEFAULT_OPEN_COST_BYTES,
     Bounds,
     PlanOptions,
     SegmentRange,
@@ -73,7 +74,8 @@ from kafka_format.schema import BATCH_SCHEMA, CORRUPT_TYPE, RECORD_SCHEMA
 from kafka_format.spark.filters import Pushed, push_filters
 from kafka_format.spark.options import KafkaLogOptionError, ReadOptions, parse_options
 
-__all__ = ["KafkaLogDataSource", "KafkaLogReader", "KafkaLogStreamReader", "SplitPartition", "arrow_schema"]
+__all__ = ["KafkaLogDataSource", "KafkaLogReader", "KafkaLogStreamReader", "SplitPartition", "arrow_schema",
+           "bind_session_sizing"]
 
 CORRUPT_COLUMN = "_corrupt"
 # Records.LOG_OVERHEAD (clients/.../record/Records.java): baseOffset int64, size int32 of every entry
@@ -113,9 +115,18 @@ class KafkaLogDataSource(DataSource):
         """Driver, at load time: the Spark schema for the options (errors for bad options here)."""
         return from_arrow_schema(arrow_schema(self._parsed()))
 
+    # The session's sizing (set by :func:`bind_session_sizing` on the class ``register`` registers:
+    # the planner runs in a Python worker that has no SparkContext to ask).
+    default_parallelism: int | None = None
+    open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES
+
     def reader(self, schema: StructType) -> KafkaLogReader:
         """Driver: a reader holding the parsed options (pushdown then planning)."""
-        return KafkaLogReader(self._parsed())
+        opts = self._parsed()
+        if self.default_parallelism:
+            opts = replace(opts, plan=replace(opts.plan, default_parallelism=self.default_parallelism,
+                                              open_cost_bytes=self.open_cost_bytes))
+        return KafkaLogReader(opts)
 
     def streamReader(self, schema: StructType) -> KafkaLogStreamReader:
         """Driver: incremental reads; offsets are per topic-partition next offsets."""
@@ -452,3 +463,11 @@ def _filter_batch_rows(batch: pa.RecordBatch, split: Split, opts: ReadOptions) -
     if not opts.include_control_records:
         keep = pc.and_(keep, pc.invert(batch.column("isControl")))
     return batch.filter(keep)
+
+
+def bind_session_sizing(parallelism: int, open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES) -> type[KafkaLogDataSource]:
+    """The data source class with a session's ``defaultParallelism`` and ``openCostInBytes`` bound,
+    for ``spark.dataSource.register``: the class travels to the planner's worker by value."""
+    return type(KafkaLogDataSource.__name__, (KafkaLogDataSource,), {
+        "__module__": KafkaLogDataSource.__module__, "__doc__": KafkaLogDataSource.__doc__,
+        "default_parallelism": max(1, int(parallelism)), "open_cost_bytes": max(1, int(open_cost_bytes))})

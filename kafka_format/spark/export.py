@@ -38,7 +38,8 @@ Parquet layout
     written by Spark into ``.OUT.tmp-<hex>`` beside ``OUT`` and published with one rename
     (:func:`kafka_format.publish.staging_dir`): a reader of ``OUT`` sees the previous export or all
     of the new one.  A batch export replaces ``OUT`` -- only when ``OUT`` is absent, empty or a
-    previous batch export (anything else is refused, so a mistyped ``--out`` cannot wipe a directory).
+    previous batch Parquet export (its ``.klogs-output`` marker); anything else is refused, so a
+    mistyped ``--out`` cannot wipe a directory.
 
     Incremental export (``--checkpoint``)::
 
@@ -72,7 +73,16 @@ Delta
     committed are invisible to Delta readers; a crashed run leaves at most unreferenced files
     (the next run removes ``_klogs_staging``; ``VACUUM`` removes moved orphans).
 
-One writer per ``OUT`` at a time (as Spark allows one query per checkpoint).
+Ownership and locks
+    Every local ``OUT`` and ``--checkpoint`` directory carries klogs' ``.klogs-output`` marker
+    (:mod:`kafka_format.ownership`) naming its kind: ``parquet`` (batch), ``parquet-incremental``,
+    ``delta`` or ``checkpoint``.  An export writes only to an absent or empty path or to one
+    carrying the marker of the same kind; anything else (a directory klogs did not write, a Delta
+    table klogs did not create, another kind of output) is refused with :class:`OutputRefused`
+    before anything is written.  One run per ``OUT`` and per checkpoint: a second one gets
+    :class:`~kafka_format.runlock.OutputBusy` naming the run that holds it (instead of Spark's
+    ``CONCURRENT_STREAM_LOG_UPDATE`` failure).  Object-store URIs have no lock or marker; there
+    the Delta target check below applies.
 """
 
 from __future__ import annotations
@@ -95,12 +105,15 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_format.errors import KafkaFormatError
-from kafka_format.publish import cleanup_stale, crash_point, local_path, staging_dir
+from kafka_format.ownership import Owner, OutputRefused, remove_tree
+from kafka_format.publish import claim_output, cleanup_stale, crash_point, ensure_output_dir, local_path, staging_dir
 
 __all__ = [
     "FORMATS", "PARTITION_LAYOUTS", "KEY_AS", "VALUE_AS", "BATCH_COLUMN", "BATCH_MARKER", "STAGING_DIR",
     "ExportError", "ExportResult", "convert_columns", "export", "export_incremental", "source_options",
     "delta_spark_available", "parse_partition_by", "read_source", "write_conf", "WRITE_CONF",
+    "PARQUET_OWNER", "INCREMENTAL_OWNER", "DELTA_OWNER", "CHECKPOINT_OWNER", "BATCH_OWNER", "output_owner",
+    "hold_outputs", "OutputRefused",
 ]
 
 FORMATS = ("parquet", "delta")
@@ -122,6 +135,11 @@ WRITE_CONF = {
     "spark.sql.variant.allowDuplicateKeys": "true",    # try_parse_json: RFC 8259 allows them
 }
 _DELTA_FORMAT_CLASS = "io.delta.tables.DeltaTable"
+PARQUET_OWNER = Owner("export", "parquet")                      # batch Parquet OUT (replaced per run)
+INCREMENTAL_OWNER = Owner("export", "parquet-incremental")      # OUT of exportBatch=N directories
+DELTA_OWNER = Owner("export", "delta")                          # a Delta table klogs created
+CHECKPOINT_OWNER = Owner("export", "checkpoint")                # the Spark checkpoint of --checkpoint
+BATCH_OWNER = Owner("export", "micro-batch")                    # one exportBatch=N directory
 
 
 class ExportError(KafkaFormatError):
@@ -389,6 +407,9 @@ def _uri_like(out: str, path: str) -> str:
 
 
 def _remove_staging(out: str) -> None:
+    if _is_local(out):
+        remove_tree(os.path.join(os.path.abspath(local_path(out)), STAGING_DIR))    # links unlinked, not followed
+        return
     fs, root = _filesystem(out)
     staging = f"{root.rstrip('/')}/{STAGING_DIR}"
     if fs.get_file_info(staging).type == pafs.FileType.Directory:
@@ -412,29 +433,64 @@ def read_source(spark: SparkSession, logdirs: Sequence[str], options: Mapping[st
     return spark.read.format("kafka-log").options(**opts).load(list(logdirs))
 
 
-# --- guards ---------------------------------------------------------------------------
-BATCH_EXPORT_ENTRY = re.compile(r"^(_SUCCESS|(topic|date)=.*)$")
+# --- guards ----------------------------------------------------------------------------
+def _is_local(uri: str) -> bool:
+    try:
+        local_path(uri)
+    except ValueError:
+        return False
+    return True
 
 
-def _check_replaceable(root: str) -> None:
-    """A batch Parquet export replaces ``root``: only when it is absent, empty or a previous batch
-    export (``_SUCCESS``, ``topic=``/``date=`` directories, hidden files), never another directory."""
-    if not os.path.lexists(root):
-        return
-    if not os.path.isdir(root):
-        raise ExportError("output path exists and is not a directory", path=root,
-                          expected="an absent path or a previous export", found="a file")
-    for name in os.listdir(root):
-        if name.startswith(".") or BATCH_EXPORT_ENTRY.match(name):
-            continue
-        raise ExportError("output directory is not a previous batch export; refusing to replace it",
-                          path=root, expected="_SUCCESS and topic=/date= directories only", found=name)
+def output_owner(format: str, incremental: bool) -> Owner:
+    """The marker kind of an export's ``OUT``."""
+    if format == "delta":
+        return DELTA_OWNER
+    return INCREMENTAL_OWNER if incremental else PARQUET_OWNER
+
+
+@contextmanager
+def hold_outputs(out: str, *, format: str, incremental: bool, checkpoint: str | None = None,
+                 inputs: Sequence[str] = ()) -> Iterator[None]:
+    """Claim a local ``OUT`` (and a local ``checkpoint``) for the run: refused unless absent, empty
+    or the same kind of klogs export output (:class:`OutputRefused`), locked against a second run
+    (:class:`~kafka_format.runlock.OutputBusy`).  Re-entrant: the job claims first, the library
+    functions again.  Non-local URIs are not claimed (no lock, no marker on object stores)."""
+    from contextlib import ExitStack
+
+    if checkpoint is not None and _is_local(out) and _is_local(checkpoint):
+        o, c = (os.path.realpath(os.path.abspath(local_path(p))) for p in (out, checkpoint))
+        if o == c or c.startswith(o.rstrip(os.sep) + os.sep) or o.startswith(c.rstrip(os.sep) + os.sep):
+            raise OutputRefused("the checkpoint and the output overlap", path=checkpoint,
+                                expected="a --checkpoint outside --out (and --out outside it)",
+                                found=f"--out {out}")
+    with ExitStack() as stack:
+        if _is_local(out):
+            stack.enter_context(claim_output(out, output_owner(format, incremental), inputs=inputs))
+        if checkpoint is not None and _is_local(checkpoint):
+            stack.enter_context(claim_output(checkpoint, CHECKPOINT_OWNER, inputs=inputs, what="checkpoint"))
+        yield
+
+
+_DELTA_ENTRY = re.compile(r"^(topic|date)=.*$")
+
+
+def _prepare_delta(out: str) -> None:
+    """Before writing a Delta table: a local ``out`` becomes a directory carrying the Delta export
+    marker (the claim already refused anything else); an object-store ``out`` must be a Delta
+    table or absent/empty (:func:`_check_delta_target`).  A crashed run's staging is removed."""
+    if _is_local(out):
+        ensure_output_dir(out, DELTA_OWNER)
+    else:
+        _check_delta_target(out)
+    _remove_staging(out)
 
 
 def _check_delta_target(out: str) -> None:
-    """Delta output goes to an existing Delta table or to an absent/empty directory (partition
-    directories are tolerated: a first run killed between moving its files and committing leaves
-    them unreferenced, which Delta readers ignore and ``VACUUM`` removes)."""
+    """Object stores (no marker there): Delta output goes to an existing Delta table or to an
+    absent/empty directory (partition directories are tolerated: a first run killed between moving
+    its files and committing leaves them unreferenced, which Delta readers ignore and ``VACUUM``
+    removes)."""
     from deltalake import DeltaTable
 
     if DeltaTable.is_deltatable(out):
@@ -443,7 +499,7 @@ def _check_delta_target(out: str) -> None:
     if fs.get_file_info(root).type == pafs.FileType.NotFound:
         return
     for info in fs.get_file_info(pafs.FileSelector(root, allow_not_found=True)):
-        if info.base_name != STAGING_DIR and not BATCH_EXPORT_ENTRY.match(info.base_name):
+        if info.base_name != STAGING_DIR and not _DELTA_ENTRY.match(info.base_name):
             raise ExportError("output directory is neither a Delta table nor empty", path=out,
                               expected="a Delta table (_delta_log) or an empty directory", found=info.base_name)
 
@@ -457,41 +513,29 @@ def export(df: DataFrame, out: str, *, format: str = "parquet",
     _check_choice("format", format, FORMATS)
     cols = parse_partition_by(partition_by)
     spark = df.sparkSession
-    with write_conf(spark):
+    if format == "parquet":
+        local_path(out)             # ValueError for object stores: no atomic rename there
+    with hold_outputs(out, format=format, incremental=False), write_conf(spark):
         data = convert_columns(df, partition_by=cols, key_as=key_as, value_as=value_as)
         if format == "parquet":
-            target = os.path.abspath(local_path(out))
-            cleanup_stale(os.path.dirname(target), os.path.basename(target))   # a crashed run's leftovers
-            _check_replaceable(os.path.abspath(local_path(out)))
-            with staging_dir(out) as tmp:
+            with staging_dir(out, PARQUET_OWNER) as tmp:
                 _write_parquet(data, tmp, cols)
                 files = _data_files(pafs.LocalFileSystem(), tmp)
                 crash_point("export:files-written")
             return ExportResult(out=out, format=format, partition_by=cols, rows=sum(f.rows for f in files),
                                 files=len(files))
+        _prepare_delta(out)
         if delta_spark_available(spark):
             data.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
                 .partitionBy(*cols).save(out)
             return ExportResult(out=out, format=format, partition_by=cols, version=_delta_version(out),
                                 engine="delta-spark")
-        _check_delta_target(out)
-        _remove_staging(out)
         rows, nfiles, version = _delta_commit(out, data, cols, "overwrite", None)
         return ExportResult(out=out, format=format, partition_by=cols, rows=rows, files=nfiles, version=version,
                             engine="delta-rs")
 
 
 # --- incremental ----------------------------------------------------------------------
-def _check_incremental_parquet_out(root: str) -> None:
-    if not os.path.isdir(root):
-        return
-    for name in os.listdir(root):
-        if (name.startswith((".", "_")) and name != "_delta_log") or name.startswith(f"{BATCH_COLUMN}="):
-            continue
-        raise ExportError("output directory holds data not written by an incremental export",
-                          path=root, expected=f"only {BATCH_COLUMN}=N directories", found=name)
-
-
 def _publish_parquet_batch(batch_df: DataFrame, root: str, batch_id: int, query_id: str,
                            partition_by: Sequence[str], run: _Run) -> None:
     target = os.path.join(root, f"{BATCH_COLUMN}={batch_id}")
@@ -508,7 +552,7 @@ def _publish_parquet_batch(batch_df: DataFrame, root: str, batch_id: int, query_
         raise ExportError("output already holds this micro-batch from another streaming query",
                           path=target, expected=f"queryId {query_id} (the checkpoint's query)",
                           found=f"queryId {owner}; use the original --checkpoint or a fresh --out")
-    with staging_dir(target) as tmp:
+    with staging_dir(target, BATCH_OWNER) as tmp:
         _write_parquet(batch_df, tmp, partition_by)
         files = _data_files(pafs.LocalFileSystem(), tmp)
         rows = sum(f.rows for f in files)
@@ -548,7 +592,8 @@ def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, ch
                        key_as: str = "binary", value_as: str = "binary") -> ExportResult:
     """Export what arrived since the last run: ``readStream`` of ``kafka-log`` over ``logdirs``,
     ``trigger(availableNow=True)``, Spark's checkpoint at ``checkpoint``, each micro-batch published
-    atomically and idempotently (see the module doc).  Blocks until the run is done."""
+    atomically and idempotently (see the module doc).  Blocks until the run is done.  A local
+    ``out`` and ``checkpoint`` are claimed first (:func:`hold_outputs`)."""
     _check_choice("format", format, FORMATS)
     cols = parse_partition_by(partition_by)
     _check_choice("key_as", key_as, KEY_AS)
@@ -557,16 +602,26 @@ def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, ch
 
     opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
     parse_options(opts, streaming=True)         # bad options fail here, before anything is created
+    if format == "parquet":
+        local_path(out)             # ValueError for object stores: no atomic rename there
+    with hold_outputs(out, format=format, incremental=True, checkpoint=checkpoint, inputs=logdirs):
+        return _run_incremental(spark, out, checkpoint, opts, format, cols, key_as, value_as)
+
+
+def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mapping[str, str], format: str,
+                     cols: tuple[str, ...], key_as: str, value_as: str) -> ExportResult:
+    """:func:`export_incremental` once ``out`` and ``checkpoint`` are held."""
     delta_spark = format == "delta" and delta_spark_available(spark)
     root = ""
     if format == "parquet":
-        root = os.path.abspath(local_path(out))
-        _check_incremental_parquet_out(root)
-        os.makedirs(root, exist_ok=True)
-        cleanup_stale(root)                     # staging dirs of crashed batches (one writer per OUT)
+        root = ensure_output_dir(out, INCREMENTAL_OWNER)
+        cleanup_stale(root)                     # marked staging dirs of crashed batches (we hold OUT)
     elif not delta_spark:
-        _check_delta_target(out)
-        _remove_staging(out)
+        _prepare_delta(out)
+    elif _is_local(out):
+        ensure_output_dir(out, DELTA_OWNER)
+    if _is_local(checkpoint):
+        ensure_output_dir(checkpoint, CHECKPOINT_OWNER)
     run = _Run()
     query_id: dict[str, str] = {}
     ready = threading.Event()

@@ -5,9 +5,10 @@ Only module besides the data source that imports pyspark at module level.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -44,12 +45,52 @@ def read_profile(profile: str) -> dict[str, str]:
     return conf
 
 
+KEEP_JVM_LOGS = 50
+
+
+@contextlib.contextmanager
+def _stderr_to(path: str | None) -> Iterator[None]:
+    """While the block runs, file descriptor 2 is ``path`` (appended): a JVM started inside keeps it
+    as its stderr for good, so Spark's start-up warnings, log4j lines and Python workers' stderr go
+    there, while this process's own stderr is restored when the block ends."""
+    if path is None:
+        yield
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _prune_logs(os.path.dirname(path))
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+
+
+def _prune_logs(root: str) -> None:
+    """Keep the newest :data:`KEEP_JVM_LOGS` ``klogs-*.log`` files of ``root``."""
+    try:
+        logs = sorted((e for e in os.scandir(root) if e.name.startswith("klogs-") and e.name.endswith(".log")
+                       and e.is_file(follow_symlinks=False)), key=lambda e: e.stat().st_mtime)
+    except OSError:
+        return
+    for entry in logs[:-KEEP_JVM_LOGS] if len(logs) > KEEP_JVM_LOGS else []:
+        with contextlib.suppress(OSError):
+            os.unlink(entry.path)
+
+
 def build_session(master: str | None = None, profile: str = "local", app_name: str = "klogs",
-                  extra_conf: Mapping[str, str] | None = None) -> SparkSession:
+                  extra_conf: Mapping[str, str] | None = None, jvm_log: str | None = None) -> SparkSession:
     """Get or create a SparkSession from a profile, with the ``kafka-log`` source registered.
 
     Precedence (lowest first): ``spark_conf/<profile>.conf``, ``extra_conf``, ``master``.
-    Workers use this interpreter unless ``PYSPARK_PYTHON`` is already set.
+    Workers use this interpreter unless ``PYSPARK_PYTHON`` is already set.  ``jvm_log``: when this
+    call starts the JVM, its output (start-up warnings, Spark's log, workers' stderr) goes to that
+    file instead of this process's stderr.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -61,7 +102,11 @@ def build_session(master: str | None = None, profile: str = "local", app_name: s
     builder = SparkSession.builder.appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    from pyspark import SparkContext
+
+    starts_jvm = SparkContext._active_spark_context is None and SparkContext._gateway is None
+    with _stderr_to(jvm_log if starts_jvm else None):
+        spark = builder.getOrCreate()
     for key, value in ALWAYS.items():           # runtime SQL conf also on a pre-existing session
         spark.conf.set(key, value)
     from kafka_format.spark import register

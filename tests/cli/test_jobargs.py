@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_format.cli.jobargs import (EXIT_USAGE, UsageError, add_common_arguments, job_context, parse_args,
-                                      run_job)
+from kafka_format.cli.jobargs import (EXIT_USAGE, UsageError, add_common_arguments, check_inputs, job_context,
+                                      parse_args, run_job)
 from kafka_format.errors import CorruptRecordError
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data_samples" / "logdirs"
@@ -83,3 +83,66 @@ def test_run_main_parses_then_runs_the_body(capsys: pytest.CaptureFixture[str]) 
     assert run_main(_parser(), ["--format", "xml", str(SAMPLES)], body, prog="x") == 2
     assert run_main(_parser(), ["--help"], body, prog="x") == 0
     assert len(seen) == 2
+
+
+@pytest.mark.parametrize("layout", ["empty", "foreign-files", "partition-dir-names-only"])
+def test_a_path_with_no_partitions_is_a_usage_error_naming_it(tmp_path: Path, layout: str) -> None:
+    root = tmp_path / "not-kafka"
+    root.mkdir()
+    if layout == "foreign-files":
+        (root / "passwd").write_text("root:x:0:0\n")
+        (root / "conf.d").mkdir()
+        (root / "conf.d" / "a.conf").write_text("x=1\n")
+    elif layout == "partition-dir-names-only":
+        (root / "orders").mkdir()          # no <topic>-<partition> name, no .log segments
+    with pytest.raises(UsageError) as info:
+        check_inputs([str(root)])
+    message = str(info.value)
+    assert message.startswith(f"{root}: no Kafka partition directory found")
+    assert "<topic>-<partition>" in message and "\n" not in message
+
+
+def test_check_inputs_names_the_one_bad_path_among_good_ones(tmp_path: Path) -> None:
+    check_inputs([str(SAMPLES)])
+    check_inputs([str(SAMPLES / "broker-1" / "compacted-0")])        # a single partition dir
+    with pytest.raises(UsageError, match=str(tmp_path)):
+        check_inputs([str(SAMPLES), str(tmp_path)])
+
+
+def test_stderr_redirect_sends_child_processes_to_the_log_and_restores_ours(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from kafka_format.spark.session import _stderr_to
+
+    log = tmp_path / "logs" / "klogs-test.log"
+    probe = [sys.executable, "-c", "import sys; sys.stderr.write('from the child\\n')"]
+    with _stderr_to(str(log)):
+        subprocess.run(probe, check=True)           # inherits fd 2, as the Spark JVM does
+    assert log.read_text() == "from the child\n"
+    after = subprocess.run(probe, check=True, stderr=subprocess.PIPE, text=True)
+    assert after.stderr == "from the child\n"
+    assert log.read_text() == "from the child\n"
+
+
+def test_table_is_the_default_format_for_a_person_at_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    args = _parser().parse_args([str(SAMPLES)])
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert job_context(args).format == "table"
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert job_context(args).format == "jsonl"                   # pipes and files keep the exact lines
+    assert job_context(_parser().parse_args([str(SAMPLES), "--format", "jsonl"])).format == "jsonl"
+
+
+def test_retention_table_uses_human_units_and_jsonl_keeps_exact_numbers() -> None:
+    from kafka_format.retention import format_segments
+
+    row = {"topic": "t", "partition": 0, "baseOffset": 5, "sizeBytes": 1288490188,
+           "largestTimestamp": 1_700_000_000_000, "deletable": True, "reason": "retention.ms",
+           "deletableAtMs": 1_700_000_000_001}
+    line = format_segments([row], "table").splitlines()[-1]
+    assert line.split() == ["t", "0", "5", "1.2", "GiB", "2023-11-14T22:13:20Z", "true", "retention.ms",
+                            "2023-11-14T22:13:20Z"]
+    assert '"sizeBytes":1288490188' in format_segments([row], "jsonl")

@@ -685,3 +685,31 @@ def test_mutated_payloads_only_raise_format_errors(codec: int, magic: int,
     except KafkaFormatError:
         return
     assert len(out) <= 64 * 1024
+
+
+# --- lz4 at Kafka's default level: lz4-java's fastCompressor, byte for byte -------------------------
+# Found by the conformance run (tests/conformance/test_cleaning.py): a batch the broker's log cleaner
+# rebuilt differed from ours in two bytes of its lz4 block.  The bytes below are 323 bytes of v2
+# records (from that batch) and what Kafka's ``Lz4BlockOutputStream(out, 64 KiB, level 9)`` wrote
+# for them, identical in Kafka 3.9.1 (lz4-java 1.8.0) and 4.4.0 (lz4-java 1.11.2, JNI).
+KAFKA_LZ4_INPUT = bytes.fromhex(
+    "c801000002066b3037b40176616c75652d3030303330372d3e0bdcee3c2a21735f05cdb986095aab95b9d190475da2bc"
+    "8255573292013e6911948cc7ae5fee7a6d4334fd0c60f7e666ca6f96d59a0bac581580b49fcb5a78f176a6e6edbdfcee"
+    "41b39d244200c801000004066b3038b40176616c75652d3030303330382db53573dac8ad9be741a14802b06c5a267b18"
+    "4606b2f9d33021a4f5efd6a669c75934055c23b8fdc6743d5a10db7a685fbc78554d0ee71ab77c57120e7efab5bb5ab9"
+    "9d1802290ea412402c582c00d001000006066b3039b40176616c75652d3030303330392de9b56401a13b85ebdd334467"
+    "561d620d7a43b048d9de85a1f730093b3ca3f17e738acaf94a4b98590b2320a5e3a2a18c066d05afbe85f1c2022fe78d"
+    "1f460f1e385fd6148331aed1232ea9c1020202680239c801000008066b3130b4017661")
+KAFKA_LZ4_OUTPUT = bytes.fromhex(
+    "04224d1860408231010000f057c801000002066b3037b40176616c75652d3030303330372d3e0bdcee3c2a21735f05cd"
+    "b986095aab95b9d190475da2bc8255573292013e6911948cc7ae5fee7a6d4334fd0c60f7e666ca6f96d59a0bac581580"
+    "b49fcb5a78f176a6e6edbdfcee41b39d24420066005904066b30386600f94a382db53573dac8ad9be741a14802b06c5a"
+    "267b184606b2f9d33021a4f5efd6a669c75934055c23b8fdc6743d5a10db7a685fbc78554d0ee71ab77c57120e7efab5"
+    "bb5ab99d1802290ea412402c582c00d001000006066b3039cc00f045392de9b56401a13b85ebdd334467561d620d7a43"
+    "b048d9de85a1f730093b3ca3f17e738acaf94a4b98590b2320a5e3a2a18c066d05afbe85f1c2022fe78d1f460f1e385f"
+    "d6148331aed1232ea9c1020202680239d0009008066b3130b401766100000000")
+
+
+def test_lz4_default_level_matches_kafka_bytes() -> None:
+    assert compress(LZ4, KAFKA_LZ4_INPUT) == KAFKA_LZ4_OUTPUT
+    assert decompress(LZ4, KAFKA_LZ4_OUTPUT, magic=2) == KAFKA_LZ4_INPUT

@@ -81,7 +81,7 @@ class TestCrash:
         assert cleanup_stale(tmp_path) == leftovers and os.listdir(tmp_path) == []
         ok = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path)], capture_output=True, text=True)
         assert ok.returncode == 0 and ok.stdout.strip() == "published"
-        assert sorted(os.listdir(tmp_path / "records")) == ["part-0.parquet", "part-1.parquet"]
+        assert sorted(os.listdir(tmp_path / "records")) == [".klogs-output", "part-0.parquet", "part-1.parquet"]
 
     def test_crash_point_is_a_noop_without_the_variable(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(CRASH_ENV, raising=False)

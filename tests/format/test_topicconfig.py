@@ -15,6 +15,16 @@ from kafka_format.writer.batches import Record, build_v2_batch
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data_samples" / "logdirs"
 
+#: The value of the RegisterBrokerRecord (apiKey 0, version 4) a Kafka 4.4.0 broker wrote to its
+#: __cluster_metadata log (conformance run, tests/conformance/test_cleaning.py).
+REGISTER_BROKER_V4_FROM_KAFKA_4_4 = bytes.fromhex(
+    "010004000000010073b41ddef4ab4f8387c0861dbedb95eb0000000000000010020a504c41494e544558540a3132372e"
+    "302e302e31d4af000000080e6b726166742e76657273696f6e00000001000e67726f75702e76657273696f6e00000001"
+    "001073747265616d732e76657273696f6e0000000100147472616e73616374696f6e2e76657273696f6e000000020021"
+    "656c696769626c652e6c65616465722e7265706c696361732e76657273696f6e0000000100116d657461646174612e76"
+    "657273696f6e00070021000e73686172652e76657273696f6e0000000200000100010011023cce3382aeeede99fc8829"
+    "532642d032")
+
 
 def _metadata_log_dir(tmp_path: Path, records: list[bytes]) -> Path:
     """A log dir holding a ``__cluster_metadata-0`` with ``records`` as one batch."""
@@ -86,6 +96,27 @@ class TestLayers:
             encode_config_record(RESOURCE_TYPE_TOPIC, "t", "cleanup.policy", None),
         ])
         assert load_topic_configs(str(logdir))["t"].cleanup_policy == frozenset({"delete"})
+
+    def test_kafka_4x_internal_segment_bytes_is_the_segment_size(self, tmp_path: Path) -> None:
+        # Kafka 4.x LogConfig.segmentSize(): internal.segment.bytes when set, else segment.bytes
+        # (how a 4.x broker takes segments below segment.bytes' 1 MiB floor; the cleaner groups by it).
+        logdir = _metadata_log_dir(tmp_path, [
+            encode_topic_record("small", "AAAAAAAAAAAAAAAAAAAAAA"),
+            encode_config_record(RESOURCE_TYPE_TOPIC, "small", "segment.bytes", "2097152"),
+            encode_config_record(RESOURCE_TYPE_TOPIC, "small", "internal.segment.bytes", "4096"),
+        ])
+        assert load_topic_configs(str(logdir))["small"].segment_bytes == 4096
+        assert load_topic_configs(overrides=["t:internal.segment.bytes=8192"])["t"].segment_bytes == 8192
+
+    def test_metadata_records_of_unread_types_in_newer_versions(self, tmp_path: Path) -> None:
+        # A Kafka 4.4 broker's RegisterBrokerRecord is version 4 (our schemas stop at 3): configs
+        # only need topic and config records, so the replay does not read it.
+        logdir = _metadata_log_dir(tmp_path, [
+            REGISTER_BROKER_V4_FROM_KAFKA_4_4,
+            encode_topic_record("orders", "AAAAAAAAAAAAAAAAAAAAAA"),
+            encode_config_record(RESOURCE_TYPE_TOPIC, "orders", "cleanup.policy", "compact"),
+        ])
+        assert load_topic_configs(str(logdir))["orders"].compact
 
     def test_pickles_for_executors(self) -> None:
         cfgs = load_topic_configs(overrides=["a:retention.ms=9"], config_file=str(SAMPLES / "topic-configs.json"))

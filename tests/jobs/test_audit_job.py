@@ -189,4 +189,4 @@ def test_klogs_audit_killed_before_publish_leaves_no_output(tmp_path: Path) -> N
     assert not out.exists()
     leftovers = [n for n in os.listdir(tmp_path) if is_temp_name(n)]
     assert len(leftovers) == 1
-    assert sorted(os.listdir(tmp_path / leftovers[0])) == ["files", "findings", "report.html"]
+    assert sorted(os.listdir(tmp_path / leftovers[0])) == [".klogs-output", "files", "findings", "report.html"]

@@ -225,7 +225,7 @@ def _cleaner_argv(out: Path, *extra: str) -> list[str]:
 
 def _check_cleaner_output(out: Path, cleaner_run) -> None:  # type: ignore[no-untyped-def]
     """DIR/records, DIR/summary.json, DIR/segments equal the library pass; no temp leftovers."""
-    assert sorted(p.name for p in out.iterdir()) == ["records", "segments", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".klogs-output", "records", "segments", "summary.json"]
     assert not [n for n in os.listdir(out.parent) if publish.is_temp_name(n)]
     table = pq.read_table(out / "records")
     assert table.column_names == cleaner_run["columns"]
@@ -250,16 +250,20 @@ def _check_cleaner_output(out: Path, cleaner_run) -> None:  # type: ignore[no-un
 def test_main_cleaner_mode(cleaner_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "out"
     out.mkdir()
-    (out / "stale-file-from-an-earlier-run").write_text("x")     # an existing DIR is replaced
+    (out / ".klogs-output").write_text(json.dumps({                # an earlier run's DIR (its marker) ...
+        "marker": "klogs-output", "job": "compaction", "kind": "results", "formatVersion": 1,
+        "run": "0" * 32, "created": "2026-01-01T00:00:00Z"}))
+    (out / "stale-file-from-an-earlier-run").write_text("x")     # ... is replaced
     assert _main(_cleaner_argv(out, "--write-segments")) == 0
     _check_cleaner_output(out, cleaner_run)
+    assert json.loads((out / ".klogs-output").read_text())["run"] != "0" * 32
 
 
 def test_main_full_mode(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     root = write_table_topic(tmp_path / "in")
     out = tmp_path / "full"
     assert _main([str(root), "--mode", "full", "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["records", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".klogs-output", "records", "summary.json"]
     table = pq.read_table(out / "records")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["mode"] == "full"
@@ -303,32 +307,41 @@ def _klogs() -> list[str]:
 
 def test_crash_leaves_nothing_partial_and_rerun_completes(cleaner_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """SIGKILL after the segments are written, and after the Parquet is written (two processes,
-    same DIR): no records/, summary.json or segments/ appear, only temp names; a re-run publishes
-    the full output and removes its own leftovers (not those of another output beside it)."""
+    two DIRs -- one run per DIR at a time): no records/, summary.json or segments/ appear, only
+    temp names (carrying klogs' marker); a re-run publishes the full output and removes its own
+    leftovers (not those of another output beside it, nor an unmarked look-alike)."""
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "local.conf").write_text((REPO / "spark_conf" / "test.conf").read_text())
-    out = tmp_path / "out"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
            "KLOGS_SPARK_CONF_DIR": str(conf)}
+    points = {"compaction:segments-written": ("segments",), "compaction:records-written": ("records", "segments")}
     procs = {point: subprocess.Popen(
-        [*_klogs(), "compaction", *_cleaner_argv(out, "--write-segments", "--master", "local[1]")],
+        [*_klogs(), "compaction", *_cleaner_argv(tmp_path / str(i) / "out", "--write-segments",
+                                                 "--master", "local[1]")],
         env={**env, publish.CRASH_ENV: point}, cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        for point in ("compaction:segments-written", "compaction:records-written")}
-    for point, proc in procs.items():
+        for i, point in enumerate(points)}
+    for i, (point, proc) in enumerate(procs.items()):
         _, err = proc.communicate(timeout=600)
         assert proc.returncode == -signal.SIGKILL, (point, proc.returncode, err.decode()[-3000:])
-    assert not out.exists()
-    leftovers = sorted(n for n in os.listdir(tmp_path) if n != "conf")
-    assert len(leftovers) == 2 and all(publish.is_temp_name(n) and n.startswith(".out.tmp-") for n in leftovers)
-    assert sorted(tuple(sorted(os.listdir(tmp_path / n))) for n in leftovers) == [
-        ("records", "segments"), ("segments",)]
-    other = tmp_path / f".other.tmp-{'0' * 32}"        # another output being published beside DIR
+        parent = tmp_path / str(i)
+        assert not (parent / "out").exists()
+        leftovers = sorted(n for n in os.listdir(parent) if n != ".out.klogs-lock")   # the dead run's lock
+        assert len(leftovers) == 1 and publish.is_temp_name(leftovers[0]) and leftovers[0].startswith(".out.tmp-")
+        assert sorted(os.listdir(parent / leftovers[0])) == [".klogs-output", *points[point]]
+    parent = tmp_path / "1"
+    other = parent / f".other.tmp-{'0' * 32}"          # another output being published beside DIR
     other.mkdir()
-    assert _main(_cleaner_argv(out, "--write-segments")) == 0
-    assert sorted(n for n in os.listdir(tmp_path) if n != "conf") == [other.name, "out"]
+    lookalike = parent / f".out.tmp-{'1' * 32}"         # named like ours, but no marker: not ours
+    lookalike.mkdir()
+    (lookalike / "user-file").write_text("keep")
+    assert _main(_cleaner_argv(parent / "out", "--write-segments")) == 0
+    assert sorted(os.listdir(parent)) == sorted([lookalike.name, other.name, "out"])
+    assert (lookalike / "user-file").read_text() == "keep"
+    (lookalike / "user-file").unlink()
+    lookalike.rmdir()
     other.rmdir()
-    _check_cleaner_output(out, cleaner_run)
+    _check_cleaner_output(parent / "out", cleaner_run)
 
 
 # --- real broker files ------------------------------------------------------------------------------------

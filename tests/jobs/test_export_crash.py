@@ -125,7 +125,7 @@ def test_parquet_incremental_killed_after_publish_is_not_duplicated(spark, crash
     assert_exactly(read_parquet_dir(c.out), oracle(c.logs))    # batch 0 is visible, whole
     assert rerun(c) == 0                                       # Spark replays batch 0: skipped
     assert (c.ckpt / "commits" / "0").is_file()
-    assert sorted(os.listdir(c.out)) == ["exportBatch=0"]
+    assert sorted(os.listdir(c.out)) == [".klogs-output", "exportBatch=0"]
     assert_exactly(read_parquet_dir(c.out), oracle(c.logs))
 
 

@@ -279,7 +279,7 @@ def test_incremental_export_adds_only_new_records(spark, orders: Path, tmp_path:
     added = {ident(r) for r in rows} - {ident(r) for r in first}
     assert added == {("orders", 0, o) for o in range(40, 52)} | {("orders", 1, o) for o in range(25, 28)}
     if fmt == "parquet":
-        assert sorted(os.listdir(out)) == ["exportBatch=0", "exportBatch=1"]
+        assert sorted(os.listdir(out)) == [".klogs-output", "exportBatch=0", "exportBatch=1"]
         assert {r["exportBatch"] for r in rows if ident(r) in added} == {1}
     else:
         from deltalake import DeltaTable
@@ -292,9 +292,12 @@ def test_incremental_refuses_output_of_another_query(spark, orders: Path, tmp_pa
     out = tmp_path / "out"
     foreign = out / "exportBatch=0"
     foreign.mkdir(parents=True)
+    (out / ".klogs-output").write_text(json.dumps({"marker": "klogs-output", "job": "export",   # an incremental
+                                                   "kind": "parquet-incremental", "formatVersion": 1,  # export's OUT
+                                                   "run": "0" * 32, "created": "2026-01-01T00:00:00Z"}))
     (foreign / "_klogs_batch.json").write_text(json.dumps({"queryId": "someone-else", "batchId": 0}))
     assert run_export(orders, "--out", out, "--checkpoint", tmp_path / "ckpt") == 2
-    assert sorted(p.name for p in out.rglob("*")) == ["_klogs_batch.json", "exportBatch=0"]
+    assert sorted(p.name for p in out.rglob("*")) == [".klogs-output", "_klogs_batch.json", "exportBatch=0"]
 
 
 # --- flags --------------------------------------------------------------------------------

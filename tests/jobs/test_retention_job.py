@@ -93,7 +93,8 @@ def test_job_in_process_with_out(spark: Any, tmp_path: Path, capsys: pytest.Capt
         mine = {r["baseOffset"]: r["reason"] for r in printed
                 if (r["topic"], r["partition"]) == (topic, partition) and r["deletable"]}
         assert mine == _expected(logdir, topic, partition, now, policy="delete", retention_ms=ms, retention_bytes=-1)
-    assert sorted(os.listdir(out)) == ["disk-usage.html", "disk-usage.png", "segments.jsonl", "summary.json"]
+    assert sorted(os.listdir(out)) == [".klogs-output", "disk-usage.html", "disk-usage.png", "segments.jsonl",
+                                       "summary.json"]
     assert [json.loads(x) for x in (out / "segments.jsonl").read_text().splitlines()] == printed
     assert (out / "disk-usage.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (out / "disk-usage.html").read_text()
@@ -144,7 +145,7 @@ def test_report_crash_keeps_previous_output(tmp_path: Path) -> None:
     rows = [r for t in plan_retention(str(logdir), load_topic_configs(), now) for r in segment_rows(*run_task(t))]
     write_report(str(out), rows, summarize(rows), now)
     before = {n: (out / n).read_bytes() for n in os.listdir(out)}
-    assert sorted(before) == ["disk-usage.html", "disk-usage.png", "segments.jsonl", "summary.json"]
+    assert sorted(before) == [".klogs-output", "disk-usage.html", "disk-usage.png", "segments.jsonl", "summary.json"]
     script = (
         "import sys\n"
         "from kafka_format.retention import plan_retention, run_task, segment_rows, summarize, write_report\n"

@@ -314,3 +314,28 @@ def test_stream_rejects_ending_offsets(spark, tmp_path: Path) -> None:  # type: 
             q.awaitTermination()
     finally:
         q.stop()
+
+
+@pytest.mark.spark
+def test_one_large_partition_spreads_over_every_core(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Splits are sized from the session (Spark's file-source rule), so local[2] reads one
+    partition with two tasks; the rows are the same as with one split."""
+    from kafka_format.spark import register
+
+    w = write_partition(tmp_path, "big", 0, simple_specs(400), segment_bytes=64 * 1024)
+    key = "spark.sql.files.openCostInBytes"
+    before = spark.conf.get(key, None)
+    try:
+        spark.conf.set(key, str(16 * 1024))
+        register(spark)
+        df = spark.read.format("kafka-log").load(str(tmp_path))
+        assert df.rdd.getNumPartitions() >= spark.sparkContext.defaultParallelism == 2
+        offsets = [r.offset for r in df.select("offset").collect()]
+        assert sorted(offsets) == [r.offset for r in w.rows] and len(set(offsets)) == len(offsets)
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+        register(spark)
+    assert spark.read.format("kafka-log").load(str(tmp_path)).rdd.getNumPartitions() == 1   # 4 MiB open cost

@@ -257,6 +257,23 @@ class TestSplitting:
         assert len(splits) >= 20
         assert sorted(rows_of(splits, big_partition)) == [r.offset for r in big_partition.rows]
 
+    @pytest.mark.parametrize("parallelism", [2, 4, 7])
+    def test_session_parallelism_sizes_splits_as_sparks_file_sources(self, big_partition: WrittenPartition,
+                                                                      parallelism: int) -> None:
+        total = sum(b[2] for b in big_partition.batches)
+        one = plan_splits([str(big_partition.path.parent)])
+        assert len(one) == 1                                   # 128 MiB default: one split for ~450 KB
+        opts = PlanOptions(default_parallelism=parallelism, open_cost_bytes=16 * 1024)
+        splits = plan_splits([str(big_partition.path.parent)], opts)
+        want = min(128 << 20, max(16 * 1024, -(-total // parallelism)))      # FilePartition.maxSplitBytes
+        assert len(splits) >= parallelism                      # every core gets work
+        assert all((s.size_bytes or 0) <= want + 2 * 1100 for s in splits)    # cut at batch boundaries
+        assert sorted(rows_of(splits, big_partition)) == [r.offset for r in big_partition.rows]
+
+    def test_open_cost_keeps_small_reads_in_few_splits(self, big_partition: WrittenPartition) -> None:
+        opts = PlanOptions(default_parallelism=64, open_cost_bytes=4 << 20)   # 4 MiB > the whole read
+        assert len(plan_splits([str(big_partition.path.parent)], opts)) == 1
+
     def test_splits_are_picklable_frozen_values(self, big_partition: WrittenPartition) -> None:
         splits = plan_splits([str(big_partition.path.parent)], PlanOptions(max_bytes_per_partition=10_000))
         assert pickle.loads(pickle.dumps(splits)) == splits

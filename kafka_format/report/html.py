@@ -1,0 +1,281 @@
+"""Self-contained HTML report pages: summary first, sortable and filterable tables, inline SVG charts.
+
+A page is one file with its style, script and pictures inline: it opens offline, from a mail
+attachment or a bucket.  Every table is a plain ``<table>`` that reads fine with scripts off;
+the small inline script only adds sorting (click a column heading) and a filter box per table.
+Cells carry their exact value in ``title`` (a tooltip) and in ``data-sort`` where the text is
+rounded (``1.2 GiB`` sorts by its bytes).  Every text is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["Cell", "Card", "Page", "details_list", "bar_chart_svg", "step_chart_svg"]
+
+_e = html.escape
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell: the text shown, the exact value as a tooltip, the key it sorts by, a CSS class."""
+
+    text: str
+    title: str | None = None
+    sort: int | float | str | None = None
+    cls: str | None = None
+    raw_html: bool = False        # ``text`` is markup made by this module (e.g. a <details> list)
+
+    def render(self) -> str:
+        attrs = ""
+        if self.cls:
+            attrs += f' class="{_e(self.cls)}"'
+        if self.title is not None:
+            attrs += f' title="{_e(self.title)}"'
+        if self.sort is not None:
+            attrs += f' data-sort="{_e(str(self.sort))}"'
+        body = self.text if self.raw_html else _e(self.text)
+        return f"<td{attrs}>{body}</td>"
+
+
+@dataclass(frozen=True)
+class Card:
+    """A summary figure at the top of a page (``cls``: ``error``, ``warning``, ``ok`` or None)."""
+
+    label: str
+    value: str
+    title: str | None = None
+    cls: str | None = None
+
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;max-width:1200px;
+ padding:0 1em;color:#222}
+h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.8em}
+.sub{color:#666;margin-top:0}
+.cards{display:flex;flex-wrap:wrap;gap:.6em;margin:1em 0}
+.card{border:1px solid #ddd;border-radius:6px;padding:.5em .9em;min-width:8em;background:#fafafa}
+.card .v{font-size:1.35em;font-weight:600}.card .l{color:#666;font-size:.85em}
+.card.error{border-color:#d33;background:#fff3f3}.card.warning{border-color:#d90;background:#fff9ec}
+.card.ok{border-color:#3a3;background:#f3fff3}
+table{border-collapse:collapse;margin:.4em 0 1em;font-size:13px}
+td,th{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}th.sortable{cursor:pointer;user-select:none}
+th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.error{color:#b00}.warning{color:#a60}.info{color:#555}
+tr.error td:first-child{border-left:3px solid #d33}tr.warning td:first-child{border-left:3px solid #d90}
+input.filter{margin:.3em 0;padding:3px 6px;width:18em}
+details summary{cursor:pointer}details ul{margin:.3em 0;padding-left:1.2em}
+svg{max-width:100%;height:auto}svg text{font-size:11px;fill:#333}
+.note{color:#666;font-size:.9em}
+"""
+
+# Sorting and filtering; the page works without it.  No framework, no network, no console output.
+_SCRIPT = """
+(function(){
+function key(td){var s=td.getAttribute('data-sort');var t=s!==null?s:td.textContent.trim();
+ var n=Number(t);return t!==''&&!isNaN(n)?{n:n}:{s:t.toLowerCase()};}
+function cmp(a,b){if(a.n!==undefined&&b.n!==undefined)return a.n-b.n;
+ if(a.n!==undefined)return -1;if(b.n!==undefined)return 1;return a.s<b.s?-1:a.s>b.s?1:0;}
+document.querySelectorAll('table.data').forEach(function(table){
+ var head=table.tHead;if(!head||!table.tBodies.length)return;var body=table.tBodies[0];
+ Array.prototype.forEach.call(head.rows[0].cells,function(th,col){
+  th.classList.add('sortable');th.setAttribute('role','button');
+  th.addEventListener('click',function(){
+   var asc=!th.classList.contains('asc');
+   Array.prototype.forEach.call(head.rows[0].cells,function(o){o.classList.remove('asc','desc');});
+   th.classList.add(asc?'asc':'desc');
+   var rows=Array.prototype.slice.call(body.rows);
+   rows.sort(function(r1,r2){var c=cmp(key(r1.cells[col]),key(r2.cells[col]));return asc?c:-c;});
+   rows.forEach(function(r){body.appendChild(r);});});});
+ var box=document.createElement('input');box.type='search';box.className='filter';
+ box.placeholder='filter rows';box.setAttribute('aria-label','filter rows');
+ table.parentNode.insertBefore(box,table);
+ box.addEventListener('input',function(){var q=box.value.toLowerCase();
+  Array.prototype.forEach.call(body.rows,function(r){
+   r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none';});});
+});
+})();
+"""
+
+
+class Page:
+    """An HTML report built top to bottom: :meth:`cards`, :meth:`heading`, :meth:`table`, ..."""
+
+    def __init__(self, title: str, subtitle: str | None = None) -> None:
+        self.title = title
+        self._parts: list[str] = [f"<h1>{_e(title)}</h1>"]
+        if subtitle:
+            self._parts.append(f'<p class="sub">{_e(subtitle)}</p>')
+
+    def cards(self, cards: Iterable[Card]) -> Page:
+        """The summary row: a few figures that say what matters."""
+        out = ['<div class="cards">']
+        for c in cards:
+            cls = f"card {c.cls}" if c.cls else "card"
+            title = f' title="{_e(c.title)}"' if c.title else ""
+            out.append(f'<div class="{cls}"{title}><div class="v">{_e(c.value)}</div>'
+                       f'<div class="l">{_e(c.label)}</div></div>')
+        out.append("</div>")
+        self._parts.append("".join(out))
+        return self
+
+    def heading(self, text: str) -> Page:
+        """A section heading."""
+        self._parts.append(f"<h2>{_e(text)}</h2>")
+        return self
+
+    def paragraph(self, text: str, *, cls: str | None = None) -> Page:
+        """A paragraph of plain text."""
+        attr = f' class="{_e(cls)}"' if cls else ""
+        self._parts.append(f"<p{attr}>{_e(text)}</p>")
+        return self
+
+    def bullets(self, items: Iterable[str], *, cls: str | None = None) -> Page:
+        """A list of plain-text items."""
+        attr = f' class="{_e(cls)}"' if cls else ""
+        self._parts.append(f"<ul{attr}>" + "".join(f"<li>{_e(i)}</li>" for i in items) + "</ul>")
+        return self
+
+    def svg(self, markup: str) -> Page:
+        """A picture made by :func:`bar_chart_svg` or :func:`step_chart_svg`."""
+        self._parts.append(f"<figure>{markup}</figure>")
+        return self
+
+    def image(self, src: str, alt: str, *, link: str | None = None) -> Page:
+        """An image (e.g. a ``data:`` PNG), linked to ``link`` when given."""
+        img = f'<img src="{_e(src)}" alt="{_e(alt)}">'
+        self._parts.append(f'<p><a href="{_e(link)}">{img}</a></p>' if link else f"<p>{img}</p>")
+        return self
+
+    def table(self, columns: Sequence[str], rows: Iterable[Sequence[Cell | str | int | float | None]], *,
+              table_id: str, numeric: Iterable[str] = (), row_classes: Sequence[str | None] | None = None,
+              empty: str = "none") -> Page:
+        """A sortable, filterable data table; ``numeric`` columns align right."""
+        nums = {columns.index(c) for c in numeric}
+        head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+        body: list[str] = []
+        for i, row in enumerate(rows):
+            cells = []
+            for j, value in enumerate(row):
+                cell = value if isinstance(value, Cell) else Cell("" if value is None else str(value))
+                if j in nums and cell.cls is None:
+                    cell = Cell(cell.text, cell.title, cell.sort, "num", cell.raw_html)
+                cells.append(cell.render())
+            cls = row_classes[i] if row_classes is not None and i < len(row_classes) else None
+            attr = f' class="{_e(cls)}"' if cls else ""
+            body.append(f"<tr{attr}>" + "".join(cells) + "</tr>")
+        if not body:
+            self._parts.append(f'<p class="note">{_e(empty)}</p>')
+            return self
+        self._parts.append(f'<table class="data" id="{_e(table_id)}"><thead><tr>{head}</tr></thead>'
+                           f"<tbody>{''.join(body)}</tbody></table>")
+        return self
+
+    def render(self) -> str:
+        """The whole page."""
+        return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+                f"<title>{_e(self.title)}</title><style>{_STYLE}</style></head><body>\n"
+                + "\n".join(self._parts)
+                + f"\n<script>{_SCRIPT}</script>\n</body></html>\n")
+
+
+def details_list(summary: str, items: Sequence[str], *, limit: int = 200) -> str:
+    """Markup for a folded list (``<details>``): ``summary`` shown, ``items`` on demand."""
+    shown = items[:limit]
+    more = f"<li>… {len(items) - limit} more in the JSON/Parquet output</li>" if len(items) > limit else ""
+    return (f"<details><summary>{_e(summary)}</summary><ul>"
+            + "".join(f"<li>{_e(i)}</li>" for i in shown) + more + "</ul></details>")
+
+
+def bar_chart_svg(title: str, labels: Sequence[str], series: Sequence[tuple[str, str, Sequence[float]]], *,
+                  fmt: type[str] | object = str, limit: int = 30) -> str:
+    """Horizontal stacked bars, one per label; ``series`` = ``(name, colour, values)``; ``fmt`` turns a
+    value into text for the tooltips and axis.  The ``limit`` largest bars are drawn."""
+    fmt_fn = fmt if callable(fmt) else str
+    totals = [sum(s[2][i] for s in series) for i in range(len(labels))]
+    order = sorted(range(len(labels)), key=lambda i: (-totals[i], labels[i]))[:limit]
+    top = max([totals[i] for i in order] + [0])
+    label_w, bar_w, row_h, head_h = 260, 560, 20, 42
+    height = head_h + row_h * max(len(order), 1) + 24
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {label_w + bar_w + 120} {height}" '
+           f'width="{label_w + bar_w + 120}" height="{height}" role="img" aria-label="{_e(title)}">',
+           f'<text x="0" y="14" style="font-size:13px;font-weight:600">{_e(title)}</text>']
+    x = label_w
+    for name, colour, _values in series:
+        out.append(f'<rect x="{x}" y="22" width="10" height="10" fill="{_e(colour)}"/>'
+                   f'<text x="{x + 14}" y="31">{_e(name)}</text>')
+        x += 14 + 7 * len(name) + 18
+    if not order:
+        out.append(f'<text x="{label_w}" y="{head_h + 14}">nothing to show</text>')
+    for row, i in enumerate(order):
+        y = head_h + row * row_h
+        label = labels[i] if len(labels[i]) <= 40 else labels[i][:39] + "…"
+        out.append(f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{_e(label)}</text>')
+        x0 = float(label_w)
+        for name, colour, values in series:
+            v = values[i]
+            if v <= 0 or top <= 0:
+                continue
+            w = max(v / top * bar_w, 1.0)
+            out.append(f'<rect x="{x0:.1f}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" fill="{_e(colour)}">'
+                       f"<title>{_e(labels[i])}: {_e(name)} {_e(fmt_fn(v))} ({v:g})</title></rect>")
+            x0 += w
+        out.append(f'<text x="{x0 + 4:.1f}" y="{y + 14}">{_e(fmt_fn(totals[i]))}</text>')
+    if len(labels) > len(order):
+        out.append(f'<text x="{label_w}" y="{height - 6}" class="note">{len(labels) - len(order)} smaller '
+                   f"not drawn (all are in the tables)</text>")
+    out.append("</svg>")
+    return "".join(out)
+
+
+def step_chart_svg(title: str, points: Sequence[tuple[int, float]], *, x_text: object = str,
+                   y_text: object = str, labels: int = 5) -> str:
+    """A step line of ``(x, y)`` points (y holds from each x to the next), e.g. bytes on disk over time.
+
+    The points are spaced evenly, not by their x values: deletion times cluster within days and
+    outliers sit years away, so a linear axis would squeeze every step into one line.  ``labels``
+    points carry their x text under the axis; every point has its x and y in a tooltip."""
+    xt = x_text if callable(x_text) else str
+    yt = y_text if callable(y_text) else str
+    w, h, left, bottom, top_pad = 760, 250, 90, 46, 28
+    pts = list(points)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w + 70} {h}" width="{w + 70}" height="{h}" '
+           f'role="img" aria-label="{_e(title)}">',
+           f'<text x="0" y="14" style="font-size:13px;font-weight:600">{_e(title)}</text>']
+    if not pts:
+        out.append('<text x="90" y="60">no data</text></svg>')
+        return "".join(out)
+    y_hi = max(p[1] for p in pts) or 1
+    step = (w - left) / max(len(pts), 1)
+
+    def sx(i: float) -> float:
+        return left + i * step
+
+    def sy(y: float) -> float:
+        return h - bottom - y / y_hi * (h - bottom - top_pad)
+
+    path = [f"M{sx(0):.1f},{sy(pts[0][1]):.1f}"]
+    for i in range(1, len(pts)):
+        path.append(f"H{sx(i):.1f}")
+        path.append(f"V{sy(pts[i][1]):.1f}")
+    path.append(f"H{sx(len(pts)):.1f}")
+    out.append(f'<line x1="{left}" y1="{h - bottom}" x2="{w}" y2="{h - bottom}" stroke="#999"/>'
+               f'<line x1="{left}" y1="{top_pad}" x2="{left}" y2="{h - bottom}" stroke="#999"/>')
+    out.append(f'<text x="{left - 6}" y="{top_pad + 4}" text-anchor="end">{_e(yt(y_hi))}</text>'
+               f'<text x="{left - 6}" y="{h - bottom}" text-anchor="end">0</text>')
+    shown = sorted({round(k * (len(pts) - 1) / max(labels - 1, 1)) for k in range(labels)}) if len(pts) > 1 else [0]
+    for n, i in enumerate(shown):
+        anchor = "start" if n == 0 else ("end" if n == len(shown) - 1 and len(shown) > 1 else "middle")
+        row = h - bottom + 16 + (n % 2) * 14
+        out.append(f'<text x="{sx(i):.1f}" y="{row}" text-anchor="{anchor}">{_e(xt(pts[i][0]))}</text>')
+    out.append(f'<path d="{" ".join(path)}" fill="none" stroke="#2a6fdb" stroke-width="2"/>')
+    for i, (x, y) in enumerate(pts):
+        out.append(f'<circle cx="{sx(i):.1f}" cy="{sy(y):.1f}" r="3" fill="#2a6fdb">'
+                   f"<title>from {_e(xt(x))}: {_e(yt(y))}</title></circle>")
+    out.append("</svg>")
+    return "".join(out)

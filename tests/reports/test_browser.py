@@ -1,0 +1,142 @@
+"""The HTML reports in a real browser: Debian's chromium driven through chromedriver.
+
+Each report the jobs write on ``data_samples/`` (as ``make demo`` does) is opened headless: no
+console errors, sorting by a column heading orders the rows by the exact values, the filter box
+hides exactly the rows that do not match, and with scripts off the same tables are there as plain
+tables.  A screenshot of each report goes to ``build/reports/`` for a person to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from testhelpers import load_module
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "data_samples" / "logdirs"
+SHOTS = REPO / "build" / "reports"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+NOW = "2023-11-16T00:00:00Z"
+
+if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+    pytest.skip("Debian's chromium and chromium-driver are not installed "
+                "(apt-get install chromium chromium-driver)", allow_module_level=True)
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (test extra)")
+from selenium.webdriver.common.by import By  # noqa: E402
+
+
+def _driver(scripts: bool = True) -> Any:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1280,1600"):
+        options.add_argument(flag)
+    if not scripts:
+        options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
+    return webdriver.Chrome(options=options, service=service)
+
+
+@pytest.fixture(scope="module")
+def reports(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:  # type: ignore[no-untyped-def]
+    """The report pages the jobs write on data_samples/, by name."""
+    out = tmp_path_factory.mktemp("reports")
+    retention = load_module("_browser_retention_job", REPO / "jobs" / "retention.py")
+    audit = load_module("_browser_audit_job", REPO / "jobs" / "audit.py")
+    assert retention.main([str(SAMPLES), "--now", NOW, "--out", str(out / "retention")]) == 0
+    assert audit.main([str(SAMPLES), "--now", NOW, "--out", str(out / "audit"), "--fail-on", "never"]) == 0
+    return {"retention": out / "retention" / "disk-usage.html", "audit": out / "audit" / "report.html"}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    driver = _driver()
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _rows(driver: Any, table_id: str) -> list[Any]:
+    return driver.find_elements(By.CSS_SELECTOR, f"#{table_id} tbody tr")
+
+
+def _keys(driver: Any, table_id: str, col: int) -> list[float]:
+    return [float(r.find_elements(By.TAG_NAME, "td")[col].get_attribute("data-sort"))
+            for r in _rows(driver, table_id)]
+
+
+# (report, table, numeric column with exact sort keys, heading text, a filter word)
+CASES = [
+    ("retention", "segments", 3, "size", "compacted"),
+    ("retention", "partitions", 2, "on disk", "v2-codecs"),
+    ("audit", "files", 2, "size", "broker-2"),
+]
+
+
+@pytest.mark.parametrize("name", ["retention", "audit"])
+def test_report_opens_without_console_errors(browser: Any, reports: dict[str, Path], name: str) -> None:
+    browser.get(reports[name].as_uri())
+    assert browser.find_element(By.TAG_NAME, "h1").text
+    assert browser.find_elements(By.CSS_SELECTOR, ".cards .card")            # the summary comes first
+    problems = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+    assert problems == []
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    height = browser.execute_script("return document.body.scrollHeight")
+    browser.set_window_size(1280, min(max(int(height) + 40, 800), 6000))
+    assert browser.save_screenshot(str(SHOTS / f"{name}.png"))
+    browser.set_window_size(1280, 1600)
+
+
+@pytest.mark.parametrize("name, table, col, heading, word", CASES)
+def test_sorting_by_a_heading_orders_by_exact_values(browser: Any, reports: dict[str, Path], name: str,
+                                                      table: str, col: int, heading: str, word: str) -> None:
+    browser.get(reports[name].as_uri())
+    before = _keys(browser, table, col)
+    th = browser.find_elements(By.CSS_SELECTOR, f"#{table} thead th")[col]
+    assert th.text.startswith(heading)
+    th.click()
+    assert _keys(browser, table, col) == sorted(before)
+    th.click()
+    assert _keys(browser, table, col) == sorted(before, reverse=True)
+
+
+@pytest.mark.parametrize("name, table, col, heading, word", CASES)
+def test_filter_box_hides_exactly_the_rows_without_the_text(browser: Any, reports: dict[str, Path], name: str,
+                                                           table: str, col: int, heading: str, word: str) -> None:
+    browser.get(reports[name].as_uri())
+    rows = _rows(browser, table)
+    texts = [r.get_attribute("textContent").lower() for r in rows]
+    matching = sum(1 for t in texts if word in t)
+    assert 0 < matching < len(rows)                  # the word splits the table: the filter has work to do
+    box = browser.find_element(By.CSS_SELECTOR, f"#{table}").find_element(
+        By.XPATH, "preceding-sibling::input[1]")
+    box.send_keys(word)
+    shown = [r for r in _rows(browser, table) if r.is_displayed()]
+    assert len(shown) == matching
+    assert all(word in r.get_attribute("textContent").lower() for r in shown)
+
+
+@pytest.mark.parametrize("name", ["retention", "audit"])
+def test_with_scripts_off_the_tables_are_plain_tables(reports: dict[str, Path], name: str) -> None:
+    driver = _driver(scripts=False)
+    try:
+        driver.get(reports[name].as_uri())
+        assert driver.find_elements(By.CSS_SELECTOR, "input.filter") == []   # the script did not run
+        source = reports[name].read_text()
+        for table in driver.find_elements(By.CSS_SELECTOR, "table.data"):
+            rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
+            assert rows and all(r.is_displayed() for r in rows)
+            assert source.count(f'id="{table.get_attribute("id")}"') == 1
+    finally:
+        driver.quit()

@@ -1,0 +1,161 @@
+"""The report pages' content: summary first, problems before facts, human units with exact tooltips."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from typing import Any
+
+from kafka_format.report.audit_page import render_audit_page, replica_label
+from kafka_format.report.html import Cell, Page, bar_chart_svg, step_chart_svg
+from kafka_format.report.retention_page import render_retention_page
+
+
+class _Tables(HTMLParser):
+    """Rows of every ``<table id=...>`` as lists of (text, attrs) cells."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[tuple[str, dict[str, str | None]]]]] = {}
+        self._table: str | None = None
+        self._cell: list[str] | None = None
+        self._attrs: dict[str, str | None] = {}
+        self._depth = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "table" and a.get("id"):
+            self._table = a["id"]
+            self.tables[self._table] = []
+        elif tag == "tr" and self._table:
+            self.tables[self._table].append([])
+        elif tag in ("td", "th") and self._table:
+            self._cell, self._attrs = [], a
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._table and self._cell is not None:
+            self.tables[self._table][-1].append(("".join(self._cell).strip(), self._attrs))
+            self._cell = None
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def _tables(page: str) -> dict[str, list[list[tuple[str, dict[str, str | None]]]]]:
+    parser = _Tables()
+    parser.feed(page)
+    return parser.tables
+
+
+def _finding(sev: str, check: str, part: int, msg: str = "m", **kw: Any) -> dict[str, Any]:
+    row = {"severity": sev, "check": check, "topic": "t", "partition": part,
+           "file": f"/data/broker-{1 + part % 2}/t-{part}/00000000000000000000.log", "position": 0,
+           "offset": None, "expected": None, "actual": None, "message": msg}
+    row.update(kw)
+    return row
+
+
+def test_audit_page_puts_problems_first_and_folds_expected_facts() -> None:
+    findings = [_finding("info", "non-consecutive-offsets", 0, f"gap {i}") for i in range(60)]
+    findings += [_finding("info", "open-transaction", 1), _finding("warning", "hanging-transaction", 1,
+                                                                     actual="open for 3.0 years (95583104024 ms)"),
+                 _finding("error", "crc-mismatch", 2, position=61)]
+    files = [{"topic": "t", "partition": p, "file": f"/data/broker-1/t-{p}/00000000000000000000.log",
+              "sizeBytes": 3 * 1024 ** 3, "validBytes": 3 * 1024 ** 3 - 10, "skippedBytes": 10 if p == 2 else 0,
+              "zeroTailBytes": 0 if p == 2 else 10, "cutBytes": 0, "batches": 1234567} for p in range(3)]
+    page = render_audit_page(findings, files)
+    tables = _tables(page)
+    problems = [[c[0] for c in row] for row in tables["problems"][1:]]
+    assert [r[:2] for r in problems] == [["error", "crc-mismatch"], ["warning", "hanging-transaction"]]
+    assert problems[0][3].endswith("t-2/00000000000000000000.log:61")
+    info = {row[0][0]: row[1][0] for row in tables["info"][1:]}
+    assert info == {"non-consecutive-offsets": "60", "open-transaction": "1"}     # one row per check
+    assert len(tables["info"]) == 3
+    assert page.index('id="problems"') < page.index('id="info"') < page.index('id="files"')
+    assert page.index('class="cards"') < page.index('id="problems"')
+    size_cell = tables["files"][1][2]
+    assert size_cell[0] == "3.0 GiB" and size_cell[1]["title"] == f"{3 * 1024 ** 3:,} bytes"
+    assert size_cell[1]["data-sort"] == str(3 * 1024 ** 3)
+    assert tables["files"][1][0][0].endswith("t-2/00000000000000000000.log")    # the damaged file first
+    assert "1,234,567" in page and "3.0 years" in page
+
+
+def test_replica_label_names_the_log_dir() -> None:
+    assert replica_label(_finding("error", "x", 3)) == "broker-2:t-3"
+    assert replica_label({"topic": None, "partition": None, "file": None}) == "(log dir)"
+    assert replica_label({"topic": "t", "partition": 3, "file": "/data/broker-2/t-3"}) == "broker-2:t-3"
+    assert replica_label({"topic": "t", "partition": 3, "file": None}) == "t-3"
+    assert replica_label({"topic": None, "partition": None,
+                          "file": "/data/broker-2/replication-offset-checkpoint"}) == "broker-2"
+
+
+def test_retention_page_summary_and_order() -> None:
+    now = 1_700_000_000_000
+    day = 86_400_000
+    rows = [
+        {"topic": "a", "partition": 0, "baseOffset": 0, "sizeBytes": 1 << 30, "largestTimestamp": now - 9 * day,
+         "deletable": True, "reason": "retention.ms", "deletableAtMs": now - 2 * day},
+        {"topic": "a", "partition": 0, "baseOffset": 100, "sizeBytes": 1 << 20, "largestTimestamp": now - day,
+         "deletable": False, "reason": None, "deletableAtMs": now + 6 * day},
+        {"topic": "b", "partition": 1, "baseOffset": 7, "sizeBytes": 512, "largestTimestamp": now,
+         "deletable": False, "reason": None, "deletableAtMs": None},
+    ]
+    from kafka_format.retention import disk_usage_steps, summarize
+
+    page = render_retention_page(rows, summarize(rows), disk_usage_steps(rows, now), now, notes=["n1"])
+    tables = _tables(page)
+    segs = [[c[0] for c in row] for row in tables["segments"][1:]]
+    assert [(r[0], r[2], r[5], r[8]) for r in segs] == [("a", "0", "yes", "now"), ("a", "100", "no", "in 6.0 days"),
+                                                        ("b", "7", "no", "never")]
+    assert segs[1][7] == "2023-11-20 22:13:20 UTC"
+    assert tables["segments"][2][7][1]["title"] == f"2023-11-20T22:13:20.000Z ({now + 6 * day} ms)"
+    cards = re.findall(r'<div class="v">([^<]*)</div><div class="l">([^<]*)</div>', page)
+    assert cards[0] == ("1.0 GiB", "reclaimable now")
+    assert ("1 of 2", "partitions affected") in cards
+
+
+def test_tables_sort_keys_and_escaping() -> None:
+    page = Page("<t>").table(["x", "n"], [[Cell("<b>", title='"q"'), Cell("1.0 KiB", sort=1024)]],
+                             table_id="t", numeric=("n",)).render()
+    assert "<b>" not in page.replace("<body>", "") and "&lt;b&gt;" in page and 'title="&quot;q&quot;"' in page
+    assert 'data-sort="1024"' in page and 'class="num"' in page
+
+
+def test_charts_are_inline_svg_with_exact_tooltips() -> None:
+    svg = bar_chart_svg("t", ["x", "y"], [("s", "#f00", [3.0, 0.0])], fmt=lambda v: f"{v:.0f} B")
+    assert svg.startswith("<svg") and "<title>x: s 3 B (3)</title>" in svg and svg.count("<rect") == 2
+    steps = step_chart_svg("s", [(1, 10.0), (5, 4.0)], x_text=str, y_text=lambda v: f"{v:g}")
+    assert steps.count("<circle") == 2 and "<title>from 5: 4</title>" in steps
+
+
+def _part(topic: str, p: int, **kw: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {"topic": topic, "partition": p, "logDir": "/d/broker-1", "cleanupPolicy": "compact",
+                           "compact": True, "cleaned": True, "dirtyRatio": 0.75, "wouldCleanNow": True,
+                           "reason": "dirty ratio 0.75 >= min.cleanable.dirty.ratio 0.5", "rounds": 1,
+                           "recordsBefore": 1000, "recordsAfter": 10, "bytesBefore": 2 << 20,
+                           "bytesAfter": 1 << 20, "tombstonesKept": 1, "tombstonesRemoved": 2}
+    row.update(kw)
+    return row
+
+
+def test_compaction_page_shows_uncleanable_first_and_bytes_freed() -> None:
+    from kafka_format.report.compaction_page import render_compaction_page
+
+    summary = {"mode": "cleaner", "nowMs": 1_700_000_000_000, "partitions": [
+        _part("a", 0), _part("a", 1, reason="uncleanable: /d/a-1/0.log:61: bad CRC", wouldCleanNow=False,
+                             cleaned=False, recordsBefore=None, recordsAfter=None, bytesBefore=None, bytesAfter=None),
+        _part("r", 0, compact=False, cleaned=False, cleanupPolicy="delete", reason="cleanup.policy=delete")]}
+    page = render_compaction_page(summary)
+    rows = [[c[0] for c in r] for r in _tables(page)["partitions"][1:]]
+    assert [r[0] for r in rows] == ["a-1", "a-0", "r-0"]
+    assert rows[1][3] == "75.0%" and rows[1][8] == "2.0 MiB" and rows[1][9] == "1.0 MiB"
+    cards = dict((v, k) for k, v in re.findall(r'<div class="v">([^<]*)</div><div class="l">([^<]*)</div>', page))
+    assert cards["bytes the cleaner frees"] == "1.0 MiB" and cards["uncleanable partitions"] == "1"
+    assert cards["records removed"] == "990"
+    full = render_compaction_page({"mode": "full", "partitions": [
+        {"topic": "a", "partition": 0, "logDir": "/d/b", "recordsBefore": 5, "recordsAfter": 2, "keys": 2,
+         "keysDeleted": 1, "recordsSuperseded": 2, "nullKeyRecords": 0}]})
+    assert [[c[0] for c in r] for r in _tables(full)["partitions"][1:]] == [["a-0", "b", "5", "2", "2", "1", "2", "0"]]
