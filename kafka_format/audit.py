@@ -62,6 +62,7 @@ __all__ = [
     "merge_skipped_ranges",
     "audit_partition",
     "audit_partition_report",
+    "coordinator_transactions",
     "audit_log_dir",
     "audit_replicas",
     "replica_groups",
@@ -490,8 +491,10 @@ def _is_compacted(replica: PartitionLog, config: TopicConfig | None) -> bool:
 class _Auditor:
     """Collects findings for one partition replica."""
 
-    def __init__(self, replica: PartitionLog, config: TopicConfig | None, deep: bool, now_ms: int) -> None:
+    def __init__(self, replica: PartitionLog, config: TopicConfig | None, deep: bool, now_ms: int,
+                 coordinator: CoordinatorTransactions | None = None) -> None:
         self.r = replica
+        self.coordinator = coordinator
         self.config = config
         self.deep = deep
         self.now_ms = now_ms
@@ -985,14 +988,18 @@ class _Auditor:
                          actual=f"{name} {got}")
 
     def _open_transactions(self, state: dict[int, dict[str, int]], leo: int) -> None:
-        """kafka-transactions find-hanging's rule (TransactionsCommand): a transaction still open
-        whose producer last wrote more than transaction.max.timeout.ms before --now is hanging."""
+        """kafka-transactions find-hanging's rule (``TransactionsCommand.FindHangingTransactionsCommand``):
+        a transaction still open whose producer last wrote more than transaction.max.timeout.ms
+        before --now is a candidate; it is hanging unless the coordinator (when its
+        ``__transaction_state`` is known) still lists this partition in that producer's transaction."""
+        tp = (self.r.topic, self.r.partition)
         for pid, st in sorted(state.items()):
             first = st["txn_first"]
             if first < 0:
                 continue
             age = self.now_ms - st["ts"] if st["ts"] >= 0 else None
-            if age is not None and age > TRANSACTION_MAX_TIMEOUT_MS:
+            expected = self.coordinator is not None and tp in self.coordinator.get(pid, frozenset())
+            if age is not None and age > TRANSACTION_MAX_TIMEOUT_MS and not expected:
                 self.add(WARNING, "hanging-transaction",
                          f"producer {pid} has a transaction open since offset {first} and last wrote "
                          f"{human_duration(age)} ({age} ms) before --now, more than "
@@ -1072,7 +1079,8 @@ class _Auditor:
 
 
 def audit_partition_report(replica: PartitionLog, *, config: TopicConfig | None = None, deep: bool = True,
-                           now_ms: int | None = None) -> PartitionAudit:
+                           now_ms: int | None = None,
+                           coordinator: CoordinatorTransactions | None = None) -> PartitionAudit:
     """Findings and per-``.log`` byte accounting of one partition replica.
 
     ``config``: the topic's :class:`kafka_format.topicconfig.TopicConfig` (only ``compact`` is
@@ -1080,15 +1088,64 @@ def audit_partition_report(replica: PartitionLog, *, config: TopicConfig | None 
     it, internal compacted topics and partitions with a cleaner checkpoint count as compacted.
     ``deep``: record-level checks (non-consecutive offsets, time index vs record timestamps).
     ``now_ms``: the audit time for open-transaction ages (default: now).
+    ``coordinator``: the transaction coordinator's view (:func:`coordinator_transactions`); an
+    open transaction past the timeout is hanging only where it does not list the partition.
     """
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    return _Auditor(replica, config, deep, now).run()
+    return _Auditor(replica, config, deep, now, coordinator).run()
 
 
 def audit_partition(replica: PartitionLog, *, config: TopicConfig | None = None, deep: bool = True,
-                    now_ms: int | None = None) -> list[Finding]:
+                    now_ms: int | None = None, coordinator: CoordinatorTransactions | None = None) -> list[Finding]:
     """Findings of one partition replica (see :func:`audit_partition_report`)."""
-    return audit_partition_report(replica, config=config, deep=deep, now_ms=now_ms).findings
+    return audit_partition_report(replica, config=config, deep=deep, now_ms=now_ms,
+                                  coordinator=coordinator).findings
+
+
+#: producer id -> the partitions its transaction coordinator still expects markers on
+CoordinatorTransactions = dict[int, frozenset[tuple[str, int]]]
+_TXN_OPEN_STATES = (1, 2, 3)   # Ongoing, PrepareCommit, PrepareAbort (TransactionState)
+
+
+def coordinator_transactions(partitions: Iterable[PartitionLog]) -> CoordinatorTransactions | None:
+    """What ``DescribeTransactions`` would answer, from the ``__transaction_state`` partitions among
+    ``partitions``: the last value of every transactional id (offset order, read_committed; a
+    tombstone removes it), as producer id -> its transaction's partitions (empty unless the state
+    is Ongoing, PrepareCommit or PrepareAbort: the coordinator clears them on completion).
+    None when no ``__transaction_state`` partition is there (the coordinator's view is unknown).
+    """
+    from kafka_format.internal.transaction_log import decode_transaction_log_key, decode_transaction_log_value
+
+    chosen = [p for p in partitions if p.topic == "__transaction_state"]
+    if not chosen:
+        return None
+    latest: dict[str, dict[str, Any] | None] = {}
+    for part in sorted(chosen, key=lambda p: p.partition):
+        for seg in part.segments:
+            if seg.log_path is None:
+                continue
+            with _source(seg.log_path, part.filesystem) as src:
+                for rb in decode_segment(src):
+                    for key, value, is_control in zip(rb.column("key").to_pylist(),
+                                                      rb.column("value").to_pylist(),
+                                                      rb.column("isControl").to_pylist(), strict=True):
+                        if is_control or key is None:
+                            continue
+                        k = decode_transaction_log_key(key)["data"]
+                        if not isinstance(k, dict):
+                            continue
+                        v = decode_transaction_log_value(value)
+                        latest[k["transactionalId"]] = None if v is None else v["data"]
+    out: dict[int, frozenset[tuple[str, int]]] = {}
+    for data in latest.values():
+        if not isinstance(data, dict):
+            continue
+        parts: frozenset[tuple[str, int]] = frozenset()
+        if data.get("transactionStatus") in _TXN_OPEN_STATES:
+            parts = frozenset((t["topic"], i) for t in data.get("transactionPartitions") or ()
+                              for i in t["partitionIds"])
+        out[int(data["producerId"])] = parts
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

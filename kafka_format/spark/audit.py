@@ -37,11 +37,13 @@ from kafka_format.audit import (
     audit_log_dir,
     audit_partition_report,
     audit_replicas,
+    coordinator_transactions,
     replica_groups,
     sort_findings,
 )
 from kafka_format.errors import KafkaFormatError, LogDirError
 from kafka_format.logdir import LogDir, PartitionLog, open_log_dirs
+from kafka_format.planning import longest_replicas
 
 __all__ = ["audit", "audit_rows", "FINDINGS_SCHEMA", "FILES_SCHEMA"]
 
@@ -82,6 +84,7 @@ class _Task:
     config: Any
     deep: bool
     now_ms: int
+    coordinator: Any = None     # audit.coordinator_transactions of the log dirs (partition tasks)
 
 
 def _reopen_partition(path: str) -> PartitionLog:
@@ -111,7 +114,7 @@ def _run(task: _Task) -> Iterator[tuple[str, dict[str, Any]]]:
     try:
         if task.kind == "partition":
             report = audit_partition_report(_reopen_partition(task.paths[0]), config=task.config,
-                                            deep=task.deep, now_ms=task.now_ms)
+                                            deep=task.deep, now_ms=task.now_ms, coordinator=task.coordinator)
             for f in report.findings:
                 yield "finding", f.row()
             for a in report.files:
@@ -147,9 +150,16 @@ def _tasks(logdirs: Sequence[str], topics: Sequence[str] | None, topic_pattern: 
         return configs[topic] if configs is not None else None
 
     tasks: list[_Task] = [_Task("logdir", (d.path,), None, None, deep, now_ms) for d in found.log_dirs]
+    # the coordinators' view of open transactions (hanging = not listed there), read on the driver;
+    # unreadable (its own partition audit reports why): unknown, as without __transaction_state
+    try:
+        coordinator = coordinator_transactions(longest_replicas(
+            [p for p in found.all_partitions() if p.kind == "live" and p.topic == "__transaction_state"]))
+    except (KafkaFormatError, OSError):
+        coordinator = None
     for p in found.all_partitions():
         if p.kind == "live" and _selected(p.topic, topics, topic_pattern):
-            tasks.append(_Task("partition", (p.path,), p.topic, config(p.topic), deep, now_ms))
+            tasks.append(_Task("partition", (p.path,), p.topic, config(p.topic), deep, now_ms, coordinator))
     for group in replica_groups(found.log_dirs):
         topic = group[0].topic
         if _selected(topic, topics, topic_pattern):

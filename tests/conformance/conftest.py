@@ -18,6 +18,7 @@ Recorder use::
         conformance.compare("offsets", kafka_version, "w-codecs-0 earliest", ours, kafka)
         ...
         conformance.assert_equal("offsets", kafka_version)   # fails listing every difference
+        conformance.fixed("offsets", "what differed, the fix, the Kafka file deciding it")
 """
 
 from __future__ import annotations
@@ -55,6 +56,13 @@ class Recorder:
     """Collects the cases of every comparison; written to CONFORMANCE.md at the end of the run."""
 
     cases: list[Case] = field(default_factory=list)
+    fixed_notes: list[tuple[str, str]] = field(default_factory=list)
+
+    def fixed(self, comparison: str, text: str) -> None:
+        """Note a difference this comparison found earlier and the product now fixes (with the
+        Kafka source that decides it); listed in the report, once per text."""
+        if (comparison, text) not in self.fixed_notes:
+            self.fixed_notes.append((comparison, text))
 
     def record(self, comparison: str, version: str, case: str, equal: bool, detail: str = "") -> bool:
         """Record one case's outcome; returns ``equal``."""
@@ -101,6 +109,9 @@ class Recorder:
             lines.append("None.")
         for c in diffs:
             lines.append(f"- **{c.comparison}** (Kafka {c.version}) `{c.case}`: {c.detail}")
+        if self.fixed_notes:
+            lines += ["", "## Differences found earlier and fixed in the product", ""]
+            lines += [f"- **{comp}**: {text}" for comp, text in self.fixed_notes]
         return "\n".join(lines) + "\n"
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from broker import KafkaBroker, wait_until
 
 __all__ = ["CODECS", "Workload", "producer", "produce", "codecs", "confluent", "log_append_time", "idempotent",
-           "transactions", "consumer_groups", "compacted", "retention", "standard", "records",
+           "transactions", "stale_open_transaction", "consumer_groups", "compacted", "retention", "standard", "records",
            "open_transaction"]
 
 log = logging.getLogger("conformance")
@@ -230,6 +230,19 @@ def open_transaction(broker: KafkaBroker, topic: str = "w-txn", tid: str = "w-tx
     return Workload(transactions={tid: "Ongoing"}, open_producers=[p])
 
 
+def stale_open_transaction(broker: KafkaBroker, topic: str = "w-txn", partition: int = 1,
+                           tid: str = "w-txn-stale", age_ms: int = 1_200_000, n: int = 5) -> Workload:
+    """An open transaction (15 min timeout, never ended) whose records carry CreateTime
+    timestamps ``age_ms`` in the past: older than transaction.max.timeout.ms by its producer's
+    last timestamp, yet still Ongoing at the coordinator (kafka-transactions find-hanging: not
+    hanging)."""
+    p = producer(broker, transactional_id=tid, transaction_timeout_ms=900000)
+    p.init_transactions()
+    p.begin_transaction()
+    produce(p, topic, tid, n, partition=partition, timestamp_ms=int(time.time() * 1000) - age_ms)
+    return Workload(transactions={tid: "Ongoing"}, open_producers=[p])
+
+
 def consumer_groups(broker: KafkaBroker, topic: str, partitions: int, group: str = "w-group",
                     rounds: int = 3) -> Workload:
     """A consumer group committing offsets (with metadata) several times per partition, and a
@@ -340,6 +353,7 @@ def standard(broker: KafkaBroker) -> Workload:
         p.close(timeout=10)
     wl.merge(consumer_groups(broker, "w-txn", 2, group="w-group-2", rounds=2))
     wl.merge(open_transaction(broker))
+    wl.merge(stale_open_transaction(broker))
     step("the rest")
     wait_until(lambda: broker.pid is not None, 5, "broker alive after workloads")
     return wl
