@@ -327,7 +327,10 @@ def _partition_values(rel: str, partition_by: Sequence[str]) -> dict[str, str | 
 
 # --- Delta ----------------------------------------------------------------------------
 def delta_spark_available(spark: SparkSession) -> bool:
-    """Whether delta-spark's JVM classes are on the session's classpath."""
+    """Whether delta-spark's JVM classes are on the session's classpath (``$KLOGS_DELTA_ENGINE=delta-rs``
+    forces the delta-rs fallback, as for a session without Delta's jars)."""
+    if os.environ.get("KLOGS_DELTA_ENGINE") == "delta-rs":
+        return False
     try:
         jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
         jvm.java.lang.Class.forName(_DELTA_FORMAT_CLASS, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
