@@ -62,9 +62,10 @@ Parquet layout
     written with another checkpoint) is an error rather than a silent skip or duplicate.
 
 Delta
-    With delta-spark's JVM classes on the classpath Spark writes ``format("delta")`` (incremental:
-    ``txnAppId``/``txnVersion`` = query id / batch id, Delta's idempotent-writes options).
-    Otherwise (the default here) Spark writes Parquet files into ``OUT/_klogs_staging/<run>/``,
+    With delta-spark's JVM classes on the classpath (``build_session`` adds its package; the
+    default) Spark writes ``format("delta")`` (incremental: ``txnAppId``/``txnVersion`` = query id /
+    batch id, Delta's idempotent-writes options).  The fallback, for a session without Delta's jars
+    or with ``$KLOGS_DELTA_ENGINE=delta-rs``: Spark writes Parquet files into ``OUT/_klogs_staging/<run>/``,
     they are moved to ``OUT/<partition dirs>/`` and the driver commits them with delta-rs
     (``deltalake``) as ONE commit: :func:`deltalake.transaction.create_table_with_add_actions` for a
     new table, else ``DeltaTable.create_write_transaction`` (batch: ``overwrite``; incremental:
@@ -345,7 +346,10 @@ def _partition_values(rel: str, partition_by: Sequence[str]) -> dict[str, str | 
 
 # --- Delta ----------------------------------------------------------------------------
 def delta_spark_available(spark: SparkSession) -> bool:
-    """Whether delta-spark's JVM classes are on the session's classpath."""
+    """Whether delta-spark's JVM classes are on the session's classpath (``$KLOGS_DELTA_ENGINE=delta-rs``
+    forces the delta-rs fallback, as for a session without Delta's jars)."""
+    if os.environ.get("KLOGS_DELTA_ENGINE") == "delta-rs":
+        return False
     try:
         jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
         jvm.java.lang.Class.forName(_DELTA_FORMAT_CLASS, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())

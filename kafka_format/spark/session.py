@@ -11,7 +11,10 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
+
+from kafka_format.spark.delta import with_delta
 
 __all__ = ["build_session", "read_profile", "conf_dir", "ALWAYS"]
 
@@ -88,9 +91,10 @@ def build_session(master: str | None = None, profile: str = "local", app_name: s
     """Get or create a SparkSession from a profile, with the ``kafka-log`` source registered.
 
     Precedence (lowest first): ``spark_conf/<profile>.conf``, ``extra_conf``, ``master``.
-    Workers use this interpreter unless ``PYSPARK_PYTHON`` is already set.  ``jvm_log``: when this
-    call starts the JVM, its output (start-up warnings, Spark's log, workers' stderr) goes to that
-    file instead of this process's stderr.
+    Workers use this interpreter unless ``PYSPARK_PYTHON`` is already set.  When this call starts
+    the JVM, delta-spark's package is added (:func:`kafka_format.spark.delta.with_delta`) so
+    ``--format delta`` writes through Spark's Delta writer, and ``jvm_log`` (when given) receives
+    its output (start-up warnings, Spark's log, workers' stderr) instead of this process's stderr.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -99,11 +103,11 @@ def build_session(master: str | None = None, profile: str = "local", app_name: s
     conf.update(ALWAYS)
     if master is not None:
         conf["spark.master"] = master
+    if not _jvm_running():
+        conf = with_delta(conf)
     builder = SparkSession.builder.appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    from pyspark import SparkContext
-
     starts_jvm = SparkContext._active_spark_context is None and SparkContext._gateway is None
     with _stderr_to(jvm_log if starts_jvm else None):
         spark = builder.getOrCreate()
@@ -113,3 +117,9 @@ def build_session(master: str | None = None, profile: str = "local", app_name: s
 
     register(spark)
     return spark
+
+
+def _jvm_running() -> bool:
+    """Whether a JVM is already up (a live SparkContext, or spark-submit launched this process):
+    its classpath is fixed, so packages set now would not apply."""
+    return SparkContext._active_spark_context is not None or bool(os.environ.get("PYSPARK_GATEWAY_PORT"))

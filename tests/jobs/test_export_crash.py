@@ -40,7 +40,7 @@ class Scenario:
 SCENARIOS = {
     "parquet-batch": Scenario("parquet", False, FILES_WRITTEN),
     "parquet-incremental-published": Scenario("parquet", True, BATCH_COMMITTED),
-    "delta-batch": Scenario("delta", False, FILES_WRITTEN),
+    "delta-batch": Scenario("delta", False, FILES_WRITTEN),      # the delta-rs fallback (see its test)
     "delta-incremental-committed": Scenario("delta", True, BATCH_COMMITTED),
 }
 
@@ -85,7 +85,8 @@ def crashed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Crashed]:
         if sc.incremental:
             args += ["--checkpoint", str(ckpt)]
         proc = subprocess.Popen([sys.executable, "-c", KLOGS, "export", *args, "--master", "local[1]"],
-                                env={**env, "KLA_CRASH_AT": sc.crash_at}, stdout=subprocess.DEVNULL,
+                                env={**env, "KLA_CRASH_AT": sc.crash_at,
+                                     **({"KLOGS_DELTA_ENGINE": "delta-rs"} if name == "delta-batch" else {})}, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
         running[name] = (proc, logs, out, ckpt, args)
     while running:
@@ -130,9 +131,11 @@ def test_parquet_incremental_killed_after_publish_is_not_duplicated(spark, crash
 
 
 # --- Delta --------------------------------------------------------------------------------
-def test_delta_batch_killed_before_commit_has_no_version(spark, crashed) -> None:  # type: ignore[no-untyped-def]
+def test_delta_batch_killed_before_commit_has_no_version(spark, crashed, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The delta-rs fallback (a session without Delta's jars): staged files, then one delta-rs commit."""
     from deltalake import DeltaTable
 
+    monkeypatch.setenv("KLOGS_DELTA_ENGINE", "delta-rs")
     c = crashed["delta-batch"]
     assert_killed(c)
     assert not DeltaTable.is_deltatable(str(c.out))

@@ -262,6 +262,28 @@ def test_delta_batch_export_is_one_commit_readable_by_deltalake_and_spark(spark,
     assert not (out / "_klogs_staging").exists() or not any((out / "_klogs_staging").iterdir())
 
 
+def test_delta_export_goes_through_spark_delta_writer_and_reads_in_spark_deltalake_duckdb(  # type: ignore[no-untyped-def]
+        spark, orders: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import duckdb
+    from deltalake import DeltaTable
+
+    from kafka_format.spark.export import delta_spark_available
+
+    assert delta_spark_available(spark)                 # make setup put delta-spark's jars on the session
+    out = tmp_path / "table"
+    capsys.readouterr()
+    assert run_export(orders, "--out", out, "--format", "delta") == 0
+    assert json.loads(capsys.readouterr().out)["engine"] == "delta-spark"
+    expected = sorted(oracle(orders))
+    via_spark = spark.read.format("delta").load(str(out)).select("topic", "partition", "offset").collect()
+    assert sorted(tuple(r) for r in via_spark) == expected
+    assert sorted(ident(r) for r in read_delta(out)) == expected
+    # DuckDB over the files the Delta log lists (its delta extension is not on a package registry)
+    files = [f.removeprefix("file://") for f in DeltaTable(str(out)).file_uris()]
+    got = duckdb.sql(f"SELECT topic, partition, \"offset\" FROM read_parquet({files!r}, hive_partitioning=true)").fetchall()
+    assert sorted((t, int(p), int(o)) for t, p, o in got) == expected
+
+
 # --- incremental --------------------------------------------------------------------------
 @pytest.mark.parametrize("fmt", ["parquet", "delta"])
 def test_incremental_export_adds_only_new_records(spark, orders: Path, tmp_path: Path, fmt: str) -> None:  # type: ignore[no-untyped-def]
