@@ -157,9 +157,10 @@ def session_for(ctx: JobContext, app_name: str) -> SparkSession:
             active.conf.set(key, value)
         register(active)
         return active
+    global _jvm_log
     verbose = bool(getattr(ctx.args, "verbose", False))
-    spark = build_session(master=ctx.master, profile="local", app_name=f"klogs {app_name}",
-                          jvm_log=None if verbose else jvm_log_path(app_name))
+    _jvm_log = None if verbose else jvm_log_path(app_name)
+    spark = build_session(master=ctx.master, profile="local", app_name=f"klogs {app_name}", jvm_log=_jvm_log)
     if not verbose:                     # Spark's own bar went to the log file with the JVM's output
         import atexit
 
@@ -167,6 +168,9 @@ def session_for(ctx: JobContext, app_name: str) -> SparkSession:
 
         atexit.register(ConsoleProgress(spark).start().stop)
     return spark
+
+
+_jvm_log: str | None = None       # this run's Spark log file, once session_for started a JVM
 
 
 def jvm_log_path(app_name: str) -> str:
@@ -206,14 +210,21 @@ def run_job(body: Callable[[], int], *, prog: str) -> int:
         return EXIT_OK
     except (KafkaFormatError, ConfigError, UsageError, OSError) as exc:
         failure = spark_failure(exc) if isinstance(exc, OSError) else None   # a dead JVM's refused socket
-        print(f"klogs {prog}: {failure or exc}", file=sys.stderr)
+        print(f"klogs {prog}: {failure or exc}{_log_hint(failure)}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:
         failure = spark_failure(exc)
         if failure is None:
             raise
-        print(f"klogs {prog}: {failure}", file=sys.stderr)
+        print(f"klogs {prog}: {failure}{_log_hint(failure)}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _log_hint(failure: object) -> str:
+    """`` (Spark's log: PATH)`` after a Spark failure of a run whose JVM output went to a file."""
+    if failure is None or _jvm_log is None or not os.path.exists(_jvm_log):
+        return ""
+    return f" (Spark's log: {_jvm_log})"
 
 
 def run_main(parser: argparse.ArgumentParser, argv: Sequence[str] | None,

@@ -111,7 +111,7 @@ def spark_failure(exc: BaseException, *, task_names: Any = None) -> SparkFailure
             return None   # a connection error with a live (or no) Spark JVM: not Spark's failure
         if code == JVM_OOM_EXIT:
             return SparkFailure(f"Spark's JVM ran out of memory and exited{where} (java.lang.OutOfMemoryError, "
-                                f"exit code {JVM_OOM_EXIT}; its log above says where): {DRIVER_MEMORY_KNOB}")
+                                f"exit code {JVM_OOM_EXIT}; Spark's log says where): {DRIVER_MEMORY_KNOB}")
         if code is not None:
             return SparkFailure(f"Spark's JVM exited with code {code}{where} (killed? out of memory?): "
                                 f"{DRIVER_MEMORY_KNOB}")

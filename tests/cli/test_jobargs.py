@@ -146,3 +146,21 @@ def test_retention_table_uses_human_units_and_jsonl_keeps_exact_numbers() -> Non
     assert line.split() == ["t", "0", "5", "1.2", "GiB", "2023-11-14T22:13:20Z", "true", "retention.ms",
                             "2023-11-14T22:13:20Z"]
     assert '"sizeBytes":1288490188' in format_segments([row], "jsonl")
+
+
+def test_a_spark_failure_names_the_runs_spark_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from kafka_format.cli import jobargs
+
+    log = tmp_path / "klogs-probe.log"
+    log.write_text("WARN ... java.lang.OutOfMemoryError\n")
+    monkeypatch.setattr(jobargs, "_jvm_log", str(log))
+
+    def body() -> int:
+        raise MemoryError("numpy could not allocate 8 GiB")
+
+    assert run_job(body, prog="probe") == EXIT_USAGE
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("klogs probe: out of memory") and line.endswith(f" (Spark's log: {log})")
+    assert run_job(lambda: (_ for _ in ()).throw(UsageError("bad")), prog="probe") == EXIT_USAGE
+    assert capsys.readouterr().err == "klogs probe: bad\n"          # not a Spark failure: no log named
