@@ -25,7 +25,7 @@ $(STAMP): $(SOURCES_FOR_INSTALL)
 setup: $(STAMP) ## Create .venv and install the package (with its compiled decoder) and test deps
 
 test: $(STAMP) ## Run the test suite (fast decoder; reference decoder parity included)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --ignore=tests/conformance $(PYTEST_ARGS)   # conformance: make conformance (own conftest, real brokers)
 
 test-reference: $(STAMP) ## Run the format tests with the reference decoder forced
 	KAFKA_FORMAT_DECODER=reference $(PY) -m pytest tests/format $(PYTEST_ARGS)
