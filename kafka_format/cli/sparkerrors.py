@@ -103,7 +103,7 @@ def spark_failure(exc: BaseException, *, task_names: Any = None) -> SparkFailure
     m = _JAVA_OOM.search(text)
     if m:
         what = m.group(1) or "Java heap space"
-        return SparkFailure(f"Spark ran out of JVM memory{where} (java.lang.OutOfMemoryError: {what}): "
+        return SparkFailure(f"Spark's JVM ran out of memory{where} (java.lang.OutOfMemoryError: {what}): "
                             f"{DRIVER_MEMORY_KNOB}")
     if _looks_like_dead_jvm(exc, text):
         code = _gateway_exit_code()

@@ -470,9 +470,15 @@ def test_output_lines(tmp_path: Path) -> None:
     assert objs == [{k: r[k] for k in SEGMENT_FIELDS} for r in rows]
     lines = format_segments(rows, "table").splitlines()
     assert lines[0].split() == list(SEGMENT_FIELDS) and len(lines) == 2 + len(rows)
-    assert lines[2].split() == ["t", "0", "0", str(rows[0]["sizeBytes"]), str(T0), "true", "retention.ms",
-                                str(T0 + 8 * DAY)]
-    assert lines[3].split()[5:] == ["false"]          # behind the HW: no reason, never deletable
+    from datetime import datetime, timezone
+
+    def iso(ms: int) -> str:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    size = rows[0]["sizeBytes"]
+    assert size < 1024                                  # below 1 KiB the table shows the exact count
+    assert lines[2].split() == ["t", "0", "0", str(size), "B", iso(T0), "true", "retention.ms", iso(T0 + 8 * DAY)]
+    assert lines[3].split()[6:] == ["false"]          # behind the HW: no reason, never deletable
 
 
 def test_data_samples(tmp_path: Path) -> None:
