@@ -9,6 +9,7 @@ message instead of a traceback.  Nothing here imports pyspark at module level.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import sys
@@ -157,8 +158,8 @@ def session_for(ctx: JobContext, app_name: str) -> SparkSession:
             active.conf.set(key, value)
         register(active)
         return active
-    global _jvm_log
-    verbose = bool(getattr(ctx.args, "verbose", False))
+    global _jvm_log, _verbose
+    verbose = _verbose = bool(getattr(ctx.args, "verbose", False))
     _jvm_log = None if verbose else jvm_log_path(app_name)
     spark = build_session(master=ctx.master, profile="local", app_name=f"klogs {app_name}", jvm_log=_jvm_log)
     if not verbose:                     # Spark's own bar went to the log file with the JVM's output
@@ -171,6 +172,24 @@ def session_for(ctx: JobContext, app_name: str) -> SparkSession:
 
 
 _jvm_log: str | None = None       # this run's Spark log file, once session_for started a JVM
+_verbose = False                  # --verbose: Spark's and Py4J's own output stays on the console
+
+
+class _Py4JToSparkLog(logging.Handler):
+    """Py4J logs a dead JVM's broken socket with a traceback on stderr; a job's user gets
+    :mod:`kafka_format.cli.sparkerrors`' one line instead, and the record goes to this run's Spark
+    log file (with ``--verbose``, to stderr as Py4J would have it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+            if _verbose:
+                print(text, file=sys.stderr)
+            elif _jvm_log is not None:
+                with open(_jvm_log, "a", encoding="utf-8") as log:
+                    log.write(text + "\n")
+        except Exception:   # a log record must never fail the job
+            pass
 
 
 def jvm_log_path(app_name: str) -> str:
@@ -204,6 +223,19 @@ def run_job(body: Callable[[], int], *, prog: str) -> int:
     of memory or gone: :mod:`kafka_format.cli.sparkerrors`) become one line on stderr and exit 2."""
     from kafka_format.cli.sparkerrors import spark_failure
 
+    py4j = logging.getLogger("py4j")
+    handler = _Py4JToSparkLog()
+    saved = py4j.propagate
+    py4j.addHandler(handler)
+    py4j.propagate = False
+    try:
+        return _run_body(body, prog, spark_failure)
+    finally:
+        py4j.removeHandler(handler)
+        py4j.propagate = saved
+
+
+def _run_body(body: Callable[[], int], prog: str, spark_failure: Callable[[BaseException], Any]) -> int:
     try:
         return int(body() or 0)
     except BrokenPipeError:   # `klogs JOB | head`
