@@ -57,6 +57,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kafka_format import partition_state
 from kafka_format.errors import KafkaFormatError
 from kafka_format.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
 from kafka_format.ownership import Owner
@@ -295,30 +296,14 @@ def retention_walk(segments: Sequence[SegmentFacts], *, log_start_offset: int, l
 
 
 def _scan_tail(replica: PartitionLog, seg: Segment, start: int) -> tuple[int, int | None]:
-    """(max batch maxTimestamp, last batch lastOffset or None) of ``seg`` from byte ``start``:
-    batch headers only, no decompression; stops quietly at corrupt framing (where the broker's
-    reader stops)."""
-    import pyarrow.compute as pc
-
-    from kafka_format.api import decode_segment
-
+    """(max batch maxTimestamp, last batch lastOffset or None) of ``seg`` from byte ``start``
+    (:func:`kafka_format.partition_state.iter_batch_heads`: headers only, stops quietly at corrupt
+    framing, where the broker's reader stops)."""
     best = _NO_TIMESTAMP
     last: int | None = None
-    if seg.log_path is None:
-        return best, last
-    h = replica.filesystem
-    try:
-        with h.opened(h.fs_path(seg.log_path)) as f:
-            for tbl in decode_segment(f, start=start, granularity="batch", verify_crc=False):
-                if tbl.num_rows == 0:
-                    continue
-                top = pc.max(pc.fill_null(tbl.column("maxTimestamp"), _NO_TIMESTAMP)).as_py()
-                best = max(best, int(top))
-                tail = tbl.column("lastOffset")[tbl.num_rows - 1].as_py()
-                if tail is not None:
-                    last = int(tail)
-    except KafkaFormatError:
-        pass
+    for head in partition_state.iter_batch_heads(replica, seg, start):
+        best = max(best, head.max_timestamp)
+        last = head.last_offset
     return best, last
 
 
@@ -372,12 +357,12 @@ def partition_facts(replica: PartitionLog, *, missing_hw: str = "leo") -> Partit
         leo = replica.log_end_offset
     lso = replica.log_start_offset
     leo = max(leo, segs[-1].base_offset) if segs else leo
-    ckpt = replica.high_watermark_checkpoint
-    if ckpt is None:
-        hw, source = (leo, "assumed-leo") if missing_hw == "leo" else (lso, "assumed-log-start")
+    if replica.high_watermark_checkpoint is None:
+        source = "assumed-leo" if missing_hw == "leo" else "assumed-log-start"
     else:
-        hw, source = ckpt, "checkpoint"
-    hw = max(min(hw, leo), lso)     # UnifiedLog.updateHighWatermark
+        source = "checkpoint"
+    missing = leo if missing_hw == "leo" else partition_state.MISSING_HIGH_WATERMARK
+    hw = partition_state.high_watermark(replica, log_end_offset=leo, missing=missing)
     return PartitionFacts(replica.topic, replica.partition, tuple(facts), lso, leo, hw, source,
                           replica.log_dir, replica.broker_id, replica.leader_epoch)
 

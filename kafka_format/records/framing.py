@@ -28,6 +28,7 @@ import numpy as np
 from kafka_format.crc import crc32, crc32c
 from kafka_format.errors import CorruptRecordError, UnsupportedFormatError
 from kafka_format.records import batch_v2, legacy
+from kafka_format.records.entry import ENTRY, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_OFFSET
 
 __all__ = [
     "ENTRY",
@@ -40,10 +41,6 @@ __all__ = [
     "check_entry",
 ]
 
-ENTRY = legacy.ENTRY  # offset int64, size int32
-LOG_OVERHEAD = ENTRY.size  # 12
-MAGIC_OFFSET = legacy.MAGIC_OFFSET  # 16
-HEADER_SIZE_UP_TO_MAGIC = MAGIC_OFFSET + 1  # 17
 MIN_ENTRY_SIZE = legacy.RECORD_OVERHEAD_V0  # 14: smallest legal ``size`` of any entry
 MIN_V2_BATCH_SIZE = batch_v2.HEADER_SIZE  # 61 bytes incl. the 12-byte prefix
 NO_VALUE = -1

@@ -42,6 +42,7 @@ from kafka_format.errors import (
     UnsupportedFormatError,
 )
 from kafka_format.records.columns import RecordColumns, RecordColumnsBuilder
+from kafka_format.records.entry import ENTRY, MAGIC_OFFSET
 
 if TYPE_CHECKING:
     from kafka_format.records.framing import BatchTable
@@ -58,11 +59,6 @@ __all__ = [
     "decode_entries",
 ]
 
-ENTRY = struct.Struct(
-    ">"
-    "q"  # offset
-    "i"  # size
-)
 MESSAGE_V0 = struct.Struct(
     ">"
     "I"  # crc (CRC-32)
@@ -77,7 +73,6 @@ MESSAGE_V1 = struct.Struct(
     "q"  # timestamp
 )
 LENGTH = struct.Struct(">i")  # keyLength / valueLength
-MAGIC_OFFSET = ENTRY.size + struct.calcsize(">I")  # 16
 RECORD_OVERHEAD_V0 = MESSAGE_V0.size + 2 * LENGTH.size  # 14
 RECORD_OVERHEAD_V1 = MESSAGE_V1.size + 2 * LENGTH.size  # 22
 
