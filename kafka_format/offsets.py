@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from kafka_format.errors import CorruptRecordError, IndexFormatError, KafkaFormatError
+from kafka_format.errors import IndexFormatError, KafkaFormatError
 from kafka_format.index import NO_TIMESTAMP, OFFSET_ENTRY, TIME_ENTRY, OffsetPosition, TimestampOffset
 from kafka_format.logdir import PartitionLog, Segment
 from kafka_format.partition_state import (
@@ -254,7 +254,7 @@ class PartitionLookup:
     files stay open until :meth:`close`.  ``high_watermark_override`` replaces the
     ``replication-offset-checkpoint`` value; when neither is known the log end offset is used
     (noted in :attr:`notes`).  ``strict=False`` ends a segment's batches at corrupt framing (as
-    recovery truncates) instead of raising :class:`CorruptRecordError`.
+    recovery truncates) instead of raising :class:`~kafka_format.errors.CorruptRecordError`.
     """
 
     replica: PartitionLog

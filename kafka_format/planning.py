@@ -41,7 +41,7 @@ import math
 import re
 import struct
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +49,7 @@ import numpy as np
 import pyarrow as pa
 
 from kafka_format import fsio
-from kafka_format.errors import KafkaFormatError, LogDirError
+from kafka_format.errors import LogDirError
 from kafka_format.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
 from kafka_format.offsets import PartitionLookup
 from kafka_format.partition_state import (
@@ -72,6 +72,8 @@ __all__ = [
     "resolve_timestamp",
     "log_end_offset",
     "last_stable_offset",
+    "BatchHead",
+    "iter_batch_heads",
     "open_input",
     "benchmark_planning",
 ]

@@ -47,17 +47,20 @@ from __future__ import annotations
 
 import argparse
 import base64
-import importlib
 import os
 import re
-import struct
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_format import api, audit, compression, index, snapshot, txnindex
 from kafka_format.cli.output import JsonOutput, Progress, TextOutput
+from kafka_format.crc import crc32
 from kafka_format.errors import KafkaFormatError
+from kafka_format.internal import cluster_metadata, consumer_offsets, kraft_control, transaction_log
+from kafka_format.records import batch_v2, control, legacy
+from kafka_format.records import entry as log_entry
 
 __all__ = [
     "DumpOptions",
@@ -75,11 +78,13 @@ __all__ = [
 RECORD_INDENT = "|"                       # DumpLogSegments.RecordIndent
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # --max-message-size default
 INT_MAX = 2**31 - 1                       # --max-bytes default (Integer.MAX_VALUE)
-LOG_OVERHEAD = struct.calcsize(">qi")     # offset int64 + size int32 (Records.LOG_OVERHEAD = 12)
-HEADER_SIZE_UP_TO_MAGIC = LOG_OVERHEAD + struct.calcsize(">ib")  # Records.HEADER_SIZE_UP_TO_MAGIC = 17
-RECORD_OVERHEAD_V0 = 14                   # LegacyRecord.RECORD_OVERHEAD_V0
-FRAME = struct.Struct(">qi")              # FileLogInputStream: offset int64, size int32
-LENGTH = struct.Struct(">i")              # LegacyRecord keyLength / valueLength
+# Framing (Records.LOG_OVERHEAD, HEADER_SIZE_UP_TO_MAGIC, LegacyRecord.RECORD_OVERHEAD_V0, the
+# keyLength/valueLength field): declared by the format modules, re-exported for this module's readers.
+LOG_OVERHEAD = log_entry.LOG_OVERHEAD
+HEADER_SIZE_UP_TO_MAGIC = log_entry.HEADER_SIZE_UP_TO_MAGIC
+RECORD_OVERHEAD_V0 = legacy.RECORD_OVERHEAD_V0
+FRAME = log_entry.ENTRY                       # FileLogInputStream: offset int64, size int32
+LENGTH = legacy.LENGTH
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"  # BootstrapDirectory.BINARY_BOOTSTRAP_FILENAME
 # Index checks read a few batches at an index position, not megabytes: small chunks (the library
 # still reads a larger batch whole).
@@ -130,7 +135,6 @@ def _java_string(data: bytes | None) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        batch_v2 = _library("kafka_format.records.batch_v2")
         return str(batch_v2.java_utf8(data).decode("utf-8"))
 
 
@@ -324,17 +328,6 @@ class _Abort(Exception):
         self.position = position
 
 
-class _Unavailable(Exception):
-    """A format-library module this dump needs is not installed/written yet."""
-
-
-def _library(module: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise _Unavailable(f"{module} is not available yet ({exc})") from exc
-
-
 def _java_abs_path(path: str) -> str:
     """``File.getAbsolutePath``: joined to the working directory, '..' kept (unlike abspath)."""
     return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
@@ -428,28 +421,23 @@ class _Dumper:
 
     def run(self) -> int:
         opts = self.opts
-        try:
-            if opts.should_print_data:
-                self._parser = _message_parser(opts.decoder, opts)
-            for path in opts.files:
-                try:
-                    self._dump_one(path)
-                except _Abort as abort:
-                    self.errors += 1
-                    if not opts.json:
-                        # Kafka's tool dies: the exception line, no end-of-run reports.
-                        self.text.flush()
-                        detail = f": {abort.message}" if abort.message else ""
-                        self.text.error_line(f'Exception in thread "main" {abort.java_class}{detail}')
-                        return EXIT_ERRORS
-                    kind = abort.java_class.rsplit(".", 1)[-1]
-                    message = f"{kind}: {abort.message}" if abort.message else kind
-                    self.json.obj({"type": "error", "file": abort.path, "position": abort.position,
-                                   "message": message})
-        except _Unavailable as exc:
-            self.text.flush()
-            self.text.error_line(f"klogs dump: {exc}")
-            return EXIT_USAGE
+        if opts.should_print_data:
+            self._parser = _message_parser(opts.decoder, opts)
+        for path in opts.files:
+            try:
+                self._dump_one(path)
+            except _Abort as abort:
+                self.errors += 1
+                if not opts.json:
+                    # Kafka's tool dies: the exception line, no end-of-run reports.
+                    self.text.flush()
+                    detail = f": {abort.message}" if abort.message else ""
+                    self.text.error_line(f'Exception in thread "main" {abort.java_class}{detail}')
+                    return EXIT_ERRORS
+                kind = abort.java_class.rsplit(".", 1)[-1]
+                message = f"{kind}: {abort.message}" if abort.message else kind
+                self.json.obj({"type": "error", "file": abort.path, "position": abort.position,
+                               "message": message})
         self._print_reports()
         self.text.flush()
         return EXIT_ERRORS if self.errors else EXIT_OK
@@ -585,10 +573,10 @@ class _Dumper:
         prefix = f"{RECORD_INDENT} "
         text = ""
         if not opts.skip_record_metadata:
-            legacy = None
+            legacy_crc = None
             if batch["magic"] < 2:
-                legacy = (record["legacy_crc_valid"], record["legacy_crc"])
-            text = format_record_metadata(batch, record, legacy, java_tool=opts.java_tool)
+                legacy_crc = (record["legacy_crc_valid"], record["legacy_crc"])
+            text = format_record_metadata(batch, record, legacy_crc, java_tool=opts.java_tool)
             prefix = " "
             if batch["isControl"]:
                 try:
@@ -892,7 +880,6 @@ def _skipped_ranges(path: str, limit: int) -> list[_Skip]:
     Record level, because only there does the library treat a bad CRC (whose size field cannot
     be trusted: it resynchronises) and undecodable records as skipped ranges.
     """
-    api = _library("kafka_format.api")
     found: list[_Skip] = []
 
     def on_skip(r: Any) -> None:
@@ -908,7 +895,6 @@ def _skipped_ranges(path: str, limit: int) -> list[_Skip]:
             at = exc.position
         if at < limit:
             found.append((at, limit - at, exc.reason))
-    audit = _library("kafka_format.audit")   # one merge rule for dump --json and klogs audit
     ranges = [api.SkippedRange(path, p, n, r) for p, n, r in found]
     return [(r.position, r.length, r.reason) for r in audit.merge_skipped_ranges(ranges, limit, path)]
 
@@ -967,7 +953,6 @@ def _framing_abort(path: str, position: int, limit: int) -> _Abort | None:
 def _iter_range(path: str, start: int, limit: int, deep: bool, *,
                 scan_end: int | None = None) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Whole batches in ``[start, limit)`` (only those starting before ``scan_end`` if given)."""
-    api = _library("kafka_format.api")
     # batch rows: CRC checked and reported in crcValid; records: not checked (Kafka's deep
     # iteration decodes the records of a batch whatever its CRC)
     batches = api.decode_segment(path, start=start, end=limit if scan_end is None else scan_end,
@@ -1038,9 +1023,6 @@ def _add_legacy_crcs(path: str, batch: Mapping[str, Any], rows: list[dict[str, A
 
 
 def _inner_crcs(path: str, batch: Mapping[str, Any]) -> list[tuple[int, bool]]:
-    legacy = _library("kafka_format.records.legacy")
-    compression = _library("kafka_format.compression")
-    crc32 = _library("kafka_format.crc").crc32
     magic = batch["magic"]
     with open(path, "rb") as fh:
         fh.seek(batch["position"])
@@ -1071,7 +1053,6 @@ def _inner_crcs(path: str, batch: Mapping[str, Any]) -> list[tuple[int, bool]]:
 
 def _control_suffix(path: str, batch: Mapping[str, Any], record: Mapping[str, Any], opts: DumpOptions) -> str:
     """The control-record part of a record line (endTxnMarker / KRaft JSON / controlType)."""
-    control = _library("kafka_format.records.control")
     key, value = record["key"], record["value"]
     try:
         control.parse_control_key(key)   # ControlRecordType.parseTypeId checks
@@ -1081,8 +1062,7 @@ def _control_suffix(path: str, batch: Mapping[str, Any], record: Mapping[str, An
             return (f" endTxnMarker: {CONTROL_TYPE_NAMES[type_id]}"
                     f" coordinatorEpoch: {marker.coordinator_epoch}")
         if type_id in KRAFT_CONTROL_LABELS:
-            kraft = _library("kafka_format.internal.kraft_control")
-            return str(kraft.format_kraft_control(type_id, value or b"",
+            return str(kraft_control.format_kraft_control(type_id, value or b"",
                                                   leader_change_json=opts.since(*LEADER_CHANGE_JSON_SINCE)))
         return f" controlType: {CONTROL_TYPE_NAMES.get(type_id, 'UNKNOWN')}({type_id})"
     except KafkaFormatError as exc:
@@ -1106,37 +1086,30 @@ def _message_parser(decoder: str | None, opts: DumpOptions) -> _Parser:
                     None if value is None else _java_string(value))
         return parse_plain
     if decoder == "offsets":
-        offsets = _library("kafka_format.internal.consumer_offsets")
-
         def parse_offsets(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
             if record["key"] is None and coordinator_json:
                 raise KafkaFormatError(f"Failed to decode message at offset {record['offset']} using the "
                                        "specified decoder (message had a missing key)")
-            return offsets.format_offsets_record(  # type: ignore[no-any-return]
+            return consumer_offsets.format_offsets_record(  # type: ignore[no-any-return]
                 record["key"], record["value"], record["offset"])
         return parse_offsets
     if decoder == "transaction-log":
-        txn_log = _library("kafka_format.internal.transaction_log")
-
         def parse_txn(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
             if coordinator_json:
-                return txn_log.format_transaction_log_json(  # type: ignore[no-any-return]
+                return transaction_log.format_transaction_log_json(  # type: ignore[no-any-return]
                     record["key"], record["value"], record["offset"],
                     state_names=opts.since(*TRANSACTION_STATE_NAMES_SINCE))
-            return txn_log.format_transaction_log_record(  # type: ignore[no-any-return]
+            return transaction_log.format_transaction_log_record(  # type: ignore[no-any-return]
                 record["key"], record["value"])
         return parse_txn
-    metadata = _library("kafka_format.internal.cluster_metadata")
-
     def parse_metadata(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
         # ClusterMetadataLogMessageParser: no key; the value as {"type","version","data"} or an error text
-        return None, metadata.format_metadata_record(record["value"], record["offset"])
+        return None, cluster_metadata.format_metadata_record(record["value"], record["offset"])
     return parse_metadata
 
 
 def _read_offset_index(path: str, base: int) -> Any:
     """The parsed ``.index`` (every full slot in ``raw``, as ``OffsetIndex.entry(i)`` sees them)."""
-    index = _library("kafka_format.index")
     try:
         return index.read_offset_index(path, base)
     except KafkaFormatError as exc:
@@ -1145,7 +1118,6 @@ def _read_offset_index(path: str, base: int) -> Any:
 
 def _read_time_index(path: str, base: int) -> Any:
     """The parsed ``.timeindex``."""
-    index = _library("kafka_format.index")
     try:
         return index.read_time_index(path, base)
     except KafkaFormatError as exc:
@@ -1188,7 +1160,6 @@ def _first_batch_last_offset(log_path: str, position: int, max_message_size: int
 
 
 def _iter_log_range(path: str, start: int, end: int) -> Iterator[tuple[dict[str, Any], list[Any]]]:
-    api = _library("kafka_format.api")
     try:
         for table in api.decode_segment(path, start=start, end=end, granularity="batch",
                                         read_size=LOOKUP_READ_SIZE):
@@ -1203,7 +1174,6 @@ def _iter_log_range(path: str, start: int, end: int) -> Iterator[tuple[dict[str,
 def _max_timestamp_of_batch_at(log_path: str, position: int, target: int,
                                log_size: int) -> tuple[int | None, int]:
     """First batch from ``position`` with lastOffset >= target: (its lastOffset, max record timestamp)."""
-    api = _library("kafka_format.api")
     try:
         for table in api.decode_segment(log_path, start=position, end=log_size, granularity="batch",
                                         read_size=LOOKUP_READ_SIZE):
@@ -1228,7 +1198,6 @@ def _max_timestamp_of_batch_at(log_path: str, position: int, target: int,
 
 def _read_producer_snapshot(path: str) -> list[Any]:
     """Entries of a producer ``.snapshot`` (``ProducerStateManager.readSnapshot``)."""
-    snapshot = _library("kafka_format.snapshot")
     return list(snapshot.read_producer_snapshot(path).entries)
 
 
@@ -1248,7 +1217,6 @@ def _snapshot_json(path: str, e: Any) -> dict[str, Any]:
 
 def _read_txn_index(path: str) -> list[Any]:
     """Entries of a ``.txnindex`` (``TransactionIndex.allAbortedTxns``)."""
-    txnindex = _library("kafka_format.txnindex")
     try:
         return list(txnindex.read_transaction_index(path).entries)
     except KafkaFormatError as exc:

@@ -90,7 +90,7 @@ Decompress = Callable[[int, bytes, int, int], bytes]
 """(codec, data, magic, batch position) -> decompressed bytes; raises KafkaFormatError."""
 
 
-def read_message_header(buf: memoryview | bytes, pos: int, magic: int) -> tuple[int, int, int]:
+def read_message_header(buf: memoryview | bytes | bytearray, pos: int, magic: int) -> tuple[int, int, int]:
     """(crc, attributes, timestamp) of the entry at ``pos``; timestamp -1 for v0."""
     if magic == 0:
         crc, _magic, attributes = MESSAGE_V0.unpack_from(buf, pos + ENTRY.size)
