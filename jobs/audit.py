@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 
-from kafka_format.audit import REPORT_OWNER, at_or_above, format_finding, write_outputs
+from kafka_format.audit import REPORT_OWNER, at_or_above, format_finding
 from kafka_format.cli.jobargs import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -30,6 +30,7 @@ from kafka_format.cli.jobargs import (
     run_main,
     session_for,
 )
+from kafka_format.report.audit_report import write_outputs
 
 FAIL_ON = ("error", "warning", "never")
 

@@ -25,7 +25,8 @@ from kafka_format.cli.jobargs import (
     run_main,
     session_for,
 )
-from kafka_format.retention import REPORT_OWNER, format_segments, write_report
+from kafka_format.report.retention_report import format_segments, write_report
+from kafka_format.retention import REPORT_OWNER
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -43,7 +43,7 @@ from kafka_format.errors import KafkaFormatError
 from kafka_format.logdir import LogDir, PartitionLog, Segment
 from kafka_format.ownership import Owner
 from kafka_format.records.control import ControlRecordType, parse_control_key, parse_end_txn_marker
-from kafka_format.report.units import human_duration
+from kafka_format.units import human_duration
 
 if TYPE_CHECKING:
     from kafka_format.topicconfig import TopicConfig
@@ -69,8 +69,6 @@ __all__ = [
     "at_or_above",
     "sort_findings",
     "format_finding",
-    "render_html",
-    "write_outputs",
 ]
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -1357,40 +1355,3 @@ def format_finding(row: dict[str, Any]) -> str:
     parts = [f"{name} {row[name]}" for name in ("expected", "actual") if row[name] is not None]
     tail = f" ({', '.join(parts)})" if parts else ""
     return f"{row['severity'].upper()} {row['check']}{where}{loc}{off}: {row['message']}{tail}"
-
-
-def render_html(findings: Sequence[dict[str, Any]], files: Sequence[dict[str, Any]], *,
-                title: str = "klogs audit") -> str:
-    """The self-contained HTML report (:mod:`kafka_format.report.audit_page`): a summary, the
-    problems first, informational findings folded one row per check, findings per broker and
-    partition, and the byte accounting.  Every text is escaped."""
-    from kafka_format.report.audit_page import render_audit_page
-
-    return render_audit_page(findings, files, title=title)
-
-
-def write_outputs(out: str, findings: Sequence[dict[str, Any]], files: Sequence[dict[str, Any]]) -> None:
-    """Publish ``out/findings/`` (Parquet), ``out/files/`` (Parquet) and ``out/report.html`` at once
-    (:func:`kafka_format.publish.staging_dir`: a crash leaves the previous ``out`` or none).  ``out``
-    must be absent, empty or a previous audit output (:data:`REPORT_OWNER`'s marker)."""
-    import pyarrow.parquet as pq
-
-    from kafka_format.publish import crash_point, staging_dir
-
-    finding_schema = pa.schema([
-        pa.field("severity", pa.string(), False), pa.field("check", pa.string(), False),
-        pa.field("topic", pa.string()), pa.field("partition", pa.int32()), pa.field("file", pa.string()),
-        pa.field("position", pa.int64()), pa.field("offset", pa.int64()), pa.field("expected", pa.string()),
-        pa.field("actual", pa.string()), pa.field("message", pa.string(), False)])
-    files_schema = pa.schema([
-        pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
-        pa.field("file", pa.string(), False),
-        *(pa.field(c, pa.int64(), False) for c in ACCOUNTING_COLUMNS[3:])])
-    with staging_dir(out, REPORT_OWNER) as tmp:
-        for name, rows, schema in (("findings", findings, finding_schema), ("files", files, files_schema)):
-            os.mkdir(os.path.join(tmp, name))
-            table = pa.Table.from_pylist([dict(r) for r in rows], schema=schema)
-            pq.write_table(table, os.path.join(tmp, name, "part-00000.parquet"))
-        with open(os.path.join(tmp, "report.html"), "w", encoding="utf-8") as fh:
-            fh.write(render_html(findings, files))
-        crash_point("audit-before-publish")

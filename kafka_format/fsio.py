@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
+from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -35,6 +36,7 @@ __all__ = [
     "read_bytes",
     "open_input_file",
     "IO_ERROR",
+    "local_path",
 ]
 
 IO_ERROR = "IO_ERROR"
@@ -229,3 +231,16 @@ def open_input_file(location: str | os.PathLike[str], *, filesystem: Any = None)
     """Random-access file at ``location`` (local path or any pyarrow.fs URI)."""
     handle, path = resolve(location, filesystem)
     return handle.open_input_file(path)
+
+
+def local_path(target: str | os.PathLike[str]) -> str:
+    """The local file-system path of ``target`` (a path or a ``file://`` URI).
+
+    Raises ValueError for other URIs: they have no atomic rename.
+    """
+    text = os.fspath(target)
+    parsed = urlparse(text)
+    if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and text[1:3] in (":\\", ":/")):
+        return parsed.path if parsed.scheme == "file" else text
+    raise ValueError(f"{text}: atomic publishing needs a local path or file:// URI "
+                     f"(object stores have no atomic rename; use --format delta there)")

@@ -28,7 +28,7 @@ import pyarrow as pa
 from kafka_format.schema import BATCH_SCHEMA, HEADER_TYPE, RECORD_SCHEMA
 
 if TYPE_CHECKING:
-    from kafka_format.records.framing import BatchTable
+    from kafka_format.records.batch_table import BatchTable
 
 __all__ = [
     "FileContext",

@@ -45,7 +45,7 @@ from kafka_format.records.columns import RecordColumns, RecordColumnsBuilder
 from kafka_format.records.entry import ENTRY, MAGIC_OFFSET
 
 if TYPE_CHECKING:
-    from kafka_format.records.framing import BatchTable
+    from kafka_format.records.batch_table import BatchTable
 
 __all__ = [
     "ENTRY",
