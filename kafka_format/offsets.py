@@ -247,43 +247,26 @@ class _EmptyIndex(_Index):
 
 
 @dataclass
-class PartitionLookup:
-    """ListOffsets over one replica, with per-segment values cached between lookups.
-
-    ``opener(location)`` opens a file for positioned reads (default: the replica's filesystem);
-    files stay open until :meth:`close`.  ``high_watermark_override`` replaces the
-    ``replication-offset-checkpoint`` value; when neither is known the log end offset is used
-    (noted in :attr:`notes`).  ``strict=False`` ends a segment's batches at corrupt framing (as
-    recovery truncates) instead of raising :class:`~kafka_format.errors.CorruptRecordError`.
-    """
+class _SegmentReader:
+    """The files of one replica's segments as a lookup reads them: open files, index slots, batch
+    headers (:func:`kafka_format.partition_state.walk_batch_heads`) and the records of single batches,
+    each kept between lookups."""
 
     replica: PartitionLog
-    opener: Opener | None = None
-    high_watermark_override: int | None = None
-    strict: bool = True
-    notes: list[str] = field(default_factory=list)
-    _files: dict[str, Any] = field(default_factory=dict, repr=False)
-    _indexes: dict[tuple[int, str], _Index] = field(default_factory=dict, repr=False)
-    _max_ts: dict[int, TimestampOffset] = field(default_factory=dict, repr=False)
-    _tails: dict[int, list[BatchHead]] = field(default_factory=dict, repr=False)
-    _unindexed: dict[int, tuple[list[BatchHead], list[int]]] = field(default_factory=dict, repr=False)
-    _decoded: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
-    _leo: int | None = field(default=None, repr=False)
-    _lso: int | None = field(default=None, repr=False)
-
-    def __enter__(self) -> PartitionLookup:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    opener: Opener | None
+    strict: bool
+    _files: dict[str, Any] = field(default_factory=dict)
+    _indexes: dict[tuple[int, str], _Index] = field(default_factory=dict)
+    _tails: dict[int, list[BatchHead]] = field(default_factory=dict)
+    _unindexed: dict[int, tuple[list[BatchHead], list[int]]] = field(default_factory=dict)
+    _decoded: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def close(self) -> None:
         for f in self._files.values():
             f.close()
         self._files.clear()
 
-    # -- files ---------------------------------------------------------------------------------
-    def _open(self, location: str) -> Any:
+    def open(self, location: str) -> Any:
         f = self._files.get(location)
         if f is None:
             if self.opener is not None:
@@ -294,7 +277,7 @@ class PartitionLookup:
             self._files[location] = f
         return f
 
-    def _index(self, i: int, kind: str) -> _Index:
+    def index(self, i: int, kind: str) -> _Index:
         key = (i, kind)
         idx = self._indexes.get(key)
         if idx is None:
@@ -304,17 +287,17 @@ class PartitionLookup:
             if path is None or not size:
                 idx = _EmptyIndex(seg.base_offset, kind)
             else:
-                idx = _Index(self._open(path), seg.base_offset, size, kind, path)
+                idx = _Index(self.open(path), seg.base_offset, size, kind, path)
             self._indexes[key] = idx
         return idx
 
-    def _offset_lookup(self, i: int, target: int) -> int:
+    def offset_lookup(self, i: int, target: int) -> int:
         """``OffsetIndex.lookup(target).position`` (0 when no entry <= target)."""
-        idx = self._index(i, "offset")
+        idx = self.index(i, "offset")
         slot = idx.floor(target)
         return 0 if slot < 0 else int(idx.entry(slot)[1])
 
-    def _heads(self, seg: Segment, start: int) -> Iterator[BatchHead]:
+    def heads(self, seg: Segment, start: int) -> Iterator[BatchHead]:
         """Batch headers of ``seg`` from ``start`` (a batch boundary) to its end, reading only header
         bytes; stops where ``FileLogInputStream.nextBatch`` stops (< 17 bytes left, a size running
         past the file) and at an all-zero size field (preallocated tail).
@@ -337,11 +320,11 @@ class PartitionLookup:
     def _read_heads(self, seg: Segment, start: int, chunk: int) -> Iterator[BatchHead]:
         """Header walk (:func:`kafka_format.partition_state.walk_batch_heads`) over this lookup's open
         file: one positioned read per header, or ``chunk``-byte windows."""
-        f = self._open(seg.log_path or "")
+        f = self.open(seg.log_path or "")
         yield from walk_batch_heads(f.read_at, start, int(seg.log_size or 0), path=seg.log_path, chunk=chunk,
                                     strict=self.strict)
 
-    def _records(self, seg: Segment, head: BatchHead) -> tuple[np.ndarray, np.ndarray]:
+    def records(self, seg: Segment, head: BatchHead) -> tuple[np.ndarray, np.ndarray]:
         """(offsets, timestamps in ms) of the records of one batch, decoded from its bytes alone
         (the last few batches are kept: lookups of near timestamps land in the same batch)."""
         key = (seg.base_offset, head.position)
@@ -356,7 +339,7 @@ class PartitionLookup:
     def _decode(self, seg: Segment, head: BatchHead) -> tuple[np.ndarray, np.ndarray]:
         from kafka_format.api import decode_bytes
 
-        data = self._open(seg.log_path or "").read_at(head.size, head.position)
+        data = self.open(seg.log_path or "").read_at(head.size, head.position)
         offsets: list[np.ndarray] = []
         stamps: list[np.ndarray] = []
         try:
@@ -371,19 +354,52 @@ class PartitionLookup:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         return np.concatenate(offsets), np.concatenate(stamps)
 
-    # -- segment values ----------------------------------------------------------
-    def _tail(self, i: int) -> list[BatchHead]:
+    def tail(self, i: int) -> list[BatchHead]:
         """Batch headers of segment ``i`` from its last offset-index entry to its end (cached)."""
         tail = self._tails.get(i)
         if tail is None:
             seg = self.replica.segments[i]
-            oidx = self._index(i, "offset")
+            oidx = self.index(i, "offset")
             m = oidx.end()
             start = int(oidx.entry(m - 1)[1]) if m else 0
             if start >= (seg.log_size or 0):
                 start = 0
-            tail = self._tails[i] = list(self._heads(seg, start))
+            tail = self._tails[i] = list(self.heads(seg, start))
         return tail
+
+
+@dataclass
+class PartitionLookup:
+    """ListOffsets over one replica, with per-segment values cached between lookups.
+
+    ``opener(location)`` opens a file for positioned reads (default: the replica's filesystem);
+    files stay open until :meth:`close`.  ``high_watermark_override`` replaces the
+    ``replication-offset-checkpoint`` value; when neither is known the log end offset is used
+    (noted in :attr:`notes`).  ``strict=False`` ends a segment's batches at corrupt framing (as
+    recovery truncates) instead of raising :class:`~kafka_format.errors.CorruptRecordError`.
+    """
+
+    replica: PartitionLog
+    opener: Opener | None = None
+    high_watermark_override: int | None = None
+    strict: bool = True
+    notes: list[str] = field(default_factory=list)
+    _max_ts: dict[int, TimestampOffset] = field(default_factory=dict, repr=False)
+    _leo: int | None = field(default=None, repr=False)
+    _lso: int | None = field(default=None, repr=False)
+    _reader: _SegmentReader = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._reader = _SegmentReader(self.replica, self.opener, self.strict)
+
+    def __enter__(self) -> PartitionLookup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._reader.close()
 
     def max_timestamp_so_far(self, i: int) -> TimestampOffset:
         """``LogSegment.readMaxTimestampAndOffsetSoFar``: the time index's last entry; where the broker
@@ -395,7 +411,7 @@ class PartitionLookup:
         if hit is not None:
             return hit
         seg = self.replica.segments[i]
-        tidx = self._index(i, "time")
+        tidx = self._reader.index(i, "time")
         n = tidx.end()
         best = tidx.entry(n - 1) if n else TimestampOffset(NO_TIMESTAMP, seg.base_offset)
         active = i == len(self.replica.segments) - 1
@@ -403,7 +419,7 @@ class PartitionLookup:
         # index was not trimmed (crash), a segment without .index (recovered, indexes rebuilt)
         if active or n < tidx.slots or seg.index_path is None:
             ts, off = int(best.timestamp), int(best.offset)
-            for head in self._tail(i):
+            for head in self._reader.tail(i):
                 if head.max_timestamp > ts:
                     ts, off = head.max_timestamp, head.last_offset
             best = TimestampOffset(ts, off)
@@ -426,7 +442,7 @@ class PartitionLookup:
             if not segs:
                 self._leo = self.replica.log_start_offset
             else:
-                tail = self._tail(len(segs) - 1)
+                tail = self._reader.tail(len(segs) - 1)
                 self._leo = next_offset_after(tail, segs[-1].base_offset)
         return self._leo
 
@@ -461,13 +477,13 @@ class PartitionLookup:
         every batch before that entry's position has ``maxTimestamp <= T < target`` and is skipped
         by Kafka's scan too.
         """
-        tidx = self._index(i, "time")
+        tidx = self._reader.index(i, "time")
         k = tidx.floor(target)
         ts, off = tidx.entry(k) if k >= 0 else TimestampOffset(NO_TIMESTAMP, self.replica.segments[i].base_offset)
-        pos = self._offset_lookup(i, max(off, start_offset))
+        pos = self._reader.offset_lookup(i, max(off, start_offset))
         if ts < target and k + 1 < tidx.end():
             _, next_off = tidx.entry(k + 1)
-            pos = max(pos, self._offset_lookup(i, next_off - 1))
+            pos = max(pos, self._reader.offset_lookup(i, next_off - 1))
         return pos
 
     def locate_timestamp(self, target: int) -> TimestampLocation | None:
@@ -477,10 +493,10 @@ class PartitionLookup:
         for i, seg in enumerate(self.replica.segments):
             if self.largest_timestamp(i) < target:
                 continue
-            for head in self._heads(seg, self._scan_start(i, target, log_start)):
+            for head in self._reader.heads(seg, self._scan_start(i, target, log_start)):
                 if head.max_timestamp < target:
                     continue
-                offsets, stamps = self._records(seg, head)
+                offsets, stamps = self._reader.records(seg, head)
                 hits = np.flatnonzero((stamps >= target) & (offsets >= log_start))
                 if hits.size:
                     j = int(hits[0])
@@ -506,12 +522,12 @@ class PartitionLookup:
             if cur.timestamp > best.timestamp:
                 best_i, best = i, cur
         seg = segs[best_i]
-        for head in self._heads(seg, self._offset_lookup(best_i, best.offset)):
+        for head in self._reader.heads(seg, self._reader.offset_lookup(best_i, best.offset)):
             if head.max_timestamp != best.timestamp:
                 continue
             if head.magic == 0:
                 return None
-            offsets, stamps = self._records(seg, head)
+            offsets, stamps = self._reader.records(seg, head)
             hits = np.flatnonzero(stamps == best.timestamp)
             if not hits.size:
                 return None
