@@ -121,7 +121,7 @@ def replica_groups(log_dirs: Iterable[LogDir]) -> list[list[PartitionLog]]:
             else:
                 continue
             groups.setdefault(key, []).append(p)
-    out = []
+    out: list[list[PartitionLog]] = []
     for members in groups.values():
         by_id: dict[str | None, list[PartitionLog]] = {}
         for p in members:  # a different topic id is a different topic (deleted and re-created)

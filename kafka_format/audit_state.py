@@ -180,8 +180,8 @@ class StateChecks(PartitionChecks):
                 ongoing[pid] = base
             st.update(epoch=epoch, last_seq=int(b.last_sequence[j]), last_offset=int(b.last_offset[j]),
                       ts=int(b.max_timestamp[j]))
-        for snap in snapshots[si:]:
-            self._compare_snapshot(*snap, state, log_start, leo)
+        for sfile, parsed in snapshots[si:]:
+            self._compare_snapshot(sfile, parsed, state, log_start, leo)
         self._open_transactions(state, leo)
         self._txn_indexes(expected_aborts, markers, log_start)
 

@@ -72,7 +72,7 @@ class BatchTable:
     def from_columns(cls, columns: dict[str, list[int] | np.ndarray], *, end: int,
                      zero_tail: bool = False) -> BatchTable:
         """Build from per-column sequences (converted to the declared dtypes)."""
-        arrays = {name: np.asarray(columns[name], dtype=dtype) for name, dtype in cls.DTYPES.items()}
+        arrays: dict[str, np.ndarray] = {name: np.asarray(columns[name], dtype=dtype) for name, dtype in cls.DTYPES.items()}
         return cls(**arrays, end=end, zero_tail=zero_tail)
 
     @classmethod
