@@ -17,29 +17,17 @@ wrapper does.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from types import ModuleType
+
+from kafka_format.cli.job_modules import JOBS, find_job, load_job_module
 
 __all__ = ["main", "build_parser", "find_job", "load_job_module", "JOBS", "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1   # errors found in the input (dump) / findings at or above --fail-on (audit)
 EXIT_USAGE = 2      # could not run: bad arguments, missing module, unreadable input
-
-# Spark jobs of docs/jobs/, each a thin entry point ``jobs/<name>.py`` with ``main(argv) -> int``.
-JOBS: dict[str, str] = {
-    "offsets": "offset for timestamp per partition (ListOffsets semantics)",
-    "retention": "segments Kafka's retention pass would delete, and when",
-    "compaction": "what the log cleaner keeps, or the compacted table view",
-    "audit": "every kafka-dump-log check plus checkpoint/epoch/replica checks",
-    "export": "topic history to Parquet or Delta, incrementally",
-}
-
-_REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,29 +50,6 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in JOBS.items():
         sub.add_parser(name, help=text, add_help=False)
     return parser
-
-
-def load_job_module(name: str) -> ModuleType | None:
-    """The module ``jobs/<name>.py`` (beside the package, or under the working directory) that
-    defines ``main``; None when there is none."""
-    for root in (_REPO_ROOT, Path.cwd()):
-        path = root / "jobs" / f"{name}.py"
-        if not path.is_file():
-            continue
-        spec = importlib.util.spec_from_file_location(f"_klogs_job_{name}", path)
-        if spec is None or spec.loader is None:
-            continue
-        module: ModuleType = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        if callable(getattr(module, "main", None)):
-            return module
-    return None
-
-
-def find_job(name: str) -> Callable[[list[str]], int] | None:
-    """``main`` of ``jobs/<name>.py`` (:func:`load_job_module`)."""
-    module = load_job_module(name)
-    return None if module is None else module.main  # type: ignore[no-any-return]
 
 
 def _run_job(name: str, argv: list[str]) -> int:

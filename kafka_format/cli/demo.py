@@ -155,7 +155,7 @@ def _job_runs(log_dirs: list[str], out_dir: Path) -> list[tuple[str, list[str], 
 
 def _run_job(out: TextOutput, name: str, argv: list[str]) -> bool:
     """Run ``jobs/<name>.py`` in this process (it uses the active session); preview its stdout."""
-    from kafka_format.cli import find_job
+    from kafka_format.cli.job_modules import find_job
 
     entry = find_job(name)
     if entry is None:

@@ -39,8 +39,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 KNOWN_CYCLES = {
     # the reference decoder picks its compiled override on first use; fast.FastDecoder subclasses it
     frozenset({"kafka_format.decoder", "kafka_format.fast"}),
-    # klogs' entry point builds the demo's parser; the demo finds the job modules through it
-    frozenset({"kafka_format.cli", "kafka_format.cli.demo"}),
 }
 
 
