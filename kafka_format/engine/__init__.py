@@ -124,3 +124,16 @@ def run_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int
 def rows_of(values: Iterable[Any]) -> list[dict[str, Any]]:
     """Spark ``Row``s or dicts as plain dicts (the jobs' output code takes either engine's rows)."""
     return [v.asDict() if hasattr(v, "asDict") else dict(v) for v in values]
+
+
+from kafka_format.errors import KafkaFormatError  # noqa: E402  (after the pool helpers: no cycle)
+
+
+class TaskFailed(KafkaFormatError):
+    """A local task failed; ``reason`` names the partition (``<topic>-<partition> (<log dir>)``)
+    and the cause, as the Spark engine's failure line does."""
+
+    code = "TASK_FAILED"
+
+    def _render(self) -> str:
+        return f"failed in partition {self.reason}"

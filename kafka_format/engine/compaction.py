@@ -19,7 +19,6 @@ No pyspark here.
 from __future__ import annotations
 
 import os
-import pickle
 import re
 import shutil
 import uuid
@@ -445,8 +444,13 @@ def cleaner_pass_local(logdirs: str | Sequence[str], configs: TopicConfigs, now_
     tasks = cleaner_tasks(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern, force=force,
                           segments_dir=segments_dir, records_dir=records_dir)
     os.makedirs(records_dir, exist_ok=True)
+    from kafka_format.engine import TaskFailed
+
     weights = [_replica_bytes(t.partition_dir) for t in tasks]
-    rows = [row for out in run_tasks(run_cleaner_file_task, tasks, weights=weights) for row in out]
+    try:
+        rows = [row for out in run_tasks(run_cleaner_file_task, tasks, weights=weights) for row in out]
+    except ReplicaTaskError as exc:
+        raise TaskFailed(str(exc)) from exc
     finish_records_dir(records_dir)
     return rows
 
