@@ -161,6 +161,10 @@ def engine_for(ctx: JobContext, *, needs_spark: str | None = None) -> str:
         raise UsageError(str(exc)) from None
     if requested == "auto":
         print(f"klogs: {choice.line()}", file=sys.stderr, flush=True)
+    if choice.engine == "local":
+        from kafka_format.engine import without_pandas
+
+        without_pandas()
     return choice.engine
 
 

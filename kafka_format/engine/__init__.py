@@ -23,8 +23,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["ENGINES", "LOCAL_MAX_BYTES", "PARALLEL_MIN_BYTES", "EngineChoice", "choose_engine",
-           "input_bytes", "local_max_bytes", "run_tasks", "workers"]
+__all__ = ["ENGINES", "LOCAL_MAX_BYTES", "PARALLEL_MIN_BYTES", "EngineChoice", "TaskFailed", "choose_engine",
+           "input_bytes", "local_max_bytes", "rows_of", "run_tasks", "without_pandas", "workers"]
 
 ENGINES = ("auto", "local", "spark")
 LOCAL_MAX_BYTES = 1 << 30        # auto: above this many segment bytes the work goes to Spark
@@ -94,6 +94,29 @@ def choose_engine(requested: str, *, master: str | None, logdirs: Sequence[str],
     if size > limit:
         return EngineChoice("spark", f"{_human(size)} of segments > {_human(limit)}")
     return EngineChoice("local", f"{_human(size)} of segments <= {_human(limit)}, no --master")
+
+
+def without_pandas() -> None:
+    """Keep pandas out of a local-engine process.
+
+    pyarrow imports pandas (about half a second, a third of a small local run) the first time it
+    converts a value or an array to numpy, only to recognise pandas objects and pandas' NaT; the
+    local engine never uses pandas.  A meta path finder makes ``import pandas`` fail for the rest
+    of the process (and its forked workers), which pyarrow takes as "pandas is not installed".
+    Does nothing where pandas or pyspark is already imported (a Spark session needs pandas)."""
+    if "pandas" in sys.modules or "pyspark" in sys.modules:
+        return
+    if not any(isinstance(f, _NoPandas) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NoPandas())
+
+
+class _NoPandas:
+    """A meta path finder under which ``import pandas`` raises ImportError."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError(f"{name}: not imported by the local engine")
+        return None
 
 
 def workers() -> int:
