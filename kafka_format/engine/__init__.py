@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 __all__ = ["ENGINES", "LOCAL_MAX_BYTES", "PARALLEL_MIN_BYTES", "EngineChoice", "TaskFailed", "choose_engine",
-           "input_bytes", "local_max_bytes", "rows_of", "run_tasks", "without_pandas", "workers"]
+           "input_bytes", "local_max_bytes", "run_tasks", "without_pandas", "workers"]
 
 ENGINES = ("auto", "local", "spark")
 LOCAL_MAX_BYTES = 1 << 30        # auto: above this many segment bytes the work goes to Spark
@@ -142,11 +142,6 @@ def run_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int
     with ProcessPoolExecutor(max_workers=min(n, len(tasks)),
                              mp_context=multiprocessing.get_context(method)) as pool:
         return list(pool.map(fn, tasks, chunksize=max(1, len(tasks) // (4 * n))))
-
-
-def rows_of(values: Iterable[Any]) -> list[dict[str, Any]]:
-    """Spark ``Row``s or dicts as plain dicts (the jobs' output code takes either engine's rows)."""
-    return [v.asDict() if hasattr(v, "asDict") else dict(v) for v in values]
 
 
 from kafka_format.errors import KafkaFormatError  # noqa: E402  (after the pool helpers: no cycle)

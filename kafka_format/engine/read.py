@@ -11,6 +11,7 @@ work.  Filters are not pushed (there is no query): the rows are those of ``spark
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -51,12 +52,19 @@ def read_table(options: Mapping[str, str]) -> pa.Table:
 
 
 def _split_bytes(split: Split) -> int:
+    """Bytes a split covers (a range to the end of its file: that file's size, when local)."""
+    known = split.size_bytes
+    if known is not None:
+        return known
     total = 0
     for r in split.ranges:
-        if r.end_position is not None:
-            total += r.end_position - r.start_position
-        else:
-            total += 1 << 20
+        end = r.end_position
+        if end is None:
+            try:
+                end = os.path.getsize(r.path)
+            except OSError:
+                end = r.start_position + (1 << 20)
+        total += max(0, end - r.start_position)
     return total
 
 
