@@ -131,7 +131,12 @@ def _full(ctx: JobContext, records_dir: str, local: bool) -> list[dict[str, obje
 
     spark = session_for(ctx, PROG)
     df = comp.read_full_input(spark, ctx.logdirs, topics=ctx.topics, topic_pattern=ctx.topic_pattern)
-    comp.compaction_full_decisions(df).write.parquet(records_dir)
+    key, before = "spark.sql.parquet.outputTimestampType", spark.conf.get("spark.sql.parquet.outputTimestampType", None)
+    spark.conf.set(key, "TIMESTAMP_MICROS")      # timestamp[us, UTC] as the cleaner's files (not INT96)
+    try:
+        comp.compaction_full_decisions(df).write.parquet(records_dir)
+    finally:
+        spark.conf.unset(key) if before is None else spark.conf.set(key, before)
     # the summary from the written decisions (a few small columns), not from a cache of the rows
     written = spark.read.parquet(records_dir).select(*comp.FULL_SUMMARY_INPUT)
     return [r.asDict() for r in comp.compaction_full_summary(written).collect()]

@@ -181,6 +181,9 @@ def session_for(ctx: JobContext, app_name: str) -> SparkSession:
     """The active session (in tests, or the one spark-submit configures: its ``--master`` and
     ``--conf`` rule) or, for ``klogs JOB``, one built from ``spark_conf/local.conf``; ``--master``
     applies when a new session is built."""
+    from kafka_format.engine import allow_pandas
+
+    allow_pandas()                      # a local run earlier in this process kept pandas out
     from pyspark.sql import SparkSession
 
     from kafka_format.spark import register

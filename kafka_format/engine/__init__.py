@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["ENGINES", "LOCAL_MAX_BYTES", "PARALLEL_MIN_BYTES", "EngineChoice", "TaskFailed", "choose_engine",
+__all__ = ["ENGINES", "LOCAL_MAX_BYTES", "PARALLEL_MIN_BYTES", "EngineChoice", "TaskFailed", "allow_pandas", "choose_engine",
            "input_bytes", "local_max_bytes", "run_tasks", "without_pandas", "workers"]
 
 ENGINES = ("auto", "local", "spark")
@@ -108,6 +108,11 @@ def without_pandas() -> None:
         return
     if not any(isinstance(f, _NoPandas) for f in sys.meta_path):
         sys.meta_path.insert(0, _NoPandas())
+
+
+def allow_pandas() -> None:
+    """Undo :func:`without_pandas` (before a Spark session starts in a process that ran locally)."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _NoPandas)]
 
 
 class _NoPandas:
