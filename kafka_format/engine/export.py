@@ -248,7 +248,7 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
                 part_schema = pa.schema([data.schema.field(c) for c in cols])
                 ds.write_dataset(data, tmp, format="parquet", partitioning=ds.partitioning(part_schema,
                                  flavor="hive"), basename_template="part-{i}.parquet",
-                                 existing_data_behavior="overwrite_or_ignore",
+                                 existing_data_behavior="overwrite_or_ignore", preserve_order=True,
                                  file_options=ds.ParquetFileFormat().make_write_options(
                                      coerce_timestamps="us", allow_truncated_timestamps=False))
             with open(os.path.join(tmp, "_SUCCESS"), "wb"):
