@@ -36,10 +36,10 @@ test-cluster: $(STAMP) ## Distributed tests: local-cluster and a standalone clus
 conformance: $(STAMP) ## Compare with real Apache Kafka brokers (jars fetched by Maven on first run); writes CONFORMANCE.md
 	$(PY) -m pytest -m conformance tests/conformance $(PYTEST_ARGS)
 
-demo: $(STAMP) ## Run the product on data_samples/ with local Spark and print where results are
+demo: $(STAMP) ## Run the product on data_samples/ on the local engine and local Spark; print times and where results are
 	$(VENV)/bin/klogs demo --out build/demo
 
-bench: $(STAMP) ## Decode/plan/scan benchmarks, written to BENCHMARKS.md
+bench: $(STAMP) ## Decode/plan/scan benchmarks and the jobs on both engines, written to BENCHMARKS.md
 	$(PY) tests/benchmarks/run.py --out BENCHMARKS.md
 
 SCALE_SIZES ?= 1g,4g,16g

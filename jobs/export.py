@@ -24,6 +24,7 @@ from kafka_format.cli.jobargs import (
     JobContext,
     UsageError,
     add_common_arguments,
+    engine_for,
     job_context,
     run_main,
     session_for,
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _body(args: argparse.Namespace) -> int:
-    from kafka_format.spark.export import hold_outputs, source_options
+    from kafka_format.engine.export import hold_outputs, source_options
 
     ctx = job_context(args)
     opts = source_options(topics=ctx.topics, topic_pattern=ctx.topic_pattern,
@@ -85,10 +86,24 @@ def _body(args: argparse.Namespace) -> int:
 
 
 def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str]) -> int:
+    from kafka_format.engine.export import needs_spark
+
+    fmt = ctx.format or "parquet"
+    why = needs_spark(format=fmt, checkpoint=args.checkpoint, value_as=args.value_as)
+    if engine_for(ctx, needs_spark=why) == "local":
+        from kafka_format.engine.export import export_local
+
+        try:
+            result = export_local(ctx.logdirs, str(ctx.out), options=opts, partition_by=args.partition_by,
+                                  key_as=args.key_as, value_as=args.value_as)
+        except ValueError as exc:      # bad option values
+            raise UsageError(str(exc)) from None
+        print(json.dumps(result.to_json(), sort_keys=True))
+        return EXIT_OK
     from kafka_format.spark.export import export, export_incremental, read_source
 
     spark = session_for(ctx, PROG)
-    common = dict(format=ctx.format or "parquet", partition_by=args.partition_by,
+    common = dict(format=fmt, partition_by=args.partition_by,
                   key_as=args.key_as, value_as=args.value_as)
     try:
         if args.checkpoint:

@@ -312,7 +312,7 @@ def _compression_names(attributes: np.ndarray) -> pa.Array:
 def _headers(columns: RecordColumns, include_headers: bool) -> pa.Array:
     n = len(columns)
     if not include_headers or len(columns.header_value_valid) == 0:
-        return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)),
+        return pa.ListArray.from_arrays(_array(np.zeros(n + 1, dtype=np.int32), pa.int32()),
                                         pa.array([], type=HEADER_TYPE.value_type))
     keys = _binary(pa.string(), columns.header_key_offsets, columns.header_key_data, None)
     values = _binary(pa.binary(), columns.header_value_offsets, columns.header_value_data,

@@ -92,22 +92,42 @@ import json
 import os
 import re
 import threading
-import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_format.errors import KafkaFormatError
-from kafka_format.ownership import Owner, OutputRefused, remove_tree
-from kafka_format.publish import claim_output, cleanup_stale, crash_point, ensure_output_dir, local_path, staging_dir
+from kafka_format.ownership import OutputRefused, remove_tree
+from kafka_format.engine.export import (  # shared with the local engine (no pyspark there)
+    BATCH_OWNER,
+    CHECKPOINT_OWNER,
+    DELTA_OWNER,
+    FORMATS,
+    INCREMENTAL_OWNER,
+    KEY_AS,
+    MICROS_PER_DAY,
+    NO_TIMESTAMP_MS,
+    PARQUET_OWNER,
+    PARTITION_LAYOUTS,
+    VALUE_AS,
+    ExportError,
+    ExportResult,
+    _check_choice,
+    _data_files,
+    _is_local,
+    hold_outputs,
+    output_owner,
+    parse_partition_by,
+    source_options,
+)
+from kafka_format.publish import cleanup_stale, crash_point, ensure_output_dir, local_path, staging_dir
 
 __all__ = [
     "FORMATS", "PARTITION_LAYOUTS", "KEY_AS", "VALUE_AS", "BATCH_COLUMN", "BATCH_MARKER", "STAGING_DIR",
@@ -117,16 +137,10 @@ __all__ = [
     "hold_outputs", "OutputRefused",
 ]
 
-FORMATS = ("parquet", "delta")
-PARTITION_LAYOUTS: dict[str, tuple[str, ...]] = {"topic,partition": ("topic", "partition"), "date": ("date",)}
-KEY_AS = ("binary", "string")
-VALUE_AS = ("binary", "string", "json")
 BATCH_COLUMN = "exportBatch"            # incremental Parquet: one published directory per micro-batch
 BATCH_MARKER = "_klogs_batch.json"
 STAGING_DIR = "_klogs_staging"          # Delta via delta-rs: Spark's output before it is committed
 DELTA_APP_PREFIX = "klogs-export-"
-NO_TIMESTAMP_MS = -1                    # RecordBatch.NO_TIMESTAMP
-MICROS_PER_DAY = 86_400_000_000
 NOT_JSON = "klogs-export-not-json"
 NOT_JSON_MESSAGE = re.compile(NOT_JSON + r"\|(?P<path>[^|]*)\|(?P<position>-?\d+)\|(?P<offset>-?\d+)")
 # Session settings an export needs while it plans and writes (restored afterwards).
@@ -136,37 +150,6 @@ WRITE_CONF = {
     "spark.sql.variant.allowDuplicateKeys": "true",    # try_parse_json: RFC 8259 allows them
 }
 _DELTA_FORMAT_CLASS = "io.delta.tables.DeltaTable"
-PARQUET_OWNER = Owner("export", "parquet")                      # batch Parquet OUT (replaced per run)
-INCREMENTAL_OWNER = Owner("export", "parquet-incremental")      # OUT of exportBatch=N directories
-DELTA_OWNER = Owner("export", "delta")                          # a Delta table klogs created
-CHECKPOINT_OWNER = Owner("export", "checkpoint")                # the Spark checkpoint of --checkpoint
-BATCH_OWNER = Owner("export", "micro-batch")                    # one exportBatch=N directory
-
-
-class ExportError(KafkaFormatError):
-    """The export cannot run or its output location holds something it must not overwrite."""
-
-    code = "EXPORT_FAILED"
-
-
-@dataclass(frozen=True)
-class ExportResult:
-    """What one export run published."""
-
-    out: str
-    format: str
-    partition_by: tuple[str, ...]
-    rows: int = 0                                   # rows this run published
-    files: int = 0                                  # data files this run published
-    batches: tuple[int, ...] = ()                   # micro-batches published by this run
-    skipped: tuple[int, ...] = ()                   # replayed micro-batches found already published
-    version: int | None = None                      # Delta table version after the run
-    engine: str = "spark"                           # parquet: spark; delta: delta-spark | delta-rs
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (lists for tuples)."""
-        d = asdict(self)
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 
 @dataclass
@@ -180,39 +163,6 @@ class _Run:
 
 
 # --- options and columns --------------------------------------------------------------
-def parse_partition_by(text: str | Sequence[str]) -> tuple[str, ...]:
-    """``"topic,partition"`` or ``"date"`` (or a sequence of the same names) -> column tuple."""
-    key = text if isinstance(text, str) else ",".join(text)
-    key = ",".join(part.strip() for part in key.split(","))
-    if key not in PARTITION_LAYOUTS:
-        raise ValueError(f"partition_by must be one of {sorted(PARTITION_LAYOUTS)}, got {text!r}")
-    return PARTITION_LAYOUTS[key]
-
-
-def _check_choice(name: str, value: str, choices: Sequence[str]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
-
-
-def source_options(*, topics: Sequence[str] = (), topic_pattern: str | None = None,
-                   isolation_level: str | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``kafka-log`` options for job flags: ``--topic`` (repeatable) and ``--topic-pattern`` select
-    the union (one ``topicPattern`` when both are given: the data source takes only one of them),
-    ``--isolation-level``, then ``--option KEY=VALUE`` pass-through (validated by the source)."""
-    opts: dict[str, str] = {}
-    if topics and topic_pattern is not None:
-        alternatives = [re.escape(t) for t in topics] + [f"(?:{topic_pattern})"]
-        opts["topicPattern"] = "|".join(alternatives)
-    elif topics:
-        opts["topics"] = ",".join(topics)
-    elif topic_pattern is not None:
-        opts["topicPattern"] = topic_pattern
-    if isolation_level is not None:
-        opts["isolationLevel"] = isolation_level
-    opts.update(extra or {})
-    return opts
-
-
 def _java_string(col: Column) -> Column:
     """Kafka's ``StringDeserializer``: ``new String(bytes, UTF_8)`` (needs WRITE_CONF's legacy
     coding-error action, under which Spark's ``decode`` is the JDK decoder with replacement)."""
@@ -303,34 +253,6 @@ def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
         return pafs.LocalFileSystem(), os.path.abspath(local_path(uri))
     fs, path = pafs.FileSystem.from_uri(uri)
     return fs, path
-
-
-def _hidden(rel: str) -> bool:
-    return any(part.startswith((".", "_")) for part in rel.split("/"))
-
-
-@dataclass(frozen=True)
-class _DataFile:
-    rel: str              # path relative to the listed root, "/"-separated
-    size: int
-    rows: int
-    mtime_ms: int
-
-
-def _data_files(fs: pafs.FileSystem, root: str) -> list[_DataFile]:
-    """Parquet data files under ``root`` (hidden names skipped), rows from their footers."""
-    out: list[_DataFile] = []
-    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
-        if info.type != pafs.FileType.File:
-            continue
-        rel = info.path[len(root.rstrip("/")) + 1:]
-        if _hidden(rel) or not rel.endswith(".parquet"):
-            continue
-        with fs.open_input_file(info.path) as f:
-            rows = pq.ParquetFile(f).metadata.num_rows
-        mtime = int(info.mtime.timestamp() * 1000) if info.mtime is not None else int(time.time() * 1000)
-        out.append(_DataFile(rel, int(info.size or 0), rows, mtime))
-    return sorted(out, key=lambda d: d.rel)
 
 
 def _partition_values(rel: str, partition_by: Sequence[str]) -> dict[str, str | None]:
@@ -438,44 +360,6 @@ def read_source(spark: SparkSession, logdirs: Sequence[str], options: Mapping[st
 
 
 # --- guards ----------------------------------------------------------------------------
-def _is_local(uri: str) -> bool:
-    try:
-        local_path(uri)
-    except ValueError:
-        return False
-    return True
-
-
-def output_owner(format: str, incremental: bool) -> Owner:
-    """The marker kind of an export's ``OUT``."""
-    if format == "delta":
-        return DELTA_OWNER
-    return INCREMENTAL_OWNER if incremental else PARQUET_OWNER
-
-
-@contextmanager
-def hold_outputs(out: str, *, format: str, incremental: bool, checkpoint: str | None = None,
-                 inputs: Sequence[str] = ()) -> Iterator[None]:
-    """Claim a local ``OUT`` (and a local ``checkpoint``) for the run: refused unless absent, empty
-    or the same kind of klogs export output (:class:`OutputRefused`), locked against a second run
-    (:class:`~kafka_format.runlock.OutputBusy`).  Re-entrant: the job claims first, the library
-    functions again.  Non-local URIs are not claimed (no lock, no marker on object stores)."""
-    from contextlib import ExitStack
-
-    if checkpoint is not None and _is_local(out) and _is_local(checkpoint):
-        o, c = (os.path.realpath(os.path.abspath(local_path(p))) for p in (out, checkpoint))
-        if o == c or c.startswith(o.rstrip(os.sep) + os.sep) or o.startswith(c.rstrip(os.sep) + os.sep):
-            raise OutputRefused("the checkpoint and the output overlap", path=checkpoint,
-                                expected="a --checkpoint outside --out (and --out outside it)",
-                                found=f"--out {out}")
-    with ExitStack() as stack:
-        if _is_local(out):
-            stack.enter_context(claim_output(out, output_owner(format, incremental), inputs=inputs))
-        if checkpoint is not None and _is_local(checkpoint):
-            stack.enter_context(claim_output(checkpoint, CHECKPOINT_OWNER, inputs=inputs, what="checkpoint"))
-        yield
-
-
 _DELTA_ENTRY = re.compile(r"^(topic|date)=.*$")
 
 
