@@ -28,8 +28,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("log rules", ("kafka_format.partition_state", "kafka_format.offsets", "kafka_format.planning",
                    "kafka_format.retention", "kafka_format.compaction", "kafka_format.audit",
                    "kafka_format.audit_model", "kafka_format.audit_scan", "kafka_format.audit_segments",
-                   "kafka_format.audit_state", "kafka_format.audit_replicas", "kafka_format.topicconfig")),
+                   "kafka_format.audit_state", "kafka_format.audit_replicas", "kafka_format.topicconfig",
+                   "kafka_format.reading")),
     ("rendering", ("kafka_format.report", "kafka_format.report.")),
+    ("local engine", ("kafka_format.engine", "kafka_format.engine.")),
     ("spark adapter", ("kafka_format.spark", "kafka_format.spark.")),
     ("command line", ("kafka_format.cli", "kafka_format.cli.")),
 ]
