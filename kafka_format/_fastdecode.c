@@ -37,6 +37,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_fastcodecs.h"
+
 /* ------------------------------------------------------------------ constants */
 
 /* Framing (Records.java / DefaultRecordBatch.java). */
@@ -448,13 +450,15 @@ typedef enum {
     V_HEADER_KEY_UTF8,         /* header key is not valid UTF-8 */
     V_TRAILING_BYTES,          /* bytes remain after recordsCount records */
     V_CRC,                     /* deferred CRC-32C mismatch (FLAG_CHECK_CRC) */
+    V_DECOMPRESS,              /* not decompressed in C (corrupt, unusual, over the cap, no codec) */
+    V_TOO_LARGE,               /* one batch past the int32 offsets of one call */
     V_NO_MEMORY,               /* not a violation: allocation failed */
 } Violation;
 
 static const char *const violation_names[] = {
     "ok", "negative_count", "count_too_large", "truncated", "varint_too_long",
     "record_length", "header_count", "header_key_length", "header_key_utf8",
-    "trailing_bytes", "crc", "no_memory",
+    "trailing_bytes", "crc", "decompress", "too_large", "no_memory",
 };
 
 static void raise_violation(Py_ssize_t batch, Violation code, Py_ssize_t offset)
@@ -729,10 +733,65 @@ static void decode_state_free(DecodeState *st)
     }
 }
 
-/* Inner loop over all batches.  Returns V_OK or the violation, with *bad_batch and
- * *bad_offset set.  Runs without the GIL. */
-static Violation decode_all(DecodeState *st, const int64_t *meta, Py_ssize_t nbatches,
-                            Py_ssize_t *bad_batch, Py_ssize_t *bad_offset)
+/* Output positions while the loop runs. */
+typedef struct {
+    size_t n;                /* records written */
+    size_t h;                /* headers written */
+    size_t key_pos, val_pos;
+} Out;
+
+/* Grow to at least `bytes` (amortised doubling), called without the GIL: the new block comes
+ * from the block cache (taking the GIL for the moment of the exchange), so that a column grown
+ * while decompressed batches are decoded reuses the blocks of earlier calls instead of faulting
+ * in fresh pages and filling the cache with blocks nobody asks for. */
+static int column_grow(Column *c, size_t bytes)
+{
+    size_t cap = c->capacity * 2;
+    if (cap < bytes)
+        cap = bytes;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    size_t got;
+    char *p = block_get(cap, &got);
+    if (p) {
+        memcpy(p, c->data, c->capacity);
+        block_put(c->data, c->capacity);
+        c->data = p;
+        c->capacity = got;
+    }
+    PyGILState_Release(gil);
+    return p ? 0 : -1;
+}
+
+static inline int column_ensure(Column *c, size_t bytes)
+{
+    return c->capacity >= bytes ? 0 : column_grow(c, bytes);
+}
+
+/* Room for `rows` more records after o->n and `data_bytes` more value bytes. */
+static int reserve_batch(DecodeState *st, const Out *o, size_t rows, size_t data_bytes)
+{
+    Column *c = st->cols;
+    size_t r = o->n + rows, r1 = r + 1;
+    if (column_ensure(&c[C_BATCH_ROW], r * 4) || column_ensure(&c[C_OFFSET], r * 8) ||
+        column_ensure(&c[C_TIMESTAMP], r * 8) || column_ensure(&c[C_TIMESTAMP_TYPE], r) ||
+        column_ensure(&c[C_SEQUENCE], r * 4) || column_ensure(&c[C_KEY_OFFSETS], r1 * 4) ||
+        column_ensure(&c[C_KEY_VALID], r) || column_ensure(&c[C_VALUE_OFFSETS], r1 * 4) ||
+        column_ensure(&c[C_VALUE_VALID], r) || column_ensure(&c[C_HEADER_OFFSETS], r1 * 4) ||
+        column_ensure(&c[C_VALUE_DATA], o->val_pos + data_bytes))
+        return -1;
+    return 0;
+}
+
+/* Decoding options (benchmarks only: phases switched off to see where time goes). */
+#define OPT_NO_COPY 1            /* keys and values not copied (lengths still checked) */
+#define OPT_DECOMPRESS_ONLY 2    /* decompress (and CRC), decode nothing: the codec floor */
+
+/* Decode the `count` records of one batch in [start, end) into the columns at o.  The
+ * columns have room for the records and the value bytes (reserve_batch).  Returns V_OK
+ * or the violation with *bad_offset (relative to start).  Runs without the GIL. */
+static Violation decode_records(DecodeState *st, Out *o, const unsigned char *start,
+                                const unsigned char *end, const int64_t *m, int opts,
+                                Py_ssize_t *bad_offset)
 {
     Column *cols = st->cols;
     int32_t *batch_row = (int32_t *)cols[C_BATCH_ROW].data;
@@ -750,18 +809,208 @@ static Violation decode_all(DecodeState *st, const int64_t *meta, Py_ssize_t nba
     Column *hk_off = &cols[C_HKEY_OFFSETS], *hk_data = &cols[C_HKEY_DATA];
     Column *hv_off = &cols[C_HVALUE_OFFSETS], *hv_data = &cols[C_HVALUE_DATA];
     Column *hv_valid = &cols[C_HVALUE_VALID];
+    const int copy = !(opts & OPT_NO_COPY);
 
-    size_t n = 0;            /* records written */
-    size_t h = 0;            /* headers written */
-    size_t key_pos = 0, val_pos = 0;
-    key_off[0] = 0;
-    val_off[0] = 0;
-    hdr_off[0] = 0;
-    ((int32_t *)hk_off->data)[0] = 0;          /* capacity >= 256 entries (decode_v2) */
-    ((int32_t *)hv_off->data)[0] = 0;
-    hk_off->size = 4;                           /* the leading 0 counts for column_reserve */
-    hv_off->size = 4;
+    size_t n = o->n, h = o->h, key_pos = o->key_pos, val_pos = o->val_pos;
+    const unsigned char *p = start;
+    int32_t row = (int32_t)m[META_ROW];
+    int64_t base_offset = m[META_BASE_OFFSET];
+    int64_t base_ts = m[META_BASE_TIMESTAMP];
+    int64_t max_ts = m[META_MAX_TIMESTAMP];
+    int32_t base_seq = (int32_t)m[META_BASE_SEQUENCE];
+    int64_t count = m[META_COUNT];
+    int log_append = (m[META_FLAGS] & FLAG_LOG_APPEND_TIME) != 0;
+    int8_t ts_type = (int8_t)log_append;
+    Violation v = V_OK;
 
+    for (int64_t r = 0; r < count; r++) {
+        int32_t length, offset_delta, key_len, val_len, hcount;
+        int64_t ts_delta;
+        if ((v = read_varint(&p, end, &length)) != V_OK)
+            goto fail;
+        const unsigned char *body = p;
+        if (length > end - p) {          /* DefaultRecord.readFrom: remaining < size */
+            v = V_TRUNCATED;
+            goto fail;
+        }
+        if (p >= end) {
+            v = V_TRUNCATED;
+            goto fail;
+        }
+        p++;                             /* attributes */
+        if ((v = read_varlong(&p, end, &ts_delta)) != V_OK)
+            goto fail;
+        if ((v = read_varint(&p, end, &offset_delta)) != V_OK)
+            goto fail;
+        if ((v = read_varint(&p, end, &key_len)) != V_OK)
+            goto fail;
+        if (key_len >= 0) {
+            if (key_len > end - p) {
+                v = V_TRUNCATED;
+                goto fail;
+            }
+            if (copy) {
+                if (key_col->capacity - key_pos < (size_t)key_len) {
+                    key_col->size = key_pos;
+                    if (column_reserve_slow(key_col, (size_t)key_len) < 0)
+                        return V_NO_MEMORY;
+                }
+                memcpy(key_col->data + key_pos, p, (size_t)key_len);
+                key_pos += (size_t)key_len;
+            }
+            p += key_len;
+            key_valid[n] = 1;
+        } else {                         /* any negative length is a null key */
+            key_valid[n] = 0;
+        }
+        if ((v = read_varint(&p, end, &val_len)) != V_OK)
+            goto fail;
+        if (val_len >= 0) {
+            if (val_len > end - p) {
+                v = V_TRUNCATED;
+                goto fail;
+            }
+            if (copy) {
+                memcpy(val_data + val_pos, p, (size_t)val_len);
+                val_pos += (size_t)val_len;
+            }
+            p += val_len;
+            val_valid[n] = 1;
+        } else {                         /* any negative length is a null value */
+            val_valid[n] = 0;
+        }
+        if ((v = read_varint(&p, end, &hcount)) != V_OK)
+            goto fail;
+        if (hcount < 0 || hcount > end - p) {
+            v = V_HEADER_COUNT;
+            goto fail;
+        }
+        if (hcount > 0) {
+            /* each header takes >= 2 bytes, so hcount is backed by the payload */
+            if (column_reserve(hk_off, (size_t)hcount * 4) < 0 ||
+                column_reserve(hv_off, (size_t)hcount * 4) < 0 ||
+                column_reserve(hv_valid, (size_t)hcount) < 0)
+                return V_NO_MEMORY;
+            int32_t *hko = (int32_t *)hk_off->data;
+            int32_t *hvo = (int32_t *)hv_off->data;
+            uint8_t *hvv = (uint8_t *)hv_valid->data;
+            for (int32_t k = 0; k < hcount; k++) {
+                int32_t hk_len, hv_len;
+                if ((v = read_varint(&p, end, &hk_len)) != V_OK)
+                    goto fail;
+                if (hk_len < 0) {
+                    v = V_HEADER_KEY_LENGTH;
+                    goto fail;
+                }
+                if (hk_len > end - p) {
+                    v = V_TRUNCATED;
+                    goto fail;
+                }
+                if (!utf8_valid(p, (size_t)hk_len)) {
+                    v = V_HEADER_KEY_UTF8;
+                    goto fail;
+                }
+                if (column_reserve(hk_data, (size_t)hk_len) < 0)
+                    return V_NO_MEMORY;
+                memcpy(hk_data->data + hk_data->size, p, (size_t)hk_len);
+                hk_data->size += (size_t)hk_len;
+                p += hk_len;
+                if ((v = read_varint(&p, end, &hv_len)) != V_OK)
+                    goto fail;
+                if (hv_len >= 0) {
+                    if (hv_len > end - p) {
+                        v = V_TRUNCATED;
+                        goto fail;
+                    }
+                    if (column_reserve(hv_data, (size_t)hv_len) < 0)
+                        return V_NO_MEMORY;
+                    memcpy(hv_data->data + hv_data->size, p, (size_t)hv_len);
+                    hv_data->size += (size_t)hv_len;
+                    p += hv_len;
+                    hvv[h] = 1;
+                } else {                     /* any negative length is a null value */
+                    hvv[h] = 0;
+                }
+                h++;
+                hko[h] = (int32_t)hk_data->size;
+                hvo[h] = (int32_t)hv_data->size;
+            }
+            hk_off->size = (h + 1) * 4;
+            hv_off->size = (h + 1) * 4;
+            hv_valid->size = h;
+        }
+        if (p - body != length) {
+            v = V_RECORD_LENGTH;
+            goto fail;
+        }
+        batch_row[n] = row;
+        offset_out[n] = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)offset_delta);
+        ts_out[n] = log_append ? max_ts : (int64_t)((uint64_t)base_ts + (uint64_t)ts_delta);
+        tstype_out[n] = ts_type;
+        /* DefaultRecord.readFrom: baseSequence >= 0 ? incrementSequence(...) : NO_SEQUENCE */
+        seq_out[n] = base_seq < 0 ? NO_SEQUENCE : increment_sequence(base_seq, offset_delta);
+        n++;
+        key_off[n] = (int32_t)key_pos;
+        val_off[n] = (int32_t)val_pos;
+        hdr_off[n] = (int32_t)h;
+    }
+    if (p != end) {
+        v = V_TRAILING_BYTES;
+        goto fail;
+    }
+    o->n = n;
+    o->h = h;
+    o->key_pos = key_pos;
+    o->val_pos = val_pos;
+    return V_OK;
+fail:
+    *bad_offset = p - start;
+    return v;
+}
+
+/* Start the output: the leading zeros of the offset columns. */
+static void out_start(DecodeState *st, Out *o)
+{
+    Column *cols = st->cols;
+    memset(o, 0, sizeof *o);
+    ((int32_t *)cols[C_KEY_OFFSETS].data)[0] = 0;
+    ((int32_t *)cols[C_VALUE_OFFSETS].data)[0] = 0;
+    ((int32_t *)cols[C_HEADER_OFFSETS].data)[0] = 0;
+    ((int32_t *)cols[C_HKEY_OFFSETS].data)[0] = 0;      /* capacity >= 256 entries */
+    ((int32_t *)cols[C_HVALUE_OFFSETS].data)[0] = 0;
+    cols[C_HKEY_OFFSETS].size = 4;                       /* the leading 0 counts for column_reserve */
+    cols[C_HVALUE_OFFSETS].size = 4;
+}
+
+/* Final column sizes. */
+static void out_finish(DecodeState *st, const Out *o)
+{
+    Column *cols = st->cols;
+    size_t n = o->n, h = o->h;
+    cols[C_BATCH_ROW].size = n * 4;
+    cols[C_OFFSET].size = n * 8;
+    cols[C_TIMESTAMP].size = n * 8;
+    cols[C_TIMESTAMP_TYPE].size = n;
+    cols[C_SEQUENCE].size = n * 4;
+    cols[C_KEY_OFFSETS].size = (n + 1) * 4;
+    cols[C_KEY_DATA].size = o->key_pos;
+    cols[C_KEY_VALID].size = n;
+    cols[C_VALUE_OFFSETS].size = (n + 1) * 4;
+    cols[C_VALUE_DATA].size = o->val_pos;
+    cols[C_VALUE_VALID].size = n;
+    cols[C_HEADER_OFFSETS].size = (n + 1) * 4;
+    cols[C_HKEY_OFFSETS].size = (h + 1) * 4;
+    cols[C_HVALUE_OFFSETS].size = (h + 1) * 4;
+    cols[C_HVALUE_VALID].size = h;
+}
+
+/* Inner loop over all batches of decode_v2 (columns pre-sized by the caller).  Returns
+ * V_OK or the violation, with *bad_batch and *bad_offset set.  Runs without the GIL. */
+static Violation decode_all(DecodeState *st, const int64_t *meta, Py_ssize_t nbatches,
+                            Py_ssize_t *bad_batch, Py_ssize_t *bad_offset)
+{
+    Out o;
+    out_start(st, &o);
     for (Py_ssize_t b = 0; b < nbatches; b++) {
         const int64_t *m = meta + b * META_NCOLS;
         const unsigned char *start = st->views[b].buf;
@@ -774,169 +1023,11 @@ static Violation decode_all(DecodeState *st, const int64_t *meta, Py_ssize_t nba
             }
             start += CRC_REGION_HEADER;
         }
-        const unsigned char *p = start;
-        int32_t row = (int32_t)m[META_ROW];
-        int64_t base_offset = m[META_BASE_OFFSET];
-        int64_t base_ts = m[META_BASE_TIMESTAMP];
-        int64_t max_ts = m[META_MAX_TIMESTAMP];
-        int32_t base_seq = (int32_t)m[META_BASE_SEQUENCE];
-        int64_t count = m[META_COUNT];
-        int log_append = (m[META_FLAGS] & FLAG_LOG_APPEND_TIME) != 0;
-        int8_t ts_type = (int8_t)log_append;
-        Violation v = V_OK;
-        *bad_batch = b;
-
-        for (int64_t r = 0; r < count; r++) {
-            int32_t length, offset_delta, key_len, val_len, hcount;
-            int64_t ts_delta;
-            if ((v = read_varint(&p, end, &length)) != V_OK)
-                goto fail;
-            const unsigned char *body = p;
-            if (length > end - p) {          /* DefaultRecord.readFrom: remaining < size */
-                v = V_TRUNCATED;
-                goto fail;
-            }
-            if (p >= end) {
-                v = V_TRUNCATED;
-                goto fail;
-            }
-            p++;                             /* attributes */
-            if ((v = read_varlong(&p, end, &ts_delta)) != V_OK)
-                goto fail;
-            if ((v = read_varint(&p, end, &offset_delta)) != V_OK)
-                goto fail;
-            if ((v = read_varint(&p, end, &key_len)) != V_OK)
-                goto fail;
-            if (key_len >= 0) {
-                if (key_len > end - p) {
-                    v = V_TRUNCATED;
-                    goto fail;
-                }
-                if (key_col->capacity - key_pos < (size_t)key_len) {
-                    key_col->size = key_pos;
-                    if (column_reserve_slow(key_col, (size_t)key_len) < 0)
-                        return V_NO_MEMORY;
-                }
-                memcpy(key_col->data + key_pos, p, (size_t)key_len);
-                key_pos += (size_t)key_len;
-                p += key_len;
-                key_valid[n] = 1;
-            } else {                         /* any negative length is a null key */
-                key_valid[n] = 0;
-            }
-            if ((v = read_varint(&p, end, &val_len)) != V_OK)
-                goto fail;
-            if (val_len >= 0) {
-                if (val_len > end - p) {
-                    v = V_TRUNCATED;
-                    goto fail;
-                }
-                memcpy(val_data + val_pos, p, (size_t)val_len);
-                val_pos += (size_t)val_len;
-                p += val_len;
-                val_valid[n] = 1;
-            } else {                         /* any negative length is a null value */
-                val_valid[n] = 0;
-            }
-            if ((v = read_varint(&p, end, &hcount)) != V_OK)
-                goto fail;
-            if (hcount < 0 || hcount > end - p) {
-                v = V_HEADER_COUNT;
-                goto fail;
-            }
-            if (hcount > 0) {
-                /* each header takes >= 2 bytes, so hcount is backed by the payload */
-                if (column_reserve(hk_off, (size_t)hcount * 4) < 0 ||
-                    column_reserve(hv_off, (size_t)hcount * 4) < 0 ||
-                    column_reserve(hv_valid, (size_t)hcount) < 0)
-                    return V_NO_MEMORY;
-                int32_t *hko = (int32_t *)hk_off->data;
-                int32_t *hvo = (int32_t *)hv_off->data;
-                uint8_t *hvv = (uint8_t *)hv_valid->data;
-                for (int32_t k = 0; k < hcount; k++) {
-                    int32_t hk_len, hv_len;
-                    if ((v = read_varint(&p, end, &hk_len)) != V_OK)
-                        goto fail;
-                    if (hk_len < 0) {
-                        v = V_HEADER_KEY_LENGTH;
-                        goto fail;
-                    }
-                    if (hk_len > end - p) {
-                        v = V_TRUNCATED;
-                        goto fail;
-                    }
-                    if (!utf8_valid(p, (size_t)hk_len)) {
-                        v = V_HEADER_KEY_UTF8;
-                        goto fail;
-                    }
-                    if (column_reserve(hk_data, (size_t)hk_len) < 0)
-                        return V_NO_MEMORY;
-                    memcpy(hk_data->data + hk_data->size, p, (size_t)hk_len);
-                    hk_data->size += (size_t)hk_len;
-                    p += hk_len;
-                    if ((v = read_varint(&p, end, &hv_len)) != V_OK)
-                        goto fail;
-                    if (hv_len >= 0) {
-                        if (hv_len > end - p) {
-                            v = V_TRUNCATED;
-                            goto fail;
-                        }
-                        if (column_reserve(hv_data, (size_t)hv_len) < 0)
-                            return V_NO_MEMORY;
-                        memcpy(hv_data->data + hv_data->size, p, (size_t)hv_len);
-                        hv_data->size += (size_t)hv_len;
-                        p += hv_len;
-                        hvv[h] = 1;
-                    } else {                     /* any negative length is a null value */
-                        hvv[h] = 0;
-                    }
-                    h++;
-                    hko[h] = (int32_t)hk_data->size;
-                    hvo[h] = (int32_t)hv_data->size;
-                }
-                hk_off->size = (h + 1) * 4;
-                hv_off->size = (h + 1) * 4;
-                hv_valid->size = h;
-            }
-            if (p - body != length) {
-                v = V_RECORD_LENGTH;
-                goto fail;
-            }
-            batch_row[n] = row;
-            offset_out[n] = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)offset_delta);
-            ts_out[n] = log_append ? max_ts : (int64_t)((uint64_t)base_ts + (uint64_t)ts_delta);
-            tstype_out[n] = ts_type;
-            /* DefaultRecord.readFrom: baseSequence >= 0 ? incrementSequence(...) : NO_SEQUENCE */
-            seq_out[n] = base_seq < 0 ? NO_SEQUENCE : increment_sequence(base_seq, offset_delta);
-            n++;
-            key_off[n] = (int32_t)key_pos;
-            val_off[n] = (int32_t)val_pos;
-            hdr_off[n] = (int32_t)h;
-        }
-        if (p != end) {
-            v = V_TRAILING_BYTES;
-            goto fail;
-        }
-        continue;
-    fail:
-        *bad_offset = p - start;
-        return v;
+        Violation v = decode_records(st, &o, start, end, m, 0, bad_offset);
+        if (v != V_OK)
+            return v;
     }
-    cols[C_BATCH_ROW].size = n * 4;
-    cols[C_OFFSET].size = n * 8;
-    cols[C_TIMESTAMP].size = n * 8;
-    cols[C_TIMESTAMP_TYPE].size = n;
-    cols[C_SEQUENCE].size = n * 4;
-    cols[C_KEY_OFFSETS].size = (n + 1) * 4;
-    cols[C_KEY_DATA].size = key_pos;
-    cols[C_KEY_VALID].size = n;
-    cols[C_VALUE_OFFSETS].size = (n + 1) * 4;
-    cols[C_VALUE_DATA].size = val_pos;
-    cols[C_VALUE_VALID].size = n;
-    cols[C_HEADER_OFFSETS].size = (n + 1) * 4;
-    hk_off->size = (h + 1) * 4;
-    hv_off->size = (h + 1) * 4;
-    hv_valid->size = h;
+    out_finish(st, &o);
     return V_OK;
 }
 
@@ -1065,6 +1156,197 @@ done:
     return result;
 }
 
+
+/* ------------------------------------------------------------------ decode_v2_chunk */
+
+#define CM_START META_NCOLS          /* first byte of the batch's region in buf */
+#define CM_END (META_NCOLS + 1)      /* end of the region */
+#define CM_NCOLS (META_NCOLS + 2)
+#define FLAG_CODEC_SHIFT 4           /* flags bits 4-6: the batch's codec id */
+
+PyDoc_STRVAR(decode_v2_chunk_doc,
+"decode_v2_chunk(buf, meta, max_decompressed, options) -> (columns, done, held)\n\n"
+"Decode the records of v2 batches lying in one buffer, decompressing in C into one\n"
+"reused buffer.  meta: C-contiguous int64 rows of CHUNK_META_COLUMNS columns: the\n"
+"decode_v2 columns, then start and end of the batch's region in buf (the records\n"
+"region; from the attributes field with FLAG_CHECK_CRC, uncompressed only).  flags\n"
+"bits 4-6 hold the codec.  Each payload decompresses to at most max_decompressed bytes;\n"
+"batches are taken in order until the decompressed bytes held reach max_decompressed\n"
+"(at least one): `done` batches were decoded, `held` bytes decompressed.  Any batch the\n"
+"C codecs do not decode (corrupt, unusual framing, over the cap, codec not compiled in)\n"
+"raises FormatViolation(batch, 'decompress', 0): the caller takes the Python path.\n"
+"options (benchmarks): OPT_NO_COPY, OPT_DECOMPRESS_ONLY.");
+
+static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer buf_view, meta_view;
+    Py_ssize_t max_held;
+    int opts;
+    if (!PyArg_ParseTuple(args, "y*y*ni", &buf_view, &meta_view, &max_held, &opts))
+        return NULL;
+    DecodeState st;
+    memset(&st, 0, sizeof st);
+    KfScratch scratch;
+    memset(&scratch, 0, sizeof scratch);
+    PyObject *result = NULL;
+    Py_ssize_t nb = meta_view.len / (Py_ssize_t)(CM_NCOLS * sizeof(int64_t));
+    if (meta_view.len != nb * CM_NCOLS * (Py_ssize_t)sizeof(int64_t) || max_held < 0) {
+        PyErr_SetString(PyExc_ValueError, "meta must hold CHUNK_META_COLUMNS int64 per batch");
+        goto done;
+    }
+    const int64_t *meta = meta_view.buf;
+    const unsigned char *base = buf_view.buf;
+    unsigned available = kf_codecs_available();
+    size_t rows_est = 0, data_est = 0;
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        const int64_t *m = meta + i * CM_NCOLS;
+        int64_t a = m[CM_START], e = m[CM_END], count = m[META_COUNT];
+        int codec = (int)((m[META_FLAGS] >> FLAG_CODEC_SHIFT) & 7);
+        int check = (m[META_FLAGS] & FLAG_CHECK_CRC) != 0;
+        if (a < 0 || e < a || e > buf_view.len) {
+            PyErr_SetString(PyExc_ValueError, "batch region outside the buffer");
+            goto done;
+        }
+        size_t len = (size_t)(e - a);
+        if (count < 0) {
+            raise_violation(i, V_NEGATIVE_COUNT, 0);
+            goto done;
+        }
+        if (codec != 0) {
+            if (check || !(available & (1u << codec))) {
+                raise_violation(i, V_DECOMPRESS, 0);
+                goto done;
+            }
+            size_t backed = len * 4 / MIN_V2_RECORD_SIZE + 1;  /* a first guess; grows */
+            rows_est += (size_t)count < backed ? (size_t)count : backed;
+            data_est += len * 4;
+            continue;
+        }
+        if (check) {
+            if (len < CRC_REGION_HEADER) {
+                raise_violation(i, V_TRUNCATED, 0);
+                goto done;
+            }
+            len -= CRC_REGION_HEADER;
+        }
+        if ((uint64_t)count > len / MIN_V2_RECORD_SIZE) {
+            raise_violation(i, V_COUNT_TOO_LARGE, 0);
+            goto done;
+        }
+        rows_est += (size_t)count;
+        data_est += len;
+    }
+    if (opts & OPT_DECOMPRESS_ONLY)
+        rows_est = data_est = 0;
+    size_t n1 = rows_est + 1;
+    size_t key_guess = data_est / 16 > BLOCK_CACHE_MIN ? data_est / 16 : BLOCK_CACHE_MIN;
+    size_t init[C_NCOLS] = {
+        [C_BATCH_ROW] = rows_est * 4, [C_OFFSET] = rows_est * 8,
+        [C_TIMESTAMP] = rows_est * 8, [C_TIMESTAMP_TYPE] = rows_est,
+        [C_SEQUENCE] = rows_est * 4, [C_KEY_OFFSETS] = n1 * 4,
+        [C_KEY_DATA] = key_guess, [C_KEY_VALID] = rows_est,
+        [C_VALUE_OFFSETS] = n1 * 4, [C_VALUE_DATA] = data_est,
+        [C_VALUE_VALID] = rows_est, [C_HEADER_OFFSETS] = n1 * 4,
+        [C_HKEY_OFFSETS] = 256 * 4, [C_HKEY_DATA] = 4096,
+        [C_HVALUE_OFFSETS] = 256 * 4, [C_HVALUE_DATA] = 4096, [C_HVALUE_VALID] = 256,
+    };
+    for (int i = 0; i < C_NCOLS; i++) {
+        if (column_init(&st.cols[i], init[i]) < 0)
+            goto done;
+        st.ncols_ready = i + 1;
+    }
+
+    Py_ssize_t bad_batch = 0, bad_offset = 0, ndone = 0;
+    size_t held = 0;
+    Violation v = V_OK;
+    Py_BEGIN_ALLOW_THREADS
+    Out o;
+    out_start(&st, &o);
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        if (b > 0 && held >= (size_t)max_held)
+            break;                                /* the rest in the next call */
+        const int64_t *m = meta + b * CM_NCOLS;
+        const unsigned char *start = base + m[CM_START];
+        const unsigned char *end = base + m[CM_END];
+        int codec = (int)((m[META_FLAGS] >> FLAG_CODEC_SHIFT) & 7);
+        bad_batch = b;
+        bad_offset = 0;
+        if (m[META_FLAGS] & FLAG_CHECK_CRC) {
+            if (crc32c_update(0, start, (size_t)(end - start)) != (uint32_t)m[META_CRC]) {
+                v = V_CRC;
+                break;
+            }
+            start += CRC_REGION_HEADER;
+        }
+        size_t len = (size_t)(end - start);
+        if (codec != 0) {
+            size_t dlen = 0;
+            int rc = kf_decompress(&scratch, codec, start, len, (size_t)max_held, &dlen);
+            if (rc != KF_OK) {
+                v = rc == KF_NO_MEMORY ? V_NO_MEMORY : V_DECOMPRESS;
+                break;
+            }
+            start = scratch.data;
+            end = start + dlen;
+            len = dlen;
+            held += dlen;
+            if ((uint64_t)m[META_COUNT] > len / MIN_V2_RECORD_SIZE) {
+                v = V_COUNT_TOO_LARGE;
+                break;
+            }
+        }
+        if (opts & OPT_DECOMPRESS_ONLY) {
+            ndone = b + 1;
+            continue;
+        }
+        /* int32 Arrow offsets: a batch that could pass them starts the next call */
+        if (o.val_pos + len > (size_t)INT32_MAX || o.key_pos + len > (size_t)INT32_MAX ||
+            st.cols[C_HKEY_DATA].size + len > (size_t)INT32_MAX ||
+            st.cols[C_HVALUE_DATA].size + len > (size_t)INT32_MAX) {
+            if (b == 0)
+                v = V_TOO_LARGE;
+            break;
+        }
+        if (reserve_batch(&st, &o, (size_t)m[META_COUNT], len) < 0) {
+            v = V_NO_MEMORY;
+            break;
+        }
+        v = decode_records(&st, &o, start, end, m, opts, &bad_offset);
+        if (v != V_OK)
+            break;
+        ndone = b + 1;
+    }
+    out_finish(&st, &o);
+    Py_END_ALLOW_THREADS
+    if (v == V_NO_MEMORY) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (v != V_OK) {
+        raise_violation(bad_batch, v, bad_offset);
+        goto done;
+    }
+    PyObject *cols = PyTuple_New(C_NCOLS);
+    if (!cols)
+        goto done;
+    for (int i = 0; i < C_NCOLS; i++) {
+        PyObject *b = column_finish(&st.cols[i]);
+        if (!b) {
+            Py_DECREF(cols);
+            goto done;
+        }
+        PyTuple_SET_ITEM(cols, i, b);
+    }
+    result = Py_BuildValue("(Nnn)", cols, ndone, (Py_ssize_t)held);
+done:
+    kf_scratch_free(&scratch);
+    decode_state_free(&st);
+    PyBuffer_Release(&buf_view);
+    PyBuffer_Release(&meta_view);
+    return result;
+}
+
 /* ------------------------------------------------------------------ crc32c */
 
 PyDoc_STRVAR(crc32c_doc,
@@ -1117,6 +1399,7 @@ static PyObject *fd_block_cache_info(PyObject *self, PyObject *noargs)
 static PyMethodDef fd_methods[] = {
     {"scan", fd_scan, METH_VARARGS, scan_doc},
     {"decode_v2", fd_decode_v2, METH_VARARGS, decode_v2_doc},
+    {"decode_v2_chunk", fd_decode_v2_chunk, METH_VARARGS, decode_v2_chunk_doc},
     {"crc32c", fd_crc32c, METH_VARARGS, crc32c_doc},
     {"crc32c_portable", fd_crc32c_sw, METH_VARARGS, crc32c_sw_doc},
     {"block_cache_info", fd_block_cache_info, METH_NOARGS, block_cache_info_doc},
@@ -1156,7 +1439,12 @@ PyMODINIT_FUNC PyInit__fastdecode(void)
         PyModule_AddIntConstant(m, "META_COLUMNS", META_NCOLS) < 0 ||
         PyModule_AddIntConstant(m, "FLAG_LOG_APPEND_TIME", FLAG_LOG_APPEND_TIME) < 0 ||
         PyModule_AddIntConstant(m, "FLAG_CHECK_CRC", FLAG_CHECK_CRC) < 0 ||
-        PyModule_AddIntConstant(m, "SCAN_VERIFY_DEFER", SCAN_VERIFY_DEFER) < 0) {
+        PyModule_AddIntConstant(m, "SCAN_VERIFY_DEFER", SCAN_VERIFY_DEFER) < 0 ||
+        PyModule_AddIntConstant(m, "CHUNK_META_COLUMNS", CM_NCOLS) < 0 ||
+        PyModule_AddIntConstant(m, "FLAG_CODEC_SHIFT", FLAG_CODEC_SHIFT) < 0 ||
+        PyModule_AddIntConstant(m, "C_CODECS", (int)kf_codecs_available()) < 0 ||
+        PyModule_AddIntConstant(m, "OPT_NO_COPY", OPT_NO_COPY) < 0 ||
+        PyModule_AddIntConstant(m, "OPT_DECOMPRESS_ONLY", OPT_DECOMPRESS_ONLY) < 0) {
         Py_DECREF(m);
         return NULL;
     }
