@@ -68,6 +68,9 @@ unsigned kf_codecs_available(void)
 }
 
 /* Make room for `need` bytes of output (need <= max_output + 1 by every caller). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((unused))
+#endif
 static int scratch_reserve(KfScratch *s, size_t need)
 {
     if (need <= s->capacity)

@@ -1347,6 +1347,87 @@ done:
     return result;
 }
 
+
+/* ------------------------------------------------------------------ Arrow assembly helpers */
+
+/* A Buffer of `size` bytes from the block cache (GIL held), or NULL with an exception. */
+static BufferObject *buffer_new(size_t size)
+{
+    BufferObject *b = PyObject_New(BufferObject, &BufferType);
+    if (!b)
+        return NULL;
+    b->data = block_get(size, &b->capacity);
+    if (!b->data) {
+        b->capacity = 0;
+        b->size = 0;
+        Py_DECREF(b);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    b->size = (Py_ssize_t)size;
+    return b;
+}
+
+PyDoc_STRVAR(repeat_doc,
+"repeat(pattern, n) -> Buffer\n\n"
+"n copies of the bytes `pattern` (constant columns: a fixed-width value, a string's bytes).");
+
+static PyObject *fd_repeat(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer pat;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y*n", &pat, &n))
+        return NULL;
+    PyObject *result = NULL;
+    size_t w = (size_t)pat.len;
+    if (n < 0 || (w && (size_t)n > ((size_t)PY_SSIZE_T_MAX) / w)) {
+        PyErr_SetString(PyExc_ValueError, "repeat: bad count");
+        goto done;
+    }
+    BufferObject *out = buffer_new(w * (size_t)n);
+    if (!out)
+        goto done;
+    size_t total = w * (size_t)n;
+    if (total) {                                  /* doubling copies */
+        memcpy(out->data, pat.buf, w);
+        size_t have = w;
+        while (have < total) {
+            size_t step = have < total - have ? have : total - have;
+            memcpy(out->data + have, out->data, step);
+            have += step;
+        }
+    }
+    result = (PyObject *)out;
+done:
+    PyBuffer_Release(&pat);
+    return result;
+}
+
+PyDoc_STRVAR(offsets32_doc,
+"offsets32(n, width) -> Buffer\n\n"
+"int32 [0, width, 2*width, ..., n*width]: the offsets of n equal strings (n*width < 2^31).");
+
+static PyObject *fd_offsets32(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_ssize_t n, width;
+    if (!PyArg_ParseTuple(args, "nn", &n, &width))
+        return NULL;
+    if (n < 0 || width < 0 || (width && n > INT32_MAX / width)) {
+        PyErr_SetString(PyExc_OverflowError, "offsets32: n * width must fit an int32");
+        return NULL;
+    }
+    BufferObject *out = buffer_new((size_t)(n + 1) * 4);
+    if (!out)
+        return NULL;
+    int32_t *o = (int32_t *)out->data;
+    int32_t v = 0;
+    for (Py_ssize_t i = 0; i <= n; i++, v += (int32_t)width)
+        o[i] = v;
+    return (PyObject *)out;
+}
+
 /* ------------------------------------------------------------------ crc32c */
 
 PyDoc_STRVAR(crc32c_doc,
@@ -1400,6 +1481,8 @@ static PyMethodDef fd_methods[] = {
     {"scan", fd_scan, METH_VARARGS, scan_doc},
     {"decode_v2", fd_decode_v2, METH_VARARGS, decode_v2_doc},
     {"decode_v2_chunk", fd_decode_v2_chunk, METH_VARARGS, decode_v2_chunk_doc},
+    {"repeat", fd_repeat, METH_VARARGS, repeat_doc},
+    {"offsets32", fd_offsets32, METH_VARARGS, offsets32_doc},
     {"crc32c", fd_crc32c, METH_VARARGS, crc32c_doc},
     {"crc32c_portable", fd_crc32c_sw, METH_VARARGS, crc32c_sw_doc},
     {"block_cache_info", fd_block_cache_info, METH_NOARGS, block_cache_info_doc},

@@ -237,3 +237,21 @@ def test_codec_missing_from_the_build_falls_back(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(native, "decode_v2_chunk", no_codecs)
     got = _outcome(data, FAST)
     assert got[0] == expected[0] == "ok" and got[1].equals(expected[1])
+
+
+def test_arrow_assembly_compiled_fills_equal_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``to_arrow``'s compiled fills (per-record batch fields, constant columns) give the same
+    table as its numpy expressions, for mixed codecs, nulls and every context field."""
+    from kafka_format.records import columns as columns_module
+
+    plain, n = _plain_records(7)
+    data = b"".join(_batch(c, compression.compress(CODECS[c], plain), n, base_offset=10 * i)
+                    for i, c in enumerate(["none", *COMPRESSED, "none"]))
+    context = FileContext(path="/x/t-3/00000000000000000000.log", topic="tøpic", partition=3, segment=0,
+                          log_dir="/x", broker_id=7)
+    native = pa.Table.from_batches(list(decode_segment(data, decoder=FAST, context=context)))
+    monkeypatch.setattr(columns_module, "_native", None)
+    plain_numpy = pa.Table.from_batches(list(decode_segment(data, decoder=FAST, context=context)))
+    assert native.num_rows == 6 * n and native.equals(plain_numpy)
+    empty = FileContext()
+    assert pa.Table.from_batches(list(decode_segment(data, decoder=FAST, context=empty))).num_rows == 6 * n
