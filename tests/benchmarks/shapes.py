@@ -345,16 +345,34 @@ def run(data_dir: Path, *, shapes: list[str] | None = None, codecs: list[str] | 
     return rows
 
 
+def update_section(path: Path, lines: list[str], before: str = "## Split planning") -> None:
+    """Replace the section of ``path`` whose heading is ``lines[0]`` (up to the next ``## ``
+    heading) with ``lines``, or insert it before the ``before`` heading (else at the end)."""
+    text = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    heading = lines[0]
+    if heading in text:
+        start = text.index(heading)
+        end = next((i for i in range(start + 1, len(text)) if text[i].startswith("## ")), len(text))
+    else:
+        start = end = text.index(before) if before in text else len(text)
+    text[start:end] = lines
+    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=Path("build/bench-data"))
     parser.add_argument("--shapes", default="small,medium,large")
     parser.add_argument("--codecs", default=",".join(CODECS))
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--update", type=Path, help="write the section into this BENCHMARKS.md")
     args = parser.parse_args(argv)
     rows = run(args.data_dir, shapes=args.shapes.split(","), codecs=args.codecs.split(","),
                repeats=args.repeats)
-    print("\n".join(markdown(rows)))
+    lines = markdown(rows)
+    print("\n".join(lines))
+    if args.update:
+        update_section(args.update, lines)
     return 0
 
 
