@@ -149,7 +149,7 @@ def markdown(results: list[Result]) -> list[str]:
              "A generated tree like a large cluster's data (log dirs with checkpoints, partitions spread over "
              "them, segments with `.log` + `.index` + `.timeindex`, tiny files), discovered "
              "(`open_partitions`) and planned (`plan_splits`, default parallelism 2) on the driver, one "
-             "thread, warm dentry cache, best of 2.  Listing = `os.scandir` of every dir + a stat of every "
+             "thread, warm dentry cache, CPU seconds of the thread, best of 2.  Listing = `os.scandir` of every dir + a stat of every "
              "file (what any discovery pays).  Memory: peak Python allocations during discovery + planning "
              "(tracemalloc) and the process's peak RSS growth.", "",
              "| brokers | partitions | segments | files | splits | listing s | discovery s | planning s "
