@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat as stat_module
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -109,6 +110,10 @@ class FileSystemHandle:
 
     def list_dir(self, fs_path: str) -> list[FileStat]:
         """Entries directly inside ``fs_path`` sorted by name ([] when it does not exist)."""
+        if self.is_local and type(self.filesystem) is pafs.LocalFileSystem:
+            stats = _scan_local(fs_path)
+            if stats is not None:
+                return stats
         try:
             infos = self.filesystem.get_file_info(
                 pafs.FileSelector(fs_path, allow_not_found=True, recursive=False))
@@ -163,17 +168,43 @@ class FileSystemHandle:
             f.close()
 
 
+_NOT_FOUND, _DIRECTORY, _FILE = pafs.FileType.NotFound, pafs.FileType.Directory, pafs.FileType.File
+
+
+def _scan_local(fs_path: str) -> list[FileStat] | None:
+    """``LocalFileSystem``'s listing through ``os.scandir`` (several times cheaper per entry at
+    10^5 files), with its rules: symlinks followed, broken ones left out, paths joined with '/'
+    to the path without its trailing '/', a missing directory empty.  None on any other error:
+    the caller lists through pyarrow, which reports it."""
+    base = fs_path.rstrip("/") or "/"
+    prefix = base if base.endswith("/") else base + "/"
+    out: list[FileStat] = []
+    try:
+        with os.scandir(fs_path) as entries:
+            for e in entries:
+                try:
+                    st = e.stat()
+                except FileNotFoundError:
+                    continue  # a broken symlink: pyarrow leaves it out
+                mode = st.st_mode
+                is_file = stat_module.S_ISREG(mode)
+                out.append(FileStat(e.name, prefix + e.name, stat_module.S_ISDIR(mode),
+                                    st.st_size if is_file else None, st.st_mtime_ns // 1_000_000))
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return None
+    out.sort(key=lambda s: s.name)
+    return out
+
+
 def _to_stat(info: pafs.FileInfo) -> FileStat | None:
-    if info.type == pafs.FileType.NotFound:
+    kind = info.type  # one enum conversion per entry (listings of 10^5 files: it was most of the cost)
+    if kind == _NOT_FOUND:
         return None
     mtime = info.mtime_ns
-    return FileStat(
-        name=info.base_name,
-        path=info.path,
-        is_dir=info.type == pafs.FileType.Directory,
-        size=info.size if info.type == pafs.FileType.File else None,
-        mtime_ms=None if mtime is None else mtime // 1_000_000,
-    )
+    return FileStat(info.base_name, info.path, kind == _DIRECTORY, info.size if kind == _FILE else None,
+                    None if mtime is None else mtime // 1_000_000)
 
 
 _LOCAL = FileSystemHandle(pafs.LocalFileSystem(), "", True)

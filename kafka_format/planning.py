@@ -330,11 +330,13 @@ def _partition_bound(replica: PartitionLog, options: PlanOptions, bounds: Bounds
         if replica.high_watermark is not None:
             cap = min(cap, replica.high_watermark)
         upper = last_stable_offset(replica, cap)
-    last_fetchable = upper if upper is not None else leo()
+
+    def last_fetchable() -> int:  # only timestamp bounds need it (the LEO reads the last segment)
+        return upper if upper is not None else leo()
 
     start_ts = bounds.start_timestamp_all if bounds.start_timestamp_all is not None else bounds.start_timestamp.get(tp)
     if start_ts is not None:
-        hit = resolve_timestamp(replica, start_ts, last_fetchable=last_fetchable)
+        hit = resolve_timestamp(replica, start_ts, last_fetchable=last_fetchable())
         if hit is None:
             if bounds.starting_timestamp_strategy == "error":
                 raise LogDirError(
@@ -355,7 +357,7 @@ def _partition_bound(replica: PartitionLog, options: PlanOptions, bounds: Bounds
             b.start = replica.log_start_offset      # earliest = logStartOffset (DeleteRecords)
     end_ts = bounds.end_timestamp_all if bounds.end_timestamp_all is not None else bounds.end_timestamp.get(tp)
     if end_ts is not None:
-        hit = resolve_timestamp(replica, end_ts, last_fetchable=last_fetchable)
+        hit = resolve_timestamp(replica, end_ts, last_fetchable=last_fetchable())
         if hit is not None:            # none => latest (Spark's rule)
             b.end_hit, b.end_ts = hit, end_ts
             b.end = hit.last_offset + 1
@@ -398,6 +400,16 @@ def _segment_pieces(replica: PartitionLog, i: int, bound: _Bound, min_ts: int | 
         return []
     if bound.end_hit is not None and i > bound.end_hit.segment_index:
         return []
+    if (min_ts is None and bound.start_hit is None and bound.end_hit is None
+            and (bound.start is None or bound.start <= seg.base_offset)
+            and (bound.end is None or (next_base is not None and bound.end >= next_base))
+            and _log_size(seg) <= target):
+        # The whole segment is one piece and no bound falls inside it: its index cannot move
+        # the start (no start bound past its base offset), the end (every offset of the segment
+        # is below next_base <= end) or add a cut (it fits the target), so it is not read.
+        # Small segments cost no file open on the driver.
+        size = _log_size(seg)
+        return [_Piece(i, 0, size, seg.base_offset, size)] if size > 0 else []
     offsets, positions = read_offset_index(replica, seg)
     start_pos, first_offset = 0, seg.base_offset
     end_pos: int | None = _log_size(seg)
