@@ -40,6 +40,7 @@ from kafka_format import checkpoints as ckpt
 from kafka_format.api import SkippedRange, decode_segment
 from kafka_format.crc import crc32, crc32c
 from kafka_format.errors import KafkaFormatError
+from kafka_format.fsio import redact
 from kafka_format.logdir import LogDir, PartitionLog, Segment
 from kafka_format.ownership import Owner
 from kafka_format.records.control import ControlRecordType, parse_control_key, parse_end_txn_marker
@@ -137,7 +138,11 @@ class Finding:
 
     def row(self) -> dict[str, Any]:
         """The finding as a row with the column names of :data:`FINDING_COLUMNS`."""
-        return {name: getattr(self, name) for name in FINDING_COLUMNS}
+        row = {name: getattr(self, name) for name in FINDING_COLUMNS}
+        for name in ("file", "message", "expected", "actual"):     # no URI credentials in an output
+            if isinstance(row[name], str):
+                row[name] = redact(row[name])
+        return row
 
 
 @dataclass(frozen=True)
@@ -161,7 +166,7 @@ class FileAccounting:
 
     def row(self) -> dict[str, Any]:
         """The accounting as a row with the column names of :data:`ACCOUNTING_COLUMNS`."""
-        return {"topic": self.topic, "partition": self.partition, "file": self.file,
+        return {"topic": self.topic, "partition": self.partition, "file": redact(self.file),
                 "sizeBytes": self.size_bytes, "validBytes": self.valid_bytes,
                 "skippedBytes": self.skipped_bytes, "zeroTailBytes": self.zero_tail_bytes,
                 "cutBytes": self.cut_bytes, "batches": self.batches}

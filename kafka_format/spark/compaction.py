@@ -45,6 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from kafka_format.errors import KafkaFormatError
+from kafka_format.fsio import redact
 from kafka_format.logdir import LogDirSet, PartitionLog, open_log_dirs
 from kafka_format.ownership import Owner
 from kafka_format.schema import RECORD_SCHEMA
@@ -380,8 +381,8 @@ def _run_tasks_to_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Record
                 for out in run_cleaner_task(task):   # records went to task.records_path: summaries only
                     yield pa.RecordBatch.from_struct_array(out.column(_SUMMARY_COLUMN))
             except (KafkaFormatError, OSError, MemoryError, RuntimeError) as exc:
-                raise ReplicaTaskError(f"{task.topic}-{task.partition} ({task.log_dir}): "
-                                       f"{type(exc).__name__}: {exc}") from exc
+                raise ReplicaTaskError(redact(f"{task.topic}-{task.partition} ({task.log_dir}): "
+                                              f"{type(exc).__name__}: {exc}")) from exc
 
 
 class ReplicaTaskError(RuntimeError):
@@ -409,7 +410,7 @@ def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
     plan = core.plan_cleaning(replica, task.config, task.now_ms)
     policy = ",".join(sorted(task.config.cleanup_policy))
     summary: dict[str, Any] = {
-        "topic": task.topic, "partition": task.partition, "logDir": replica.log_dir,
+        "topic": task.topic, "partition": task.partition, "logDir": redact(replica.log_dir),
         "brokerId": replica.broker_id, "cleanupPolicy": policy, "compact": bool(plan.compact), "cleaned": False,
         "logStartOffset": plan.log_start_offset, "logEndOffset": plan.log_end_offset,
         "highWatermark": plan.high_watermark, "lastStableOffset": plan.last_stable_offset,
@@ -501,8 +502,8 @@ def _joined_records(replica: PartitionLog, decisions: pa.Table, log_start_offset
     for seg in replica.segments:
         if seg.log_path is None:
             continue
-        ctx = FileContext(path=seg.log_path, topic=replica.topic, partition=replica.partition,
-                          segment=seg.base_offset, log_dir=replica.log_dir, broker_id=replica.broker_id)
+        ctx = FileContext(path=redact(seg.log_path), topic=replica.topic, partition=replica.partition,
+                          segment=seg.base_offset, log_dir=redact(replica.log_dir), broker_id=replica.broker_id)
         with open_input(seg.log_path) as f:
             for batch in decode_segment(f, context=ctx):
                 off = batch.column("offset").to_numpy(zero_copy_only=False)
@@ -517,7 +518,7 @@ def _joined_records(replica: PartitionLog, decisions: pa.Table, log_start_offset
                 ok[ok] = offsets[idx[ok]] == off[ok]
                 if not ok.all():
                     missing = int(off[~ok][0])
-                    raise RuntimeError(f"{replica.topic}-{replica.partition} ({replica.log_dir}): the cleaner "
+                    raise RuntimeError(f"{replica.topic}-{replica.partition} ({redact(replica.log_dir)}): the cleaner "
                                        f"core gave no decision for offset {missing}")
                 take = pa.array(idx)
                 matched += batch.num_rows

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
+from kafka_format.fsio import redact
 from kafka_format.logdir import LogDirSet, PartitionLog, open_log_dirs
 from kafka_format.offsets import ISOLATION_LEVELS, PartitionLookup, parse_timestamp_spec
 from kafka_format.planning import longest_replicas, open_partitions
@@ -64,7 +65,7 @@ def _lookup_group(group: Sequence[_Target], specs: Sequence[int], isolation: str
                 row: tuple[object, ...] = (target.topic, target.partition, spec, a.offset, a.record_timestamp,
                                            a.leader_epoch)
                 if with_replica:
-                    row += (target.log_dir, replica.broker_id)
+                    row += (redact(target.log_dir), replica.broker_id)
                 yield row
 
 

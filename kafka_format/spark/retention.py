@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
 
+from kafka_format.fsio import redact
 from kafka_format.retention import RetentionTask, plan_retention, run_task
 
 __all__ = ["SEGMENT_SCHEMA", "SUMMARY_COLUMNS", "retention_candidates", "retention_summary"]
@@ -53,7 +54,7 @@ def _evaluate(group: tuple[bool, list[RetentionTask]]) -> Iterator[tuple[Any, ..
     for facts, decisions in results:
         for d in decisions:
             yield (facts.topic, facts.partition, d.base_offset, d.size, d.largest_timestamp, d.deletable, d.reason,
-                   d.deletable_at_ms, facts.log_dir, facts.broker_id)
+                   d.deletable_at_ms, redact(facts.log_dir), facts.broker_id)
 
 
 def retention_candidates(spark: SparkSession, logdirs: Any, configs: Any, now_ms: int, *,
