@@ -106,6 +106,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_format.errors import KafkaFormatError
+from kafka_format.fsio import redact
 from kafka_format.ownership import Owner, OutputRefused, remove_tree
 from kafka_format.publish import claim_output, cleanup_stale, crash_point, ensure_output_dir, local_path, staging_dir
 
@@ -164,8 +165,9 @@ class ExportResult:
     engine: str = "spark"                           # parquet: spark; delta: delta-spark | delta-rs
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (lists for tuples)."""
+        """A JSON-ready dict (lists for tuples; ``out`` without URI credentials)."""
         d = asdict(self)
+        d["out"] = redact(str(d["out"]))
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 

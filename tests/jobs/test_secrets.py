@@ -97,6 +97,14 @@ def test_errors_never_carry_the_secret() -> None:
     assert not shown(str(pickle.loads(pickle.dumps(err))))
 
 
+def test_export_result_line_hides_an_output_uris_secret() -> None:
+    from kafka_format.spark.export import ExportResult
+
+    result = ExportResult(out=f"s3a://{KEY}:{SECRET}@{BUCKET}/out", format="parquet", partition_by=("topic",),
+                          rows=1, files=1, batches=(), skipped=(), version=None, engine="spark")
+    assert result.to_json()["out"] == f"s3a://{KEY}:***@{BUCKET}/out"
+
+
 def test_every_job_keeps_the_secret_out_of_outputs_and_terminal(
         spark: Any, store: tuple[str, str], tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     import pyarrow.dataset as ds
