@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kafka_format.api import SkippedRange
+from kafka_format.fsio import redact
 from kafka_format.logdir import PartitionLog, Segment
 from kafka_format.ownership import Owner
 from kafka_format.records import batch_v2
@@ -85,7 +86,11 @@ class Finding:
 
     def row(self) -> dict[str, Any]:
         """The finding as a row with the column names of :data:`FINDING_COLUMNS`."""
-        return {name: getattr(self, name) for name in FINDING_COLUMNS}
+        row = {name: getattr(self, name) for name in FINDING_COLUMNS}
+        for name in ("file", "message", "expected", "actual"):     # no URI credentials in an output
+            if isinstance(row[name], str):
+                row[name] = redact(row[name])
+        return row
 
 
 @dataclass(frozen=True)
@@ -109,7 +114,7 @@ class FileAccounting:
 
     def row(self) -> dict[str, Any]:
         """The accounting as a row with the column names of :data:`ACCOUNTING_COLUMNS`."""
-        return {"topic": self.topic, "partition": self.partition, "file": self.file,
+        return {"topic": self.topic, "partition": self.partition, "file": redact(self.file),
                 "sizeBytes": self.size_bytes, "validBytes": self.valid_bytes,
                 "skippedBytes": self.skipped_bytes, "zeroTailBytes": self.zero_tail_bytes,
                 "cutBytes": self.cut_bytes, "batches": self.batches}

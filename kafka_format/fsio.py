@@ -10,6 +10,12 @@ carry only strings.
 
 I/O failures (missing file, permission, network) surface as :class:`LogDirError` with
 ``code="IO_ERROR"`` and the location in ``path``; nothing else escapes.
+
+Credentials given inside a URI (``s3://KEY:SECRET@bucket/...``) open the filesystem and nothing
+else: every place that shows or records a location (provenance columns, summaries, reports,
+error messages, Spark job descriptions) passes it through :func:`redact`, which replaces the
+secret by ``***``.  The real location stays only in the values that re-open files (segments,
+splits).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import os
 import posixpath
 import stat as stat_module
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,11 +45,31 @@ __all__ = [
     "open_input_file",
     "IO_ERROR",
     "local_path",
+    "redact",
+    "REDACTED",
 ]
 
 IO_ERROR = "IO_ERROR"
 
 _LOCAL_PREFIXES = ("file://",)
+
+REDACTED = "***"
+# ``scheme://user:secret@``: the secret runs to the last '@' of the authority.  A secret that
+# (wrongly, unencoded) holds a '/' still ends at an '@' later in the same word, unless the text
+# after ':' is a port number (``hdfs://namenode:8020/a@b`` has no secret).
+_USERINFO = re.compile(
+    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^/?#@\s:]*):(?!\d*(?:[/?#\s]|$))[^?#\s\"'<>,\\]*@")
+
+
+def redact(text: str) -> str:
+    """``text`` (a location, or any message naming locations) with the secret of every
+    ``scheme://user:secret@`` replaced by ``***`` (``s3://KEY:***@bucket/...``).
+
+    The one function every displayed or recorded location goes through; the unredacted location
+    is kept only where a filesystem is opened."""
+    if "@" not in text:
+        return text
+    return _USERINFO.sub(lambda m: f"{m.group('head')}:{REDACTED}@", text)
 
 
 @dataclass(frozen=True)

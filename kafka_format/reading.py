@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from kafka_format.fsio import redact
 from kafka_format.errors import CorruptRecordError, KafkaFormatError
 from kafka_format.planning import SegmentRange, Split
 from kafka_format.records.control import ControlRecordType, parse_control_key
@@ -131,7 +132,7 @@ def _corrupt_rows(skips: list[Any], split: Split, schema: pa.Schema, segment: in
     cols = []
     for f in schema:
         if f.name == CORRUPT_COLUMN:
-            cols.append(pa.array([{"file": s.path, "position": s.position, "length": s.length,
+            cols.append(pa.array([{"file": redact(s.path), "position": s.position, "length": s.length,
                                    "reason": s.reason} for s in skips], type=CORRUPT_TYPE))
         elif f.name == "topic":
             cols.append(pa.array([split.topic] * n, f.type))
@@ -142,7 +143,7 @@ def _corrupt_rows(skips: list[Any], split: Split, schema: pa.Schema, segment: in
         elif f.name == "position":
             cols.append(pa.array([s.position for s in skips], f.type))
         elif f.name == "logDir":
-            cols.append(pa.array([split.log_dir] * n, f.type))
+            cols.append(pa.array([redact(split.log_dir)] * n, f.type))
         elif f.name == "brokerId":
             cols.append(pa.array([split.broker_id] * n, f.type))
         elif f.name == "headers":
@@ -175,8 +176,8 @@ def read_split(split: Split, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
     record = opts.granularity == "record"
     for r in split.ranges:
         skips: list[Any] = []
-        ctx = FileContext(path=r.path, topic=split.topic, partition=split.partition, segment=r.segment,
-                          log_dir=split.log_dir, broker_id=split.broker_id)
+        ctx = FileContext(path=redact(r.path), topic=split.topic, partition=split.partition, segment=r.segment,
+                          log_dir=redact(split.log_dir), broker_id=split.broker_id)   # provenance: no secret
         with open_input(r.path) as f:
             last_batch = -1
             for batch in decode_segment(f, start=r.start_position, end=r.end_position, context=ctx,

@@ -282,14 +282,21 @@ def _run_body(body: Callable[[], int], prog: str, spark_failure: Callable[[BaseE
         return EXIT_OK
     except (KafkaFormatError, ConfigError, UsageError, OSError) as exc:
         failure = spark_failure(exc) if isinstance(exc, OSError) else None   # a dead JVM's refused socket
-        print(f"klogs {prog}: {failure or exc}{_log_hint(failure)}", file=sys.stderr)
+        print(_redact(f"klogs {prog}: {failure or exc}{_log_hint(failure)}"), file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:
         failure = spark_failure(exc)
         if failure is None:
             raise
-        print(f"klogs {prog}: {failure}{_log_hint(failure)}", file=sys.stderr)
+        print(_redact(f"klogs {prog}: {failure}{_log_hint(failure)}"), file=sys.stderr)
         return EXIT_USAGE
+
+
+def _redact(line: str) -> str:
+    """The line with URI credentials redacted (:func:`kafka_format.fsio.redact`)."""
+    from kafka_format.fsio import redact
+
+    return redact(line)
 
 
 def _log_hint(failure: object) -> str:
@@ -320,4 +327,6 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
 
 def describe(ctx: JobContext) -> dict[str, Any]:
     """The inputs of a run, for summaries (log dirs, selection, now, non-default configs)."""
-    return {"logdirs": ctx.logdirs, "topics": ctx.topics, "topicPattern": ctx.topic_pattern, "nowMs": ctx.now_ms}
+    from kafka_format.fsio import redact
+
+    return {"logdirs": [redact(d) for d in ctx.logdirs], "topics": ctx.topics, "topicPattern": ctx.topic_pattern, "nowMs": ctx.now_ms}

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafka_format.fsio import redact
 from kafka_format.errors import KafkaFormatError
 from kafka_format.logdir import LogDirSet, PartitionLog, open_log_dirs
 from kafka_format.ownership import Owner
@@ -233,8 +234,8 @@ def run_cleaner_file_task(task: CleanerTask) -> list[dict[str, Any]]:
         return [row for out in run_cleaner_task(task) for row in out.column(_SUMMARY_COLUMN).to_pylist()
                 if row is not None]
     except (KafkaFormatError, OSError, MemoryError, RuntimeError) as exc:
-        raise ReplicaTaskError(f"{task.topic}-{task.partition} ({task.log_dir}): "
-                               f"{type(exc).__name__}: {exc}") from exc
+        raise ReplicaTaskError(redact(f"{task.topic}-{task.partition} ({task.log_dir}): "
+                                      f"{type(exc).__name__}: {exc}")) from exc
 
 
 class ReplicaTaskError(RuntimeError):
@@ -262,7 +263,7 @@ def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
     plan = core.plan_cleaning(replica, task.config, task.now_ms)
     policy = ",".join(sorted(task.config.cleanup_policy))
     summary: dict[str, Any] = {
-        "topic": task.topic, "partition": task.partition, "logDir": replica.log_dir,
+        "topic": task.topic, "partition": task.partition, "logDir": redact(replica.log_dir),
         "brokerId": replica.broker_id, "cleanupPolicy": policy, "compact": bool(plan.compact), "cleaned": False,
         "logStartOffset": plan.log_start_offset, "logEndOffset": plan.log_end_offset,
         "highWatermark": plan.high_watermark, "lastStableOffset": plan.last_stable_offset,
@@ -354,8 +355,8 @@ def _joined_records(replica: PartitionLog, decisions: pa.Table, log_start_offset
     for seg in replica.segments:
         if seg.log_path is None:
             continue
-        ctx = FileContext(path=seg.log_path, topic=replica.topic, partition=replica.partition,
-                          segment=seg.base_offset, log_dir=replica.log_dir, broker_id=replica.broker_id)
+        ctx = FileContext(path=redact(seg.log_path), topic=replica.topic, partition=replica.partition,
+                          segment=seg.base_offset, log_dir=redact(replica.log_dir), broker_id=replica.broker_id)
         with open_input(seg.log_path) as f:
             for batch in decode_segment(f, context=ctx):
                 off = batch.column("offset").to_numpy(zero_copy_only=False)
@@ -370,7 +371,7 @@ def _joined_records(replica: PartitionLog, decisions: pa.Table, log_start_offset
                 ok[ok] = offsets[idx[ok]] == off[ok]
                 if not ok.all():
                     missing = int(off[~ok][0])
-                    raise RuntimeError(f"{replica.topic}-{replica.partition} ({replica.log_dir}): the cleaner "
+                    raise RuntimeError(f"{replica.topic}-{replica.partition} ({redact(replica.log_dir)}): the cleaner "
                                        f"core gave no decision for offset {missing}")
                 take = pa.array(idx)
                 matched += batch.num_rows
@@ -378,7 +379,7 @@ def _joined_records(replica: PartitionLog, decisions: pa.Table, log_start_offset
                     [*batch.columns, decision.take(take), reason.take(take), superseded.take(take)],
                     schema=CLEANER_RECORD_SCHEMA)
     if matched != offsets.size:
-        raise RuntimeError(f"{replica.topic}-{replica.partition} ({replica.log_dir}): the cleaner core decided "
+        raise RuntimeError(f"{replica.topic}-{replica.partition} ({redact(replica.log_dir)}): the cleaner core decided "
                            f"{offsets.size} records, the log holds {matched} at or above {log_start_offset}")
 
 

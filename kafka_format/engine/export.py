@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from kafka_format.fsio import redact
 from kafka_format.errors import KafkaFormatError
 from kafka_format.ownership import Owner, OutputRefused
 from kafka_format.publish import claim_output, crash_point, local_path, staging_dir
@@ -68,8 +69,9 @@ class ExportResult:
     engine: str = "spark"                           # parquet: spark; delta: delta-spark | delta-rs
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (lists for tuples)."""
+        """A JSON-ready dict (lists for tuples; ``out`` without URI credentials)."""
         d = asdict(self)
+        d["out"] = redact(str(d["out"]))
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 

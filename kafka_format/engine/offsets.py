@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from kafka_format.fsio import redact
 from kafka_format.errors import LogDirError
 from kafka_format.logdir import LogDirSet, PartitionLog, open_log_dirs
 from kafka_format.offsets import ISOLATION_LEVELS, PartitionLookup, parse_timestamp_spec
@@ -57,7 +58,7 @@ def lookup_group(group: Sequence[Target], specs: Sequence[int], isolation: str, 
                 row: tuple[object, ...] = (target.topic, target.partition, spec, a.offset, a.record_timestamp,
                                            a.leader_epoch)
                 if with_replica:
-                    row += (target.log_dir, replica.broker_id)
+                    row += (redact(target.log_dir), replica.broker_id)
                 yield row
 
 

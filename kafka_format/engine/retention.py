@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from kafka_format.fsio import redact
 from kafka_format.retention import RetentionTask, plan_retention, run_task
 
 __all__ = ["SEGMENT_COLUMNS", "REPLICA_COLUMNS", "retention_groups", "evaluate_group", "retention_local"]
@@ -55,7 +56,7 @@ def evaluate_group(group: Group) -> Iterator[tuple[Any, ...]]:
     for facts, decisions in results:
         for d in decisions:
             yield (facts.topic, facts.partition, d.base_offset, d.size, d.largest_timestamp, d.deletable, d.reason,
-                   d.deletable_at_ms, facts.log_dir, facts.broker_id)
+                   d.deletable_at_ms, redact(facts.log_dir), facts.broker_id)
 
 
 def _evaluate_list(group: Group) -> list[tuple[Any, ...]]:

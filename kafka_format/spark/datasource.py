@@ -9,7 +9,8 @@ Options
     idea exists: ``topics``/``topicPattern``/``assign``, ``startingOffsets``/``endingOffsets``,
     ``startingTimestamp``/``endingTimestamp``/``*OffsetsByTimestamp``, ``isolationLevel``,
     ``includeHeaders``, plus ``includeControlRecords``, ``granularity``, ``maxBytesPerPartition``,
-    ``minPartitions``, ``replicas``, ``mode``, ``upTo``, ``verifyCrc``).
+    ``minPartitions``, ``replicas``, ``mode``, ``upTo``, ``verifyCrc``; streaming:
+    ``maxOffsetsPerTrigger``, ``maxBytesPerTrigger``).
 
 Schema
     ``RECORD_SCHEMA`` of :mod:`kafka_format.schema` (``headers`` only with ``includeHeaders=true``,
@@ -40,6 +41,8 @@ Streaming
     ``{"topic": {"partition": nextOffset}}``; each micro-batch reads ``[previous end, current log
     end)`` per partition, so ``trigger(availableNow=True)`` with a checkpoint reads each record
     once across runs.  Ending options are rejected; ``startingOffsets=latest`` is allowed.
+    ``maxOffsetsPerTrigger`` / ``maxBytesPerTrigger`` bound each micro-batch (admission control;
+    ``availableNow`` then runs several micro-batches up to the end fixed at its start).
 
 Examples
     >>> spark.read.format("kafka-log").option("topics", "orders").load("/var/lib/kafka/data")  # doctest: +SKIP
@@ -47,6 +50,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -54,6 +58,13 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, Filter, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 from pyspark.sql.types import StructType
 
 from kafka_format.logdir import PartitionLog
@@ -150,19 +161,29 @@ class KafkaLogReader(DataSourceReader):
         return read_split(split, self.opts)
 
 
-class KafkaLogStreamReader(DataSourceStreamReader):
+class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """``readStream`` over log dirs that keep growing (or new snapshots of them).
 
     Offsets are JSON ``{"topic": {"partition": nextOffset}}`` like Spark's Kafka source; the
     latest offset of a partition is its log end offset (``upTo=highWatermark``: the HW;
     ``read_committed``: the LSO).  ``replicas=all`` is not supported for streams (one copy per
     topic-partition is needed for a single offset).
+
+    Admission control (Spark 4.2's ``latestOffset(start, limit)``): ``maxOffsetsPerTrigger``
+    caps the offsets of a micro-batch, shared among partitions in proportion to their backlog
+    exactly as Spark's Kafka source does (``KafkaMicroBatchStream.rateLimit``: a share below one
+    is rounded up so no partition starves, else down); ``maxBytesPerTrigger`` caps the bytes of
+    log the same way, each partition's share cut at an index entry (at least one index interval
+    per partition with a backlog).  ``trigger(availableNow=True)`` fixes the end of every
+    partition when the query starts (:meth:`prepareForTriggerAvailableNow`) and runs as many
+    bounded micro-batches as it takes to reach it.
     """
 
     def __init__(self, opts: ReadOptions) -> None:
         if opts.plan.replicas == "all":
             raise KafkaLogOptionError("replicas", "replicas=all cannot be streamed; use longest")
         self.opts = opts
+        self.target: dict[tuple[str, int], int] | None = None     # Trigger.AvailableNow's end
 
     def _replicas(self) -> list[PartitionLog]:
         plan = self.opts.plan
@@ -197,13 +218,88 @@ class KafkaLogStreamReader(DataSourceStreamReader):
             out.setdefault(r.topic, {})[str(r.partition)] = value
         return out
 
-    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
-        """Driver: current end of every selected partition (never below ``start``)."""
-        out: dict[str, dict[str, int]] = {}
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """Driver: the limit the options ask for (``maxOffsetsPerTrigger`` first, then
+        ``maxBytesPerTrigger``; with both, both apply); none given = everything available."""
+        if self.opts.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        if self.opts.max_bytes_per_trigger is not None:
+            return ReadMaxBytes(self.opts.max_bytes_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Driver, once at the start of an ``availableNow`` query: every partition's current end
+        is the query's target; nothing written later is read by this query."""
+        self.target = {(r.topic, r.partition): self._upper(r) for r in self._replicas()}
+
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+        """Driver: the end of the next micro-batch: every selected partition's current end (the
+        ``availableNow`` target once fixed), never below ``start``, cut to the read limit."""
+        begin = {(t, int(p)): int(o) for t, ps in (start or {}).items() for p, o in ps.items()}
+        ends: dict[tuple[str, int], int] = {}
+        earliest: dict[tuple[str, int], int] = {}
         for r in self._replicas():
-            prev = (start or {}).get(r.topic, {}).get(str(r.partition))
-            end = self._upper(r)
-            out.setdefault(r.topic, {})[str(r.partition)] = end if prev is None else max(prev, end)
+            tp = (r.topic, r.partition)
+            if self.target is not None and tp not in self.target:
+                continue                                # appeared after the availableNow target
+            end = self.target[tp] if self.target is not None else self._upper(r)
+            ends[tp] = end if tp not in begin else max(begin[tp], end)
+            earliest[tp] = r.log_start_offset
+        max_offsets, max_bytes = self._limits(limit)
+        if start is not None and (max_offsets is not None or max_bytes is not None):
+            first = {tp: begin.get(tp, earliest[tp]) for tp in ends}
+            if max_offsets is not None:
+                ends = _rate_limit(max_offsets, first, ends, {tp: ends[tp] - first[tp] for tp in ends})
+            if max_bytes is not None:
+                ends = self._bytes_limit(max_bytes, first, ends)
+        out: dict[str, dict[str, int]] = {}
+        for (t, p), o in sorted(ends.items()):
+            out.setdefault(t, {})[str(p)] = o
+        return out
+
+    def _limits(self, limit: ReadLimit | None) -> tuple[int | None, int | None]:
+        """(max offsets, max bytes) for ``limit`` (``ReadAllAvailable``/None: neither, as the
+        engine asks, e.g. for ``Trigger.Once``)."""
+        if limit is None or isinstance(limit, ReadAllAvailable):
+            return None, None
+        offsets = limit.max_rows if isinstance(limit, ReadMaxRows) else self.opts.max_offsets_per_trigger
+        size = limit.max_bytes if isinstance(limit, ReadMaxBytes) else self.opts.max_bytes_per_trigger
+        return offsets, size
+
+    def _bytes_limit(self, limit: int, first: dict[tuple[str, int], int],
+                     ends: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """Each partition's share of ``limit`` bytes (prorated by backlog bytes) as an end offset:
+        whole planned ranges (cut at index entries) while they fit, at least one."""
+        wanted = sorted(tp for tp in ends if ends[tp] > first[tp])
+        if not wanted:
+            return ends
+        assign: dict[str, tuple[int, ...]] = {}
+        for t, p in wanted:
+            assign[t] = (*assign.get(t, ()), p)
+        plan = replace(self.opts.plan, topics=None, topic_pattern=None, assign=assign, require_all_partitions=False,
+                       max_bytes_per_partition=max(4096, limit // 16), min_partitions=None)
+        bounds = Bounds(start={tp: first[tp] for tp in wanted}, end={tp: ends[tp] for tp in wanted})
+        ranges: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
+        sizes = {}
+        for r in self._replicas():
+            for seg in r.segments:
+                if seg.log_path is not None:
+                    sizes[seg.log_path] = seg.log_size or 0
+        for split in plan_splits(list(self.opts.paths), plan, bounds):
+            for g in split.ranges:
+                stop = g.end_position if g.end_position is not None else sizes.get(g.path, g.start_position)
+                ranges.setdefault((split.topic, split.partition), []).append(
+                    (g.segment, g.start_position, g.first_offset, max(0, stop - g.start_position)))
+        backlog = {tp: sum(n for *_, n in ranges.get(tp, [])) for tp in wanted}
+        shares = _prorate(limit, backlog)
+        out = dict(ends)
+        for tp, share in shares.items():
+            taken = 0
+            for i, (_, _, first_offset, n) in enumerate(sorted(ranges[tp])):
+                if i and taken + n > share and first_offset > first[tp]:
+                    out[tp] = min(first_offset, ends[tp])
+                    break
+                taken += n
         return out
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
@@ -227,6 +323,25 @@ class KafkaLogStreamReader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the log dirs are only read."""
+
+
+def _prorate(limit: int, sizes: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """``limit`` shared in proportion to ``sizes`` (> 0 only), as Spark's Kafka source shares
+    ``maxOffsetsPerTrigger``: a share below one rounds up (no partition starves), others down."""
+    sizes = {tp: n for tp, n in sizes.items() if n > 0}
+    total = float(sum(sizes.values()))
+    out = {}
+    for tp, n in sizes.items():
+        share = limit * (n / total)
+        out[tp] = math.ceil(share) if share < 1 else math.floor(share)
+    return out
+
+
+def _rate_limit(limit: int, first: dict[tuple[str, int], int], ends: dict[tuple[str, int], int],
+                sizes: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """``KafkaMicroBatchStream.rateLimit``: each partition with a backlog advances by its share."""
+    shares = _prorate(limit, sizes)
+    return {tp: min(end, first[tp] + shares[tp]) if tp in shares else end for tp, end in ends.items()}
 
 
 def bind_session_sizing(parallelism: int, open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES) -> type[KafkaLogDataSource]:

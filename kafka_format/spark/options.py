@@ -43,6 +43,7 @@ KNOWN_OPTIONS = {name.lower(): name for name in (
     "startingOffsetsByTimestampStrategy",
     "isolationLevel", "includeControlRecords", "includeHeaders", "granularity",
     "maxBytesPerPartition", "minPartitions", "replicas", "mode", "upTo", "verifyCrc",
+    "maxOffsetsPerTrigger", "maxBytesPerTrigger",
 )}
 
 
@@ -67,6 +68,8 @@ class ReadOptions:
     mode: str = "FAILFAST"
     verify_crc: bool = True
     start_latest: bool = False         # streaming only: startingOffsets=latest
+    max_offsets_per_trigger: int | None = None   # streaming only (ignored by batch reads, as Spark)
+    max_bytes_per_trigger: int | None = None     # streaming only: bytes of log per micro-batch
 
     @property
     def read_committed(self) -> bool:
@@ -300,4 +303,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Rea
         granularity=granularity, mode=mode,
         verify_crc=_bool("verifyCrc", get("verifyCrc"), True),
         start_latest=streaming and str(get("startingOffsets") or "").strip().lower() == "latest",
+        max_offsets_per_trigger=_positive_int("maxOffsetsPerTrigger", get("maxOffsetsPerTrigger")),
+        max_bytes_per_trigger=(None if get("maxBytesPerTrigger") is None
+                               else _bytes("maxBytesPerTrigger", get("maxBytesPerTrigger"), 0)),
     )
