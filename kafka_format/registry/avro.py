@@ -34,15 +34,16 @@ _PRIMITIVE: dict[str, pa.DataType] = {
 Convert = Callable[[Any], Any] | None
 
 
-def parse_avro(schema: str, references: Sequence[str] = ()) -> Any:
-    """A fastavro-parsed schema; ``references`` are the texts of referenced schemas (their named
-    types become known first, as the registry's ``AvroSchema`` resolves references)."""
+def parse_avro(schema: str, references: Sequence[str] = ()) -> tuple[Any, dict[str, Any]]:
+    """(fastavro-parsed schema, its named types); ``references`` are the texts of referenced
+    schemas (their named types become known first, as the registry's ``AvroSchema`` resolves
+    references)."""
     from fastavro import parse_schema
 
     named: dict[str, Any] = {}
     for ref in references:
         parse_schema(json.loads(ref), named_schemas=named)
-    return parse_schema(json.loads(schema), named_schemas=named)
+    return parse_schema(json.loads(schema), named_schemas=named), named
 
 
 def _full_name(schema: Any) -> str | None:
@@ -177,10 +178,10 @@ def _branch_check(branch: Any, named: dict[str, Any]) -> Callable[[Any], bool]:
     return simple.get(str(t), lambda v: False)
 
 
-def avro_arrow_type(parsed: Any) -> tuple[pa.DataType, Convert]:
-    """The Arrow type of values of ``parsed`` (a fastavro-parsed schema) and the converter that
-    makes fastavro's values fit it (None when they already do)."""
-    named: dict[str, Any] = {}
+def avro_arrow_type(parsed: Any, named: dict[str, Any] | None = None) -> tuple[pa.DataType, Convert]:
+    """The Arrow type of values of ``parsed`` (a fastavro-parsed schema, ``named``: its named
+    types) and the converter that makes fastavro's values fit it (None when they already do)."""
+    named = dict(named or {})
     _collect_named(parsed, named)
     return _Types(named).of(parsed)
 

@@ -11,8 +11,8 @@ one subject-version (to resolve references), and the latest live version of a su
   ``GET /subjects/{subject}/versions/{version}`` (``latest`` included); answers are cached.
 * :func:`schemas_from_directory` -- files named ``<id>.avsc`` (Avro), ``<id>.proto`` (Protobuf)
   or ``<id>.json`` (JSON Schema), each registered under the subject ``<id>`` version 1, or a
-  directory holding ``<subject>/<version>-<id>.<ext>`` files; Protobuf imports of another file of
-  the directory become references.
+  directory holding ``<subject>/<version>-<id>.<ext>`` files; a Protobuf import naming another
+  file (flat layout) or subject (nested layout) of the directory becomes a reference.
 """
 
 from __future__ import annotations
@@ -174,6 +174,8 @@ def schemas_from_directory(path: str) -> SchemaStore:
         raise SchemaSourceError("no schema files", path=path,
                                 expected="<id>.avsc|.proto|.json or <subject>/<version>-<id>.<ext> files")
     by_file = {name: s for name, s in found}
+    for _name, s in found:                      # nested layout: the subject is the import name
+        by_file.setdefault(s.subject, s)
     out = []
     for _name, s in found:
         if s.schema_type == PROTOBUF:

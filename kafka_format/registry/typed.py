@@ -126,7 +126,7 @@ def _table_type(reader: SchemaBundle, message: str | None) -> tuple[pa.DataType,
         if reader.schema_type == AVRO:
             from kafka_format.registry.avro import avro_arrow_type, parse_avro
 
-            return avro_arrow_type(parse_avro(reader.schema, list(reader.flat_references().values())))[0], None
+            return avro_arrow_type(*parse_avro(reader.schema, list(reader.flat_references().values())))[0], None
         if reader.schema_type == PROTOBUF:
             proto = _compiled_proto(reader)
             name = message or proto.message_at([0]).full_name
@@ -185,8 +185,8 @@ class ColumnDecoder:
         if p.schema_type == AVRO:
             from kafka_format.registry.avro import avro_arrow_type, parse_avro
 
-            self._reader = parse_avro(p.reader.schema, list(p.reader.flat_references().values()))
-            self._convert = avro_arrow_type(self._reader)[1]
+            self._reader, named = parse_avro(p.reader.schema, list(p.reader.flat_references().values()))
+            self._convert = avro_arrow_type(self._reader, named)[1]
         elif p.schema_type == PROTOBUF:
             self._reader = _compiled_proto(p.reader)
             self._convert = self._reader.arrow(p.message)[1]
@@ -226,7 +226,7 @@ class ColumnDecoder:
             from kafka_format.registry.avro import AvroCodec, parse_avro
 
             same = writer.schema == p.reader.schema and writer.references == p.reader.references
-            w = self._reader if same else parse_avro(writer.schema, list(writer.flat_references().values()))
+            w = self._reader if same else parse_avro(writer.schema, list(writer.flat_references().values()))[0]
             return AvroCodec(w, None if same else self._reader)
         if p.schema_type == PROTOBUF:
             same = writer.schema == p.reader.schema
