@@ -206,15 +206,13 @@ class AvroCodec:
     """Decodes payloads written with one writer schema into values of the reader schema."""
 
     def __init__(self, writer: Any, reader: Any) -> None:
-        self.writer = writer
-        self.reader = reader
-
-    def decode(self, payload: bytes) -> Any:
-        """One payload -> its value (raises on a payload that does not match)."""
         from fastavro import schemaless_reader
 
-        buf = io.BytesIO(payload)
-        value = schemaless_reader(buf, self.writer, self.reader)
-        if buf.tell() != len(payload):
-            raise ValueError(f"{len(payload) - buf.tell()} bytes left after the Avro value")
-        return value
+        self.writer = writer
+        self.reader = reader
+        self._read = schemaless_reader
+
+    def decode(self, payload: bytes | memoryview) -> Any:
+        """One payload -> its value (raises on a payload that ends early or does not resolve).
+        Bytes after the value are ignored, as Confluent's ``KafkaAvroDeserializer`` ignores them."""
+        return self._read(io.BytesIO(payload), self.writer, self.reader)

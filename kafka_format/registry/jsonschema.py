@@ -169,9 +169,9 @@ class JsonCodec:
     def __init__(self, convert: Convert) -> None:
         self.convert = convert
 
-    def decode(self, payload: bytes) -> Any:
+    def decode(self, payload: bytes | memoryview) -> Any:
         try:
-            value = json.loads(payload)
+            value = json.loads(bytes(payload))
         except (ValueError, UnicodeDecodeError) as exc:
             raise ValueError(f"payload is not JSON: {exc}") from None
         try:

@@ -8,7 +8,8 @@ one subject-version (to resolve references), and the latest live version of a su
   format library: the longest replica of each partition, records at or above the log start
   offset, control records skipped (what the registry's consumer sees).
 * :class:`RegistryUrlSource` -- a running registry's REST API: ``GET /schemas/ids/{id}``,
-  ``GET /subjects/{subject}/versions/{version}`` (``latest`` included); answers are cached.
+  ``GET /subjects/{subject}/versions/{version}`` (``latest`` included); answers are cached;
+  ``user:password@`` in the URL becomes HTTP basic auth and never appears in errors.
 * :func:`schemas_from_directory` -- files named ``<id>.avsc`` (Avro), ``<id>.proto`` (Protobuf)
   or ``<id>.json`` (JSON Schema), each registered under the subject ``<id>`` version 1, or a
   directory holding ``<subject>/<version>-<id>.<ext>`` files; a Protobuf import naming another
@@ -17,6 +18,7 @@ one subject-version (to resolve references), and the latest live version of a su
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -86,15 +88,22 @@ class RegistryUrlSource:
     """A Schema Registry's REST API (read-only GETs, answers cached)."""
 
     def __init__(self, url: str, *, timeout: float = 30.0) -> None:
-        self.url = url.rstrip("/")
+        parts = urllib.parse.urlsplit(url.rstrip("/"))
+        self._auth: str | None = None
+        if parts.username is not None:              # user:password@host -> HTTP basic auth, not in errors
+            token = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+            self._auth = "Basic " + base64.b64encode(token.encode()).decode("ascii")
+        self.url = _redact(url.rstrip("/"))
         self.timeout = timeout
         self._cache: dict[str, Any] = {}
 
     def _get(self, path: str) -> Any:
         if path in self._cache:
             return self._cache[path]
-        req = urllib.request.Request(self.url + path,
-                                     headers={"Accept": "application/vnd.schemaregistry.v1+json, application/json"})
+        headers = {"Accept": "application/vnd.schemaregistry.v1+json, application/json"}
+        if self._auth is not None:
+            headers["Authorization"] = self._auth
+        req = urllib.request.Request(self.url + path, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 body = json.loads(resp.read())
@@ -102,10 +111,10 @@ class RegistryUrlSource:
             if exc.code == 404:
                 self._cache[path] = None
                 return None
-            raise SchemaSourceError("schema registry request failed", path=_redact(self.url) + path,
+            raise SchemaSourceError("schema registry request failed", path=self.url + path,
                                     expected="HTTP 200 or 404", found=f"HTTP {exc.code}") from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise SchemaSourceError("schema registry not reachable", path=_redact(self.url) + path,
+            raise SchemaSourceError("schema registry not reachable", path=self.url + path,
                                     expected="a JSON answer", found=type(exc).__name__) from None
         self._cache[path] = body
         return body

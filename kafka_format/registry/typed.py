@@ -258,10 +258,10 @@ class ColumnDecoder:
                 if isinstance(codec, str):
                     problems.extend(DecodeProblem(int(r), codec, sid) for r in group)
                     continue
-                data, convert = h.data, self._convert
-                for r in group.tolist():
+                data, convert, decode = h.data, self._convert, codec.decode
+                for r, start, end in zip(group.tolist(), h.start[group].tolist(), h.end[group].tolist()):
                     try:
-                        v = codec.decode(bytes(data[h.start[r]:h.end[r]]))
+                        v = decode(data[start:end])
                         values[r] = convert(v) if convert is not None else v
                     except Exception as exc:    # noqa: BLE001 - any payload that does not decode
                         problems.append(DecodeProblem(r, f"payload does not decode with schema id {sid}: "
@@ -296,7 +296,7 @@ class _ProtoCodec:
         self.cls = reader.message_class(table_message)
         self._names: dict[tuple[int, ...], str] = {}
 
-    def decode(self, payload: bytes) -> Any:
+    def decode(self, payload: memoryview) -> Any:
         from kafka_format.registry.protobuf import read_message_indexes
 
         path, pos = read_message_indexes(payload, 0)
@@ -306,7 +306,7 @@ class _ProtoCodec:
             name = self._names[key] = self.writer.message_at(path).full_name
         if name != self.table_message:
             raise ValueError(f"message {name} (indexes {path}) is not the table's message {self.table_message}")
-        msg = self.cls.FromString(payload[pos:])
+        msg = self.cls.FromString(bytes(payload[pos:]))
         return msg
 
 

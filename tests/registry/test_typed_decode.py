@@ -12,7 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from kafka_format.registry import RegistryUrlSource, schemas_from_directory, schemas_from_log_dirs
+from kafka_format.registry import (RegistryUrlSource, SchemaSourceError, schemas_from_directory,
+                                   schemas_from_log_dirs)
 from kafka_format.registry.typed import ColumnDecoder, TypedDecodeError, plan_column
 from registry_corpus import AVRO_V1, FORMATS, make_corpus
 
@@ -98,8 +99,14 @@ def test_unknown_subject_is_one_clear_error(corpus: Any) -> None:
 
 class _Registry(BaseHTTPRequestHandler):
     answers: dict[str, Any] = {}
+    auth: list[str | None] = []
 
     def do_GET(self) -> None:  # noqa: N802
+        self.auth.append(self.headers.get("Authorization"))
+        if self.path == "/schemas/ids/500":
+            self.send_response(500)
+            self.end_headers()
+            return
         body = self.answers.get(self.path)
         self.send_response(200 if body is not None else 404)
         self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
@@ -121,16 +128,20 @@ def test_registry_url_source_against_a_local_server(corpus: Any) -> None:
                                                                                   "version": s.version, "id": s.id}
     latest = store.latest("orders-value")
     answers["/subjects/orders-value/versions/latest"] = answers[f"/subjects/orders-value/versions/{latest.version}"]
-    handler = type("H", (_Registry,), {"answers": answers})
+    handler = type("H", (_Registry,), {"answers": answers, "auth": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     t = threading.Thread(target=server.serve_forever, daemon=True)
     t.start()
     try:
-        src = RegistryUrlSource(f"http://127.0.0.1:{server.server_address[1]}")
+        src = RegistryUrlSource(f"http://reader:s%40cret@127.0.0.1:{server.server_address[1]}")
         plan = plan_column(src, "value", corpus.fmt, topic="orders")
         arr, problems = ColumnDecoder(plan).decode(pa.array(corpus.wire, pa.binary()))
         assert problems == [] and arr.to_pylist() == expected(corpus.values, corpus.fmt)
         assert src.by_id(424242) is None
+        assert set(handler.auth) == {"Basic cmVhZGVyOnNAY3JldA=="}      # base64 of reader:s@cret
+        with pytest.raises(SchemaSourceError) as info:
+            src.by_id(500)
+        assert "HTTP 500" in str(info.value) and "cret" not in str(info.value) and "reader" not in str(info.value)
     finally:
         server.shutdown()
         server.server_close()
