@@ -12,8 +12,8 @@
 source (e.g. ``--option mode=PERMISSIVE``, ``--option upTo=highWatermark``).  Prints one JSON
 object (what was published) on stdout.  F is ``avro``, ``protobuf``, ``json-schema`` or
 ``auto``: typed columns from the Schema Registry wire format (:mod:`kafka_format.cli.typedargs`).
-A local ``--out`` / ``--checkpoint`` that is not absent, empty or this kind of export's own previous output, or that another run holds, is refused with
-exit 2 before Spark starts.  Logic: :mod:`kafka_format.spark.export`.
+A local ``--out`` / ``--checkpoint`` that is not absent, empty or this kind of export's own previous
+output, or that another run holds, is refused with exit 2 before Spark starts.  Logic: :mod:`kafka_format.spark.export`.
 """
 
 from __future__ import annotations

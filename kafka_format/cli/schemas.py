@@ -23,13 +23,22 @@ EXIT_USAGE = 2
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the ``klogs schemas`` flags on ``parser``."""
-    parser.add_argument("logdirs", nargs="+", metavar="LOGDIR",
-                        help="broker log dirs (or parents of them) holding the registry's storage topic")
-    parser.add_argument("--schemas-topic", default="_schemas", metavar="TOPIC",
-                        help="the registry's kafkastore.topic (default %(default)s)")
+    parser.add_argument(
+        "logdirs",
+        nargs="+",
+        metavar="LOGDIR",
+        help="broker log dirs (or parents of them) holding the registry's storage topic",
+    )
+    parser.add_argument(
+        "--schemas-topic",
+        default="_schemas",
+        metavar="TOPIC",
+        help="the registry's kafkastore.topic (default %(default)s)",
+    )
     parser.add_argument("--include-deleted", action="store_true", help="also list soft-deleted versions")
-    parser.add_argument("--format", default="table", choices=["table", "jsonl"],
-                        help="output format (default %(default)s)")
+    parser.add_argument(
+        "--format", default="table", choices=["table", "jsonl"], help="output format (default %(default)s)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -41,8 +50,10 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.schemas_topic not in open_log_dirs(list(args.logdirs)).topics():
-            print(f"klogs schemas: no '{args.schemas_topic}' partition under {', '.join(args.logdirs)}",
-                  file=sys.stderr)
+            print(
+                f"klogs schemas: no '{args.schemas_topic}' partition under {', '.join(args.logdirs)}",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         store = schemas_from_log_dirs(list(args.logdirs), topic=args.schemas_topic)
     except KafkaFormatError as exc:
@@ -53,9 +64,19 @@ def run(args: argparse.Namespace) -> int:
         for s in rows:
             print(json.dumps(s.to_json(), sort_keys=True))
         return EXIT_OK
-    lines = table(["subject", "version", "id", "type", "references", "deleted"],
-                  [[s.subject, s.version, s.id, s.schema_type,
-                    ", ".join(f"{r.name}={r.subject}/{r.version}" for r in s.references), "yes" if s.deleted else ""]
-                   for s in rows])
+    lines = table(
+        ["subject", "version", "id", "type", "references", "deleted"],
+        [
+            [
+                s.subject,
+                s.version,
+                s.id,
+                s.schema_type,
+                ", ".join(f"{r.name}={r.subject}/{r.version}" for r in s.references),
+                "yes" if s.deleted else "",
+            ]
+            for s in rows
+        ],
+    )
     print("\n".join(lines))
     return EXIT_OK

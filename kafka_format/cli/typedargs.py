@@ -22,16 +22,28 @@ TYPED_AS = ("avro", "protobuf", "json-schema", "auto")
 
 def add_typed_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the typed-decoding flags."""
-    parser.add_argument("--schemas", metavar="SOURCE",
-                        help="where typed --key-as/--value-as find schemas: a registry URL (http://...), a "
-                             "directory of schema files or a log dir (default: the _schemas topic in the LOGDIRs)")
+    parser.add_argument(
+        "--schemas",
+        metavar="SOURCE",
+        help="where typed --key-as/--value-as find schemas: a registry URL (http://...), a "
+        "directory of schema files or a log dir (default: the _schemas topic in the LOGDIRs)",
+    )
     for col in ("key", "value"):
-        parser.add_argument(f"--{col}-subject", metavar="SUBJECT",
-                            help=f"subject of the {col} table schema (default <topic>-{col})")
-        parser.add_argument(f"--{col}-schema", metavar="FILE",
-                            help=f"reader schema of the {col} column (default: the subject's latest version)")
-        parser.add_argument(f"--{col}-message", metavar="NAME",
-                            help=f"Protobuf message of the {col} column (default: the schema's first message)")
+        parser.add_argument(
+            f"--{col}-subject",
+            metavar="SUBJECT",
+            help=f"subject of the {col} table schema (default <topic>-{col})",
+        )
+        parser.add_argument(
+            f"--{col}-schema",
+            metavar="FILE",
+            help=f"reader schema of the {col} column (default: the subject's latest version)",
+        )
+        parser.add_argument(
+            f"--{col}-message",
+            metavar="NAME",
+            help=f"Protobuf message of the {col} column (default: the schema's first message)",
+        )
 
 
 def wants_typed(args: argparse.Namespace) -> bool:
@@ -51,8 +63,13 @@ def _read(path: str | None, flag: str) -> str | None:
         raise UsageError(f"{flag} {path}: {exc.strerror or exc}") from None
 
 
-def typed_from_args(args: argparse.Namespace, logdirs: Sequence[str], topics: Sequence[str],
-                    topic_pattern: str | None, options: Mapping[str, str]) -> Any:
+def typed_from_args(
+    args: argparse.Namespace,
+    logdirs: Sequence[str],
+    topics: Sequence[str],
+    topic_pattern: str | None,
+    options: Mapping[str, str],
+) -> Any:
     """The planned typed columns (:class:`kafka_format.spark.typed.TypedColumns`) of the flags, or
     None when no column is typed.  Bad flags and missing subjects raise ``UsageError``/``KafkaFormatError``
     (exit 2) before Spark starts."""
@@ -64,20 +81,31 @@ def typed_from_args(args: argparse.Namespace, logdirs: Sequence[str], topics: Se
         return None
     selected = [t for t in topics_of(logdirs, topics, topic_pattern)]
     topic = None
-    needs_topic = (args.key_as in TYPED_AS and not (args.key_subject or args.key_schema)) or \
-        (args.value_as in TYPED_AS and not (args.value_subject or args.value_schema))
+    needs_topic = (args.key_as in TYPED_AS and not (args.key_subject or args.key_schema)) or (
+        args.value_as in TYPED_AS and not (args.value_subject or args.value_schema)
+    )
     if needs_topic:
         if len(selected) != 1:
             listed = ", ".join(selected[:6]) + (" ..." if len(selected) > 6 else "") or "none"
-            raise UsageError("typed --key-as/--value-as read the subject of one topic: select it with --topic "
-                             f"(or name --key-subject/--value-subject); selected: {listed}")
+            raise UsageError(
+                "typed --key-as/--value-as read the subject of one topic: select it with --topic "
+                f"(or name --key-subject/--value-subject); selected: {listed}"
+            )
         topic = selected[0]
     if topic == SCHEMAS_TOPIC:
         raise UsageError(f"--topic {SCHEMAS_TOPIC} is the registry's storage topic, not schema-encoded data")
     mode = next((v for k, v in options.items() if k.lower() == "mode"), "FAILFAST")
     source = open_schema_source(args.schemas, logdirs)
-    return typed_columns(source, key_as=args.key_as, value_as=args.value_as, topic=topic,
-                         key_subject=args.key_subject, value_subject=args.value_subject,
-                         key_schema=_read(args.key_schema, "--key-schema"),
-                         value_schema=_read(args.value_schema, "--value-schema"),
-                         key_message=args.key_message, value_message=args.value_message, mode=mode)
+    return typed_columns(
+        source,
+        key_as=args.key_as,
+        value_as=args.value_as,
+        topic=topic,
+        key_subject=args.key_subject,
+        value_subject=args.value_subject,
+        key_schema=_read(args.key_schema, "--key-schema"),
+        value_schema=_read(args.value_schema, "--value-schema"),
+        key_message=args.key_message,
+        value_message=args.value_message,
+        mode=mode,
+    )

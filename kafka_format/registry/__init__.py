@@ -8,9 +8,24 @@
 * :mod:`~kafka_format.registry.typed` -- column plans and the batch decoder the Spark stage uses.
 """
 
-from kafka_format.registry.sources import (RegistryUrlSource, SchemaSource, SchemaSourceError, open_schema_source,
-                                           schemas_from_directory, schemas_from_log_dirs)
+from kafka_format.registry.sources import (
+    RegistryUrlSource,
+    SchemaSource,
+    SchemaSourceError,
+    open_schema_source,
+    schemas_from_directory,
+    schemas_from_log_dirs,
+)
 from kafka_format.registry.store import RegisteredSchema, SchemaReference, SchemaStore
 
-__all__ = ["RegisteredSchema", "SchemaReference", "SchemaStore", "SchemaSource", "SchemaSourceError",
-           "RegistryUrlSource", "open_schema_source", "schemas_from_directory", "schemas_from_log_dirs"]
+__all__ = [
+    "RegisteredSchema",
+    "SchemaReference",
+    "SchemaStore",
+    "SchemaSource",
+    "SchemaSourceError",
+    "RegistryUrlSource",
+    "open_schema_source",
+    "schemas_from_directory",
+    "schemas_from_log_dirs",
+]

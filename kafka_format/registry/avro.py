@@ -28,8 +28,14 @@ import pyarrow as pa
 __all__ = ["parse_avro", "avro_arrow_type", "AvroCodec"]
 
 _PRIMITIVE: dict[str, pa.DataType] = {
-    "null": pa.null(), "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
-    "double": pa.float64(), "bytes": pa.binary(), "string": pa.string(),
+    "null": pa.null(),
+    "boolean": pa.bool_(),
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "bytes": pa.binary(),
+    "string": pa.string(),
 }
 Convert = Callable[[Any], Any] | None
 
@@ -81,11 +87,23 @@ class _Types:
         if logical == "uuid" and t == "string":
             return pa.string(), lambda v: None if v is None else str(v)
         if logical == "time-millis" and t == "int":
-            return pa.int32(), lambda v: v if not isinstance(v, _dt.time) else (
-                ((v.hour * 60 + v.minute) * 60 + v.second) * 1000 + v.microsecond // 1000)
+            return (
+                pa.int32(),
+                lambda v: (
+                    v
+                    if not isinstance(v, _dt.time)
+                    else (((v.hour * 60 + v.minute) * 60 + v.second) * 1000 + v.microsecond // 1000)
+                ),
+            )
         if logical == "time-micros" and t == "long":
-            return pa.int64(), lambda v: v if not isinstance(v, _dt.time) else (
-                ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond)
+            return (
+                pa.int64(),
+                lambda v: (
+                    v
+                    if not isinstance(v, _dt.time)
+                    else (((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond)
+                ),
+            )
         if t == "record" or t == "error":
             name = s["name"]
             if name in self.stack:
@@ -108,6 +126,7 @@ class _Types:
                 for n, c in active:
                     out[n] = c(out.get(n))
                 return out
+
             return pa.struct(fields), record
         if t == "enum":
             return pa.string(), None
@@ -118,8 +137,11 @@ class _Types:
             return pa.list_(it), None if ic is None else (lambda v: None if v is None else [ic(x) for x in v])
         if t == "map":
             vt, vc = self.of(s["values"])
-            conv = (lambda v: None if v is None else list(v.items())) if vc is None else \
-                (lambda v: None if v is None else [(k, vc(x)) for k, x in v.items()])
+            conv = (
+                (lambda v: None if v is None else list(v.items()))
+                if vc is None
+                else (lambda v: None if v is None else [(k, vc(x)) for k, x in v.items()])
+            )
             return pa.map_(pa.string(), vt), conv
         if isinstance(t, (dict, list)) or t in _PRIMITIVE or t in self.named:
             return self.of(t)
@@ -147,6 +169,7 @@ class _Types:
                     c = types[i][1]
                     return {f"member{i}": c(v) if c else v}
             return None
+
         return pa.struct(fields), member
 
 
@@ -167,10 +190,14 @@ def _branch_check(branch: Any, named: dict[str, Any]) -> Callable[[Any], bool]:
         "boolean": lambda v: isinstance(v, bool),
         "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
         "long": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "float": lambda v: isinstance(v, float), "double": lambda v: isinstance(v, float),
-        "string": lambda v: isinstance(v, str), "enum": lambda v: isinstance(v, str),
-        "bytes": lambda v: isinstance(v, (bytes, bytearray)), "fixed": lambda v: isinstance(v, (bytes, bytearray)),
-        "array": lambda v: isinstance(v, list), "map": lambda v: isinstance(v, dict),
+        "float": lambda v: isinstance(v, float),
+        "double": lambda v: isinstance(v, float),
+        "string": lambda v: isinstance(v, str),
+        "enum": lambda v: isinstance(v, str),
+        "bytes": lambda v: isinstance(v, (bytes, bytearray)),
+        "fixed": lambda v: isinstance(v, (bytes, bytearray)),
+        "array": lambda v: isinstance(v, list),
+        "map": lambda v: isinstance(v, dict),
     }
     if t in ("record", "error"):
         names = {f["name"] for f in branch["fields"]}

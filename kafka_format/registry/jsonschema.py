@@ -86,6 +86,7 @@ def _types(s: Any, root: Any, refs: Mapping[str, Any], depth: int = 0) -> tuple[
                 if not isinstance(v, dict):
                     raise _Mismatch(f"expected an object, found {type(v).__name__}")
                 return {n: c(v.get(n)) for n, c in convs}
+
             return pa.struct(fields), obj
         extra = s.get("additionalProperties")
         if isinstance(extra, dict):
@@ -97,6 +98,7 @@ def _types(s: Any, root: Any, refs: Mapping[str, Any], depth: int = 0) -> tuple[
                 if not isinstance(v, dict):
                     raise _Mismatch(f"expected an object, found {type(v).__name__}")
                 return [(k, vc(x)) for k, x in v.items()]
+
             return pa.map_(pa.string(), vt), mapping
         return pa.string(), _as_json_text
     if t == "array":
@@ -111,6 +113,7 @@ def _types(s: Any, root: Any, refs: Mapping[str, Any], depth: int = 0) -> tuple[
             if not isinstance(v, list):
                 raise _Mismatch(f"expected an array, found {type(v).__name__}")
             return [ic(x) for x in v]
+
         return pa.list_(it), arr
     if t == "string":
         return pa.string(), _checker(lambda v: isinstance(v, str), "a string")
@@ -128,6 +131,7 @@ def _checker(ok: Callable[[Any], bool], what: str) -> Convert:
         if v is None or ok(v):
             return v
         raise _Mismatch(f"expected {what}, found {json.dumps(v)[:40]}")
+
     return check
 
 

@@ -107,10 +107,19 @@ def _protoc(texts: Mapping[str, str], targets: Sequence[str]) -> Any:
         out = os.path.join(tmp, "out.desc")
         import contextlib
         import io as _io
+
         err = _io.StringIO()
         with contextlib.redirect_stderr(err):
-            rc = protoc.main(["protoc", f"-I{tmp}", f"-I{include}", "--include_imports",
-                              f"--descriptor_set_out={out}", *targets])
+            rc = protoc.main(
+                [
+                    "protoc",
+                    f"-I{tmp}",
+                    f"-I{include}",
+                    "--include_imports",
+                    f"--descriptor_set_out={out}",
+                    *targets,
+                ]
+            )
         if rc != 0 or not os.path.exists(out):
             raise ProtobufSchemaError(f"protoc could not compile the schema (exit {rc})")
         fds = descriptor_pb2.FileDescriptorSet()
@@ -134,7 +143,9 @@ def _add_well_known(files: dict[str, Any]) -> None:
                 if dep in files:
                     continue
                 if dep.startswith("google/protobuf/") and dep.endswith(".proto"):
-                    mod = importlib.import_module("google.protobuf." + dep[len("google/protobuf/"):-6] + "_pb2")
+                    mod = importlib.import_module(
+                        "google.protobuf." + dep[len("google/protobuf/") : -6] + "_pb2"
+                    )
                     fdp = descriptor_pb2.FileDescriptorProto()
                     mod.DESCRIPTOR.CopyToProto(fdp)
                     files[dep] = fdp
@@ -153,6 +164,7 @@ def _topological(files: Mapping[str, Any]) -> list[Any]:
         for dep in f.dependency:
             visit(dep)
         done[name] = f
+
     for n in files:
         visit(n)
     return list(done.values())
@@ -160,6 +172,7 @@ def _topological(files: Mapping[str, Any]) -> list[Any]:
 
 def read_message_indexes(buf: bytes | memoryview, pos: int) -> tuple[list[int], int]:
     """Confluent's message-index list at ``pos``: (indexes, position after it)."""
+
     def varint(p: int) -> tuple[int, int]:
         shift = result = 0
         while True:
@@ -174,6 +187,7 @@ def read_message_indexes(buf: bytes | memoryview, pos: int) -> tuple[list[int], 
             if shift > 63:
                 raise ValueError("message index varint longer than 10 bytes")
         return (result >> 1) ^ -(result & 1), p
+
     count, pos = varint(pos)
     if count == 0:
         return [0], pos
@@ -234,10 +248,10 @@ class _Mapper:
             for fd, c in convs:
                 out[fd.name] = c(msg, fd)
             return out
+
         return pa.struct(fields), conv
 
     def field(self, fd: Any) -> tuple[pa.DataType, Callable[[Any, Any], Any]]:
-        FD = type(fd)
         is_map = fd.message_type is not None and fd.message_type.GetOptions().map_entry
         if is_map:
             kf, vf = fd.message_type.fields_by_name["key"], fd.message_type.fields_by_name["value"]
@@ -246,6 +260,7 @@ class _Mapper:
 
             def map_conv(msg: Any, fd: Any) -> Any:
                 return [(kc(k), vc(v)) for k, v in getattr(msg, fd.name).items()]
+
             return pa.map_(kt, vt), map_conv
         t, c = self.single(fd)
         if _repeated(fd):

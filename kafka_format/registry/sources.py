@@ -29,15 +29,27 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from kafka_format.errors import KafkaFormatError
-from kafka_format.registry.store import (AVRO, DEFAULT_CONTEXT, JSON, PROTOBUF, RegisteredSchema,
-                                          SchemaReference, SchemaStore)
+from kafka_format.registry.store import (
+    AVRO,
+    DEFAULT_CONTEXT,
+    JSON,
+    PROTOBUF,
+    RegisteredSchema,
+    SchemaReference,
+    SchemaStore,
+)
 
 __all__ = [
-    "SCHEMAS_TOPIC", "SchemaSource", "SchemaSourceError", "schemas_from_log_dirs", "RegistryUrlSource",
-    "schemas_from_directory", "open_schema_source",
+    "SCHEMAS_TOPIC",
+    "SchemaSource",
+    "SchemaSourceError",
+    "schemas_from_log_dirs",
+    "RegistryUrlSource",
+    "schemas_from_directory",
+    "open_schema_source",
 ]
 
-SCHEMAS_TOPIC = "_schemas"                  # the registry's kafkastore.topic default
+SCHEMAS_TOPIC = "_schemas"  # the registry's kafkastore.topic default
 _EXTENSIONS = {".avsc": AVRO, ".proto": PROTOBUF, ".json": JSON}
 
 
@@ -77,7 +89,9 @@ def schemas_from_log_dirs(paths: str | Sequence[str], *, topic: str = SCHEMAS_TO
             with h.opened(h.fs_path(seg.log_path)) as f:
                 for batch in decode_segment(f):
                     cols = batch.to_pydict()
-                    for off, ctl, key, value in zip(cols["offset"], cols["isControl"], cols["key"], cols["value"]):
+                    for off, ctl, key, value in zip(
+                        cols["offset"], cols["isControl"], cols["key"], cols["value"]
+                    ):
                         if off >= start and not ctl:
                             store.apply(key, value, off)
     return store
@@ -90,7 +104,7 @@ class RegistryUrlSource:
     def __init__(self, url: str, *, timeout: float = 30.0) -> None:
         parts = urllib.parse.urlsplit(url.rstrip("/"))
         self._auth: str | None = None
-        if parts.username is not None:              # user:password@host -> HTTP basic auth, not in errors
+        if parts.username is not None:  # user:password@host -> HTTP basic auth, not in errors
             token = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
             self._auth = "Basic " + base64.b64encode(token.encode()).decode("ascii")
         self.url = _redact(url.rstrip("/"))
@@ -111,11 +125,19 @@ class RegistryUrlSource:
             if exc.code == 404:
                 self._cache[path] = None
                 return None
-            raise SchemaSourceError("schema registry request failed", path=self.url + path,
-                                    expected="HTTP 200 or 404", found=f"HTTP {exc.code}") from None
+            raise SchemaSourceError(
+                "schema registry request failed",
+                path=self.url + path,
+                expected="HTTP 200 or 404",
+                found=f"HTTP {exc.code}",
+            ) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise SchemaSourceError("schema registry not reachable", path=self.url + path,
-                                    expected="a JSON answer", found=type(exc).__name__) from None
+            raise SchemaSourceError(
+                "schema registry not reachable",
+                path=self.url + path,
+                expected="a JSON answer",
+                found=type(exc).__name__,
+            ) from None
         self._cache[path] = body
         return body
 
@@ -123,14 +145,24 @@ class RegistryUrlSource:
     def _schema(body: Any, subject: str, version: int, sid: int | None) -> RegisteredSchema | None:
         if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
             return None
-        refs = tuple(SchemaReference(r["name"], r["subject"], int(r["version"])) for r in body.get("references") or [])
-        return RegisteredSchema(subject=subject, version=version, id=int(body.get("id", sid if sid is not None else -1)),
-                                schema=body["schema"], schema_type=body.get("schemaType") or AVRO, references=refs)
+        refs = tuple(
+            SchemaReference(r["name"], r["subject"], int(r["version"])) for r in body.get("references") or []
+        )
+        return RegisteredSchema(
+            subject=subject,
+            version=version,
+            id=int(body.get("id", sid if sid is not None else -1)),
+            schema=body["schema"],
+            schema_type=body.get("schemaType") or AVRO,
+            references=refs,
+        )
 
     def by_id(self, schema_id: int, context: str = DEFAULT_CONTEXT) -> RegisteredSchema | None:
         """``GET /schemas/ids/{id}`` (``?subject=:ctx:`` outside the default context)."""
         query = "" if context == DEFAULT_CONTEXT else "?subject=" + urllib.parse.quote(f":{context}:")
-        return self._schema(self._get(f"/schemas/ids/{int(schema_id)}{query}"), f"<id {schema_id}>", 0, schema_id)
+        return self._schema(
+            self._get(f"/schemas/ids/{int(schema_id)}{query}"), f"<id {schema_id}>", 0, schema_id
+        )
 
     def version(self, subject: str, version: int | str) -> RegisteredSchema | None:
         """``GET /subjects/{subject}/versions/{version}``."""
@@ -177,19 +209,35 @@ def schemas_from_directory(path: str) -> SchemaStore:
                 text = f.read()
             subject = m["id"] if rel == "." else rel.replace(os.sep, "/")
             version = 1 if rel == "." else int(m["version"])
-            found.append((name, RegisteredSchema(subject=subject, version=version, id=int(m["id"]), schema=text,
-                                                 schema_type=_EXTENSIONS[m["ext"]])))
+            found.append(
+                (
+                    name,
+                    RegisteredSchema(
+                        subject=subject,
+                        version=version,
+                        id=int(m["id"]),
+                        schema=text,
+                        schema_type=_EXTENSIONS[m["ext"]],
+                    ),
+                )
+            )
     if not found:
-        raise SchemaSourceError("no schema files", path=path,
-                                expected="<id>.avsc|.proto|.json or <subject>/<version>-<id>.<ext> files")
+        raise SchemaSourceError(
+            "no schema files",
+            path=path,
+            expected="<id>.avsc|.proto|.json or <subject>/<version>-<id>.<ext> files",
+        )
     by_file = {name: s for name, s in found}
-    for _name, s in found:                      # nested layout: the subject is the import name
+    for _name, s in found:  # nested layout: the subject is the import name
         by_file.setdefault(s.subject, s)
     out = []
     for _name, s in found:
         if s.schema_type == PROTOBUF:
-            refs = tuple(SchemaReference(imp, by_file[imp].subject, by_file[imp].version)
-                         for imp in _IMPORT.findall(s.schema) if imp in by_file)
+            refs = tuple(
+                SchemaReference(imp, by_file[imp].subject, by_file[imp].version)
+                for imp in _IMPORT.findall(s.schema)
+                if imp in by_file
+            )
             s = RegisteredSchema(s.subject, s.version, s.id, s.schema, s.schema_type, refs)
         out.append(s)
     return SchemaStore.from_schemas(out)
@@ -209,5 +257,8 @@ def open_schema_source(spec: str | None, logdirs: Sequence[str] = ()) -> SchemaS
         if store.schemas:
             return store
         return schemas_from_directory(spec)
-    raise SchemaSourceError("schema source not found", path=spec,
-                            expected="a registry URL, a directory of schema files or a log dir with _schemas")
+    raise SchemaSourceError(
+        "schema source not found",
+        path=spec,
+        expected="a registry URL, a directory of schema files or a log dir with _schemas",
+    )

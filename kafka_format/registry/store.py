@@ -35,8 +35,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = [
-    "AVRO", "PROTOBUF", "JSON", "SCHEMA_TYPES", "DEFAULT_CONTEXT",
-    "SchemaReference", "RegisteredSchema", "SchemaStore", "StoreEvent", "context_of",
+    "AVRO",
+    "PROTOBUF",
+    "JSON",
+    "SCHEMA_TYPES",
+    "DEFAULT_CONTEXT",
+    "SchemaReference",
+    "RegisteredSchema",
+    "SchemaStore",
+    "StoreEvent",
+    "context_of",
 ]
 
 AVRO = "AVRO"
@@ -51,7 +59,7 @@ def context_of(subject: str) -> str:
     """The context of a (possibly qualified) subject: ``:.ctx:name`` -> ``.ctx``, else ``.``
     (``QualifiedSubject``)."""
     if subject.startswith(":.") and ":" in subject[2:]:
-        return subject[1:subject.index(":", 2)]
+        return subject[1 : subject.index(":", 2)]
     return DEFAULT_CONTEXT
 
 
@@ -75,7 +83,7 @@ class RegisteredSchema:
     schema_type: str = AVRO
     references: tuple[SchemaReference, ...] = ()
     deleted: bool = False
-    offset: int | None = None           # where it was last written in _schemas (None: other sources)
+    offset: int | None = None  # where it was last written in _schemas (None: other sources)
 
     @property
     def context(self) -> str:
@@ -83,10 +91,16 @@ class RegisteredSchema:
 
     def to_json(self) -> dict[str, Any]:
         """The registry REST API's view of a subject-version (plus ``deleted``)."""
-        return {"subject": self.subject, "version": self.version, "id": self.id, "schemaType": self.schema_type,
-                "references": [{"name": r.name, "subject": r.subject, "version": r.version}
-                               for r in self.references],
-                "deleted": self.deleted}
+        return {
+            "subject": self.subject,
+            "version": self.version,
+            "id": self.id,
+            "schemaType": self.schema_type,
+            "references": [
+                {"name": r.name, "subject": r.subject, "version": r.version} for r in self.references
+            ],
+            "deleted": self.deleted,
+        }
 
 
 @dataclass(frozen=True)
@@ -129,7 +143,7 @@ class SchemaStore:
             self._apply_schema(k, value, offset)
             return
         if value is None:
-            return                                      # non-schema tombstones are ignored
+            return  # non-schema tombstones are ignored
         v = self._json(value, offset, "value")
         if not isinstance(v, dict):
             return
@@ -164,9 +178,11 @@ class SchemaStore:
     def _apply_schema(self, k: dict[str, Any], value: bytes | None, offset: int | None) -> None:
         subject, version, magic = k.get("subject"), _as_int(k.get("version")), k.get("magic")
         if not isinstance(subject, str) or version is None or magic not in (0, 1):
-            self.skipped.append(StoreEvent(offset, "SCHEMA key without subject/version or with magic not 0/1"))
+            self.skipped.append(
+                StoreEvent(offset, "SCHEMA key without subject/version or with magic not 0/1")
+            )
             return
-        if value is None:                               # hard delete
+        if value is None:  # hard delete
             old = self.schemas.pop((subject, version), None)
             if old is not None:
                 self._drop(old)
@@ -179,17 +195,33 @@ class SchemaStore:
             self.skipped.append(StoreEvent(offset, "SCHEMA value without id or schema"))
             return
         stype = v.get("schemaType") or AVRO
-        refs = tuple(SchemaReference(str(r.get("name")), str(r.get("subject")), int(r.get("version")))
-                     for r in (v.get("references") or []) if isinstance(r, dict) and _as_int(r.get("version")) is not None)
-        new = RegisteredSchema(subject=subject, version=version, id=sid, schema=text, schema_type=str(stype),
-                               references=refs, deleted=bool(v.get("deleted", False)), offset=offset)
+        refs = tuple(
+            SchemaReference(str(r.get("name")), str(r.get("subject")), int(r.get("version")))
+            for r in (v.get("references") or [])
+            if isinstance(r, dict) and _as_int(r.get("version")) is not None
+        )
+        new = RegisteredSchema(
+            subject=subject,
+            version=version,
+            id=sid,
+            schema=text,
+            schema_type=str(stype),
+            references=refs,
+            deleted=bool(v.get("deleted", False)),
+            offset=offset,
+        )
         holder = self._ids.get((new.context, sid))
         if holder:
             other = next(iter(holder.items()))
             old = self.schemas.get(other)
             if old is not None and old.schema != text:
-                self.skipped.append(StoreEvent(offset, f"schema id {sid} already belongs to another schema "
-                                                       f"({old.subject} version {old.version}); ignored"))
+                self.skipped.append(
+                    StoreEvent(
+                        offset,
+                        f"schema id {sid} already belongs to another schema "
+                        f"({old.subject} version {old.version}); ignored",
+                    )
+                )
                 return
         previous = self.schemas.get((subject, version))
         if previous is not None and previous.id != sid:
@@ -231,8 +263,14 @@ class SchemaStore:
 
     def versions(self, subject: str, *, include_deleted: bool = False) -> list[RegisteredSchema]:
         """A subject's versions in order."""
-        return sorted((s for (subj, _), s in self.schemas.items()
-                       if subj == subject and (include_deleted or not s.deleted)), key=lambda s: s.version)
+        return sorted(
+            (
+                s
+                for (subj, _), s in self.schemas.items()
+                if subj == subject and (include_deleted or not s.deleted)
+            ),
+            key=lambda s: s.version,
+        )
 
     def ids(self, context: str = DEFAULT_CONTEXT) -> list[int]:
         """Every id that resolves in ``context``, sorted."""

@@ -26,8 +26,15 @@ from kafka_format.errors import KafkaFormatError
 from kafka_format.registry.store import AVRO, DEFAULT_CONTEXT, JSON, PROTOBUF, RegisteredSchema
 
 __all__ = [
-    "TYPED_FORMATS", "AS_TYPES", "SchemaBundle", "ColumnPlan", "ColumnDecoder", "DecodeProblem",
-    "TypedDecodeError", "plan_column", "bundle_of",
+    "TYPED_FORMATS",
+    "AS_TYPES",
+    "SchemaBundle",
+    "ColumnPlan",
+    "ColumnDecoder",
+    "DecodeProblem",
+    "TypedDecodeError",
+    "plan_column",
+    "bundle_of",
 ]
 
 TYPED_FORMATS = {"avro": AVRO, "protobuf": PROTOBUF, "json-schema": JSON}
@@ -67,8 +74,12 @@ def bundle_of(s: RegisteredSchema, source: Any, depth: int = 0) -> SchemaBundle:
     for r in s.references:
         target = source.version(r.subject, r.version)
         if target is None:
-            raise TypedDecodeError("a schema reference does not resolve", path=f"{s.subject} version {s.version}",
-                                   expected=f"subject {r.subject} version {r.version} ({r.name})", found="nothing")
+            raise TypedDecodeError(
+                "a schema reference does not resolve",
+                path=f"{s.subject} version {s.version}",
+                expected=f"subject {r.subject} version {r.version} ({r.name})",
+                found="nothing",
+            )
         refs.append((r.name, bundle_of(target, source, depth + 1)))
     return SchemaBundle(s.id, s.schema_type, s.schema, tuple(refs))
 
@@ -83,14 +94,22 @@ class ColumnPlan:
     arrow_type: pa.DataType
     source: Any
     subject: str | None = None
-    message: str | None = None                  # Protobuf: full name of the table's message
+    message: str | None = None  # Protobuf: full name of the table's message
     context: str = DEFAULT_CONTEXT
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
-def plan_column(source: Any, column: str, as_type: str, *, topic: str | None = None, subject: str | None = None,
-                reader_schema: str | None = None, message: str | None = None,
-                context: str = DEFAULT_CONTEXT) -> ColumnPlan | None:
+def plan_column(
+    source: Any,
+    column: str,
+    as_type: str,
+    *,
+    topic: str | None = None,
+    subject: str | None = None,
+    reader_schema: str | None = None,
+    message: str | None = None,
+    context: str = DEFAULT_CONTEXT,
+) -> ColumnPlan | None:
     """The plan of ``column`` (``key``/``value``) decoded ``as_type`` (``avro``, ``protobuf``,
     ``json-schema`` or ``auto``); None for ``auto`` without a subject.  Raises
     :class:`TypedDecodeError` naming the subject when there is no table schema."""
@@ -109,16 +128,31 @@ def plan_column(source: Any, column: str, as_type: str, *, topic: str | None = N
         reader = SchemaBundle(-1, stype, reader_schema)
     elif latest is not None:
         if latest.schema_type != stype:
-            raise TypedDecodeError(f"subject {subject} holds {latest.schema_type} schemas", path=subject,
-                                   expected=f"{stype} (--{column}-as {as_type})", found=latest.schema_type)
+            raise TypedDecodeError(
+                f"subject {subject} holds {latest.schema_type} schemas",
+                path=subject,
+                expected=f"{stype} (--{column}-as {as_type})",
+                found=latest.schema_type,
+            )
         reader = bundle_of(latest, source)
     else:
-        raise TypedDecodeError(f"no schema for the {column} column", path=subject or "<no subject>",
-                               expected=f"a live version of subject {subject} or a reader schema",
-                               found="no such subject" if subject else "neither a topic nor a subject")
+        raise TypedDecodeError(
+            f"no schema for the {column} column",
+            path=subject or "<no subject>",
+            expected=f"a live version of subject {subject} or a reader schema",
+            found="no such subject" if subject else "neither a topic nor a subject",
+        )
     arrow_type, message = _table_type(reader, message)
-    return ColumnPlan(column=column, schema_type=stype, reader=reader, arrow_type=arrow_type, source=source,
-                      subject=subject, message=message, context=context)
+    return ColumnPlan(
+        column=column,
+        schema_type=stype,
+        reader=reader,
+        arrow_type=arrow_type,
+        source=source,
+        subject=subject,
+        message=message,
+        context=context,
+    )
 
 
 def _table_type(reader: SchemaBundle, message: str | None) -> tuple[pa.DataType, str | None]:
@@ -126,7 +160,9 @@ def _table_type(reader: SchemaBundle, message: str | None) -> tuple[pa.DataType,
         if reader.schema_type == AVRO:
             from kafka_format.registry.avro import avro_arrow_type, parse_avro
 
-            return avro_arrow_type(*parse_avro(reader.schema, list(reader.flat_references().values())))[0], None
+            return avro_arrow_type(*parse_avro(reader.schema, list(reader.flat_references().values())))[
+                0
+            ], None
         if reader.schema_type == PROTOBUF:
             proto = _compiled_proto(reader)
             name = message or proto.message_at([0]).full_name
@@ -136,9 +172,12 @@ def _table_type(reader: SchemaBundle, message: str | None) -> tuple[pa.DataType,
         return json_arrow_type(reader.schema, reader.flat_references())[0], None
     except TypedDecodeError:
         raise
-    except Exception as exc:        # noqa: BLE001 - any parse failure of a registered schema
-        raise TypedDecodeError("the table schema cannot be used", expected=f"a valid {reader.schema_type} schema",
-                               found=f"{type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - any parse failure of a registered schema
+        raise TypedDecodeError(
+            "the table schema cannot be used",
+            expected=f"a valid {reader.schema_type} schema",
+            found=f"{type(exc).__name__}: {exc}",
+        ) from None
 
 
 def _compiled_proto(b: SchemaBundle) -> Any:
@@ -215,7 +254,7 @@ class ColumnDecoder:
         else:
             try:
                 got = self._make_codec(bundle_of(found, p.source))
-            except Exception as exc:    # noqa: BLE001 - a writer schema that does not parse
+            except Exception as exc:  # noqa: BLE001 - a writer schema that does not parse
                 got = f"schema id {schema_id} cannot be used: {type(exc).__name__}: {exc}"
         self._codecs[schema_id] = got
         return got
@@ -226,11 +265,17 @@ class ColumnDecoder:
             from kafka_format.registry.avro import AvroCodec, parse_avro
 
             same = writer.schema == p.reader.schema and writer.references == p.reader.references
-            w = self._reader if same else parse_avro(writer.schema, list(writer.flat_references().values()))[0]
+            w = (
+                self._reader
+                if same
+                else parse_avro(writer.schema, list(writer.flat_references().values()))[0]
+            )
             return AvroCodec(w, None if same else self._reader)
         if p.schema_type == PROTOBUF:
             same = writer.schema == p.reader.schema
-            return _ProtoCodec(self._reader if same else _compiled_proto(writer), self._reader, p.message or "")
+            return _ProtoCodec(
+                self._reader if same else _compiled_proto(writer), self._reader, p.message or ""
+            )
         return self._reader
 
     # -- batches --------------------------------------------------------------------------------
@@ -246,7 +291,9 @@ class ColumnDecoder:
         for row in np.flatnonzero(h.short):
             problems.append(DecodeProblem(int(row), "shorter than the 5-byte wire-format header", None))
         for row in np.flatnonzero(h.bad_magic):
-            problems.append(DecodeProblem(int(row), f"magic byte {h.data[int(h.start[row]) - 5]} is not 0", None))
+            problems.append(
+                DecodeProblem(int(row), f"magic byte {h.data[int(h.start[row]) - 5]} is not 0", None)
+            )
         ok_rows = np.flatnonzero(h.ok)
         if ok_rows.size:
             ids = h.ids[ok_rows]
@@ -263,9 +310,16 @@ class ColumnDecoder:
                     try:
                         v = decode(data[start:end])
                         values[r] = convert(v) if convert is not None else v
-                    except Exception as exc:    # noqa: BLE001 - any payload that does not decode
-                        problems.append(DecodeProblem(r, f"payload does not decode with schema id {sid}: "
-                                                         f"{type(exc).__name__}: {exc}"[:500], sid))
+                    except Exception as exc:  # noqa: BLE001 - any payload that does not decode
+                        problems.append(
+                            DecodeProblem(
+                                r,
+                                f"payload does not decode with schema id {sid}: {type(exc).__name__}: {exc}"[
+                                    :500
+                                ],
+                                sid,
+                            )
+                        )
         return self._to_arrow(values, problems, h.ids), sorted(problems, key=lambda p: p.row)
 
     def _to_arrow(self, values: list[Any], problems: list[DecodeProblem], ids: np.ndarray) -> pa.Array:
@@ -274,7 +328,7 @@ class ColumnDecoder:
             return pa.array(values, type=t)
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
             pass
-        for r, v in enumerate(values):               # find the rows Arrow refuses
+        for r, v in enumerate(values):  # find the rows Arrow refuses
             if v is None:
                 continue
             try:
@@ -305,16 +359,23 @@ class _ProtoCodec:
         if name is None:
             name = self._names[key] = self.writer.message_at(path).full_name
         if name != self.table_message:
-            raise ValueError(f"message {name} (indexes {path}) is not the table's message {self.table_message}")
+            raise ValueError(
+                f"message {name} (indexes {path}) is not the table's message {self.table_message}"
+            )
         msg = self.cls.FromString(bytes(payload[pos:]))
         return msg
 
 
 def describe(plan: ColumnPlan) -> dict[str, Any]:
     """A JSON-ready summary of a plan (what a job reports)."""
-    return {"column": plan.column, "schemaType": plan.schema_type, "subject": plan.subject,
-            "readerSchemaId": plan.reader.id if plan.reader.id >= 0 else None, "message": plan.message,
-            "type": str(plan.arrow_type)}
+    return {
+        "column": plan.column,
+        "schemaType": plan.schema_type,
+        "subject": plan.subject,
+        "readerSchemaId": plan.reader.id if plan.reader.id >= 0 else None,
+        "message": plan.message,
+        "type": str(plan.arrow_type),
+    }
 
 
 def plans_json(plans: Sequence[ColumnPlan]) -> str:

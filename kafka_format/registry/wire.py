@@ -44,11 +44,16 @@ def wire_headers(arr: pa.Array) -> WireHeaders:
         raise TypeError(f"expected a binary column, found {arr.type}")
     n = len(arr)
     bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=off_type, count=arr.offset + n + 1)[arr.offset:].astype(np.int64) \
-        if n else np.zeros(1, np.int64)
+    offsets = (
+        np.frombuffer(bufs[1], dtype=off_type, count=arr.offset + n + 1)[arr.offset :].astype(np.int64)
+        if n
+        else np.zeros(1, np.int64)
+    )
     raw = bufs[2]
     data = np.frombuffer(raw, dtype=np.uint8) if raw is not None and raw.size else np.zeros(0, np.uint8)
-    present = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool) if n else np.zeros(0, bool)
+    present = (
+        ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool) if n else np.zeros(0, bool)
+    )
     start, end = offsets[:-1], offsets[1:]
     length = end - start
     long_enough = present & (length >= HEADER_SIZE)
@@ -60,9 +65,15 @@ def wire_headers(arr: pa.Array) -> WireHeaders:
     if data.size and ok.any():
         b = [data[idx + k].astype(np.int64) for k in range(1, 5)]
         raw_id = (b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3]
-        raw_id = np.where(raw_id >= 1 << 31, raw_id - (1 << 32), raw_id)      # Java int
+        raw_id = np.where(raw_id >= 1 << 31, raw_id - (1 << 32), raw_id)  # Java int
         ids = np.where(ok, raw_id, -1)
-    return WireHeaders(present=present, ok=ok, ids=ids, start=start + HEADER_SIZE, end=end,
-                       data=memoryview(raw) if raw is not None else memoryview(b""),
-                       short=present & (length < HEADER_SIZE),
-                       bad_magic=long_enough & (magic != MAGIC_BYTE))
+    return WireHeaders(
+        present=present,
+        ok=ok,
+        ids=ids,
+        start=start + HEADER_SIZE,
+        end=end,
+        data=memoryview(raw) if raw is not None else memoryview(b""),
+        short=present & (length < HEADER_SIZE),
+        bad_magic=long_enough & (magic != MAGIC_BYTE),
+    )

@@ -29,16 +29,26 @@ from pyspark.sql.types import StructField, StructType
 
 from kafka_format.registry.typed import AS_TYPES, ColumnDecoder, ColumnPlan, TypedDecodeError, plan_column
 
-__all__ = ["TypedColumns", "decode_typed", "typed_columns", "typed_error", "ERROR_COLUMNS", "ERROR_TYPE",
-           "MODES"]
+__all__ = [
+    "TypedColumns",
+    "decode_typed",
+    "typed_columns",
+    "typed_error",
+    "ERROR_COLUMNS",
+    "ERROR_TYPE",
+    "MODES",
+]
 
 MODES = ("FAILFAST", "PERMISSIVE", "DROPMALFORMED")
 ERROR_COLUMNS = {"key": "_keyDecodeError", "value": "_valueDecodeError"}
-ERROR_TYPE = pa.struct([pa.field("reason", pa.string()), pa.field("schemaId", pa.int32()),
-                        pa.field("bytes", pa.binary())])
+ERROR_TYPE = pa.struct(
+    [pa.field("reason", pa.string()), pa.field("schemaId", pa.int32()), pa.field("bytes", pa.binary())]
+)
 _MARK = "klogs-typed-decode"
-_MARK_RE = re.compile(_MARK + r"\|(?P<column>[^|]*)\|(?P<path>[^|]*)\|(?P<position>-?\d+)\|(?P<offset>-?\d+)\|"
-                      r"(?P<reason>[^\n]*)")
+_MARK_RE = re.compile(
+    _MARK + r"\|(?P<column>[^|]*)\|(?P<path>[^|]*)\|(?P<position>-?\d+)\|(?P<offset>-?\d+)\|"
+    r"(?P<reason>[^\n]*)"
+)
 _NEEDED = ("logDir", "topic", "partition", "segment", "position", "offset")
 
 
@@ -48,7 +58,7 @@ class TypedColumns:
 
     plans: dict[str, ColumnPlan]
     mode: str = "FAILFAST"
-    untyped: tuple[str, ...] = ()               # ``auto`` columns left binary (no subject)
+    untyped: tuple[str, ...] = ()  # ``auto`` columns left binary (no subject)
     _counters: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def apply(self, df: DataFrame) -> DataFrame:
@@ -57,9 +67,11 @@ class TypedColumns:
             return df
         missing = [c for c in (*self.plans, *_NEEDED) if c not in df.columns]
         if missing:
-            raise TypedDecodeError("the DataFrame lacks columns typed decoding needs (granularity=batch?)",
-                                   expected="the kafka-log record columns " + ", ".join(missing),
-                                   found=", ".join(df.columns))
+            raise TypedDecodeError(
+                "the DataFrame lacks columns typed decoding needs (granularity=batch?)",
+                expected="the kafka-log record columns " + ", ".join(missing),
+                found=", ".join(df.columns),
+            )
         sc = df.sparkSession.sparkContext
         for c in self.plans:
             if c not in self._counters:
@@ -74,15 +86,28 @@ class TypedColumns:
         """A JSON-ready summary: columns, subjects, table types, mode, failed rows."""
         from kafka_format.registry.typed import describe
 
-        return {"columns": [describe(p) for p in self.plans.values()], "untyped": list(self.untyped),
-                "mode": self.mode, "decodeErrors": self.error_counts()}
+        return {
+            "columns": [describe(p) for p in self.plans.values()],
+            "untyped": list(self.untyped),
+            "mode": self.mode,
+            "decodeErrors": self.error_counts(),
+        }
 
 
-def typed_columns(source: Any, *, key_as: str = "binary", value_as: str = "binary", topic: str | None = None,
-                  key_subject: str | None = None, value_subject: str | None = None,
-                  key_schema: str | None = None, value_schema: str | None = None,
-                  key_message: str | None = None, value_message: str | None = None,
-                  mode: str = "FAILFAST") -> TypedColumns:
+def typed_columns(
+    source: Any,
+    *,
+    key_as: str = "binary",
+    value_as: str = "binary",
+    topic: str | None = None,
+    key_subject: str | None = None,
+    value_subject: str | None = None,
+    key_schema: str | None = None,
+    value_schema: str | None = None,
+    key_message: str | None = None,
+    value_message: str | None = None,
+    mode: str = "FAILFAST",
+) -> TypedColumns:
     """Plan the typed columns (driver side; no data read).  ``source``: a schema source
     (:mod:`kafka_format.registry.sources`); ``*_schema``: a reader schema text (the table schema;
     default: the latest version of ``*_subject``, default ``<topic>-key``/``<topic>-value``);
@@ -92,12 +117,15 @@ def typed_columns(source: Any, *, key_as: str = "binary", value_as: str = "binar
         raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
     plans: dict[str, ColumnPlan] = {}
     untyped: list[str] = []
-    for column, as_type, subject, schema, message in (("key", key_as, key_subject, key_schema, key_message),
-                                                      ("value", value_as, value_subject, value_schema, value_message)):
+    for column, as_type, subject, schema, message in (
+        ("key", key_as, key_subject, key_schema, key_message),
+        ("value", value_as, value_subject, value_schema, value_message),
+    ):
         if as_type not in AS_TYPES:
             continue
-        plan = plan_column(source, column, as_type, topic=topic, subject=subject, reader_schema=schema,
-                           message=message)
+        plan = plan_column(
+            source, column, as_type, topic=topic, subject=subject, reader_schema=schema, message=message
+        )
         if plan is None:
             untyped.append(column)
         else:
@@ -105,8 +133,16 @@ def typed_columns(source: Any, *, key_as: str = "binary", value_as: str = "binar
     return TypedColumns(plans, mode, tuple(untyped))
 
 
-def decode_typed(df: DataFrame, source: Any, *, key_as: str = "binary", value_as: str = "binary",
-                 topic: str | None = None, mode: str = "FAILFAST", **kwargs: Any) -> tuple[DataFrame, TypedColumns]:
+def decode_typed(
+    df: DataFrame,
+    source: Any,
+    *,
+    key_as: str = "binary",
+    value_as: str = "binary",
+    topic: str | None = None,
+    mode: str = "FAILFAST",
+    **kwargs: Any,
+) -> tuple[DataFrame, TypedColumns]:
     """The data source's DataFrame with typed key/value columns, and the :class:`TypedColumns`
     whose :meth:`~TypedColumns.error_counts` tell how many rows failed once an action ran.
     Keyword arguments as :func:`typed_columns`."""
@@ -120,7 +156,9 @@ def _spark_type(t: pa.DataType) -> Any:
     return from_arrow_type(t)
 
 
-def _decode(df: DataFrame, plans: Mapping[str, ColumnPlan], mode: str, counters: Mapping[str, Any]) -> DataFrame:
+def _decode(
+    df: DataFrame, plans: Mapping[str, ColumnPlan], mode: str, counters: Mapping[str, Any]
+) -> DataFrame:
     fields = []
     for f in df.schema.fields:
         if f.name in plans:
@@ -153,7 +191,11 @@ def _decode(df: DataFrame, plans: Mapping[str, ColumnPlan], mode: str, counters:
                 if mode == "PERMISSIVE":
                     errs: list[Any] = [None] * n
                     for p in problems:
-                        errs[p.row] = {"reason": p.reason, "schemaId": p.schema_id, "bytes": raw[p.row].as_py()}
+                        errs[p.row] = {
+                            "reason": p.reason,
+                            "schemaId": p.schema_id,
+                            "bytes": raw[p.row].as_py(),
+                        }
                     cols[ERROR_COLUMNS[c]] = pa.array(errs, type=ERROR_TYPE)
             arrays = [cols[name] for name in names]
             out = pa.RecordBatch.from_arrays(arrays, names=names)
@@ -166,7 +208,7 @@ def _decode(df: DataFrame, plans: Mapping[str, ColumnPlan], mode: str, counters:
 
 def _failure(column: str, p: Any, cols: Mapping[str, pa.Array]) -> str:
     r = p.row
-    get = lambda name: cols[name][r].as_py()    # noqa: E731
+    get = lambda name: cols[name][r].as_py()  # noqa: E731
     path = f"{get('logDir')}/{get('topic')}-{get('partition')}/{int(get('segment')):020d}.log"
     reason = p.reason.replace("\n", " ").replace("|", "/")
     return f"{_MARK}|{column}|{path}|{get('position')}|{get('offset')}|{reason}"
@@ -177,9 +219,13 @@ def typed_error(exc: BaseException) -> TypedDecodeError | None:
     m = _MARK_RE.search(str(exc))
     if m is None:
         return None
-    return TypedDecodeError(f"record {m['column']} does not decode at offset {m['offset']}", path=m["path"],
-                            position=int(m["position"]), expected=f"a {m['column']} in the schema's wire format",
-                            found=m["reason"])
+    return TypedDecodeError(
+        f"record {m['column']} does not decode at offset {m['offset']}",
+        path=m["path"],
+        position=int(m["position"]),
+        expected=f"a {m['column']} in the schema's wire format",
+        found=m["reason"],
+    )
 
 
 def raise_typed(exc: BaseException) -> None:
@@ -198,4 +244,3 @@ def topics_of(logdirs: Sequence[str], topics: Sequence[str] = (), pattern: str |
         return found
     rx = re.compile(pattern) if pattern is not None else None
     return [t for t in found if t in topics or (rx is not None and rx.fullmatch(t))]
-

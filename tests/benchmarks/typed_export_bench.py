@@ -32,11 +32,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from spark_scan import _timed  # noqa: E402
 
 BAR = 1.5
-V1 = {"type": "record", "name": "Event", "namespace": "bench",
-      "fields": [{"name": "id", "type": "string"}, {"name": "user", "type": "long"},
-                 {"name": "amount", "type": "double"}, {"name": "kind", "type": {"type": "enum", "name": "Kind",
-                                                                                "symbols": ["A", "B", "C"]}},
-                 {"name": "tags", "type": {"type": "array", "items": "string"}}]}
+V1 = {
+    "type": "record",
+    "name": "Event",
+    "namespace": "bench",
+    "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "user", "type": "long"},
+        {"name": "amount", "type": "double"},
+        {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["A", "B", "C"]}},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+    ],
+}
 V2 = {**V1, "fields": V1["fields"] + [{"name": "note", "type": ["null", "string"], "default": None}]}
 
 
@@ -53,26 +60,47 @@ def make_topic(root: Path, records: int, partitions: int) -> tuple[Path, list[by
     for i in range(records):
         v2 = i >= records // 2
         buf = io.BytesIO()
-        value = {"id": f"e{i}", "user": i % 977, "amount": i * 0.25, "kind": "ABC"[i % 3], "tags": ["x", "y"][: i % 3]}
+        value = {
+            "id": f"e{i}",
+            "user": i % 977,
+            "amount": i * 0.25,
+            "kind": "ABC"[i % 3],
+            "tags": ["x", "y"][: i % 3],
+        }
         if v2:
             value["note"] = None if i % 2 else "n"
         schemaless_writer(buf, p2 if v2 else p1, value)
         payloads.append(b"\x00" + struct.pack(">i", 2 if v2 else 1) + buf.getvalue())
-    schemas = [({"keytype": "SCHEMA", "subject": "events-value", "version": v, "magic": 1},
-                {"subject": "events-value", "version": v, "id": v, "schema": json.dumps(s), "deleted": False})
-               for v, s in ((1, V1), (2, V2))]
+    schemas = [
+        (
+            {"keytype": "SCHEMA", "subject": "events-value", "version": v, "magic": 1},
+            {"subject": "events-value", "version": v, "id": v, "schema": json.dumps(s), "deleted": False},
+        )
+        for v, s in ((1, V1), (2, V2))
+    ]
     d = LogDirWriter(root, node_id=1, cluster_id="registryTestCluster000", kraft=True)
     w = d.partition("_schemas", 0, topic_id=b"\x05" * 16)
-    w.append(build_v2_batch([Record(key=json.dumps(k).encode(), value=json.dumps(v).encode(),
-                                    timestamp=1_700_000_000_000) for k, v in schemas], base_offset=0))
+    w.append(
+        build_v2_batch(
+            [
+                Record(key=json.dumps(k).encode(), value=json.dumps(v).encode(), timestamp=1_700_000_000_000)
+                for k, v in schemas
+            ],
+            base_offset=0,
+        )
+    )
     w.close()
     per = (records + partitions - 1) // partitions
     for p in range(partitions):
         w = d.partition("events", p, topic_id=b"\x09" * 16, segment_bytes=1 << 30)
-        chunk = payloads[p * per:(p + 1) * per]
+        chunk = payloads[p * per : (p + 1) * per]
         for b in range(0, len(chunk), 500):
-            w.append(build_v2_batch([Record(key=None, value=v, timestamp=1_700_000_000_000)
-                                     for v in chunk[b:b + 500]], base_offset=b))
+            w.append(
+                build_v2_batch(
+                    [Record(key=None, value=v, timestamp=1_700_000_000_000) for v in chunk[b : b + 500]],
+                    base_offset=b,
+                )
+            )
         w.close()
     d.close(written_at_ms=1_700_000_100_000)
     return root, payloads
@@ -118,20 +146,33 @@ def run(spark: Any, records: int, data_dir: Path, repeats: int) -> dict[str, flo
     t_wall, t_cpu = _timed(typed, repeats)
     alone = min(fastavro_alone(payloads) for _ in range(repeats))
     shutil.rmtree(out, ignore_errors=True)
-    return {"records": records, "cores": cores, "binary_wall": b_wall, "binary_cpu": b_cpu, "typed_wall": t_wall,
-            "typed_cpu": t_cpu, "fastavro_cpu": alone, "ratio_wall": t_wall / b_wall, "ratio_cpu": t_cpu / b_cpu}
+    return {
+        "records": records,
+        "cores": cores,
+        "binary_wall": b_wall,
+        "binary_cpu": b_cpu,
+        "typed_wall": t_wall,
+        "typed_cpu": t_cpu,
+        "fastavro_cpu": alone,
+        "ratio_wall": t_wall / b_wall,
+        "ratio_cpu": t_cpu / b_cpu,
+    }
 
 
 def markdown(r: dict[str, float], master: str) -> list[str]:
     n = r["records"]
-    return ["## Typed export (`--value-as avro`) vs binary export vs fastavro alone", "",
-            "| master | records | binary wall s / CPU s | typed wall s / CPU s | typed / binary (wall, CPU) "
-            "| typed rows/s (wall) | fastavro alone rows/s (1 core) | within 1.5x (wall) |",
-            "|---|---:|---:|---:|---:|---:|---:|---|",
-            f"| {master} | {n:,.0f} | {r['binary_wall']:.2f} / {r['binary_cpu']:.2f} "
-            f"| {r['typed_wall']:.2f} / {r['typed_cpu']:.2f} | {r['ratio_wall']:.2f}x / {r['ratio_cpu']:.2f}x "
-            f"| {n / r['typed_wall']:,.0f} | {n / r['fastavro_cpu']:,.0f} "
-            f"| {'yes' if r['ratio_wall'] <= BAR else 'NO'} |", ""]
+    return [
+        "## Typed export (`--value-as avro`) vs binary export vs fastavro alone",
+        "",
+        "| master | records | binary wall s / CPU s | typed wall s / CPU s | typed / binary (wall, CPU) "
+        "| typed rows/s (wall) | fastavro alone rows/s (1 core) | within 1.5x (wall) |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+        f"| {master} | {n:,.0f} | {r['binary_wall']:.2f} / {r['binary_cpu']:.2f} "
+        f"| {r['typed_wall']:.2f} / {r['typed_cpu']:.2f} | {r['ratio_wall']:.2f}x / {r['ratio_cpu']:.2f}x "
+        f"| {n / r['typed_wall']:,.0f} | {n / r['fastavro_cpu']:,.0f} "
+        f"| {'yes' if r['ratio_wall'] <= BAR else 'NO'} |",
+        "",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,8 +185,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from kafka_format.spark.session import build_session
 
-    spark = build_session(master=args.master, profile="local", app_name="klogs-typed-export-bench",
-                          extra_conf={"spark.ui.enabled": "false"})
+    spark = build_session(
+        master=args.master,
+        profile="local",
+        app_name="klogs-typed-export-bench",
+        extra_conf={"spark.ui.enabled": "false"},
+    )
     try:
         result = run(spark, args.records, args.data_dir, args.repeats)
     finally:

@@ -18,9 +18,13 @@ def test_lists_subjects_versions_ids_and_types(tmp_path: Path, capsys: pytest.Ca
     assert main(["schemas", str(c.root), "--format", "jsonl"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [(x["subject"], x["version"], x["id"], x["schemaType"]) for x in lines] == [
-        ("orders-value", 1, c.ids["v1"], "PROTOBUF"), ("orders-value", 2, c.ids["v2"], "PROTOBUF"),
-        ("shop/money.proto", 1, c.ids["money"], "PROTOBUF")]
-    assert lines[0]["references"] == [{"name": "shop/money.proto", "subject": "shop/money.proto", "version": 1}]
+        ("orders-value", 1, c.ids["v1"], "PROTOBUF"),
+        ("orders-value", 2, c.ids["v2"], "PROTOBUF"),
+        ("shop/money.proto", 1, c.ids["money"], "PROTOBUF"),
+    ]
+    assert lines[0]["references"] == [
+        {"name": "shop/money.proto", "subject": "shop/money.proto", "version": 1}
+    ]
     assert main(["schemas", str(c.root)]) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[0].split() == ["subject", "version", "id", "type", "references", "deleted"]
@@ -40,6 +44,7 @@ def test_soft_deleted_versions_only_on_request(tmp_path: Path, capsys: pytest.Ca
 def test_no_schemas_topic_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = corpus_mod.write_log_dir(tmp_path / "logs", [], {"orders": [(b"k", b"v")]})
     import shutil
+
     shutil.rmtree(root / "_schemas-0")
     assert main(["schemas", str(root)]) == 2
     assert "no '_schemas' partition" in capsys.readouterr().err

@@ -36,8 +36,14 @@ def _produce(broker: KafkaBroker, topic: str, rows: list[tuple[bytes | None, byt
 def _consume_decoded(broker: KafkaBroker, topic: str, n: int, deserialize: Any) -> list[Any]:
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"typed-{topic}", "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest"})
+    c = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"typed-{topic}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     try:
         c.assign([TopicPartition(topic, 0, 0)])
         got: list[Any] = []
@@ -47,6 +53,7 @@ def _consume_decoded(broker: KafkaBroker, topic: str, n: int, deserialize: Any) 
                 if m.error() is None:
                     got.append((m.offset(), deserialize(m.value(), topic)))
             return len(got) >= n
+
         wait_until(done, 120, f"{n} records of {topic}", interval=0)
         return [v for _, v in sorted(got, key=lambda x: x[0])]
     finally:
@@ -70,8 +77,9 @@ def _deserializer(fmt: str, client: Any) -> Any:
 
     from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 
-    cls = corpus_mod._protoc_classes({"shop/money.proto": corpus_mod.PROTO_MONEY,
-                                      "shop/order.proto": corpus_mod.PROTO_V2})("shop.Order")
+    cls = corpus_mod._protoc_classes(
+        {"shop/money.proto": corpus_mod.PROTO_MONEY, "shop/order.proto": corpus_mod.PROTO_V2}
+    )("shop.Order")
     d = ProtobufDeserializer(cls, {"use.deprecated.format": False}, schema_registry_client=client)
 
     def proto(b: bytes, t: str) -> Any:
@@ -81,20 +89,24 @@ def _deserializer(fmt: str, client: Any) -> Any:
         out["total"]["units"] = int(out["total"]["units"])
         out.setdefault("note", None)
         return out
+
     return proto
 
 
 @pytest.mark.parametrize("fmt", corpus_mod.FORMATS)
-def test_typed_export_equals_the_deserializers(kafka_broker: KafkaBroker, spark, conformance, kafka_version: str,
-                                               tmp_path: Path, fmt: str) -> None:
+def test_typed_export_equals_the_deserializers(
+    kafka_broker: KafkaBroker, spark, conformance, kafka_version: str, tmp_path: Path, fmt: str
+) -> None:
     from kafka_format.registry import schemas_from_log_dirs
     from kafka_format.spark.typed import decode_typed
 
     topic = f"ty-{fmt}"
     v1, v2 = corpus_mod.orders(0, 20, v2=False), corpus_mod.orders(20, 20, v2=True)
     wire, ids, client = corpus_mod.serialize(fmt, v1, v2, topic=topic)
-    schemas = [(k, {**v, "subject": v["subject"].replace("orders-", f"{topic}-")})
-               for k, v in corpus_mod.schema_records(fmt, ids, topic=topic)]
+    schemas = [
+        (k, {**v, "subject": v["subject"].replace("orders-", f"{topic}-")})
+        for k, v in corpus_mod.schema_records(fmt, ids, topic=topic)
+    ]
     schemas = [({**k, "subject": v["subject"]}, v) for k, v in schemas]
     if "_schemas" not in kafka_broker.admin().list_topics():
         kafka_broker.create_topic("_schemas", config={"cleanup.policy": "compact"})
@@ -107,8 +119,14 @@ def test_typed_export_equals_the_deserializers(kafka_broker: KafkaBroker, spark,
     df = spark.read.format("kafka-log").option("topics", topic).load(str(copy))
     out, typed = decode_typed(df, schemas_from_log_dirs([str(copy)]), value_as=fmt, topic=topic)
     ours = [r["value"].asDict(recursive=True) for r in out.orderBy("offset").collect()]
-    conformance.compare(COMPARISON, kafka_version, f"{fmt}: {len(theirs)} values (two schema versions)",
-                        ours, [{**v, "note": v.get("note")} for v in theirs])
-    conformance.compare(COMPARISON, kafka_version, f"{fmt}: rows that did not decode", typed.error_counts(),
-                        {"value": 0})
+    conformance.compare(
+        COMPARISON,
+        kafka_version,
+        f"{fmt}: {len(theirs)} values (two schema versions)",
+        ours,
+        [{**v, "note": v.get("note")} for v in theirs],
+    )
+    conformance.compare(
+        COMPARISON, kafka_version, f"{fmt}: rows that did not decode", typed.error_counts(), {"value": 0}
+    )
     conformance.assert_equal(COMPARISON, kafka_version)

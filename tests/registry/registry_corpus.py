@@ -21,28 +21,69 @@ FIRST_TS = 1_700_000_000_000
 TOPIC = "orders"
 FORMATS = ("avro", "protobuf", "json-schema")
 
-AVRO_MONEY = {"type": "record", "name": "Money", "namespace": "shop",
-              "fields": [{"name": "currency", "type": "string"}, {"name": "units", "type": "long"}]}
-AVRO_V1 = {"type": "record", "name": "Order", "namespace": "shop",
-           "fields": [{"name": "id", "type": "string"}, {"name": "qty", "type": "int"},
-                      {"name": "total", "type": "shop.Money"}]}
-AVRO_V2 = {"type": "record", "name": "Order", "namespace": "shop",
-           "fields": [{"name": "id", "type": "string"}, {"name": "qty", "type": "long"},
-                      {"name": "total", "type": "shop.Money"},
-                      {"name": "note", "type": ["null", "string"], "default": None}]}
-PROTO_MONEY = 'syntax = "proto3";\npackage shop;\n\nmessage Money {\n  string currency = 1;\n  int64 units = 2;\n}\n'
-PROTO_V1 = ('syntax = "proto3";\npackage shop;\n\nimport "shop/money.proto";\n\nmessage Order {\n  string id = 1;\n'
-            '  int64 qty = 2;\n  Money total = 3;\n}\n')
-PROTO_V2 = ('syntax = "proto3";\npackage shop;\n\nimport "shop/money.proto";\n\n'
-            'message Order {\n  string id = 1;\n  int64 qty = 2;\n  Money total = 3;\n  optional string note = 4;\n}\n'
-            'message Audit {\n  string who = 1;\n}\n')
-JSON_V1 = {"type": "object", "properties": {"id": {"type": "string"}, "qty": {"type": "integer"},
-                                            "total": {"type": "object", "properties": {
-                                                "currency": {"type": "string"}, "units": {"type": "integer"}}}}}
-JSON_V2 = {"type": "object", "properties": {"id": {"type": "string"}, "qty": {"type": "integer"},
-                                            "total": {"type": "object", "properties": {
-                                                "currency": {"type": "string"}, "units": {"type": "integer"}}},
-                                            "note": {"type": ["null", "string"]}}}
+AVRO_MONEY = {
+    "type": "record",
+    "name": "Money",
+    "namespace": "shop",
+    "fields": [{"name": "currency", "type": "string"}, {"name": "units", "type": "long"}],
+}
+AVRO_V1 = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "qty", "type": "int"},
+        {"name": "total", "type": "shop.Money"},
+    ],
+}
+AVRO_V2 = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "qty", "type": "long"},
+        {"name": "total", "type": "shop.Money"},
+        {"name": "note", "type": ["null", "string"], "default": None},
+    ],
+}
+PROTO_MONEY = (
+    'syntax = "proto3";\npackage shop;\n\nmessage Money {\n  string currency = 1;\n  int64 units = 2;\n}\n'
+)
+PROTO_V1 = (
+    'syntax = "proto3";\npackage shop;\n\nimport "shop/money.proto";\n\nmessage Order {\n  string id = 1;\n'
+    "  int64 qty = 2;\n  Money total = 3;\n}\n"
+)
+PROTO_V2 = (
+    'syntax = "proto3";\npackage shop;\n\nimport "shop/money.proto";\n\n'
+    "message Order {\n  string id = 1;\n  int64 qty = 2;\n  Money total = 3;\n"
+    "  optional string note = 4;\n}\n"
+    "message Audit {\n  string who = 1;\n}\n"
+)
+JSON_V1 = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "qty": {"type": "integer"},
+        "total": {
+            "type": "object",
+            "properties": {"currency": {"type": "string"}, "units": {"type": "integer"}},
+        },
+    },
+}
+JSON_V2 = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "qty": {"type": "integer"},
+        "total": {
+            "type": "object",
+            "properties": {"currency": {"type": "string"}, "units": {"type": "integer"}},
+        },
+        "note": {"type": ["null", "string"]},
+    },
+}
 
 
 def orders(first: int, n: int, *, v2: bool) -> list[dict[str, Any]]:
@@ -62,10 +103,10 @@ class Corpus:
 
     root: Path
     fmt: str
-    values: list[dict[str, Any]]                    # logical values, in offset order
-    wire: list[bytes]                               # the serializer's bytes, in offset order
-    schemas: list[dict[str, Any]] = field(default_factory=list)     # SCHEMA values written (registry form)
-    ids: dict[str, int] = field(default_factory=dict)               # "v1", "v2", "money" -> schema id
+    values: list[dict[str, Any]]  # logical values, in offset order
+    wire: list[bytes]  # the serializer's bytes, in offset order
+    schemas: list[dict[str, Any]] = field(default_factory=list)  # SCHEMA values written (registry form)
+    ids: dict[str, int] = field(default_factory=dict)  # "v1", "v2", "money" -> schema id
 
 
 def _protoc_classes(files: dict[str, str]) -> Any:
@@ -80,8 +121,19 @@ def _protoc_classes(files: dict[str, str]) -> Any:
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(text)
         out = os.path.join(tmp, "out.desc")
-        assert protoc.main(["protoc", f"-I{tmp}", f"-I{include}", "--include_imports",
-                            f"--descriptor_set_out={out}", *files]) == 0
+        assert (
+            protoc.main(
+                [
+                    "protoc",
+                    f"-I{tmp}",
+                    f"-I{include}",
+                    "--include_imports",
+                    f"--descriptor_set_out={out}",
+                    *files,
+                ]
+            )
+            == 0
+        )
         fds = descriptor_pb2.FileDescriptorSet.FromString(Path(out).read_bytes())
     pool = descriptor_pool.DescriptorPool()
     for f in fds.file:
@@ -89,8 +141,9 @@ def _protoc_classes(files: dict[str, str]) -> Any:
     return lambda name: message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
 
 
-def serialize(fmt: str, v1_values: list[dict[str, Any]], v2_values: list[dict[str, Any]],
-              topic: str = TOPIC) -> tuple[list[bytes], dict[str, int], Any]:
+def serialize(
+    fmt: str, v1_values: list[dict[str, Any]], v2_values: list[dict[str, Any]], topic: str = TOPIC
+) -> tuple[list[bytes], dict[str, int], Any]:
     """Wire bytes of v1 then v2 values made by confluent-kafka's serializer of ``fmt`` with its
     mock registry client; the ids it handed out; the client."""
     from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
@@ -133,13 +186,17 @@ def serialize(fmt: str, v1_values: list[dict[str, Any]], v2_values: list[dict[st
     return wire, ids, client
 
 
-def schema_records(fmt: str, ids: dict[str, int], topic: str = TOPIC) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def schema_records(
+    fmt: str, ids: dict[str, int], topic: str = TOPIC
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(key, value) of the registry's ``_schemas`` records registering the schemas ``serialize``
     used, as the registry stores them (Protobuf as .proto text)."""
     stype = {"avro": None, "protobuf": "PROTOBUF", "json-schema": "JSON"}[fmt]
-    texts = {"avro": (json.dumps(AVRO_MONEY), json.dumps(AVRO_V1), json.dumps(AVRO_V2)),
-             "protobuf": (PROTO_MONEY, PROTO_V1, PROTO_V2),
-             "json-schema": (None, json.dumps(JSON_V1), json.dumps(JSON_V2))}[fmt]
+    texts = {
+        "avro": (json.dumps(AVRO_MONEY), json.dumps(AVRO_V1), json.dumps(AVRO_V2)),
+        "protobuf": (PROTO_MONEY, PROTO_V1, PROTO_V2),
+        "json-schema": (None, json.dumps(JSON_V1), json.dumps(JSON_V2)),
+    }[fmt]
     out = []
     refs: list[dict[str, Any]] = []
     if texts[0] is not None:
@@ -151,8 +208,15 @@ def schema_records(fmt: str, ids: dict[str, int], topic: str = TOPIC) -> list[tu
     return out
 
 
-def _schema(subject: str, version: int, sid: int, stype: str | None, text: str,
-            refs: list[dict[str, Any]], deleted: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+def _schema(
+    subject: str,
+    version: int,
+    sid: int,
+    stype: str | None,
+    text: str,
+    refs: list[dict[str, Any]],
+    deleted: bool = False,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     key = {"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1}
     value: dict[str, Any] = {"subject": subject, "version": version, "id": sid}
     if stype is not None:
@@ -168,28 +232,41 @@ def _enc(obj: dict[str, Any] | None) -> bytes | None:
     return None if obj is None else json.dumps(obj, separators=(",", ":")).encode()
 
 
-def write_log_dir(root: Path, schema_records: list[tuple[dict[str, Any], dict[str, Any] | None]],
-                  topics: dict[str, list[tuple[bytes | None, bytes | None]]]) -> Path:
+def write_log_dir(
+    root: Path,
+    schema_records: list[tuple[dict[str, Any], dict[str, Any] | None]],
+    topics: dict[str, list[tuple[bytes | None, bytes | None]]],
+) -> Path:
     """A KRaft broker log dir holding ``_schemas`` (one partition, as the registry creates it) and
     the given topics (partition 0, records in order)."""
     d = LogDirWriter(root, node_id=1, cluster_id="registryTestCluster000", kraft=True)
     w = d.partition("_schemas", 0, topic_id=b"\x05" * 16)
-    recs = [Record(key=_enc(k), value=_enc(v), timestamp=FIRST_TS + i) for i, (k, v) in enumerate(schema_records)]
-    for i in range(0, len(recs), 3):            # the registry produces one record per request
-        w.append(build_v2_batch(recs[i:i + 3], base_offset=i))
+    recs = [
+        Record(key=_enc(k), value=_enc(v), timestamp=FIRST_TS + i) for i, (k, v) in enumerate(schema_records)
+    ]
+    for i in range(0, len(recs), 3):  # the registry produces one record per request
+        w.append(build_v2_batch(recs[i : i + 3], base_offset=i))
     w.close()
     for t, (name, rows) in enumerate(topics.items()):
         w = d.partition(name, 0, topic_id=bytes([t + 16]) * 16)
         for i in range(0, len(rows), 4):
-            w.append(build_v2_batch([Record(key=k, value=v, timestamp=FIRST_TS + i + j)
-                                     for j, (k, v) in enumerate(rows[i:i + 4])], base_offset=i))
+            w.append(
+                build_v2_batch(
+                    [
+                        Record(key=k, value=v, timestamp=FIRST_TS + i + j)
+                        for j, (k, v) in enumerate(rows[i : i + 4])
+                    ],
+                    base_offset=i,
+                )
+            )
         w.close()
     d.close(written_at_ms=FIRST_TS + 100_000)
     return root
 
 
-def make_corpus(root: Path, fmt: str, *, n1: int = 5, n2: int = 6,
-                extra: list[tuple[bytes | None, bytes | None]] = ()) -> Corpus:     # type: ignore[assignment]
+def make_corpus(
+    root: Path, fmt: str, *, n1: int = 5, n2: int = 6, extra: list[tuple[bytes | None, bytes | None]] = ()
+) -> Corpus:  # type: ignore[assignment]
     """``orders`` with n1 v1 records then n2 v2 records of ``fmt`` (keys: the order id as a plain
     string), ``extra`` rows after them, and ``_schemas`` registering what was used."""
     v1, v2 = orders(0, n1, v2=False), orders(n1, n2, v2=True)

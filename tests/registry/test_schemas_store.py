@@ -29,7 +29,7 @@ def test_versions_ids_types_and_latest() -> None:
     assert s.subjects() == ["a-value", "p-value"]
     assert [x.version for x in s.versions("a-value")] == [1, 2]
     assert s.latest("a-value").id == 2
-    assert s.by_id(1).schema_type == "AVRO"            # schemaType absent means AVRO
+    assert s.by_id(1).schema_type == "AVRO"  # schemaType absent means AVRO
     assert s.by_id(3).schema_type == "PROTOBUF"
     assert s.ids() == [1, 2, 3]
 
@@ -41,13 +41,15 @@ def test_soft_delete_keeps_the_id_resolving_but_not_latest() -> None:
     s.apply(k("a-value", 2), v("a-value", 2, 2, '"long"', deleted=True))
     assert s.latest("a-value").version == 1
     assert s.by_id(2) is not None and s.by_id(2).deleted
-    assert s.subjects() == ["a-value"] and [x.version for x in s.versions("a-value", include_deleted=True)] == [1, 2]
+    assert s.subjects() == ["a-value"] and [
+        x.version for x in s.versions("a-value", include_deleted=True)
+    ] == [1, 2]
 
 
 def test_tombstone_is_a_hard_delete_and_the_id_goes_with_its_last_holder() -> None:
     s = SchemaStore()
     s.apply(k("a-value", 1), v("a-value", 1, 7))
-    s.apply(k("b-value", 1), v("b-value", 1, 7))       # same schema under another subject: same id
+    s.apply(k("b-value", 1), v("b-value", 1, 7))  # same schema under another subject: same id
     s.apply(k("a-value", 1), None)
     assert s.version("a-value", 1) is None and s.by_id(7).subject == "b-value"
     s.apply(k("b-value", 1), None)
@@ -58,12 +60,16 @@ def test_delete_subject_and_clear_subject() -> None:
     s = SchemaStore()
     for ver in (1, 2, 3):
         s.apply(k("a-value", ver), v("a-value", ver, ver, f'{{"type":"fixed","name":"F","size":{ver}}}'))
-    s.apply(json.dumps({"keytype": "DELETE_SUBJECT", "subject": "a-value", "magic": 0}).encode(),
-            json.dumps({"subject": "a-value", "version": 2}).encode())
+    s.apply(
+        json.dumps({"keytype": "DELETE_SUBJECT", "subject": "a-value", "magic": 0}).encode(),
+        json.dumps({"subject": "a-value", "version": 2}).encode(),
+    )
     assert [x.version for x in s.versions("a-value")] == [3]
     assert s.by_id(1).deleted and s.by_id(2).deleted
-    s.apply(json.dumps({"keytype": "CLEAR_SUBJECT", "subject": "a-value", "magic": 0}).encode(),
-            json.dumps({"subject": "a-value"}).encode())
+    s.apply(
+        json.dumps({"keytype": "CLEAR_SUBJECT", "subject": "a-value", "magic": 0}).encode(),
+        json.dumps({"subject": "a-value"}).encode(),
+    )
     assert s.by_id(1) is None and s.by_id(2) is None and s.by_id(3).version == 3
 
 
@@ -72,20 +78,28 @@ def test_duplicate_id_with_another_schema_is_ignored_and_bad_keys_skipped() -> N
     s.apply(k("a-value", 1), v("a-value", 1, 1, '"string"'))
     s.apply(k("b-value", 1), v("b-value", 1, 1, '"long"'), offset=5)
     assert s.version("b-value", 1) is None and s.by_id(1).schema == '"string"'
-    s.apply(k("c-value", 1, magic=2), v("c-value", 1, 9), offset=6)   # magic must be 0 or 1
+    s.apply(k("c-value", 1, magic=2), v("c-value", 1, 9), offset=6)  # magic must be 0 or 1
     s.apply(b"not json", b"{}", offset=7)
-    s.apply(json.dumps({"keytype": "CONFIG", "subject": None, "magic": 0}).encode(), None)  # tombstone ignored
+    s.apply(
+        json.dumps({"keytype": "CONFIG", "subject": None, "magic": 0}).encode(), None
+    )  # tombstone ignored
     assert s.version("c-value", 1) is None
     assert [e.offset for e in s.skipped] == [5, 6, 7]
 
 
 def test_config_and_mode_values_are_kept() -> None:
     s = SchemaStore()
-    s.apply(json.dumps({"keytype": "CONFIG", "subject": "a-value", "magic": 0}).encode(),
-            json.dumps({"compatibilityLevel": "FULL"}).encode())
-    s.apply(json.dumps({"keytype": "MODE", "subject": None, "magic": 0}).encode(),
-            json.dumps({"mode": "READONLY"}).encode())
-    assert s.configs == {"a-value": {"compatibilityLevel": "FULL"}} and s.modes == {None: {"mode": "READONLY"}}
+    s.apply(
+        json.dumps({"keytype": "CONFIG", "subject": "a-value", "magic": 0}).encode(),
+        json.dumps({"compatibilityLevel": "FULL"}).encode(),
+    )
+    s.apply(
+        json.dumps({"keytype": "MODE", "subject": None, "magic": 0}).encode(),
+        json.dumps({"mode": "READONLY"}).encode(),
+    )
+    assert s.configs == {"a-value": {"compatibilityLevel": "FULL"}} and s.modes == {
+        None: {"mode": "READONLY"}
+    }
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -12,8 +12,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from kafka_format.registry import (RegistryUrlSource, SchemaSourceError, schemas_from_directory,
-                                   schemas_from_log_dirs)
+from kafka_format.registry import (
+    RegistryUrlSource,
+    SchemaSourceError,
+    schemas_from_directory,
+    schemas_from_log_dirs,
+)
 from kafka_format.registry.typed import ColumnDecoder, TypedDecodeError, plan_column
 from registry_corpus import AVRO_V1, FORMATS, make_corpus
 
@@ -46,7 +50,7 @@ def test_auto_takes_the_subjects_type(corpus: Any) -> None:
     store = schemas_from_log_dirs([str(corpus.root)])
     plan = plan_column(store, "value", "auto", topic="orders")
     assert plan is not None and plan.schema_type == store.latest("orders-value").schema_type
-    assert plan_column(store, "key", "auto", topic="orders") is None       # no orders-key subject
+    assert plan_column(store, "key", "auto", topic="orders") is None  # no orders-key subject
 
 
 def test_bad_rows_are_reported_with_reasons(corpus: Any) -> None:
@@ -65,17 +69,36 @@ def test_bad_rows_are_reported_with_reasons(corpus: Any) -> None:
 def test_avro_reader_schema_resolution(tmp_path: Path) -> None:
     c = make_corpus(tmp_path / "a", "avro", n1=2, n2=2)
     store = schemas_from_log_dirs([str(c.root)])
-    money = json.dumps({"type": "record", "name": "Money", "namespace": "shop",
-                        "fields": [{"name": "currency", "type": "string"}, {"name": "units", "type": "long"}]})
-    reader = json.dumps({**AVRO_V1, "fields": [{"name": "id", "type": "string"},
-                                               {"name": "total", "type": json.loads(money)},
-                                               {"name": "rush", "type": "boolean", "default": False}]})
+    money = json.dumps(
+        {
+            "type": "record",
+            "name": "Money",
+            "namespace": "shop",
+            "fields": [{"name": "currency", "type": "string"}, {"name": "units", "type": "long"}],
+        }
+    )
+    reader = json.dumps(
+        {
+            **AVRO_V1,
+            "fields": [
+                {"name": "id", "type": "string"},
+                {"name": "total", "type": json.loads(money)},
+                {"name": "rush", "type": "boolean", "default": False},
+            ],
+        }
+    )
     plan = plan_column(store, "value", "avro", topic="orders", reader_schema=reader)
     arr, problems = ColumnDecoder(plan).decode(pa.array(c.wire, pa.binary()))
     assert problems == []
     assert arr.to_pylist() == [{"id": v["id"], "total": v["total"], "rush": False} for v in c.values]
-    incompatible = json.dumps({"type": "record", "name": "Order", "namespace": "shop",
-                               "fields": [{"name": "missing", "type": "int"}]})
+    incompatible = json.dumps(
+        {
+            "type": "record",
+            "name": "Order",
+            "namespace": "shop",
+            "fields": [{"name": "missing", "type": "int"}],
+        }
+    )
     plan = plan_column(store, "value", "avro", topic="orders", reader_schema=incompatible)
     arr, problems = ColumnDecoder(plan).decode(pa.array(c.wire[:1], pa.binary()))
     assert arr.to_pylist() == [None] and len(problems) == 1
@@ -83,9 +106,9 @@ def test_avro_reader_schema_resolution(tmp_path: Path) -> None:
 
 def test_protobuf_message_index_of_another_message_is_an_error(tmp_path: Path) -> None:
     c = make_corpus(tmp_path / "p", "protobuf", n1=1, n2=1)
-    v2 = c.wire[1]                                    # Order is message [0] of v2: the 0 shortcut
+    v2 = c.wire[1]  # Order is message [0] of v2: the 0 shortcut
     assert v2[5] == 0
-    audit = v2[:5] + b"\x02\x02" + v2[6:]            # count 1, index 1 (zigzag varints): Audit
+    audit = v2[:5] + b"\x02\x02" + v2[6:]  # count 1, index 1 (zigzag varints): Audit
     got, problems = decode(c, [v2, audit])
     assert got[0]["id"] == "o1" and got[1] is None
     assert "shop.Audit" in problems[0].reason
@@ -121,13 +144,24 @@ def test_registry_url_source_against_a_local_server(corpus: Any) -> None:
     store = schemas_from_log_dirs([str(corpus.root)])
     answers: dict[str, Any] = {}
     for s in store:
-        body = {"schema": s.schema, "schemaType": s.schema_type,
-                "references": [{"name": r.name, "subject": r.subject, "version": r.version} for r in s.references]}
+        body = {
+            "schema": s.schema,
+            "schemaType": s.schema_type,
+            "references": [
+                {"name": r.name, "subject": r.subject, "version": r.version} for r in s.references
+            ],
+        }
         answers[f"/schemas/ids/{s.id}"] = body
-        answers[f"/subjects/{s.subject.replace('/', '%2F')}/versions/{s.version}"] = {**body, "subject": s.subject,
-                                                                                  "version": s.version, "id": s.id}
+        answers[f"/subjects/{s.subject.replace('/', '%2F')}/versions/{s.version}"] = {
+            **body,
+            "subject": s.subject,
+            "version": s.version,
+            "id": s.id,
+        }
     latest = store.latest("orders-value")
-    answers["/subjects/orders-value/versions/latest"] = answers[f"/subjects/orders-value/versions/{latest.version}"]
+    answers["/subjects/orders-value/versions/latest"] = answers[
+        f"/subjects/orders-value/versions/{latest.version}"
+    ]
     handler = type("H", (_Registry,), {"answers": answers, "auth": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     t = threading.Thread(target=server.serve_forever, daemon=True)
@@ -138,10 +172,14 @@ def test_registry_url_source_against_a_local_server(corpus: Any) -> None:
         arr, problems = ColumnDecoder(plan).decode(pa.array(corpus.wire, pa.binary()))
         assert problems == [] and arr.to_pylist() == expected(corpus.values, corpus.fmt)
         assert src.by_id(424242) is None
-        assert set(handler.auth) == {"Basic cmVhZGVyOnNAY3JldA=="}      # base64 of reader:s@cret
+        assert set(handler.auth) == {"Basic cmVhZGVyOnNAY3JldA=="}  # base64 of reader:s@cret
         with pytest.raises(SchemaSourceError) as info:
             src.by_id(500)
-        assert "HTTP 500" in str(info.value) and "cret" not in str(info.value) and "reader" not in str(info.value)
+        assert (
+            "HTTP 500" in str(info.value)
+            and "cret" not in str(info.value)
+            and "reader" not in str(info.value)
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -155,7 +193,7 @@ def test_directory_source(corpus: Any, tmp_path: Path) -> None:
         sub.mkdir(parents=True, exist_ok=True)
         (sub / f"{s.version}-{s.id}{ext[s.schema_type]}").write_text(s.schema)
     src = schemas_from_directory(str(tmp_path))
-    if corpus.fmt == "avro":               # Avro references are named types: not told by the file
+    if corpus.fmt == "avro":  # Avro references are named types: not told by the file
         return
     plan = plan_column(src, "value", corpus.fmt, subject="orders-value")
     arr, problems = ColumnDecoder(plan).decode(pa.array(corpus.wire, pa.binary()))

@@ -3,7 +3,6 @@ not decode (counted, never dropped silently), per format."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +18,11 @@ pytestmark = pytest.mark.spark
 def make_bad_corpus(tmp_path_factory: pytest.TempPathFactory, fmt: str) -> Any:
     """orders: 3 v1 + 4 v2 records, then a record with magic 1, one with an unknown id, a tombstone."""
     probe = make_corpus(tmp_path_factory.mktemp("probe"), fmt, n1=1, n2=1)
-    bad = [(b"bad-magic", b"\x01" + probe.wire[0][1:]), (b"unknown-id", b"\x00\x00\x01\x00\x00" + probe.wire[0][5:]),
-           (b"tombstone", None)]
+    bad = [
+        (b"bad-magic", b"\x01" + probe.wire[0][1:]),
+        (b"unknown-id", b"\x00\x00\x01\x00\x00" + probe.wire[0][5:]),
+        (b"tombstone", None),
+    ]
     return make_corpus(tmp_path_factory.mktemp(fmt), fmt, n1=3, n2=4, extra=bad)
 
 
@@ -53,7 +55,7 @@ def as_dict(row: Any) -> Any:
 def test_permissive_keeps_every_row_and_says_why(spark: Any, corpus: Any) -> None:
     rows, typed = read(spark, corpus, "PERMISSIVE")
     fields = {k: v for k, v in rows[0]["value"].asDict().items()}
-    assert list(fields) == ["id", "qty", "total", "note"]          # the latest (v2) schema's fields
+    assert list(fields) == ["id", "qty", "total", "note"]  # the latest (v2) schema's fields
     n = len(corpus.values)
     assert len(rows) == n + 3
     assert [as_dict(r["value"]) for r in rows[:n]] == expected(corpus)
@@ -64,7 +66,7 @@ def test_permissive_keeps_every_row_and_says_why(spark: Any, corpus: Any) -> Non
     assert unknown["_valueDecodeError"]["schemaId"] == 65536
     assert tombstone["value"] is None and tombstone["_valueDecodeError"] is None
     assert typed.error_counts() == {"value": 2}
-    assert rows[0]["key"] == b"o0"                      # keys stay binary
+    assert rows[0]["key"] == b"o0"  # keys stay binary
 
 
 def test_dropmalformed_drops_and_counts(spark: Any, proto_corpus: Any) -> None:
