@@ -4,7 +4,7 @@ own deserializers return for the records a real consumer reads from the live bro
 
 The wire bytes are made by confluent-kafka's serializers (its mock registry client hands out the
 ids); the registry's ``_schemas`` records (its storage format, ``tests/registry/registry_corpus.py``)
-are produced to a compacted ``_schemas`` topic on the same broker, as a Schema Registry would.
+are produced to a compacted storage topic on the same broker, as a Schema Registry would.
 """
 
 from __future__ import annotations
@@ -103,21 +103,23 @@ def test_typed_export_equals_the_deserializers(
     topic = f"ty-{fmt}"
     v1, v2 = corpus_mod.orders(0, 20, v2=False), corpus_mod.orders(20, 20, v2=True)
     wire, ids, client = corpus_mod.serialize(fmt, v1, v2, topic=topic)
-    schemas = [
-        (k, {**v, "subject": v["subject"].replace("orders-", f"{topic}-")})
-        for k, v in corpus_mod.schema_records(fmt, ids, topic=topic)
-    ]
-    schemas = [({**k, "subject": v["subject"]}, v) for k, v in schemas]
-    if "_schemas" not in kafka_broker.admin().list_topics():
-        kafka_broker.create_topic("_schemas", config={"cleanup.policy": "compact"})
+    # One registry per format (each mock client starts its ids at 1): its own storage topic
+    # (the registry's kafkastore.topic), so ids of one format never collide with another's.
+    store_topic = f"_schemas-{fmt}"
+    schemas = corpus_mod.schema_records(fmt, ids, topic=topic)
+    kafka_broker.create_topic(store_topic, config={"cleanup.policy": "compact"})
     kafka_broker.create_topic(topic)
-    _produce(kafka_broker, "_schemas", [(json.dumps(k).encode(), json.dumps(v).encode()) for k, v in schemas])
+    _produce(
+        kafka_broker, store_topic, [(json.dumps(k).encode(), json.dumps(v).encode()) for k, v in schemas]
+    )
     _produce(kafka_broker, topic, [(v["id"].encode(), b) for v, b in zip(v1 + v2, wire)])
-    kafka_broker.wait_high_watermarks_checkpointed([(topic, 0), ("_schemas", 0)])
+    kafka_broker.wait_high_watermarks_checkpointed([(topic, 0), (store_topic, 0)])
     copy = kafka_broker.copy_log_dirs(tmp_path / "copy")
     theirs = _consume_decoded(kafka_broker, topic, len(wire), _deserializer(fmt, client))
     df = spark.read.format("kafka-log").option("topics", topic).load(str(copy))
-    out, typed = decode_typed(df, schemas_from_log_dirs([str(copy)]), value_as=fmt, topic=topic)
+    out, typed = decode_typed(
+        df, schemas_from_log_dirs([str(copy)], topic=store_topic), value_as=fmt, topic=topic
+    )
     ours = [r["value"].asDict(recursive=True) for r in out.orderBy("offset").collect()]
     conformance.compare(
         COMPARISON,
