@@ -1,31 +1,33 @@
 """Typed ``key``/``value`` columns over a ``kafka-log`` DataFrame (Schema Registry wire format).
 
 :func:`decode_typed` replaces ``key`` and/or ``value`` (binary) by struct columns decoded with
-their schemas (docs/jobs/export.md, "Typed keys and values"): one ``mapInArrow`` stage, each Arrow
-batch decoded column-wise by :class:`kafka_format.registry.typed.ColumnDecoder` (schemas parsed
-once per schema id and Python worker).  Rows that do not decode follow the read ``mode``:
+their schemas (docs/jobs/export.md, "Typed keys and values"): one Arrow UDF per typed column (only
+that column travels to Python and back), each Arrow batch decoded column-wise by
+:class:`kafka_format.registry.typed.ColumnDecoder` (schemas parsed once per schema id and Python
+worker).  Rows that do not decode follow the read ``mode``:
 
-* ``FAILFAST`` (default): the job stops with :class:`~kafka_format.registry.typed.TypedDecodeError`
-  naming the segment file, the batch position, the offset and the reason;
+* ``FAILFAST`` (default): the job stops (Spark's ``raise_error`` on the first such row) with
+  :class:`~kafka_format.registry.typed.TypedDecodeError` naming the segment file, the batch
+  position, the offset and the reason;
 * ``PERMISSIVE``: the typed column is null and ``_keyDecodeError`` / ``_valueDecodeError``
   (``struct<reason string, schemaId int, bytes binary>``, null for rows that decoded) keeps the
   reason and the original bytes;
 * ``DROPMALFORMED``: the row is left out.
 
-Either way every failed row is counted (:meth:`TypedColumns.error_counts`, Spark accumulators).
+PERMISSIVE and DROPMALFORMED count every failed row (:meth:`TypedColumns.error_counts`, Spark
+accumulators).
 Null keys and values (tombstones) stay null and are not errors.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql.types import StructField, StructType
 
 from kafka_format.registry.typed import AS_TYPES, ColumnDecoder, ColumnPlan, TypedDecodeError, plan_column
 
@@ -47,7 +49,7 @@ ERROR_TYPE = pa.struct(
 _MARK = "klogs-typed-decode"
 _MARK_RE = re.compile(
     _MARK + r"\|(?P<column>[^|]*)\|(?P<path>[^|]*)\|(?P<position>-?\d+)\|(?P<offset>-?\d+)\|"
-    r"(?P<reason>[^\n]*)"
+    r"(?P<reason>[^|\n]*)\|end"
 )
 _NEEDED = ("logDir", "topic", "partition", "segment", "position", "offset")
 
@@ -159,59 +161,68 @@ def _spark_type(t: pa.DataType) -> Any:
 def _decode(
     df: DataFrame, plans: Mapping[str, ColumnPlan], mode: str, counters: Mapping[str, Any]
 ) -> DataFrame:
-    fields = []
-    for f in df.schema.fields:
-        if f.name in plans:
-            fields.append(StructField(f.name, _spark_type(plans[f.name].arrow_type), True))
-        else:
-            fields.append(f)
-    if mode == "PERMISSIVE":
-        fields += [StructField(ERROR_COLUMNS[c], _spark_type(ERROR_TYPE), True) for c in plans]
-    out_schema = StructType(fields)
-    names = [f.name for f in fields]
+    """One Arrow UDF per typed column: only that column travels to Python and back, as
+    ``struct<v: table type, err: ERROR_TYPE>``; the mode is applied on the JVM side."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import arrow_udf
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import numpy as np
-
-        decoders = {c: ColumnDecoder.for_plan(p) for c, p in plans.items()}
-        for batch in batches:
-            n = batch.num_rows
-            cols = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
-            keep = np.ones(n, dtype=bool)
-            for c, dec in decoders.items():
-                raw = cols[c]
-                typed, problems = dec.decode(raw)
-                cols[c] = typed
-                if problems:
-                    if mode == "FAILFAST":
-                        raise RuntimeError(_failure(c, problems[0], cols))
-                    counters[c].add(len(problems))
-                    if mode == "DROPMALFORMED":
-                        keep[[p.row for p in problems]] = False
-                if mode == "PERMISSIVE":
-                    errs: list[Any] = [None] * n
-                    for p in problems:
-                        errs[p.row] = {
-                            "reason": p.reason,
-                            "schemaId": p.schema_id,
-                            "bytes": raw[p.row].as_py(),
-                        }
-                    cols[ERROR_COLUMNS[c]] = pa.array(errs, type=ERROR_TYPE)
-            arrays = [cols[name] for name in names]
-            out = pa.RecordBatch.from_arrays(arrays, names=names)
-            if not keep.all():
-                out = out.filter(pa.array(keep))
-            yield out
-
-    return df.mapInArrow(run, out_schema)
+    out = df
+    for c, plan in plans.items():
+        tmp = f"__klogs_typed_{c}"
+        result_type = pa.struct([pa.field("v", plan.arrow_type), pa.field("err", ERROR_TYPE)])
+        udf = arrow_udf(_column_udf(plan, counters[c], mode != "FAILFAST"), _spark_type(result_type))
+        out = out.withColumn(tmp, udf(F.col(c)))
+        err = F.col(f"{tmp}.err")
+        value = F.col(f"{tmp}.v")
+        if mode == "FAILFAST":
+            where = F.concat_ws(
+                "|",
+                F.lit(_MARK),
+                F.lit(c),
+                F.concat(
+                    F.col("logDir"),
+                    F.lit("/"),
+                    F.col("topic"),
+                    F.lit("-"),
+                    F.col("partition").cast("string"),
+                    F.lit("/"),
+                    F.lpad(F.col("segment").cast("string"), 20, "0"),
+                    F.lit(".log"),
+                ),
+                F.col("position").cast("string"),
+                F.col("offset").cast("string"),
+                err.getField("reason"),
+                F.lit("end"),
+            )
+            value = F.when(err.isNotNull(), F.raise_error(where)).otherwise(value)
+        elif mode == "DROPMALFORMED":
+            out = out.where(err.isNull())
+        cols = [value.alias(c) if name == c else F.col(name) for name in out.columns if name != tmp]
+        if mode == "PERMISSIVE":
+            cols.append(err.alias(ERROR_COLUMNS[c]))
+        out = out.select(*cols)
+    return out
 
 
-def _failure(column: str, p: Any, cols: Mapping[str, pa.Array]) -> str:
-    r = p.row
-    get = lambda name: cols[name][r].as_py()  # noqa: E731
-    path = f"{get('logDir')}/{get('topic')}-{get('partition')}/{int(get('segment')):020d}.log"
-    reason = p.reason.replace("\n", " ").replace("|", "/")
-    return f"{_MARK}|{column}|{path}|{get('position')}|{get('offset')}|{reason}"
+def _column_udf(plan: ColumnPlan, counter: Any, count: bool) -> Any:
+    """The Arrow UDF body of one typed column (picklable closure over the plan)."""
+
+    def decode(raw: pa.Array) -> pa.Array:
+        typed, problems = ColumnDecoder.for_plan(plan).decode(raw)
+        n = len(raw)
+        errs: list[Any] = [None] * n
+        for p in problems:
+            errs[p.row] = {
+                "reason": p.reason.replace("\n", " ").replace("|", "/"),
+                "schemaId": p.schema_id,
+                "bytes": raw[p.row].as_py(),
+            }
+        if problems and count:
+            counter.add(len(problems))
+        err = pa.array(errs, type=ERROR_TYPE)
+        return pa.StructArray.from_arrays([typed, err], names=["v", "err"])
+
+    return decode
 
 
 def typed_error(exc: BaseException) -> TypedDecodeError | None:
