@@ -210,6 +210,8 @@ def _column_udf(plan: ColumnPlan, counter: Any, count: bool) -> Any:
     def decode(raw: pa.Array) -> pa.Array:
         typed, problems = ColumnDecoder.for_plan(plan).decode(raw)
         n = len(raw)
+        if not problems:
+            return pa.StructArray.from_arrays([typed, pa.nulls(n, ERROR_TYPE)], names=["v", "err"])
         errs: list[Any] = [None] * n
         for p in problems:
             errs[p.row] = {
@@ -217,10 +219,9 @@ def _column_udf(plan: ColumnPlan, counter: Any, count: bool) -> Any:
                 "schemaId": p.schema_id,
                 "bytes": raw[p.row].as_py(),
             }
-        if problems and count:
+        if count:
             counter.add(len(problems))
-        err = pa.array(errs, type=ERROR_TYPE)
-        return pa.StructArray.from_arrays([typed, err], names=["v", "err"])
+        return pa.StructArray.from_arrays([typed, pa.array(errs, type=ERROR_TYPE)], names=["v", "err"])
 
     return decode
 
