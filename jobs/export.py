@@ -1,16 +1,19 @@
 """``klogs export`` / ``spark-submit jobs/export.py``: topic history to Parquet or Delta (docs/jobs/).
 
     klogs export LOGDIR... --out URI [--format parquet|delta] [--partition-by topic,partition|date]
-        [--checkpoint URI] [--key-as binary|string] [--value-as binary|string|json]
+        [--checkpoint URI] [--key-as binary|string|F] [--value-as binary|string|json|F]
+        [--schemas SOURCE] [--key-subject S] [--value-subject S] [--key-schema FILE]
+        [--value-schema FILE] [--key-message NAME] [--value-message NAME]
         [--topic T]... [--topic-pattern RE] [--master URL]
         [--isolation-level read_uncommitted|read_committed] [--option KEY=VALUE]...
 
 ``--now``/``--config``/``--config-file`` are accepted (common flags) and unused.  Extensions:
 ``--isolation-level`` and ``--option KEY=VALUE`` (repeatable) pass options to the ``kafka-log``
 source (e.g. ``--option mode=PERMISSIVE``, ``--option upTo=highWatermark``).  Prints one JSON
-object (what was published) on stdout.  A local ``--out`` / ``--checkpoint`` that is not absent,
-empty or this kind of export's own previous output, or that another run holds, is refused with
-exit 2 before Spark starts.  Logic: :mod:`kafka_format.spark.export`.
+object (what was published) on stdout.  F is ``avro``, ``protobuf``, ``json-schema`` or
+``auto``: typed columns from the Schema Registry wire format (:mod:`kafka_format.cli.typedargs`).
+A local ``--out`` / ``--checkpoint`` that is not absent, empty or this kind of export's own previous
+output, or that another run holds, is refused with exit 2 before Spark starts.  Logic: :mod:`kafka_format.spark.export`.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from kafka_format.cli.jobargs import (
     run_main,
     session_for,
 )
+from kafka_format.cli.typedargs import TYPED_AS, add_typed_arguments, typed_from_args
 from kafka_format.publish import local_path
 
 __all__ = ["main", "build_parser"]
@@ -45,8 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="output partitioning (default %(default)s)")
     parser.add_argument("--checkpoint", metavar="URI",
                         help="Spark streaming checkpoint: export incrementally, exactly once across runs")
-    parser.add_argument("--key-as", default="binary", choices=["binary", "string"])
-    parser.add_argument("--value-as", default="binary", choices=["binary", "string", "json"])
+    parser.add_argument("--key-as", default="binary", choices=["binary", "string", *TYPED_AS])
+    parser.add_argument("--value-as", default="binary", choices=["binary", "string", "json", *TYPED_AS])
+    add_typed_arguments(parser)
     parser.add_argument("--isolation-level", choices=["read_uncommitted", "read_committed"],
                         help="kafka-log isolationLevel (extension)")
     parser.add_argument("--option", action="append", default=[], dest="options", metavar="KEY=VALUE",
@@ -80,16 +85,17 @@ def _body(args: argparse.Namespace) -> int:
             local_path(str(ctx.out))
         except ValueError as exc:
             raise UsageError(f"--out: {exc}") from None
+    typed = typed_from_args(args, ctx.logdirs, ctx.topics, ctx.topic_pattern, opts)   # before Spark starts
     with hold_outputs(str(ctx.out), format=ctx.format or "parquet", incremental=bool(args.checkpoint),
                       checkpoint=args.checkpoint, inputs=ctx.logdirs):    # refused or busy: exit 2 now
-        return _run(ctx, args, opts)
+        return _run(ctx, args, opts, typed)
 
 
-def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str]) -> int:
+def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str], typed: object = None) -> int:
     from kafka_format.engine.export import needs_spark
 
     fmt = ctx.format or "parquet"
-    why = needs_spark(format=fmt, checkpoint=args.checkpoint, value_as=args.value_as)
+    why = needs_spark(format=fmt, checkpoint=args.checkpoint, value_as=args.value_as, key_as=args.key_as)
     if engine_for(ctx, needs_spark=why) == "local":
         from kafka_format.engine.export import export_local
 
@@ -104,7 +110,7 @@ def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str]) -> int
 
     spark = session_for(ctx, PROG)
     common = dict(format=fmt, partition_by=args.partition_by,
-                  key_as=args.key_as, value_as=args.value_as)
+                  key_as=args.key_as, value_as=args.value_as, typed=typed)
     try:
         if args.checkpoint:
             result = export_incremental(spark, ctx.logdirs, str(ctx.out), args.checkpoint, options=opts,

@@ -4,6 +4,8 @@ Subcommands:
 
 * ``klogs dump FILES...`` — kafka-dump-log compatible text (or ``--json`` lines),
   no Spark (:mod:`kafka_format.cli.dump`);
+* ``klogs schemas LOGDIR...`` — the Schema Registry's subjects, versions and ids from its
+  ``_schemas`` topic, no Spark (:mod:`kafka_format.cli.schemas`);
 * ``klogs demo --out DIR`` — what ``make demo`` runs (:mod:`kafka_format.cli.demo`);
 * ``klogs offsets|retention|compaction|audit|export ARGS`` — the same code as
   ``spark-submit jobs/JOB.py ARGS``: the job module's ``main(argv)`` is called
@@ -32,7 +34,7 @@ EXIT_USAGE = 2      # could not run: bad arguments, missing module, unreadable i
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``klogs`` argument parser (dump and demo; job subcommands pass their args through)."""
-    from kafka_format.cli import demo, dump
+    from kafka_format.cli import demo, dump, schemas
 
     parser = argparse.ArgumentParser(
         prog="klogs",
@@ -43,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
         "dump", help="print segment/index files like kafka-dump-log (no Spark)",
         description="kafka-dump-log compatible output for .log, .index, .timeindex, .snapshot, "
                     ".txnindex and KRaft .checkpoint files.",
+    ))
+    schemas.add_arguments(sub.add_parser(
+        "schemas", help="subjects, versions and ids of the Schema Registry's _schemas topic (no Spark)",
+        description="The subjects, versions, ids and types the Schema Registry's storage topic holds, "
+                    "replayed as the registry replays it.",
     ))
     demo.add_arguments(sub.add_parser(
         "demo", help="run the product on data_samples/ and print where results are",

@@ -32,15 +32,16 @@ from kafka_format.ownership import Owner, OutputRefused
 from kafka_format.publish import claim_output, crash_point, local_path, staging_dir
 
 __all__ = [
-    "FORMATS", "PARTITION_LAYOUTS", "KEY_AS", "VALUE_AS", "ExportError", "ExportResult", "source_options",
+    "FORMATS", "PARTITION_LAYOUTS", "TYPED_AS", "KEY_AS", "VALUE_AS", "ExportError", "ExportResult", "source_options",
     "parse_partition_by", "PARQUET_OWNER", "INCREMENTAL_OWNER", "DELTA_OWNER", "CHECKPOINT_OWNER", "BATCH_OWNER",
     "output_owner", "hold_outputs", "needs_spark", "export_local", "convert_table",
 ]
 
 FORMATS = ("parquet", "delta")
 PARTITION_LAYOUTS: dict[str, tuple[str, ...]] = {"topic,partition": ("topic", "partition"), "date": ("date",)}
-KEY_AS = ("binary", "string")
-VALUE_AS = ("binary", "string", "json")
+TYPED_AS = ("avro", "protobuf", "json-schema", "auto")     # kafka_format.registry.typed.AS_TYPES
+KEY_AS = ("binary", "string", *TYPED_AS)
+VALUE_AS = ("binary", "string", "json", *TYPED_AS)
 NO_TIMESTAMP_MS = -1                    # RecordBatch.NO_TIMESTAMP
 MICROS_PER_DAY = 86_400_000_000
 PARQUET_OWNER = Owner("export", "parquet")                      # batch Parquet OUT (replaced per run)
@@ -67,11 +68,15 @@ class ExportResult:
     skipped: tuple[int, ...] = ()                   # replayed micro-batches found already published
     version: int | None = None                      # Delta table version after the run
     engine: str = "spark"                           # parquet: spark; delta: delta-spark | delta-rs
+    typed: dict[str, Any] | None = None             # typed key/value: table types, mode, decode errors
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (lists for tuples; ``out`` without URI credentials)."""
+        """A JSON-ready dict (lists for tuples; ``out`` without URI credentials; ``typed`` only when
+        typed columns were exported)."""
         d = asdict(self)
         d["out"] = redact(str(d["out"]))
+        if d.get("typed") is None:
+            d.pop("typed", None)
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 
@@ -179,8 +184,10 @@ def hold_outputs(out: str, *, format: str, incremental: bool, checkpoint: str | 
 
 
 # --- the local engine ---------------------------------------------------------------------------
-def needs_spark(*, format: str, checkpoint: str | None, value_as: str) -> str | None:
+def needs_spark(*, format: str, checkpoint: str | None, value_as: str, key_as: str = "binary") -> str | None:
     """Why an export cannot run on the local engine, or None."""
+    if key_as in TYPED_AS or value_as in TYPED_AS:
+        return "typed --key-as/--value-as (Schema Registry decoding in Spark tasks)"
     if format == "delta":
         return "Delta output (delta-spark)"
     if checkpoint is not None:
@@ -209,6 +216,8 @@ def convert_table(table: pa.Table, *, partition_by: Sequence[str], key_as: str, 
     _check_choice("value_as", value_as, VALUE_AS)
     if value_as == "json":
         raise ValueError("--value-as json needs Spark's JSON parser (--engine spark)")
+    if key_as in TYPED_AS or value_as in TYPED_AS:
+        raise ValueError("typed --key-as/--value-as decode in Spark tasks (--engine spark)")
     needed = ({"key"} if key_as != "binary" else set()) | ({"value"} if value_as != "binary" else set()) \
         | (set(partition_by) - {"date"}) | ({"timestamp"} if "date" in partition_by else set())
     missing = sorted(needed - set(table.column_names))

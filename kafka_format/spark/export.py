@@ -23,6 +23,11 @@ Columns
       Spark's parser is lenient in two ways: content after the first complete JSON value is
       ignored (``{"a":1} x`` passes) and numbers beyond double range are accepted; it rejects
       ``NaN``/``Infinity`` and escaped lone surrogates (``"\\ud800"``).
+    * ``key_as``/``value_as`` ``avro``, ``protobuf``, ``json-schema`` or ``auto``: typed struct
+      columns decoded from the Schema Registry wire format by :mod:`kafka_format.spark.typed`
+      (planned on the driver by :func:`kafka_format.spark.typed.typed_columns` and passed as
+      ``typed``); the result's ``typed`` entry reports the table types and the rows that did not
+      decode.
     * ``partition_by=("date",)`` adds ``date`` (the UTC calendar day of ``timestamp``,
       independent of the session time zone; null for records without a timestamp, Kafka's
       ``NO_TIMESTAMP`` = -1 ms).
@@ -95,7 +100,7 @@ import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -116,6 +121,7 @@ from kafka_format.engine.export import (  # shared with the local engine (no pys
     NO_TIMESTAMP_MS,
     PARQUET_OWNER,
     PARTITION_LAYOUTS,
+    TYPED_AS,
     VALUE_AS,
     ExportError,
     ExportResult,
@@ -170,12 +176,13 @@ def _java_string(col: Column) -> Column:
 
 
 def convert_columns(df: DataFrame, *, partition_by: Sequence[str] = ("topic", "partition"),
-                    key_as: str = "binary", value_as: str = "binary") -> DataFrame:
+                    key_as: str = "binary", value_as: str = "binary", typed: Any = None) -> DataFrame:
     """The exported columns of a ``kafka-log`` DataFrame: key/value conversion and the ``date``
     partition column (see the module doc).  Call inside :func:`write_conf` (the string decoding
     depends on it); :func:`export` does."""
     _check_choice("key_as", key_as, KEY_AS)
     _check_choice("value_as", value_as, VALUE_AS)
+    _check_typed(key_as, value_as, typed)
     cols = set(df.columns)
     needed = set(partition_by) | ({"key"} if key_as != "binary" else set()) \
         | ({"value"} if value_as != "binary" else set())
@@ -188,7 +195,7 @@ def convert_columns(df: DataFrame, *, partition_by: Sequence[str] = ("topic", "p
         raise ExportError("the DataFrame lacks columns the export needs (granularity=batch?)",
                           expected="the kafka-log record columns " + ", ".join(missing),
                           found=", ".join(df.columns))
-    out = df
+    out = typed.apply(df) if typed is not None else df
     if key_as == "string":
         out = out.withColumn("key", _java_string(F.col("key")))
     if value_as in ("string", "json"):
@@ -209,6 +216,12 @@ def convert_columns(df: DataFrame, *, partition_by: Sequence[str] = ("topic", "p
     return out
 
 
+def _check_typed(key_as: str, value_as: str, typed: Any) -> None:
+    if typed is None and (key_as in TYPED_AS or value_as in TYPED_AS):
+        raise ValueError(f"key_as={key_as!r}/value_as={value_as!r} need typed=kafka_format.spark.typed."
+                         "typed_columns(...) (the schemas and table types, planned on the driver)")
+
+
 @contextmanager
 def write_conf(spark: SparkSession) -> Iterator[None]:
     """WRITE_CONF set on the session for the block, previous values restored afterwards."""
@@ -225,10 +238,12 @@ def write_conf(spark: SparkSession) -> Iterator[None]:
                 spark.conf.set(k, v)
 
 
-def _not_json_error(exc: BaseException) -> ExportError | None:
+def _not_json_error(exc: BaseException) -> KafkaFormatError | None:
     m = NOT_JSON_MESSAGE.search(str(exc))
     if m is None:
-        return None
+        from kafka_format.spark.typed import typed_error
+
+        return typed_error(exc)
     return ExportError("record value is not JSON (--value-as json)", path=m.group("path"),
                        position=int(m.group("position")), expected="a JSON text in the record value",
                        found=f"a value that does not parse at offset {m.group('offset')}")
@@ -395,16 +410,24 @@ def _check_delta_target(out: str) -> None:
 # --- batch ----------------------------------------------------------------------------
 def export(df: DataFrame, out: str, *, format: str = "parquet",
            partition_by: str | Sequence[str] = ("topic", "partition"),
-           key_as: str = "binary", value_as: str = "binary") -> ExportResult:
+           key_as: str = "binary", value_as: str = "binary", typed: Any = None) -> ExportResult:
     """Export a batch DataFrame of the ``kafka-log`` source to ``out``, published atomically
-    (Parquet: ``out`` replaced by one rename; Delta: one commit, overwriting the table's data)."""
+    (Parquet: ``out`` replaced by one rename; Delta: one commit, overwriting the table's data).
+    ``typed``: :func:`kafka_format.spark.typed.typed_columns` for the typed ``key_as``/``value_as``."""
+    result = _export(df, out, format=format, partition_by=partition_by, key_as=key_as, value_as=value_as,
+                     typed=typed)
+    return result if typed is None else replace(result, typed=typed.report())
+
+
+def _export(df: DataFrame, out: str, *, format: str, partition_by: str | Sequence[str], key_as: str,
+            value_as: str, typed: Any) -> ExportResult:
     _check_choice("format", format, FORMATS)
     cols = parse_partition_by(partition_by)
     spark = df.sparkSession
     if format == "parquet":
         local_path(out)             # ValueError for object stores: no atomic rename there
     with hold_outputs(out, format=format, incremental=False), write_conf(spark):
-        data = convert_columns(df, partition_by=cols, key_as=key_as, value_as=value_as)
+        data = convert_columns(df, partition_by=cols, key_as=key_as, value_as=value_as, typed=typed)
         if format == "parquet":
             with staging_dir(out, PARQUET_OWNER) as tmp:
                 _write_parquet(data, tmp, cols)
@@ -414,8 +437,14 @@ def export(df: DataFrame, out: str, *, format: str = "parquet",
                                 files=len(files))
         _prepare_delta(out)
         if delta_spark_available(spark):
-            data.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
-                .partitionBy(*cols).save(out)
+            try:
+                data.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
+                    .partitionBy(*cols).save(out)
+            except Exception as exc:
+                err = _not_json_error(exc)
+                if err is not None:
+                    raise err from None
+                raise
             return ExportResult(out=out, format=format, partition_by=cols, version=_delta_version(out),
                                 engine="delta-spark")
         rows, nfiles, version = _delta_commit(out, data, cols, "overwrite", None)
@@ -477,7 +506,7 @@ def _commit_delta_batch(batch_df: DataFrame, out: str, batch_id: int, query_id: 
 def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, checkpoint: str, *,
                        options: Mapping[str, str] | None = None, format: str = "parquet",
                        partition_by: str | Sequence[str] = ("topic", "partition"),
-                       key_as: str = "binary", value_as: str = "binary") -> ExportResult:
+                       key_as: str = "binary", value_as: str = "binary", typed: Any = None) -> ExportResult:
     """Export what arrived since the last run: ``readStream`` of ``kafka-log`` over ``logdirs``,
     ``trigger(availableNow=True)``, Spark's checkpoint at ``checkpoint``, each micro-batch published
     atomically and idempotently (see the module doc).  Blocks until the run is done.  A local
@@ -486,6 +515,7 @@ def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, ch
     cols = parse_partition_by(partition_by)
     _check_choice("key_as", key_as, KEY_AS)
     _check_choice("value_as", value_as, VALUE_AS)
+    _check_typed(key_as, value_as, typed)
     from kafka_format.spark.options import parse_options
 
     opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
@@ -493,11 +523,12 @@ def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, ch
     if format == "parquet":
         local_path(out)             # ValueError for object stores: no atomic rename there
     with hold_outputs(out, format=format, incremental=True, checkpoint=checkpoint, inputs=logdirs):
-        return _run_incremental(spark, out, checkpoint, opts, format, cols, key_as, value_as)
+        result = _run_incremental(spark, out, checkpoint, opts, format, cols, key_as, value_as, typed)
+        return result if typed is None else replace(result, typed=typed.report())
 
 
 def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mapping[str, str], format: str,
-                     cols: tuple[str, ...], key_as: str, value_as: str) -> ExportResult:
+                     cols: tuple[str, ...], key_as: str, value_as: str, typed: Any = None) -> ExportResult:
     """:func:`export_incremental` once ``out`` and ``checkpoint`` are held."""
     delta_spark = format == "delta" and delta_spark_available(spark)
     root = ""
@@ -521,7 +552,7 @@ def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mappi
                 raise ExportError("streaming query id not available", path=checkpoint)
             qid = query_id["id"]
             with write_conf(batch_df.sparkSession):
-                data = convert_columns(batch_df, partition_by=cols, key_as=key_as, value_as=value_as)
+                data = convert_columns(batch_df, partition_by=cols, key_as=key_as, value_as=value_as, typed=typed)
                 if format == "parquet":
                     _publish_parquet_batch(data, root, batch_id, qid, cols, run)
                 else:
@@ -538,9 +569,12 @@ def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mappi
     ready.set()
     try:
         query.awaitTermination()
-    except Exception:
+    except Exception as exc:
         if failures:
             raise failures[0] from None
+        err = _not_json_error(exc)
+        if err is not None:
+            raise err from None
         raise
     engine = "spark" if format == "parquet" else ("delta-spark" if delta_spark else "delta-rs")
     return ExportResult(out=out, format=format, partition_by=cols, rows=run.rows, files=run.files,
