@@ -10,7 +10,7 @@ No other exception type may escape the public decoding functions for any
 input bytes; the fuzz tests hold the library to that.
 
 Credentials inside a URI never reach an error: ``path`` and the rendered message pass through
-:func:`kafka_format.fsio.redact` (``s3://KEY:***@bucket/...``).
+:func:`kafka_format.redaction.redact` (``s3://KEY:***@bucket/...``).
 """
 
 from __future__ import annotations
@@ -97,10 +97,10 @@ class KafkaFormatError(Exception):
 
 
 def _redact(text: str) -> str:
-    """:func:`kafka_format.fsio.redact` (imported only when a text could hold credentials)."""
+    """:func:`kafka_format.redaction.redact` (imported only when a text could hold credentials)."""
     if "@" not in text:
         return text
-    from kafka_format.fsio import redact
+    from kafka_format.redaction import redact
 
     return redact(text)
 

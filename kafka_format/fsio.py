@@ -34,6 +34,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from kafka_format.redaction import REDACTED, redact
 from kafka_format.errors import LogDirError
 
 __all__ = [
@@ -52,25 +53,6 @@ __all__ = [
 IO_ERROR = "IO_ERROR"
 
 _LOCAL_PREFIXES = ("file://",)
-
-REDACTED = "***"
-# ``scheme://user:secret@``: the secret runs to the last '@' of the authority.  A secret that
-# (wrongly, unencoded) holds a '/' still ends at an '@' later in the same word, unless the text
-# after ':' is a port number (``hdfs://namenode:8020/a@b`` has no secret).
-_USERINFO = re.compile(
-    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^/?#@\s:]*):(?!\d*(?:[/?#\s]|$))[^?#\s\"'<>,\\]*@")
-
-
-def redact(text: str) -> str:
-    """``text`` (a location, or any message naming locations) with the secret of every
-    ``scheme://user:secret@`` replaced by ``***`` (``s3://KEY:***@bucket/...``).
-
-    The one function every displayed or recorded location goes through; the unredacted location
-    is kept only where a filesystem is opened."""
-    if "@" not in text:
-        return text
-    return _USERINFO.sub(lambda m: f"{m.group('head')}:{REDACTED}@", text)
-
 
 @dataclass(frozen=True)
 class FileStat:

@@ -158,7 +158,7 @@ class Bounds:
 
 @dataclass(frozen=True)
 class PlanOptions:
-    """Planner knobs (parsed from data source options by ``kafka_format.spark.options``)."""
+    """Planner knobs (parsed from data source options by ``kafka_format.read_options``)."""
 
     topics: tuple[str, ...] | None = None
     topic_pattern: str | None = None

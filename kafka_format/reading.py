@@ -25,7 +25,7 @@ from kafka_format.records.control import ControlRecordType, parse_control_key
 from kafka_format.schema import BATCH_SCHEMA, CORRUPT_TYPE, RECORD_SCHEMA
 
 if TYPE_CHECKING:
-    from kafka_format.spark.options import ReadOptions
+    from kafka_format.read_options import ReadOptions
 
 __all__ = ["CORRUPT_COLUMN", "arrow_schema", "read_split"]
 
@@ -262,7 +262,7 @@ def plan_read(opts: ReadOptions, *, selects: Any = None, bounds: Any = None, imp
 
     from kafka_format.planning import check_assignment, open_partitions, plan_splits
 
-    from kafka_format.spark.options import KafkaLogOptionError     # pyspark-free
+    from kafka_format.read_options import KafkaLogOptionError     # pyspark-free
 
     replicas = open_partitions(list(opts.paths))
     try:

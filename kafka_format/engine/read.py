@@ -27,7 +27,7 @@ __all__ = ["read_table", "read_splits"]
 def read_splits(options: Mapping[str, str]) -> tuple[Any, list[Split]]:
     """Parsed options (``paths``: a JSON list) and the planned splits, sized for this machine's cores."""
     from kafka_format.engine import workers
-    from kafka_format.spark.options import parse_options     # pyspark-free
+    from kafka_format.read_options import parse_options     # pyspark-free
 
     opts = parse_options(dict(options))
     opts = replace(opts, plan=replace(opts.plan, default_parallelism=workers()))

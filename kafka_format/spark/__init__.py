@@ -8,12 +8,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafka_format.redaction import URI_CREDENTIALS_REGEX
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["register", "FORMAT"]
 
 FORMAT = "kafka-log"
+# Set on every session the product builds or registers with: the reader needs filter pushdown, and
+# Spark's own plan/UI texts redact URI credentials as klogs' outputs do.
+ALWAYS = {"spark.sql.python.filterPushdown.enabled": "true",
+          "spark.sql.redaction.string.regex": URI_CREDENTIALS_REGEX}
 
 
 def register(spark: SparkSession) -> None:
@@ -23,7 +29,7 @@ def register(spark: SparkSession) -> None:
     ``defaultParallelism`` and ``spark.sql.files.openCostInBytes`` read here (the planner runs in
     a worker with no session to ask): a single large partition still spreads over every core.
 
-    Sets :data:`kafka_format.spark.session.ALWAYS` on the session (the reader needs
+    Sets :data:`ALWAYS` on the session (the reader needs
     ``spark.sql.python.filterPushdown.enabled=true``).  The interpreter Spark's Python workers would run is checked first
     (:func:`kafka_format.spark.workers.source_python`): in local mode one that cannot import the
     source's packages is replaced, for this source only, by the driver's (one warning line);
@@ -38,7 +44,6 @@ def register(spark: SparkSession) -> None:
         open_cost = _bytes(spark.conf.get("spark.sql.files.openCostInBytes", str(DEFAULT_OPEN_COST_BYTES)))
     except ValueError:
         open_cost = DEFAULT_OPEN_COST_BYTES
-    from kafka_format.spark.session import ALWAYS
 
     for key, value in ALWAYS.items():     # filter pushdown is required by the reader (and redaction)
         spark.conf.set(key, value)

@@ -5,7 +5,7 @@ Name
     :func:`kafka_format.spark.register` (done by ``build_session``).
 
 Options
-    See :mod:`kafka_format.spark.options` and docs/datasource.md (Spark Kafka source names where the
+    See :mod:`kafka_format.read_options` and docs/datasource.md (Spark Kafka source names where the
     idea exists: ``topics``/``topicPattern``/``assign``, ``startingOffsets``/``endingOffsets``,
     ``startingTimestamp``/``endingTimestamp``/``*OffsetsByTimestamp``, ``isolationLevel``,
     ``includeHeaders``, plus ``includeControlRecords``, ``granularity``, ``maxBytesPerPartition``,
@@ -79,7 +79,7 @@ from kafka_format.planning import (
 )
 from kafka_format.reading import CORRUPT_COLUMN, arrow_schema, plan_read, read_split
 from kafka_format.spark.filters import Pushed, push_filters
-from kafka_format.spark.options import KafkaLogOptionError, ReadOptions, parse_options
+from kafka_format.read_options import KafkaLogOptionError, ReadOptions, parse_options
 
 __all__ = ["KafkaLogDataSource", "KafkaLogReader", "KafkaLogStreamReader", "SplitPartition", "arrow_schema",
            "bind_session_sizing", "read_split", "CORRUPT_COLUMN"]

@@ -366,8 +366,8 @@ def _delta_version(out: str) -> int | None:
 # --- reading --------------------------------------------------------------------------
 def read_source(spark: SparkSession, logdirs: Sequence[str], options: Mapping[str, str] | None = None) -> DataFrame:
     """Batch ``kafka-log`` DataFrame over ``logdirs``; options are validated here first, so a bad
-    one is a :class:`~kafka_format.spark.options.KafkaLogOptionError` (ValueError), not a Spark error."""
-    from kafka_format.spark.options import parse_options
+    one is a :class:`~kafka_format.read_options.KafkaLogOptionError` (ValueError), not a Spark error."""
+    from kafka_format.read_options import parse_options
 
     opts = dict(options or {})
     parse_options({**opts, "paths": json.dumps(list(logdirs))})
@@ -516,7 +516,7 @@ def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, ch
     _check_choice("key_as", key_as, KEY_AS)
     _check_choice("value_as", value_as, VALUE_AS)
     _check_typed(key_as, value_as, typed)
-    from kafka_format.spark.options import parse_options
+    from kafka_format.read_options import parse_options
 
     opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
     parse_options(opts, streaming=True)         # bad options fail here, before anything is created

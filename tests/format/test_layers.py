@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "kafka_format"
 # (a prefix ending in "." matches a whole subpackage).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("kafka_format", "kafka_format.errors", "kafka_format.crc", "kafka_format.schema",
-                    "kafka_format.units", "kafka_format.watermarks", "kafka_format.records.entry",
+                    "kafka_format.units", "kafka_format.watermarks", "kafka_format.redaction", "kafka_format.records.entry",
                     "kafka_format.records.batch_table")),
     ("record formats", ("kafka_format.records", "kafka_format.records.", "kafka_format.compression",
                         "kafka_format.decoder", "kafka_format.fast", "kafka_format.api")),
@@ -29,7 +29,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "kafka_format.retention", "kafka_format.compaction", "kafka_format.audit",
                    "kafka_format.audit_model", "kafka_format.audit_scan", "kafka_format.audit_segments",
                    "kafka_format.audit_state", "kafka_format.audit_replicas", "kafka_format.topicconfig",
-                   "kafka_format.reading")),
+                   "kafka_format.reading", "kafka_format.read_options")),
+    ("schemas", ("kafka_format.registry", "kafka_format.registry.")),
     ("rendering", ("kafka_format.report", "kafka_format.report.")),
     ("local engine", ("kafka_format.engine", "kafka_format.engine.")),
     ("spark adapter", ("kafka_format.spark", "kafka_format.spark.")),
