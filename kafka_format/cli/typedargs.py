@@ -74,11 +74,11 @@ def typed_from_args(
     None when no column is typed.  Bad flags and missing subjects raise ``UsageError``/``KafkaFormatError``
     (exit 2) before Spark starts."""
     from kafka_format.cli.jobargs import UsageError
+    if not wants_typed(args):
+        return None      # no pyspark import for an untyped export (the local engine runs without it)
     from kafka_format.registry.sources import SCHEMAS_TOPIC, open_schema_source
     from kafka_format.spark.typed import topics_of, typed_columns
 
-    if not wants_typed(args):
-        return None
     selected = [t for t in topics_of(logdirs, topics, topic_pattern)]
     topic = None
     needs_topic = (args.key_as in TYPED_AS and not (args.key_subject or args.key_schema)) or (
