@@ -51,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="cleaner mode: also write the cleaned partitions in Kafka's format to DIR/segments/")
     parser.add_argument("--force", action="store_true",
                         help="cleaner mode: clean partitions the cleaner would not pick now (dirty ratio)")
+    parser.add_argument("--cleaner-batch-rows", type=int, default=8192, metavar="N",
+                        help="cleaner mode: records a cleaner task decodes at a time (default 8192); with the "
+                             "offset map (log.cleaner.dedupe.buffer.size) and the read buffer "
+                             "(log.cleaner.io.buffer.size) it bounds a task's memory, whatever the partition's size")
     return parser
 
 
@@ -60,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _body(args: argparse.Namespace) -> int:
+    if args.cleaner_batch_rows < 1:
+        raise UsageError(f"--cleaner-batch-rows must be at least 1, not {args.cleaner_batch_rows}")
     if args.write_segments and args.mode != "cleaner":
         raise UsageError("--write-segments needs --mode cleaner (the table view has no log format)")
     try:
@@ -89,7 +95,7 @@ def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
             pending = os.path.join(stage, ".records")     # named records/ once the segments are complete
             rows = comp.run_cleaner_pass(          # runs the cleaner: records and segments written by the tasks
                 spark, ctx.logdirs, ctx.configs, ctx.now_ms, records_dir=pending, topics=ctx.topics,
-                topic_pattern=ctx.topic_pattern, force=args.force,
+                topic_pattern=ctx.topic_pattern, force=args.force, batch_rows=args.cleaner_batch_rows,
                 segments_dir=os.path.join(stage, "segments") if args.write_segments else None)
             if args.write_segments:
                 comp.finish_segments_dir(os.path.join(stage, "segments"), rows)

@@ -13,6 +13,7 @@ Generated data lives under ``--data`` and is removed after each size unless ``--
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -168,11 +169,18 @@ def main(argv: list[str] | None = None) -> int:
     for size in sizes:
         root = data / size
         t0 = time.monotonic()
-        totals = scale_gen.generate(root, scale_gen.LAYOUTS[size])
+        cached = data / f"{size}.totals.json"
+        if args.keep and cached.is_file() and root.is_dir():
+            totals = json.loads(cached.read_text())          # kept from an earlier --keep run
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+            totals = scale_gen.generate(root, scale_gen.LAYOUTS[size])
+            totals["generated_s"] = int(time.monotonic() - t0)
+            cached.write_text(json.dumps(totals))
         notes.append(f"- {size}: {totals['records']:,} records, {totals['record_bytes'] / 2**30:.2f} GiB of keys+values, "
                      f"{totals['log_bytes'] / 2**30:.2f} GiB of lz4 segments, partitions of "
                      f"{', '.join(f'{b / 2**30:.2f}' for b in scale_gen.LAYOUTS[size].partition_bytes)} GiB "
-                     f"(generated in {time.monotonic() - t0:.0f} s)")
+                     f"(generated in {totals.get('generated_s', 0)} s)")
         out = data / f"out-{size}"
         out.mkdir(exist_ok=True)
         for label, job_argv in jobs(root / "broker-1", out):
@@ -182,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{size} {label}: {run.wall_s:.1f} s exit {run.exit_code} jvm {run.jvm_peak_mb:.0f} MB "
                   f"py {run.python_peak_mb:.0f} MB {run.error}", flush=True)
             runs.append(run)
+            with open(data / "runs.jsonl", "a", encoding="utf-8") as log:   # survives an interrupted run
+                log.write(json.dumps(run.__dict__) + "\n")
             shutil.rmtree(out, ignore_errors=True)
             out.mkdir(exist_ok=True)
         if not args.keep:
