@@ -32,9 +32,9 @@ removed
   ``marker-removed``       a control record removed (its txn's data gone, horizon passed)
   ``below-log-start``      reserved: the table has no rows below logStartOffset
 
-Key identity is exact byte equality (keys become ids by a dictionary encoding of the partition's
-key bytes).  Kafka compares 16-byte MD5 digests of keys (``SkimpyOffsetMap``); an MD5 collision
-would merge two keys there and not here.  The map holds
+Key identity is Kafka's: the offset map holds 16-byte MD5 digests of keys (``SkimpyOffsetMap``,
+``CleanerConfig.HASH_ALGORITHM``), at most its capacity of them: two keys with one digest are one
+key, as in Kafka.  The map holds
 ``int(slots * log.cleaner.io.buffer.load.factor)`` keys, ``slots = min(dedupe.buffer.size /
 log.cleaner.threads, Int.MAX) // 24`` (``LogCleaner``: one map per cleaner thread).
 
@@ -47,10 +47,12 @@ Rewritten segments get indexes by the per-batch rule (KAFKA-806, as :mod:`kafka_
 the mtime of the group's last segment, and a ``.txnindex`` of the aborted transactions whose
 ABORT marker was kept while their data was still seen (``cleanedIndex``).
 
-Memory: the model holds batch headers and, per record, its offset, key id and flags (about 30
-bytes a record; key bytes only while the ids are made; values and headers are read again, batch
-by batch, only for batches that must be rebuilt).  Decisions are numpy operations over a round's
-records, the walk over batches (transaction state, retention) is per batch.
+Memory is bounded by configuration, not by the partition: the model holds batch headers only
+(one small entry per batch), the offset map (its capacity), ``batch_rows`` decoded records and a
+read buffer (``log.cleaner.io.buffer.size``).  Records stay on disk: every round re-reads the
+segments batch by batch (the original bytes, or the bytes an earlier round rebuilt, which go to a
+``spill`` work file as Kafka writes a cleaned segment); each round appends its records' decisions
+to a work file, and :meth:`CleanResult.iter_decisions` merges them in offset order.
 
 Offline inputs: LEO = next offset of the last segment (batch scan); HW = replication checkpoint
 capped at LEO (LEO when absent); LSO = min(HW, first offset of the earliest open transaction or of a
@@ -215,9 +217,10 @@ class CleanResult:
         if self._model is None:
             raise RuntimeError("the cleaner's work files are gone (result closed)")
         m: _Model = self._model
+        bases = _batch_bases(m)
         for chunk in _decision_chunks(m, self.plan.log_start_offset, self.rounds > 0 or m.ran,
                                       max_rows or m.max_rows):
-            yield _decision_batch(m, chunk)
+            yield _decision_batch(chunk, bases)
 
     @property
     def decisions(self) -> pa.Table:
@@ -1328,17 +1331,21 @@ _DECISION_STR = pa.array(DECISIONS, pa.string())
 _REASON_STR = pa.array(REASONS, pa.string())
 
 
-def _decision_batch(m: _Model, c: _Chunk) -> pa.RecordBatch:
-    bases = np.fromiter((m.batches[bi].orig_base_offset if m.batches[bi].orig_base_offset >= 0
-                         else m.batches[bi].base_offset for bi in c.bi.tolist()), np.int64, len(c.bi))
+def _decision_batch(c: _Chunk, bases: np.ndarray) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([
         pa.array(c.off, pa.int64()),
         _DECISION_STR.take(pa.array(c.dec.astype(np.int32))),
         _REASON_STR.take(pa.array(c.rsn.astype(np.int32))),
         pa.array(c.sup, pa.int64(), mask=c.sup < 0),
         pa.array((c.flags & _TOMB).astype(bool), pa.bool_()),
-        pa.array(bases, pa.int64()),
+        pa.array(bases[c.bi], pa.int64()),
     ], schema=DECISION_SCHEMA)
+
+
+def _batch_bases(m: _Model) -> np.ndarray:
+    """Per batch: the base offset of the source batch (a legacy re-wrap's original one)."""
+    return np.fromiter((b.orig_base_offset if b.orig_base_offset >= 0 else b.base_offset for b in m.batches),
+                       np.int64, len(m.batches))
 
 
 def _result(m: _Model, plan: CleanerPlan, n_rounds: int, first_dirty_after: int) -> CleanResult:
