@@ -384,8 +384,11 @@ def _run_tasks_to_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Record
                 for out in run_cleaner_task(task):   # records went to task.records_path: summaries only
                     yield pa.RecordBatch.from_struct_array(out.column(_SUMMARY_COLUMN))
             except (KafkaFormatError, OSError, MemoryError, RuntimeError) as exc:
-                raise ReplicaTaskError(f"{task.topic}-{task.partition} ({task.log_dir}): "
-                                       f"{type(exc).__name__}: {exc}") from exc
+                raise ReplicaTaskError(f"{_replica_name(task)}: {type(exc).__name__}: {exc}") from exc
+
+
+def _replica_name(task: CleanerTask) -> str:
+    return f"{task.topic}-{task.partition} ({task.log_dir})"
 
 
 class ReplicaTaskError(RuntimeError):
