@@ -386,8 +386,7 @@ class _Appender:
         self.f.close()
 
 
-def _load_model(replica: PartitionLog, headers: list[list[Any]], work_dir: str | None, read_size: int,
-                max_rows: int) -> _Model:
+def _load_model(replica: PartitionLog, work_dir: str | None, read_size: int, max_rows: int) -> _Model:
     """Batches from the header scan; one streaming decode of every segment (``max_rows`` records at
     a time) writes each record's offset, flags and batch to the ``base`` work file and settles what
     the headers do not tell (record counts, control types, legacy wrappers' first offsets)."""
@@ -396,7 +395,7 @@ def _load_model(replica: PartitionLog, headers: list[list[Any]], work_dir: str |
     base = _Appender(m.base_path, _BASE_DTYPE, max_rows)
     try:
         for si, seg in enumerate(replica.segments):
-            hdrs = headers[si]
+            hdrs = _scan_headers(replica, seg)      # this segment's headers only
             b0 = len(batches)
             for h in hdrs:
                 batches.append(_Batch(
@@ -546,7 +545,7 @@ class _Producer:
     txn_first_offset: int = -1
 
 
-def _replay_producers(replica: PartitionLog, headers: list[list[Any]], leo: int, hw: int, now_ms: int,
+def _replay_producers(replica: PartitionLog, headers: Iterable[list[Any]], leo: int, hw: int, now_ms: int,
                       expiration_ms: int) -> tuple[dict[int, _Producer], int | None]:
     """(active producers at ``now``, first unstable offset) from the latest snapshot <= LEO plus the
     batches after it."""
@@ -613,7 +612,8 @@ def _segments_overlapping(bases: Sequence[int], start: int, end: int) -> list[in
 
 @dataclass
 class _PlanInputs:
-    headers: list[list[Any]]
+    seg_max_ts: list[int]            # per segment: its batches' largest timestamp, -1 when none
+    seg_first_ts: list[int | None]   # per segment: its first batch's max timestamp, None when empty
     leo: int
     hw: int | None
     lso: int
@@ -621,18 +621,31 @@ class _PlanInputs:
 
 
 def _plan_inputs(replica: PartitionLog, config: TopicConfig, now_ms: int) -> _PlanInputs:
-    headers = [_scan_headers(replica, s) for s in replica.segments]
-    leo = replica.segments[-1].base_offset if replica.segments else 0
-    if headers and headers[-1]:
-        leo = headers[-1][-1].last_offset + 1
+    """One streaming header scan (one segment's headers held at a time): LEO, HW, LSO, the producer
+    state and the per-segment timestamps the plan needs."""
+    segs = replica.segments
+    last = _scan_headers(replica, segs[-1]) if segs else []
+    leo = segs[-1].base_offset if segs else 0
+    if last:
+        leo = last[-1].last_offset + 1
     elif replica.log_end_offset is not None:
         leo = replica.log_end_offset
     hw_ck = replica.high_watermark_checkpoint
     hw_eff = leo if hw_ck is None else min(hw_ck, leo)
     expiration = int(config.broker("producer.id.expiration.ms"))
-    active, first_unstable = _replay_producers(replica, headers, leo, hw_eff, now_ms, expiration)
+    max_ts: list[int] = []
+    first_ts: list[int | None] = []
+
+    def scanned() -> Iterator[list[Any]]:
+        for i, seg in enumerate(segs):
+            hdrs = last if i == len(segs) - 1 else _scan_headers(replica, seg)
+            max_ts.append(max((h.max_timestamp for h in hdrs), default=-1))
+            first_ts.append(hdrs[0].max_timestamp if hdrs else None)
+            yield hdrs
+
+    active, first_unstable = _replay_producers(replica, scanned(), leo, hw_eff, now_ms, expiration)
     lso = first_unstable if first_unstable is not None and first_unstable < hw_eff else hw_eff
-    return _PlanInputs(headers, leo, None if hw_ck is None else hw_eff, lso, active)
+    return _PlanInputs(max_ts, first_ts, leo, None if hw_ck is None else hw_eff, lso, active)
 
 
 def _plan(replica: PartitionLog, config: TopicConfig, now_ms: int, inp: _PlanInputs,
@@ -653,7 +666,7 @@ def _plan(replica: PartitionLog, config: TopicConfig, now_ms: int, inp: _PlanInp
     min_lag = max(config.min_compaction_lag_ms, 0)
     if min_lag > 0:
         for i in non_active_from(dirty):
-            ts = max((h.max_timestamp for h in inp.headers[i]), default=-1)
+            ts = inp.seg_max_ts[i]
             largest = ts if ts >= 0 else (segs[i].log_mtime_ms or 0)
             if largest > now_ms - min_lag:
                 candidates.append(bases[i])
@@ -667,7 +680,7 @@ def _plan(replica: PartitionLog, config: TopicConfig, now_ms: int, inp: _PlanInp
     total = clean_bytes + cleanable_bytes
     ratio = cleanable_bytes / total if total > 0 else 0.0
     max_lag = max(config.max_compaction_lag_ms, 0)
-    first_ts = [inp.headers[i][0].max_timestamp if inp.headers[i] else LONG_MAX for i in non_active_from(dirty)]
+    first_ts = [LONG_MAX if inp.seg_first_ts[i] is None else inp.seg_first_ts[i] for i in non_active_from(dirty)]
     first_ts = [t for t in first_ts if t > 0]
     earliest = min(first_ts) if first_ts else LONG_MAX
     need_now = earliest < now_ms - max_lag
@@ -1038,16 +1051,18 @@ def _build_offset_map(m: _Model, bases: list[int], first_dirty: int, first_uncle
             if b.control:
                 txn.on_control(b, b.n_alive > 0, m.control_type.get(bi))
             elif not txn.on_data(b) and rows is not None:
-                offs = rows.column("offset").to_pylist()
-                keys = rows.column("key").to_pylist()
-                put = -1
-                for o, key in zip(offs, keys):
-                    if key is None or o < first_dirty:
-                        continue
-                    if len(offset_map) >= capacity:
-                        return offset_map, (put if put >= 0 else latest)
-                    offset_map[_digest(key)] = o
-                    put = o
+                pairs = [(_digest(key), o) for o, key in zip(rows.column("offset").to_pylist(),
+                                                             rows.column("key").to_pylist())
+                         if key is not None and o >= first_dirty]
+                if len(offset_map) + len(pairs) <= capacity:
+                    offset_map.update(pairs)      # never full before a put in this batch
+                else:
+                    put = -1
+                    for digest, o in pairs:
+                        if len(offset_map) >= capacity:
+                            return offset_map, (put if put >= 0 else latest)
+                        offset_map[digest] = o
+                        put = o
             if b.last_offset >= first_dirty:
                 latest = b.last_offset
         latest = next_start - 1
@@ -1226,7 +1241,7 @@ def clean_partition(replica: PartitionLog, config: TopicConfig, now_ms: int, *, 
     inp = _plan_inputs(replica, config, now_ms)
     plan = _plan(replica, config, now_ms, inp, replica.cleaner_offset_checkpoint)
     capacity = map_capacity(config, map_slots)
-    m = _load_model(replica, inp.headers, work_dir, read_size, batch_rows)
+    m = _load_model(replica, work_dir, read_size, batch_rows)
     active = inp.active_producers
     del inp
     n_rounds = 0
