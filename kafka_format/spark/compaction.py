@@ -428,8 +428,12 @@ def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
     }
     if plan.compact:
         try:
+            # work files in Spark's own local dir (SPARK_LOCAL_DIRS, set for Python workers): removed with
+            # it even when the worker is killed before the result is closed
+            local_dirs = [d for d in os.environ.get("SPARK_LOCAL_DIRS", "").split(",") if d and os.path.isdir(d)]
             result = core.clean_partition(replica, task.config, task.now_ms, force=task.force,
-                                          batch_rows=task.batch_rows, read_buffer=task.read_buffer)
+                                          batch_rows=task.batch_rows, read_buffer=task.read_buffer,
+                                          work_dir=local_dirs[0] if local_dirs else None)
         except KafkaFormatError as exc:
             # LogCleaner.cleanFilthiestLog: a failed cleaning marks the partition uncleanable and the
             # log stays as it is.  Reported in the summary (the error names file and position);
