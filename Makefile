@@ -8,7 +8,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 STAMP := $(VENV)/.installed
-SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/*.c)
+SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/*.c kafka_format/*.h)
 
 .PHONY: help setup test test-reference test-cluster conformance demo bench bench-scale fuzz package samples clean docs docs-cli
 
@@ -36,10 +36,10 @@ test-cluster: $(STAMP) ## Distributed tests: local-cluster and a standalone clus
 conformance: $(STAMP) ## Compare with real Apache Kafka brokers (jars fetched by Maven on first run); writes CONFORMANCE.md
 	$(PY) -m pytest -m conformance tests/conformance $(PYTEST_ARGS)
 
-demo: $(STAMP) ## Run the product on data_samples/ with local Spark and print where results are
+demo: $(STAMP) ## Run the product on data_samples/ on the local engine and local Spark; print times and where results are
 	$(VENV)/bin/klogs demo --out build/demo
 
-bench: $(STAMP) ## Decode/plan/scan benchmarks, written to BENCHMARKS.md
+bench: $(STAMP) ## Decode/plan/scan benchmarks and the jobs on both engines, written to BENCHMARKS.md
 	$(PY) tests/benchmarks/run.py --out BENCHMARKS.md
 
 SCALE_SIZES ?= 1g,4g,16g

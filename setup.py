@@ -3,23 +3,88 @@
 The extension is optional at build time: when no C compiler is available the
 package still installs and the plain reference decoder is used (with a warning,
 see kafka_format.decoder).
+
+Codecs in C (``_fastcodecs.c``): each of zlib, liblz4, libzstd and libsnappy whose
+development files are found (a test program compiles and links) is compiled in; a
+codec without its library is decompressed by the Python path (kafka_format.compression),
+so every build works.  ``KAFKA_FORMAT_C_CODECS=none`` (or a comma list such as
+``lz4,zstd``) limits the set.
 """
 
+import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 from setuptools import Extension, setup
 
 _SOURCE = Path(__file__).parent / "kafka_format" / "_fastdecode.c"
 
-setup(
-    ext_modules=[
+# codec: (macro, header, library, a function of it)
+_CODEC_LIBS = {
+    "gzip": ("KF_HAVE_ZLIB", "zlib.h", "z", "inflateInit2_"),
+    "lz4": ("KF_HAVE_LZ4", "lz4.h", "lz4", "LZ4_decompress_safe"),
+    "zstd": ("KF_HAVE_ZSTD", "zstd.h", "zstd", "ZSTD_decompressStream"),
+    "snappy": ("KF_HAVE_SNAPPY", "snappy-c.h", "snappy", "snappy_uncompress"),
+}
+
+
+def _links(header: str, library: str, function: str) -> bool:
+    """Whether a program including ``header`` and calling ``function`` links with ``-l library``."""
+    try:
+        from setuptools._distutils import ccompiler, sysconfig
+        from setuptools._distutils.errors import CompileError, LinkError
+    except ImportError:  # pragma: no cover - setuptools without vendored distutils
+        return False
+    compiler = ccompiler.new_compiler()
+    sysconfig.customize_compiler(compiler)
+    tmp = tempfile.mkdtemp(prefix="kf-codec-")
+    try:
+        src = os.path.join(tmp, "probe.c")
+        with open(src, "w") as f:
+            f.write(f"#include <{header}>\nint main(void) {{ void *p = (void *)&{function}; return p == 0; }}\n")
+        objects = compiler.compile([src], output_dir=tmp)
+        compiler.link_executable(objects, os.path.join(tmp, "probe"), libraries=[library])
+        return True
+    except (CompileError, LinkError, OSError):
+        return False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _codec_options() -> tuple[list[tuple[str, str]], list[str]]:
+    wanted = os.environ.get("KAFKA_FORMAT_C_CODECS", "gzip,lz4,zstd,snappy").strip().lower()
+    names = [] if wanted == "none" else [n.strip() for n in wanted.split(",") if n.strip()]
+    macros, libraries = [], []
+    for name in names:
+        if name not in _CODEC_LIBS:
+            continue
+        macro, header, library, function = _CODEC_LIBS[name]
+        if _links(header, library, function):
+            macros.append((macro, "1"))
+            libraries.append(library)
+        else:
+            print(f"kafka_format: {header} / lib{library} not found: {name} is decompressed in Python",
+                  file=sys.stderr)
+    return macros, libraries
+
+
+def _extensions() -> list[Extension]:
+    if not _SOURCE.exists():
+        return []
+    macros, libraries = _codec_options()
+    return [
         Extension(
             "kafka_format._fastdecode",
-            sources=["kafka_format/_fastdecode.c"],
+            sources=["kafka_format/_fastdecode.c", "kafka_format/_fastcodecs.c"],
+            depends=["kafka_format/_fastcodecs.h"],
+            define_macros=macros,
+            libraries=libraries,
             extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],
             optional=True,
         )
     ]
-    if _SOURCE.exists()
-    else []
-)
+
+
+setup(ext_modules=_extensions())

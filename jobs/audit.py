@@ -19,17 +19,19 @@ import argparse
 import json
 import sys
 
-from kafka_format.audit import REPORT_OWNER, at_or_above, format_finding, write_outputs
+from kafka_format.audit import REPORT_OWNER, at_or_above, format_finding
 from kafka_format.cli.jobargs import (
     EXIT_FINDINGS,
     EXIT_OK,
     JobContext,
     add_common_arguments,
     claim_out,
+    engine_for,
     job_context,
     run_main,
     session_for,
 )
+from kafka_format.report.audit_report import write_outputs
 
 FAIL_ON = ("error", "warning", "never")
 
@@ -61,14 +63,20 @@ def _body(args: argparse.Namespace) -> int:
 
 
 def _run(ctx: JobContext, args: argparse.Namespace) -> int:
-    spark = session_for(ctx, "audit")
-    from kafka_format.spark.audit import audit
+    if engine_for(ctx) == "local":
+        from kafka_format.engine.audit import audit_local
 
-    findings_df, files_df = audit(spark, ctx.logdirs, topics=ctx.topics or None,
-                                  topic_pattern=ctx.topic_pattern, configs=ctx.configs,
-                                  deep=not args.shallow, now_ms=ctx.now_ms)
-    findings = [r.asDict() for r in findings_df.collect()]
-    files = [r.asDict() for r in files_df.collect()]
+        findings, files = audit_local(ctx.logdirs, topics=ctx.topics or None, topic_pattern=ctx.topic_pattern,
+                                      configs=ctx.configs, deep=not args.shallow, now_ms=ctx.now_ms)
+    else:
+        spark = session_for(ctx, "audit")
+        from kafka_format.spark.audit import audit
+
+        findings_df, files_df = audit(spark, ctx.logdirs, topics=ctx.topics or None,
+                                      topic_pattern=ctx.topic_pattern, configs=ctx.configs,
+                                      deep=not args.shallow, now_ms=ctx.now_ms)
+        findings = [r.asDict() for r in findings_df.collect()]
+        files = [r.asDict() for r in files_df.collect()]
     write_outputs(str(ctx.out), findings, files)
     for row in findings:
         line = json.dumps(row, sort_keys=False) if ctx.format == "json" else format_finding(row)

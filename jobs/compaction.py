@@ -28,6 +28,7 @@ from kafka_format.cli.jobargs import (
     add_common_arguments,
     claim_out,
     describe,
+    engine_for,
     job_context,
     run_main,
     session_for,
@@ -78,28 +79,21 @@ def _body(args: argparse.Namespace) -> int:
 
 
 def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
-    from kafka_format.spark import compaction as comp
-
-    spark = session_for(ctx, PROG)
+    local = engine_for(ctx) == "local"
     summary: dict[str, object] = {"mode": args.mode, **describe(ctx)}
     with publish.staging_dir(out, OWNER) as stage:
         records_dir = os.path.join(stage, "records")
         if args.mode == "full":
-            df = comp.read_full_input(spark, ctx.logdirs, topics=ctx.topics, topic_pattern=ctx.topic_pattern)
-            comp.compaction_full_decisions(df).write.parquet(records_dir)
-            # the summary from the written decisions (a few small columns), not from a cache of the rows
-            written = spark.read.parquet(records_dir).select(*comp.FULL_SUMMARY_INPUT)
-            summary["partitions"] = sorted((r.asDict() for r in comp.compaction_full_summary(written).collect()),
-                                           key=_partition_order)
+            summary["partitions"] = sorted(_full(ctx, records_dir, local), key=_partition_order)
         else:
             pending = os.path.join(stage, ".records")     # named records/ once the segments are complete
-            rows = comp.run_cleaner_pass(          # runs the cleaner: records and segments written by the tasks
-                spark, ctx.logdirs, ctx.configs, ctx.now_ms, records_dir=pending, topics=ctx.topics,
-                topic_pattern=ctx.topic_pattern, force=args.force, batch_rows=args.cleaner_batch_rows,
-                segments_dir=os.path.join(stage, "segments") if args.write_segments else None)
+            segments = os.path.join(stage, "segments") if args.write_segments else None
+            rows = _cleaner(ctx, args, pending, segments, local)   # records and segments written by the tasks
             if args.write_segments:
-                comp.finish_segments_dir(os.path.join(stage, "segments"), rows)
-            summary["partitions"] = sorted(({**r.asDict(), "segmentsDir": None if r["segmentsDir"] is None
+                from kafka_format.engine.compaction import finish_segments_dir
+
+                finish_segments_dir(os.path.join(stage, "segments"), rows)
+            summary["partitions"] = sorted(({**r, "segmentsDir": None if r["segmentsDir"] is None
                                              else os.path.relpath(r["segmentsDir"], stage)} for r in rows),
                                            key=_partition_order)
             if args.write_segments:
@@ -114,6 +108,44 @@ def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
     _print_summary(summary["partitions"], args.mode)  # type: ignore[arg-type]
     print(f"results: {out}")
     return EXIT_OK
+
+
+def _cleaner(ctx: JobContext, args: argparse.Namespace, records_dir: str, segments_dir: str | None,
+             local: bool) -> list[dict[str, object]]:
+    """Run the cleaner on every selected replica (records and segments written by the tasks);
+    the summary rows."""
+    common = dict(records_dir=records_dir, topics=ctx.topics, topic_pattern=ctx.topic_pattern, force=args.force,
+                  segments_dir=segments_dir, batch_rows=args.cleaner_batch_rows)
+    if local:
+        from kafka_format.engine.compaction import cleaner_pass_local
+
+        return cleaner_pass_local(ctx.logdirs, ctx.configs, ctx.now_ms, **common)  # type: ignore[arg-type]
+    from kafka_format.spark import compaction as comp
+
+    spark = session_for(ctx, PROG)
+    return [r.asDict() for r in comp.run_cleaner_pass(spark, ctx.logdirs, ctx.configs, ctx.now_ms,
+                                                       **common)]  # type: ignore[arg-type]
+
+
+def _full(ctx: JobContext, records_dir: str, local: bool) -> list[dict[str, object]]:
+    """The table view's decisions written to ``records_dir``; the per-partition summary."""
+    if local:
+        from kafka_format.engine.compaction import full_local
+
+        return full_local(ctx.logdirs, records_dir, topics=ctx.topics, topic_pattern=ctx.topic_pattern)
+    from kafka_format.spark import compaction as comp
+
+    spark = session_for(ctx, PROG)
+    df = comp.read_full_input(spark, ctx.logdirs, topics=ctx.topics, topic_pattern=ctx.topic_pattern)
+    key, before = "spark.sql.parquet.outputTimestampType", spark.conf.get("spark.sql.parquet.outputTimestampType", None)
+    spark.conf.set(key, "TIMESTAMP_MICROS")      # timestamp[us, UTC] as the cleaner's files (not INT96)
+    try:
+        comp.compaction_full_decisions(df).write.parquet(records_dir)
+    finally:
+        spark.conf.unset(key) if before is None else spark.conf.set(key, before)
+    # the summary from the written decisions (a few small columns), not from a cache of the rows
+    written = spark.read.parquet(records_dir).select(*comp.FULL_SUMMARY_INPUT)
+    return [r.asDict() for r in comp.compaction_full_summary(written).collect()]
 
 
 def _print_summary(parts: list[dict[str, object]], mode: str) -> None:

@@ -24,6 +24,7 @@ from kafka_format.cli.jobargs import (
     JobContext,
     add_common_arguments,
     claim_out,
+    engine_for,
     job_context,
     run_main,
     session_for,
@@ -82,12 +83,19 @@ def _body(args: argparse.Namespace) -> int:
 
 
 def _run(ctx: JobContext, args: argparse.Namespace) -> int:
-    spark = session_for(ctx, "offsets")
-    from kafka_format.spark.offsets import offsets_for_timestamps
+    if engine_for(ctx) == "local":
+        from kafka_format.engine.offsets import list_offsets_local
 
-    df = offsets_for_timestamps(spark, ctx.logdirs, args.timestamps, topics=ctx.topics or None,
-                                topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level)
-    text = format_rows([r.asDict() for r in df.collect()], ctx.format or "jsonl")
+        rows = list_offsets_local(ctx.logdirs, args.timestamps, topics=ctx.topics or None,
+                                  topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level)
+    else:
+        spark = session_for(ctx, "offsets")
+        from kafka_format.spark.offsets import offsets_for_timestamps
+
+        df = offsets_for_timestamps(spark, ctx.logdirs, args.timestamps, topics=ctx.topics or None,
+                                    topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level)
+        rows = [r.asDict() for r in df.collect()]
+    text = format_rows(rows, ctx.format or "jsonl")
     if ctx.out:
         from kafka_format.publish import publish_file
 

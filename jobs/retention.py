@@ -20,12 +20,14 @@ from kafka_format.cli.jobargs import (
     add_common_arguments,
     claim_out,
     describe,
+    engine_for,
     JobContext,
     job_context,
     run_main,
     session_for,
 )
-from kafka_format.retention import REPORT_OWNER, format_segments, write_report
+from kafka_format.report.retention_report import format_segments, write_report
+from kafka_format.retention import REPORT_OWNER, summarize
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,16 +52,19 @@ def _body(args: argparse.Namespace) -> int:
 
 
 def _run(ctx: JobContext) -> int:
-    spark = session_for(ctx, "retention")
-    from kafka_format.spark.retention import retention_candidates, retention_summary
+    if engine_for(ctx) == "local":
+        from kafka_format.engine.retention import retention_local
 
-    df = retention_candidates(spark, ctx.logdirs, ctx.configs, ctx.now_ms, topics=ctx.topics or None,
-                              topic_pattern=ctx.topic_pattern).persist()
-    try:
+        rows = retention_local(ctx.logdirs, ctx.configs, ctx.now_ms, topics=ctx.topics or None,
+                               topic_pattern=ctx.topic_pattern)
+    else:
+        spark = session_for(ctx, "retention")
+        from kafka_format.spark.retention import retention_candidates
+
+        df = retention_candidates(spark, ctx.logdirs, ctx.configs, ctx.now_ms, topics=ctx.topics or None,
+                                  topic_pattern=ctx.topic_pattern)
         rows = [r.asDict() for r in df.collect()]
-        summary = [r.asDict() for r in retention_summary(df).collect()]
-    finally:
-        df.unpersist()
+    summary = summarize(rows)           # one row per segment is small: the same rule on both engines
     fmt = ctx.format or "jsonl"
     sys.stdout.write(format_segments(rows, fmt))
     sys.stdout.flush()

@@ -37,6 +37,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_fastcodecs.h"
+
 /* ------------------------------------------------------------------ constants */
 
 /* Framing (Records.java / DefaultRecordBatch.java). */
@@ -86,6 +88,8 @@ static uint32_t crc_table[8][256];            /* slicing-by-8 */
 static uint32_t crc_zeros_long[4][256];       /* register shift by CRC_LONG zero bytes */
 static uint32_t crc_zeros_short[4][256];      /* register shift by CRC_SHORT zero bytes */
 static int crc_have_hw = 0;
+static int crc_have_clmul = 0;
+#define CRC_CLMUL_MIN 256            /* shorter inputs: the crc32 instructions alone */
 
 /* Advance a raw CRC register over n zero bytes, bytewise (init only). */
 static uint32_t crc_feed_zeros_slow(uint32_t reg, size_t n)
@@ -138,6 +142,7 @@ static void crc_init(void)
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
     crc_have_hw = __builtin_cpu_supports("sse4.2");
+    crc_have_clmul = crc_have_hw && __builtin_cpu_supports("pclmul");
 #endif
 }
 
@@ -221,11 +226,61 @@ static uint32_t crc32c_hw(uint32_t reg, const unsigned char *p, size_t n)
 }
 #endif
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+/* Carry-less multiplication folding (PCLMULQDQ), for CPUs whose crc32 instruction is the limit:
+ * four 16-byte lanes; a lane block A is replaced by F(A) XOR the lane's next block, where
+ * F(A) = clmul(A.lo, K(8D+63)) ^ clmul(A.hi, K(8D-1)) is congruent to A * x^(8D) mod P for a
+ * distance of D bytes (K(e) = x^e mod P, bit-reflected into 64 bits; a product of reflected
+ * operands carries one extra factor x, hence the -1).  The folded 16 bytes then go through the
+ * crc32 instruction from register 0: the same register as the whole input.  The initial
+ * register is XORed into the first 4 bytes (the CRC of a message is linear in its first bits). */
+#define CLMUL_K575 0x1c19243b00000000ull   /* D = 64: lo lane */
+#define CLMUL_K511 0x75bba45b00000000ull   /* D = 64: hi lane */
+#define CLMUL_K191 0x3743f7bd00000000ull   /* D = 16: lo lane */
+#define CLMUL_K127 0x3171d43000000000ull   /* D = 16: hi lane */
+
+__attribute__((target("pclmul,sse4.2")))
+static inline __m128i clmul_fold(__m128i x, __m128i k)
+{
+    return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
+__attribute__((target("pclmul,sse4.2")))
+static uint32_t crc32c_clmul(uint32_t reg, const unsigned char *p, size_t n)
+{
+    const __m128i k64 = _mm_set_epi64x((long long)CLMUL_K511, (long long)CLMUL_K575);
+    const __m128i k16 = _mm_set_epi64x((long long)CLMUL_K127, (long long)CLMUL_K191);
+    __m128i x0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_cvtsi32_si128((int)reg));
+    __m128i x1 = _mm_loadu_si128((const __m128i *)(p + 16));
+    __m128i x2 = _mm_loadu_si128((const __m128i *)(p + 32));
+    __m128i x3 = _mm_loadu_si128((const __m128i *)(p + 48));
+    p += 64;
+    n -= 64;
+    while (n >= 64) {
+        x0 = _mm_xor_si128(clmul_fold(x0, k64), _mm_loadu_si128((const __m128i *)p));
+        x1 = _mm_xor_si128(clmul_fold(x1, k64), _mm_loadu_si128((const __m128i *)(p + 16)));
+        x2 = _mm_xor_si128(clmul_fold(x2, k64), _mm_loadu_si128((const __m128i *)(p + 32)));
+        x3 = _mm_xor_si128(clmul_fold(x3, k64), _mm_loadu_si128((const __m128i *)(p + 48)));
+        p += 64;
+        n -= 64;
+    }
+    __m128i x = _mm_xor_si128(clmul_fold(x0, k16), x1);
+    x = _mm_xor_si128(clmul_fold(x, k16), x2);
+    x = _mm_xor_si128(clmul_fold(x, k16), x3);
+    uint64_t c = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(x));
+    c = _mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(x, 1));
+    return crc32c_hw((uint32_t)c, p, n);
+}
+#endif
+
 /* CRC-32C as Kafka's Crc32C: register starts at ~value, result is inverted. */
 static uint32_t crc32c_update(uint32_t value, const unsigned char *p, size_t n)
 {
     uint32_t reg = ~value;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (crc_have_clmul && n >= CRC_CLMUL_MIN)
+        return ~crc32c_clmul(reg, p, n);
     if (crc_have_hw)
         return ~crc32c_hw(reg, p, n);
 #endif
@@ -448,13 +503,15 @@ typedef enum {
     V_HEADER_KEY_UTF8,         /* header key is not valid UTF-8 */
     V_TRAILING_BYTES,          /* bytes remain after recordsCount records */
     V_CRC,                     /* deferred CRC-32C mismatch (FLAG_CHECK_CRC) */
+    V_DECOMPRESS,              /* not decompressed in C (corrupt, unusual, over the cap, no codec) */
+    V_TOO_LARGE,               /* one batch past the int32 offsets of one call */
     V_NO_MEMORY,               /* not a violation: allocation failed */
 } Violation;
 
 static const char *const violation_names[] = {
     "ok", "negative_count", "count_too_large", "truncated", "varint_too_long",
     "record_length", "header_count", "header_key_length", "header_key_utf8",
-    "trailing_bytes", "crc", "no_memory",
+    "trailing_bytes", "crc", "decompress", "too_large", "no_memory",
 };
 
 static void raise_violation(Py_ssize_t batch, Violation code, Py_ssize_t offset)
@@ -729,10 +786,89 @@ static void decode_state_free(DecodeState *st)
     }
 }
 
-/* Inner loop over all batches.  Returns V_OK or the violation, with *bad_batch and
- * *bad_offset set.  Runs without the GIL. */
-static Violation decode_all(DecodeState *st, const int64_t *meta, Py_ssize_t nbatches,
-                            Py_ssize_t *bad_batch, Py_ssize_t *bad_offset)
+/* Copy n bytes; short fields (<= 32 bytes, the common key and small value) are copied as two
+ * 16-byte moves instead of a libc call when 32 bytes are readable at src (src_end) and the
+ * destination has COPY_SLACK bytes of room past its data (reserve_batch, key reserve). */
+#define COPY_SLACK 32
+static inline void copy_field(char *dst, const unsigned char *src, size_t n, const unsigned char *src_end)
+{
+    if (n <= 32 && src_end - src >= 32) {
+        memcpy(dst, src, 16);
+        memcpy(dst + 16, src + 16, 16);
+    } else {
+        memcpy(dst, src, n);
+    }
+}
+
+/* Output positions while the loop runs. */
+typedef struct {
+    size_t n;                /* records written */
+    size_t h;                /* headers written */
+    size_t key_pos, val_pos;
+} Out;
+
+/* Grow to at least `bytes` (amortised doubling), called without the GIL: the new block comes
+ * from the block cache (taking the GIL for the moment of the exchange), so that a column grown
+ * while decompressed batches are decoded reuses the blocks of earlier calls instead of faulting
+ * in fresh pages and filling the cache with blocks nobody asks for. */
+static int column_grow(Column *c, size_t bytes)
+{
+    size_t cap = c->capacity * 2;
+    if (cap < bytes)
+        cap = bytes;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    size_t got;
+    char *p = block_get(cap, &got);
+    if (p) {
+        memcpy(p, c->data, c->capacity);
+        block_put(c->data, c->capacity);
+        c->data = p;
+        c->capacity = got;
+    }
+    PyGILState_Release(gil);
+    return p ? 0 : -1;
+}
+
+static inline int column_ensure(Column *c, size_t bytes)
+{
+    return c->capacity >= bytes ? 0 : column_grow(c, bytes);
+}
+
+/* Room for `rows` more records after o->n and `data_bytes` more value bytes. */
+static int reserve_batch(DecodeState *st, const Out *o, size_t rows, size_t data_bytes)
+{
+    Column *c = st->cols;
+    size_t r = o->n + rows, r1 = r + 1;
+    if (column_ensure(&c[C_BATCH_ROW], r * 4) || column_ensure(&c[C_OFFSET], r * 8) ||
+        column_ensure(&c[C_TIMESTAMP], r * 8) || column_ensure(&c[C_TIMESTAMP_TYPE], r) ||
+        column_ensure(&c[C_SEQUENCE], r * 4) || column_ensure(&c[C_KEY_OFFSETS], r1 * 4) ||
+        column_ensure(&c[C_KEY_VALID], r) || column_ensure(&c[C_VALUE_OFFSETS], r1 * 4) ||
+        column_ensure(&c[C_VALUE_VALID], r) || column_ensure(&c[C_HEADER_OFFSETS], r1 * 4) ||
+        column_ensure(&c[C_VALUE_DATA], o->val_pos + data_bytes + COPY_SLACK))
+        return -1;
+    return 0;
+}
+
+/* Decoding options (benchmarks only: phases switched off to see where time goes). */
+#define OPT_NO_COPY 1            /* keys and values not copied (lengths still checked) */
+#define OPT_DECOMPRESS_ONLY 2    /* decompress (and CRC), decode nothing: the codec floor */
+
+/* Decode the `count` records of one batch in [start, end) into the columns at o.  The
+ * columns have room for the records and the value bytes (reserve_batch).  Returns V_OK
+ * or the violation with *bad_offset (relative to start).  Runs without the GIL. */
+/* CRC-32C computed while the records are decoded (the fused path): the bytes are checksummed
+ * in pieces of CRC_PIECE right after the record loop has read them, while they are in cache,
+ * so a batch larger than the cache is read from memory once, not twice. */
+#define CRC_PIECE 8192
+typedef struct {
+    int on;
+    uint32_t value;                  /* Kafka-style running CRC of [region start, from) */
+    const unsigned char *from;
+} RunningCrc;
+
+static Violation decode_records(DecodeState *st, Out *o, const unsigned char *start,
+                                const unsigned char *end, const int64_t *m, int opts,
+                                Py_ssize_t *bad_offset, RunningCrc *crc)
 {
     Column *cols = st->cols;
     int32_t *batch_row = (int32_t *)cols[C_BATCH_ROW].data;
@@ -750,18 +886,212 @@ static Violation decode_all(DecodeState *st, const int64_t *meta, Py_ssize_t nba
     Column *hk_off = &cols[C_HKEY_OFFSETS], *hk_data = &cols[C_HKEY_DATA];
     Column *hv_off = &cols[C_HVALUE_OFFSETS], *hv_data = &cols[C_HVALUE_DATA];
     Column *hv_valid = &cols[C_HVALUE_VALID];
+    const int copy = !(opts & OPT_NO_COPY);
 
-    size_t n = 0;            /* records written */
-    size_t h = 0;            /* headers written */
-    size_t key_pos = 0, val_pos = 0;
-    key_off[0] = 0;
-    val_off[0] = 0;
-    hdr_off[0] = 0;
-    ((int32_t *)hk_off->data)[0] = 0;          /* capacity >= 256 entries (decode_v2) */
-    ((int32_t *)hv_off->data)[0] = 0;
-    hk_off->size = 4;                           /* the leading 0 counts for column_reserve */
-    hv_off->size = 4;
+    size_t n = o->n, h = o->h, key_pos = o->key_pos, val_pos = o->val_pos;
+    const unsigned char *p = start;
+    int32_t row = (int32_t)m[META_ROW];
+    int64_t base_offset = m[META_BASE_OFFSET];
+    int64_t base_ts = m[META_BASE_TIMESTAMP];
+    int64_t max_ts = m[META_MAX_TIMESTAMP];
+    int32_t base_seq = (int32_t)m[META_BASE_SEQUENCE];
+    int64_t count = m[META_COUNT];
+    int log_append = (m[META_FLAGS] & FLAG_LOG_APPEND_TIME) != 0;
+    int8_t ts_type = (int8_t)log_append;
+    Violation v = V_OK;
 
+    for (int64_t r = 0; r < count; r++) {
+        int32_t length, offset_delta, key_len, val_len, hcount;
+        int64_t ts_delta;
+        if ((v = read_varint(&p, end, &length)) != V_OK)
+            goto fail;
+        const unsigned char *body = p;
+        if (length > end - p) {          /* DefaultRecord.readFrom: remaining < size */
+            v = V_TRUNCATED;
+            goto fail;
+        }
+        if (p >= end) {
+            v = V_TRUNCATED;
+            goto fail;
+        }
+        p++;                             /* attributes */
+        if ((v = read_varlong(&p, end, &ts_delta)) != V_OK)
+            goto fail;
+        if ((v = read_varint(&p, end, &offset_delta)) != V_OK)
+            goto fail;
+        if ((v = read_varint(&p, end, &key_len)) != V_OK)
+            goto fail;
+        if (key_len >= 0) {
+            if (key_len > end - p) {
+                v = V_TRUNCATED;
+                goto fail;
+            }
+            if (copy) {
+                if (key_col->capacity - key_pos < (size_t)key_len + COPY_SLACK) {
+                    key_col->size = key_pos;
+                    if (column_reserve_slow(key_col, (size_t)key_len + COPY_SLACK) < 0)
+                        return V_NO_MEMORY;
+                }
+                copy_field(key_col->data + key_pos, p, (size_t)key_len, end);
+                key_pos += (size_t)key_len;
+            }
+            p += key_len;
+            key_valid[n] = 1;
+        } else {                         /* any negative length is a null key */
+            key_valid[n] = 0;
+        }
+        if ((v = read_varint(&p, end, &val_len)) != V_OK)
+            goto fail;
+        if (val_len >= 0) {
+            if (val_len > end - p) {
+                v = V_TRUNCATED;
+                goto fail;
+            }
+            if (copy) {
+                copy_field(val_data + val_pos, p, (size_t)val_len, end);
+                val_pos += (size_t)val_len;
+            }
+            p += val_len;
+            val_valid[n] = 1;
+        } else {                         /* any negative length is a null value */
+            val_valid[n] = 0;
+        }
+        if ((v = read_varint(&p, end, &hcount)) != V_OK)
+            goto fail;
+        if (hcount < 0 || hcount > end - p) {
+            v = V_HEADER_COUNT;
+            goto fail;
+        }
+        if (hcount > 0) {
+            /* each header takes >= 2 bytes, so hcount is backed by the payload */
+            if (column_reserve(hk_off, (size_t)hcount * 4) < 0 ||
+                column_reserve(hv_off, (size_t)hcount * 4) < 0 ||
+                column_reserve(hv_valid, (size_t)hcount) < 0)
+                return V_NO_MEMORY;
+            int32_t *hko = (int32_t *)hk_off->data;
+            int32_t *hvo = (int32_t *)hv_off->data;
+            uint8_t *hvv = (uint8_t *)hv_valid->data;
+            for (int32_t k = 0; k < hcount; k++) {
+                int32_t hk_len, hv_len;
+                if ((v = read_varint(&p, end, &hk_len)) != V_OK)
+                    goto fail;
+                if (hk_len < 0) {
+                    v = V_HEADER_KEY_LENGTH;
+                    goto fail;
+                }
+                if (hk_len > end - p) {
+                    v = V_TRUNCATED;
+                    goto fail;
+                }
+                if (!utf8_valid(p, (size_t)hk_len)) {
+                    v = V_HEADER_KEY_UTF8;
+                    goto fail;
+                }
+                if (column_reserve(hk_data, (size_t)hk_len) < 0)
+                    return V_NO_MEMORY;
+                memcpy(hk_data->data + hk_data->size, p, (size_t)hk_len);
+                hk_data->size += (size_t)hk_len;
+                p += hk_len;
+                if ((v = read_varint(&p, end, &hv_len)) != V_OK)
+                    goto fail;
+                if (hv_len >= 0) {
+                    if (hv_len > end - p) {
+                        v = V_TRUNCATED;
+                        goto fail;
+                    }
+                    if (column_reserve(hv_data, (size_t)hv_len) < 0)
+                        return V_NO_MEMORY;
+                    memcpy(hv_data->data + hv_data->size, p, (size_t)hv_len);
+                    hv_data->size += (size_t)hv_len;
+                    p += hv_len;
+                    hvv[h] = 1;
+                } else {                     /* any negative length is a null value */
+                    hvv[h] = 0;
+                }
+                h++;
+                hko[h] = (int32_t)hk_data->size;
+                hvo[h] = (int32_t)hv_data->size;
+            }
+            hk_off->size = (h + 1) * 4;
+            hv_off->size = (h + 1) * 4;
+            hv_valid->size = h;
+        }
+        if (p - body != length) {
+            v = V_RECORD_LENGTH;
+            goto fail;
+        }
+        batch_row[n] = row;
+        offset_out[n] = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)offset_delta);
+        ts_out[n] = log_append ? max_ts : (int64_t)((uint64_t)base_ts + (uint64_t)ts_delta);
+        tstype_out[n] = ts_type;
+        /* DefaultRecord.readFrom: baseSequence >= 0 ? incrementSequence(...) : NO_SEQUENCE */
+        seq_out[n] = base_seq < 0 ? NO_SEQUENCE : increment_sequence(base_seq, offset_delta);
+        n++;
+        key_off[n] = (int32_t)key_pos;
+        val_off[n] = (int32_t)val_pos;
+        hdr_off[n] = (int32_t)h;
+        if (crc && p - crc->from >= CRC_PIECE) {
+            crc->value = crc32c_update(crc->value, crc->from, (size_t)(p - crc->from));
+            crc->from = p;
+        }
+    }
+    if (p != end) {
+        v = V_TRAILING_BYTES;
+        goto fail;
+    }
+    o->n = n;
+    o->h = h;
+    o->key_pos = key_pos;
+    o->val_pos = val_pos;
+    return V_OK;
+fail:
+    *bad_offset = p - start;
+    return v;
+}
+
+/* Start the output: the leading zeros of the offset columns. */
+static void out_start(DecodeState *st, Out *o)
+{
+    Column *cols = st->cols;
+    memset(o, 0, sizeof *o);
+    ((int32_t *)cols[C_KEY_OFFSETS].data)[0] = 0;
+    ((int32_t *)cols[C_VALUE_OFFSETS].data)[0] = 0;
+    ((int32_t *)cols[C_HEADER_OFFSETS].data)[0] = 0;
+    ((int32_t *)cols[C_HKEY_OFFSETS].data)[0] = 0;      /* capacity >= 256 entries */
+    ((int32_t *)cols[C_HVALUE_OFFSETS].data)[0] = 0;
+    cols[C_HKEY_OFFSETS].size = 4;                       /* the leading 0 counts for column_reserve */
+    cols[C_HVALUE_OFFSETS].size = 4;
+}
+
+/* Final column sizes. */
+static void out_finish(DecodeState *st, const Out *o)
+{
+    Column *cols = st->cols;
+    size_t n = o->n, h = o->h;
+    cols[C_BATCH_ROW].size = n * 4;
+    cols[C_OFFSET].size = n * 8;
+    cols[C_TIMESTAMP].size = n * 8;
+    cols[C_TIMESTAMP_TYPE].size = n;
+    cols[C_SEQUENCE].size = n * 4;
+    cols[C_KEY_OFFSETS].size = (n + 1) * 4;
+    cols[C_KEY_DATA].size = o->key_pos;
+    cols[C_KEY_VALID].size = n;
+    cols[C_VALUE_OFFSETS].size = (n + 1) * 4;
+    cols[C_VALUE_DATA].size = o->val_pos;
+    cols[C_VALUE_VALID].size = n;
+    cols[C_HEADER_OFFSETS].size = (n + 1) * 4;
+    cols[C_HKEY_OFFSETS].size = (h + 1) * 4;
+    cols[C_HVALUE_OFFSETS].size = (h + 1) * 4;
+    cols[C_HVALUE_VALID].size = h;
+}
+
+/* Inner loop over all batches of decode_v2 (columns pre-sized by the caller).  Returns
+ * V_OK or the violation, with *bad_batch and *bad_offset set.  Runs without the GIL. */
+static Violation decode_all(DecodeState *st, const int64_t *meta, Py_ssize_t nbatches,
+                            Py_ssize_t *bad_batch, Py_ssize_t *bad_offset)
+{
+    Out o;
+    out_start(st, &o);
     for (Py_ssize_t b = 0; b < nbatches; b++) {
         const int64_t *m = meta + b * META_NCOLS;
         const unsigned char *start = st->views[b].buf;
@@ -774,169 +1104,11 @@ static Violation decode_all(DecodeState *st, const int64_t *meta, Py_ssize_t nba
             }
             start += CRC_REGION_HEADER;
         }
-        const unsigned char *p = start;
-        int32_t row = (int32_t)m[META_ROW];
-        int64_t base_offset = m[META_BASE_OFFSET];
-        int64_t base_ts = m[META_BASE_TIMESTAMP];
-        int64_t max_ts = m[META_MAX_TIMESTAMP];
-        int32_t base_seq = (int32_t)m[META_BASE_SEQUENCE];
-        int64_t count = m[META_COUNT];
-        int log_append = (m[META_FLAGS] & FLAG_LOG_APPEND_TIME) != 0;
-        int8_t ts_type = (int8_t)log_append;
-        Violation v = V_OK;
-        *bad_batch = b;
-
-        for (int64_t r = 0; r < count; r++) {
-            int32_t length, offset_delta, key_len, val_len, hcount;
-            int64_t ts_delta;
-            if ((v = read_varint(&p, end, &length)) != V_OK)
-                goto fail;
-            const unsigned char *body = p;
-            if (length > end - p) {          /* DefaultRecord.readFrom: remaining < size */
-                v = V_TRUNCATED;
-                goto fail;
-            }
-            if (p >= end) {
-                v = V_TRUNCATED;
-                goto fail;
-            }
-            p++;                             /* attributes */
-            if ((v = read_varlong(&p, end, &ts_delta)) != V_OK)
-                goto fail;
-            if ((v = read_varint(&p, end, &offset_delta)) != V_OK)
-                goto fail;
-            if ((v = read_varint(&p, end, &key_len)) != V_OK)
-                goto fail;
-            if (key_len >= 0) {
-                if (key_len > end - p) {
-                    v = V_TRUNCATED;
-                    goto fail;
-                }
-                if (key_col->capacity - key_pos < (size_t)key_len) {
-                    key_col->size = key_pos;
-                    if (column_reserve_slow(key_col, (size_t)key_len) < 0)
-                        return V_NO_MEMORY;
-                }
-                memcpy(key_col->data + key_pos, p, (size_t)key_len);
-                key_pos += (size_t)key_len;
-                p += key_len;
-                key_valid[n] = 1;
-            } else {                         /* any negative length is a null key */
-                key_valid[n] = 0;
-            }
-            if ((v = read_varint(&p, end, &val_len)) != V_OK)
-                goto fail;
-            if (val_len >= 0) {
-                if (val_len > end - p) {
-                    v = V_TRUNCATED;
-                    goto fail;
-                }
-                memcpy(val_data + val_pos, p, (size_t)val_len);
-                val_pos += (size_t)val_len;
-                p += val_len;
-                val_valid[n] = 1;
-            } else {                         /* any negative length is a null value */
-                val_valid[n] = 0;
-            }
-            if ((v = read_varint(&p, end, &hcount)) != V_OK)
-                goto fail;
-            if (hcount < 0 || hcount > end - p) {
-                v = V_HEADER_COUNT;
-                goto fail;
-            }
-            if (hcount > 0) {
-                /* each header takes >= 2 bytes, so hcount is backed by the payload */
-                if (column_reserve(hk_off, (size_t)hcount * 4) < 0 ||
-                    column_reserve(hv_off, (size_t)hcount * 4) < 0 ||
-                    column_reserve(hv_valid, (size_t)hcount) < 0)
-                    return V_NO_MEMORY;
-                int32_t *hko = (int32_t *)hk_off->data;
-                int32_t *hvo = (int32_t *)hv_off->data;
-                uint8_t *hvv = (uint8_t *)hv_valid->data;
-                for (int32_t k = 0; k < hcount; k++) {
-                    int32_t hk_len, hv_len;
-                    if ((v = read_varint(&p, end, &hk_len)) != V_OK)
-                        goto fail;
-                    if (hk_len < 0) {
-                        v = V_HEADER_KEY_LENGTH;
-                        goto fail;
-                    }
-                    if (hk_len > end - p) {
-                        v = V_TRUNCATED;
-                        goto fail;
-                    }
-                    if (!utf8_valid(p, (size_t)hk_len)) {
-                        v = V_HEADER_KEY_UTF8;
-                        goto fail;
-                    }
-                    if (column_reserve(hk_data, (size_t)hk_len) < 0)
-                        return V_NO_MEMORY;
-                    memcpy(hk_data->data + hk_data->size, p, (size_t)hk_len);
-                    hk_data->size += (size_t)hk_len;
-                    p += hk_len;
-                    if ((v = read_varint(&p, end, &hv_len)) != V_OK)
-                        goto fail;
-                    if (hv_len >= 0) {
-                        if (hv_len > end - p) {
-                            v = V_TRUNCATED;
-                            goto fail;
-                        }
-                        if (column_reserve(hv_data, (size_t)hv_len) < 0)
-                            return V_NO_MEMORY;
-                        memcpy(hv_data->data + hv_data->size, p, (size_t)hv_len);
-                        hv_data->size += (size_t)hv_len;
-                        p += hv_len;
-                        hvv[h] = 1;
-                    } else {                     /* any negative length is a null value */
-                        hvv[h] = 0;
-                    }
-                    h++;
-                    hko[h] = (int32_t)hk_data->size;
-                    hvo[h] = (int32_t)hv_data->size;
-                }
-                hk_off->size = (h + 1) * 4;
-                hv_off->size = (h + 1) * 4;
-                hv_valid->size = h;
-            }
-            if (p - body != length) {
-                v = V_RECORD_LENGTH;
-                goto fail;
-            }
-            batch_row[n] = row;
-            offset_out[n] = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)offset_delta);
-            ts_out[n] = log_append ? max_ts : (int64_t)((uint64_t)base_ts + (uint64_t)ts_delta);
-            tstype_out[n] = ts_type;
-            /* DefaultRecord.readFrom: baseSequence >= 0 ? incrementSequence(...) : NO_SEQUENCE */
-            seq_out[n] = base_seq < 0 ? NO_SEQUENCE : increment_sequence(base_seq, offset_delta);
-            n++;
-            key_off[n] = (int32_t)key_pos;
-            val_off[n] = (int32_t)val_pos;
-            hdr_off[n] = (int32_t)h;
-        }
-        if (p != end) {
-            v = V_TRAILING_BYTES;
-            goto fail;
-        }
-        continue;
-    fail:
-        *bad_offset = p - start;
-        return v;
+        Violation v = decode_records(st, &o, start, end, m, 0, bad_offset, NULL);
+        if (v != V_OK)
+            return v;
     }
-    cols[C_BATCH_ROW].size = n * 4;
-    cols[C_OFFSET].size = n * 8;
-    cols[C_TIMESTAMP].size = n * 8;
-    cols[C_TIMESTAMP_TYPE].size = n;
-    cols[C_SEQUENCE].size = n * 4;
-    cols[C_KEY_OFFSETS].size = (n + 1) * 4;
-    cols[C_KEY_DATA].size = key_pos;
-    cols[C_KEY_VALID].size = n;
-    cols[C_VALUE_OFFSETS].size = (n + 1) * 4;
-    cols[C_VALUE_DATA].size = val_pos;
-    cols[C_VALUE_VALID].size = n;
-    cols[C_HEADER_OFFSETS].size = (n + 1) * 4;
-    hk_off->size = (h + 1) * 4;
-    hv_off->size = (h + 1) * 4;
-    hv_valid->size = h;
+    out_finish(st, &o);
     return V_OK;
 }
 
@@ -1065,6 +1237,280 @@ done:
     return result;
 }
 
+
+/* ------------------------------------------------------------------ decode_v2_chunk */
+
+#define CM_START META_NCOLS          /* first byte of the batch's region in buf */
+#define CM_END (META_NCOLS + 1)      /* end of the region */
+#define CM_NCOLS (META_NCOLS + 2)
+#define FLAG_CODEC_SHIFT 4           /* flags bits 4-6: the batch's codec id */
+
+PyDoc_STRVAR(decode_v2_chunk_doc,
+"decode_v2_chunk(buf, meta, max_decompressed, options) -> (columns, done, held)\n\n"
+"Decode the records of v2 batches lying in one buffer, decompressing in C into one\n"
+"reused buffer.  meta: C-contiguous int64 rows of CHUNK_META_COLUMNS columns: the\n"
+"decode_v2 columns, then start and end of the batch's region in buf (the records\n"
+"region; from the attributes field with FLAG_CHECK_CRC, uncompressed only).  flags\n"
+"bits 4-6 hold the codec.  Each payload decompresses to at most max_decompressed bytes;\n"
+"batches are taken in order until the decompressed bytes held reach max_decompressed\n"
+"(at least one): `done` batches were decoded, `held` bytes decompressed.  Any batch the\n"
+"C codecs do not decode (corrupt, unusual framing, over the cap, codec not compiled in)\n"
+"raises FormatViolation(batch, 'decompress', 0): the caller takes the Python path.\n"
+"options (benchmarks): OPT_NO_COPY, OPT_DECOMPRESS_ONLY.");
+
+static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer buf_view, meta_view;
+    Py_ssize_t max_held;
+    int opts;
+    if (!PyArg_ParseTuple(args, "y*y*ni", &buf_view, &meta_view, &max_held, &opts))
+        return NULL;
+    DecodeState st;
+    memset(&st, 0, sizeof st);
+    KfScratch scratch;
+    memset(&scratch, 0, sizeof scratch);
+    PyObject *result = NULL;
+    Py_ssize_t nb = meta_view.len / (Py_ssize_t)(CM_NCOLS * sizeof(int64_t));
+    if (meta_view.len != nb * CM_NCOLS * (Py_ssize_t)sizeof(int64_t) || max_held < 0) {
+        PyErr_SetString(PyExc_ValueError, "meta must hold CHUNK_META_COLUMNS int64 per batch");
+        goto done;
+    }
+    const int64_t *meta = meta_view.buf;
+    const unsigned char *base = buf_view.buf;
+    unsigned available = kf_codecs_available();
+    size_t rows_est = 0, data_est = 0;
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        const int64_t *m = meta + i * CM_NCOLS;
+        int64_t a = m[CM_START], e = m[CM_END], count = m[META_COUNT];
+        int codec = (int)((m[META_FLAGS] >> FLAG_CODEC_SHIFT) & 7);
+        int check = (m[META_FLAGS] & FLAG_CHECK_CRC) != 0;
+        if (a < 0 || e < a || e > buf_view.len) {
+            PyErr_SetString(PyExc_ValueError, "batch region outside the buffer");
+            goto done;
+        }
+        size_t len = (size_t)(e - a);
+        if (count < 0) {
+            raise_violation(i, V_NEGATIVE_COUNT, 0);
+            goto done;
+        }
+        if (codec != 0) {
+            if (check || !(available & (1u << codec))) {
+                raise_violation(i, V_DECOMPRESS, 0);
+                goto done;
+            }
+            size_t backed = len * 4 / MIN_V2_RECORD_SIZE + 1;  /* a first guess; grows */
+            rows_est += (size_t)count < backed ? (size_t)count : backed;
+            data_est += len * 4;
+            continue;
+        }
+        if (check) {
+            if (len < CRC_REGION_HEADER) {
+                raise_violation(i, V_TRUNCATED, 0);
+                goto done;
+            }
+            len -= CRC_REGION_HEADER;
+        }
+        if ((uint64_t)count > len / MIN_V2_RECORD_SIZE) {
+            raise_violation(i, V_COUNT_TOO_LARGE, 0);
+            goto done;
+        }
+        rows_est += (size_t)count;
+        data_est += len;
+    }
+    if (opts & OPT_DECOMPRESS_ONLY)
+        rows_est = data_est = 0;
+    size_t n1 = rows_est + 1;
+    size_t key_guess = data_est / 16 > BLOCK_CACHE_MIN ? data_est / 16 : BLOCK_CACHE_MIN;
+    size_t init[C_NCOLS] = {
+        [C_BATCH_ROW] = rows_est * 4, [C_OFFSET] = rows_est * 8,
+        [C_TIMESTAMP] = rows_est * 8, [C_TIMESTAMP_TYPE] = rows_est,
+        [C_SEQUENCE] = rows_est * 4, [C_KEY_OFFSETS] = n1 * 4,
+        [C_KEY_DATA] = key_guess, [C_KEY_VALID] = rows_est,
+        [C_VALUE_OFFSETS] = n1 * 4, [C_VALUE_DATA] = data_est,
+        [C_VALUE_VALID] = rows_est, [C_HEADER_OFFSETS] = n1 * 4,
+        [C_HKEY_OFFSETS] = 256 * 4, [C_HKEY_DATA] = 4096,
+        [C_HVALUE_OFFSETS] = 256 * 4, [C_HVALUE_DATA] = 4096, [C_HVALUE_VALID] = 256,
+    };
+    for (int i = 0; i < C_NCOLS; i++) {
+        if (column_init(&st.cols[i], init[i]) < 0)
+            goto done;
+        st.ncols_ready = i + 1;
+    }
+
+    Py_ssize_t bad_batch = 0, bad_offset = 0, ndone = 0;
+    size_t held = 0;
+    Violation v = V_OK;
+    Py_BEGIN_ALLOW_THREADS
+    Out o;
+    out_start(&st, &o);
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        if (b > 0 && held >= (size_t)max_held)
+            break;                                /* the rest in the next call */
+        const int64_t *m = meta + b * CM_NCOLS;
+        const unsigned char *start = base + m[CM_START];
+        const unsigned char *end = base + m[CM_END];
+        int codec = (int)((m[META_FLAGS] >> FLAG_CODEC_SHIFT) & 7);
+        bad_batch = b;
+        bad_offset = 0;
+        RunningCrc crc = {0, 0, start};
+        if (m[META_FLAGS] & FLAG_CHECK_CRC) {
+            crc.on = 1;
+            start += CRC_REGION_HEADER;
+        }
+        size_t len = (size_t)(end - start);
+        if (codec != 0) {
+            size_t dlen = 0;
+            int rc = kf_decompress(&scratch, codec, start, len, (size_t)max_held, &dlen);
+            if (rc != KF_OK) {
+                v = rc == KF_NO_MEMORY ? V_NO_MEMORY : V_DECOMPRESS;
+                break;
+            }
+            start = scratch.data;
+            end = start + dlen;
+            len = dlen;
+            held += dlen;
+            if ((uint64_t)m[META_COUNT] > len / MIN_V2_RECORD_SIZE) {
+                v = V_COUNT_TOO_LARGE;
+                break;
+            }
+        }
+        if (opts & OPT_DECOMPRESS_ONLY) {
+            ndone = b + 1;
+            continue;
+        }
+        /* int32 Arrow offsets: a batch that could pass them starts the next call */
+        if (o.val_pos + len > (size_t)INT32_MAX || o.key_pos + len > (size_t)INT32_MAX ||
+            st.cols[C_HKEY_DATA].size + len > (size_t)INT32_MAX ||
+            st.cols[C_HVALUE_DATA].size + len > (size_t)INT32_MAX) {
+            if (b == 0)
+                v = V_TOO_LARGE;
+            break;
+        }
+        if (reserve_batch(&st, &o, (size_t)m[META_COUNT], len) < 0) {
+            v = V_NO_MEMORY;
+            break;
+        }
+        v = decode_records(&st, &o, start, end, m, opts, &bad_offset, crc.on ? &crc : NULL);
+        if (v != V_OK)
+            break;                    /* with a bad CRC too: the general path decides which */
+        if (crc.on && crc32c_update(crc.value, crc.from, (size_t)(end - crc.from)) != (uint32_t)m[META_CRC]) {
+            v = V_CRC;
+            break;
+        }
+        ndone = b + 1;
+    }
+    out_finish(&st, &o);
+    Py_END_ALLOW_THREADS
+    if (v == V_NO_MEMORY) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (v != V_OK) {
+        raise_violation(bad_batch, v, bad_offset);
+        goto done;
+    }
+    PyObject *cols = PyTuple_New(C_NCOLS);
+    if (!cols)
+        goto done;
+    for (int i = 0; i < C_NCOLS; i++) {
+        PyObject *b = column_finish(&st.cols[i]);
+        if (!b) {
+            Py_DECREF(cols);
+            goto done;
+        }
+        PyTuple_SET_ITEM(cols, i, b);
+    }
+    result = Py_BuildValue("(Nnn)", cols, ndone, (Py_ssize_t)held);
+done:
+    kf_scratch_free(&scratch);
+    decode_state_free(&st);
+    PyBuffer_Release(&buf_view);
+    PyBuffer_Release(&meta_view);
+    return result;
+}
+
+
+/* ------------------------------------------------------------------ Arrow assembly helpers */
+
+/* A Buffer of `size` bytes from the block cache (GIL held), or NULL with an exception. */
+static BufferObject *buffer_new(size_t size)
+{
+    BufferObject *b = PyObject_New(BufferObject, &BufferType);
+    if (!b)
+        return NULL;
+    b->data = block_get(size, &b->capacity);
+    if (!b->data) {
+        b->capacity = 0;
+        b->size = 0;
+        Py_DECREF(b);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    b->size = (Py_ssize_t)size;
+    return b;
+}
+
+PyDoc_STRVAR(repeat_doc,
+"repeat(pattern, n) -> Buffer\n\n"
+"n copies of the bytes `pattern` (constant columns: a fixed-width value, a string's bytes).");
+
+static PyObject *fd_repeat(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer pat;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y*n", &pat, &n))
+        return NULL;
+    PyObject *result = NULL;
+    size_t w = (size_t)pat.len;
+    if (n < 0 || (w && (size_t)n > ((size_t)PY_SSIZE_T_MAX) / w)) {
+        PyErr_SetString(PyExc_ValueError, "repeat: bad count");
+        goto done;
+    }
+    BufferObject *out = buffer_new(w * (size_t)n);
+    if (!out)
+        goto done;
+    size_t total = w * (size_t)n;
+    if (total) {                                  /* doubling copies */
+        memcpy(out->data, pat.buf, w);
+        size_t have = w;
+        while (have < total) {
+            size_t step = have < total - have ? have : total - have;
+            memcpy(out->data + have, out->data, step);
+            have += step;
+        }
+    }
+    result = (PyObject *)out;
+done:
+    PyBuffer_Release(&pat);
+    return result;
+}
+
+PyDoc_STRVAR(offsets32_doc,
+"offsets32(n, width) -> Buffer\n\n"
+"int32 [0, width, 2*width, ..., n*width]: the offsets of n equal strings (n*width < 2^31).");
+
+static PyObject *fd_offsets32(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_ssize_t n, width;
+    if (!PyArg_ParseTuple(args, "nn", &n, &width))
+        return NULL;
+    if (n < 0 || width < 0 || (width && n > INT32_MAX / width)) {
+        PyErr_SetString(PyExc_OverflowError, "offsets32: n * width must fit an int32");
+        return NULL;
+    }
+    BufferObject *out = buffer_new((size_t)(n + 1) * 4);
+    if (!out)
+        return NULL;
+    int32_t *o = (int32_t *)out->data;
+    int32_t v = 0;
+    for (Py_ssize_t i = 0; i <= n; i++, v += (int32_t)width)
+        o[i] = v;
+    return (PyObject *)out;
+}
+
 /* ------------------------------------------------------------------ crc32c */
 
 PyDoc_STRVAR(crc32c_doc,
@@ -1117,6 +1563,9 @@ static PyObject *fd_block_cache_info(PyObject *self, PyObject *noargs)
 static PyMethodDef fd_methods[] = {
     {"scan", fd_scan, METH_VARARGS, scan_doc},
     {"decode_v2", fd_decode_v2, METH_VARARGS, decode_v2_doc},
+    {"decode_v2_chunk", fd_decode_v2_chunk, METH_VARARGS, decode_v2_chunk_doc},
+    {"repeat", fd_repeat, METH_VARARGS, repeat_doc},
+    {"offsets32", fd_offsets32, METH_VARARGS, offsets32_doc},
     {"crc32c", fd_crc32c, METH_VARARGS, crc32c_doc},
     {"crc32c_portable", fd_crc32c_sw, METH_VARARGS, crc32c_sw_doc},
     {"block_cache_info", fd_block_cache_info, METH_NOARGS, block_cache_info_doc},
@@ -1148,7 +1597,8 @@ PyMODINIT_FUNC PyInit__fastdecode(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "Buffer", (PyObject *)&BufferType) < 0 ||
-        PyModule_AddStringConstant(m, "CRC32C_IMPLEMENTATION", crc_have_hw ? "sse4.2" : "table") < 0 ||
+        PyModule_AddStringConstant(m, "CRC32C_IMPLEMENTATION",
+                                   crc_have_clmul ? "pclmul+sse4.2" : crc_have_hw ? "sse4.2" : "table") < 0 ||
         PyModule_AddIntConstant(m, "SCAN_END", SCAN_END) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_ZERO_TAIL", SCAN_ZERO_TAIL) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_CORRUPT_SIZE", SCAN_CORRUPT_SIZE) < 0 ||
@@ -1156,7 +1606,12 @@ PyMODINIT_FUNC PyInit__fastdecode(void)
         PyModule_AddIntConstant(m, "META_COLUMNS", META_NCOLS) < 0 ||
         PyModule_AddIntConstant(m, "FLAG_LOG_APPEND_TIME", FLAG_LOG_APPEND_TIME) < 0 ||
         PyModule_AddIntConstant(m, "FLAG_CHECK_CRC", FLAG_CHECK_CRC) < 0 ||
-        PyModule_AddIntConstant(m, "SCAN_VERIFY_DEFER", SCAN_VERIFY_DEFER) < 0) {
+        PyModule_AddIntConstant(m, "SCAN_VERIFY_DEFER", SCAN_VERIFY_DEFER) < 0 ||
+        PyModule_AddIntConstant(m, "CHUNK_META_COLUMNS", CM_NCOLS) < 0 ||
+        PyModule_AddIntConstant(m, "FLAG_CODEC_SHIFT", FLAG_CODEC_SHIFT) < 0 ||
+        PyModule_AddIntConstant(m, "C_CODECS", (int)kf_codecs_available()) < 0 ||
+        PyModule_AddIntConstant(m, "OPT_NO_COPY", OPT_NO_COPY) < 0 ||
+        PyModule_AddIntConstant(m, "OPT_DECOMPRESS_ONLY", OPT_DECOMPRESS_ONLY) < 0) {
         Py_DECREF(m);
         return NULL;
     }

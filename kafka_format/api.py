@@ -474,6 +474,12 @@ class _RecordDecoder:
         """Records of a prefix of ``rows``: batches are decompressed in order until ``max_decompressed``
         bytes are held (at least one batch), so one chunk of small bombs is never all expanded at once.
         Returns the columns and how many rows they cover."""
+        fused = getattr(self.dec, "decode_v2_region", None)
+        if fused is not None:  # compiled decoder: decompression and decoding in one C call
+            got = fused(buf, table, rows, check_crc=self.walker.defer_crc,
+                        max_decompressed=self.max_decompressed)
+            if got is not None:
+                return got
         mv = memoryview(buf)
         index = np.asarray(rows, dtype=np.intp)
         starts = (table.position[index] + batch_v2.RECORDS_OFFSET).tolist()

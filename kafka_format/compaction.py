@@ -78,6 +78,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafka_format import partition_state
 from kafka_format.api import decode_segment, iter_batches
 from kafka_format.compression import compress
 from kafka_format.errors import KafkaFormatError
@@ -631,7 +632,7 @@ def _plan_inputs(replica: PartitionLog, config: TopicConfig, now_ms: int) -> _Pl
     elif replica.log_end_offset is not None:
         leo = replica.log_end_offset
     hw_ck = replica.high_watermark_checkpoint
-    hw_eff = leo if hw_ck is None else min(hw_ck, leo)
+    hw_eff = partition_state.high_watermark(replica, log_end_offset=leo, missing=leo)
     expiration = int(config.broker("producer.id.expiration.ms"))
     max_ts: list[int] = []
     first_ts: list[int | None] = []
@@ -644,7 +645,8 @@ def _plan_inputs(replica: PartitionLog, config: TopicConfig, now_ms: int) -> _Pl
             yield hdrs
 
     active, first_unstable = _replay_producers(replica, scanned(), leo, hw_eff, now_ms, expiration)
-    lso = first_unstable if first_unstable is not None and first_unstable < hw_eff else hw_eff
+    lso = partition_state.last_stable_offset_from(first_unstable, high_watermark=hw_eff,
+                                                  log_start_offset=replica.log_start_offset)
     return _PlanInputs(max_ts, first_ts, leo, None if hw_ck is None else hw_eff, lso, active)
 
 

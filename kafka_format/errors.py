@@ -8,6 +8,9 @@ failure for machine consumers (PySpark's ``errorClass`` idea).
 
 No other exception type may escape the public decoding functions for any
 input bytes; the fuzz tests hold the library to that.
+
+Credentials inside a URI never reach an error: ``path`` and the rendered message pass through
+:func:`kafka_format.redaction.redact` (``s3://KEY:***@bucket/...``).
 """
 
 from __future__ import annotations
@@ -40,6 +43,16 @@ class KafkaFormatError(Exception):
     """
 
     code = "KAFKA_FORMAT_ERROR"
+    _path: str | None = None
+
+    @property
+    def path(self) -> str | None:
+        """The file, with any URI credentials redacted."""
+        return self._path
+
+    @path.setter
+    def path(self, value: str | None) -> None:
+        self._path = _redact(value) if value is not None else None
 
     def __init__(
         self,
@@ -73,7 +86,7 @@ class KafkaFormatError(Exception):
             parts.append(f"found {self.found}")
         if self.base_offset is not None:
             parts.append(f"batch base offset {self.base_offset}")
-        return "; ".join(parts)
+        return _redact("; ".join(parts))
 
     def __reduce__(self):  # picklable across Spark workers
         return (
@@ -81,6 +94,15 @@ class KafkaFormatError(Exception):
             (type(self), self.reason, self.path, self.position, self.expected,
              self.found, self.base_offset, self.code),
         )
+
+
+def _redact(text: str) -> str:
+    """:func:`kafka_format.redaction.redact` (imported only when a text could hold credentials)."""
+    if "@" not in text:
+        return text
+    from kafka_format.redaction import redact
+
+    return redact(text)
 
 
 def _rebuild(cls, reason, path, position, expected, found, base_offset, code):  # type: ignore[no-untyped-def]

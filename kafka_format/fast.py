@@ -75,6 +75,10 @@ _NO_VALUE = -1
 _META_ROW, _META_BASE_OFFSET, _META_BASE_TIMESTAMP, _META_MAX_TIMESTAMP = 0, 1, 2, 3
 _META_BASE_SEQUENCE, _META_COUNT, _META_FLAGS, _META_CRC = 4, 5, 6, 7
 _META_COLUMNS: int = _fastdecode.META_COLUMNS
+_CHUNK_META_COLUMNS: int = _fastdecode.CHUNK_META_COLUMNS
+_CHUNK_START, _CHUNK_END = _META_COLUMNS, _META_COLUMNS + 1
+#: Codec ids decompressed in C by :meth:`FastDecoder.decode_v2_region` (bit i = codec i), as built.
+C_CODECS: frozenset[int] = frozenset(i for i in range(8) if _fastdecode.C_CODECS >> i & 1)
 
 # decode_v2 result order = RecordColumns fields, each with its numpy dtype.
 _RESULT_DTYPES = (
@@ -182,6 +186,39 @@ class FastDecoder(Decoder):
             except (_fastdecode.FormatViolation, OverflowError):
                 pass  # a bad CRC or batch: the shared method finds which and decodes the rest
         return super().decode_v2_checked(payloads, table, rows, check)
+
+
+    def decode_v2_region(self, buf: bytes | bytearray | memoryview, table: BatchTable, rows: Sequence[int], *,
+                         check_crc: bool, max_decompressed: int) -> tuple[RecordColumns, int] | None:
+        """The fused path: records of a prefix of the v2 batches ``rows`` of ``buf`` (positions of
+        ``table`` relative to ``buf``) in one C call, compressed batches decompressed in C into one
+        reused buffer (no Python call, no new bytes object per batch).
+
+        Same contract as the general path of ``api`` (decompress, then :meth:`decode_v2_records`
+        or, with ``check_crc``, :meth:`decode_v2_checked` for the uncompressed batches): batches
+        are taken until ``max_decompressed`` decompressed bytes are held (at least one), each
+        payload capped at ``max_decompressed``.  Returns ``(columns, done)``, or None when the C
+        path declines (a codec not compiled in, an unusual or broken payload, a bad CRC, a format
+        violation): the caller then takes the general path, which decides and reports exactly."""
+        row_index = np.asarray(rows, dtype=np.intp)
+        meta = np.empty((len(row_index), _CHUNK_META_COLUMNS), dtype=np.int64)
+        meta[:, :_META_COLUMNS] = _meta(table, row_index)
+        attributes = table.attributes[row_index]
+        codec = (attributes & batch_v2.CODEC_MASK).astype(np.int64)
+        position = table.position[row_index]
+        meta[:, _META_FLAGS] |= codec << _fastdecode.FLAG_CODEC_SHIFT
+        meta[:, _CHUNK_START] = position + batch_v2.RECORDS_OFFSET
+        meta[:, _CHUNK_END] = position + table.size[row_index]
+        if check_crc:
+            plain = codec == 0
+            meta[plain, _META_FLAGS] |= _fastdecode.FLAG_CHECK_CRC
+            meta[plain, _CHUNK_START] = position[plain] + batch_v2.ATTRIBUTES_OFFSET
+            meta[:, _META_CRC] = table.crc[row_index]
+        try:
+            buffers, done, _held = _fastdecode.decode_v2_chunk(buf, meta, max_decompressed, 0)
+        except _fastdecode.FormatViolation:
+            return None
+        return _columns(buffers), done
 
 
 def _meta(table: BatchTable, row_index: np.ndarray) -> np.ndarray:

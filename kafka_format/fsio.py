@@ -10,21 +10,31 @@ carry only strings.
 
 I/O failures (missing file, permission, network) surface as :class:`LogDirError` with
 ``code="IO_ERROR"`` and the location in ``path``; nothing else escapes.
+
+Credentials given inside a URI (``s3://KEY:SECRET@bucket/...``) open the filesystem and nothing
+else: every place that shows or records a location (provenance columns, summaries, reports,
+error messages, Spark job descriptions) passes it through :func:`redact`, which replaces the
+secret by ``***``.  The real location stays only in the values that re-open files (segments,
+splits).
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import stat as stat_module
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
+from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from kafka_format.redaction import REDACTED, redact
 from kafka_format.errors import LogDirError
 
 __all__ = [
@@ -35,12 +45,14 @@ __all__ = [
     "read_bytes",
     "open_input_file",
     "IO_ERROR",
+    "local_path",
+    "redact",
+    "REDACTED",
 ]
 
 IO_ERROR = "IO_ERROR"
 
 _LOCAL_PREFIXES = ("file://",)
-
 
 @dataclass(frozen=True)
 class FileStat:
@@ -107,6 +119,10 @@ class FileSystemHandle:
 
     def list_dir(self, fs_path: str) -> list[FileStat]:
         """Entries directly inside ``fs_path`` sorted by name ([] when it does not exist)."""
+        if self.is_local and type(self.filesystem) is pafs.LocalFileSystem:
+            stats = _scan_local(fs_path)
+            if stats is not None:
+                return stats
         try:
             infos = self.filesystem.get_file_info(
                 pafs.FileSelector(fs_path, allow_not_found=True, recursive=False))
@@ -161,17 +177,43 @@ class FileSystemHandle:
             f.close()
 
 
+_NOT_FOUND, _DIRECTORY, _FILE = pafs.FileType.NotFound, pafs.FileType.Directory, pafs.FileType.File
+
+
+def _scan_local(fs_path: str) -> list[FileStat] | None:
+    """``LocalFileSystem``'s listing through ``os.scandir`` (several times cheaper per entry at
+    10^5 files), with its rules: symlinks followed, broken ones left out, paths joined with '/'
+    to the path without its trailing '/', a missing directory empty.  None on any other error:
+    the caller lists through pyarrow, which reports it."""
+    base = fs_path.rstrip("/") or "/"
+    prefix = base if base.endswith("/") else base + "/"
+    out: list[FileStat] = []
+    try:
+        with os.scandir(fs_path) as entries:
+            for e in entries:
+                try:
+                    st = e.stat()
+                except FileNotFoundError:
+                    continue  # a broken symlink: pyarrow leaves it out
+                mode = st.st_mode
+                is_file = stat_module.S_ISREG(mode)
+                out.append(FileStat(e.name, prefix + e.name, stat_module.S_ISDIR(mode),
+                                    st.st_size if is_file else None, st.st_mtime_ns // 1_000_000))
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return None
+    out.sort(key=lambda s: s.name)
+    return out
+
+
 def _to_stat(info: pafs.FileInfo) -> FileStat | None:
-    if info.type == pafs.FileType.NotFound:
+    kind = info.type  # one enum conversion per entry (listings of 10^5 files: it was most of the cost)
+    if kind == _NOT_FOUND:
         return None
     mtime = info.mtime_ns
-    return FileStat(
-        name=info.base_name,
-        path=info.path,
-        is_dir=info.type == pafs.FileType.Directory,
-        size=info.size if info.type == pafs.FileType.File else None,
-        mtime_ms=None if mtime is None else mtime // 1_000_000,
-    )
+    return FileStat(info.base_name, info.path, kind == _DIRECTORY, info.size if kind == _FILE else None,
+                    None if mtime is None else mtime // 1_000_000)
 
 
 _LOCAL = FileSystemHandle(pafs.LocalFileSystem(), "", True)
@@ -229,3 +271,16 @@ def open_input_file(location: str | os.PathLike[str], *, filesystem: Any = None)
     """Random-access file at ``location`` (local path or any pyarrow.fs URI)."""
     handle, path = resolve(location, filesystem)
     return handle.open_input_file(path)
+
+
+def local_path(target: str | os.PathLike[str]) -> str:
+    """The local file-system path of ``target`` (a path or a ``file://`` URI).
+
+    Raises ValueError for other URIs: they have no atomic rename.
+    """
+    text = os.fspath(target)
+    parsed = urlparse(text)
+    if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and text[1:3] in (":\\", ":/")):
+        return parsed.path if parsed.scheme == "file" else text
+    raise ValueError(f"{text}: atomic publishing needs a local path or file:// URI "
+                     f"(object stores have no atomic rename; use --format delta there)")

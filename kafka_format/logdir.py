@@ -45,6 +45,7 @@ from kafka_format.index import (
 )
 from kafka_format.snapshot import ProducerSnapshot, read_producer_snapshot
 from kafka_format.txnindex import TransactionIndex, read_transaction_index
+from kafka_format.watermarks import high_watermark_on_load
 
 __all__ = [
     "LOG_SUFFIX",
@@ -237,11 +238,14 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int | None:
-        """``replication-offset-checkpoint`` entry, capped at the log end offset when it is known."""
+        """``replication-offset-checkpoint`` entry as the broker loads it: floored at the log start
+        offset, capped at the log end offset when that is known
+        (:func:`kafka_format.watermarks.high_watermark_on_load`); None without an entry."""
         hw = self.high_watermark_checkpoint
-        if hw is None or self.log_end_offset is None:
-            return hw
-        return min(hw, self.log_end_offset)
+        if hw is None:
+            return None
+        return high_watermark_on_load(hw, log_start_offset=self.log_start_offset,
+                                      log_end_offset=self.log_end_offset)
 
     def first_dirty_offset(self, log_end_offset: int | None = None) -> int:
         """Cleaner checkpoint; logStartOffset when missing, below logStartOffset or above LEO

@@ -49,11 +49,17 @@ from typing import Any
 
 import numpy as np
 
-from kafka_format.errors import CorruptRecordError, IndexFormatError, KafkaFormatError
+from kafka_format.errors import IndexFormatError, KafkaFormatError
 from kafka_format.index import NO_TIMESTAMP, OFFSET_ENTRY, TIME_ENTRY, OffsetPosition, TimestampOffset
 from kafka_format.logdir import PartitionLog, Segment
-from kafka_format.records import batch_v2, legacy
-from kafka_format.records.framing import ENTRY, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_OFFSET, MIN_ENTRY_SIZE
+from kafka_format.partition_state import (
+    SCAN_CHUNK,
+    BatchHead,
+    high_watermark,
+    last_stable_offset,
+    next_offset_after,
+    walk_batch_heads,
+)
 
 __all__ = [
     "LATEST_TIMESTAMP",
@@ -90,9 +96,8 @@ SPEC_NAMES: dict[str, int] = {
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 NO_PARTITION_LEADER_EPOCH = -1   # RecordBatch.NO_PARTITION_LEADER_EPOCH
 
-_V2_HEADER = batch_v2.HEADER      # declared once in records/batch_v2.py
 _INT = re.compile(r"[+-]?[0-9]+")
-_SCAN_CHUNK = 1 << 20             # read size of a full header scan of a segment without a .index
+_SCAN_CHUNK = SCAN_CHUNK          # read size of a full header scan of a segment without a .index
 _DECODED_KEPT = 16                # decoded batches a PartitionLookup keeps
 
 Opener = Callable[[str], Any]     # location -> file with read_at(n, offset) (pyarrow NativeFile-like)
@@ -134,19 +139,6 @@ class OffsetAnswer:
     offset: int | None
     record_timestamp: int | None
     leader_epoch: int | None
-
-
-@dataclass(frozen=True)
-class _Head:
-    """Header fields of one batch (legacy: one shallow message) read without its records."""
-
-    position: int
-    size: int
-    magic: int
-    base_offset: int                # legacy: the entry's offset (a compressed wrapper's last offset)
-    last_offset: int
-    max_timestamp: int
-    leader_epoch: int
 
 
 @dataclass(frozen=True)
@@ -255,43 +247,26 @@ class _EmptyIndex(_Index):
 
 
 @dataclass
-class PartitionLookup:
-    """ListOffsets over one replica, with per-segment values cached between lookups.
-
-    ``opener(location)`` opens a file for positioned reads (default: the replica's filesystem);
-    files stay open until :meth:`close`.  ``high_watermark_override`` replaces the
-    ``replication-offset-checkpoint`` value; when neither is known the log end offset is used
-    (noted in :attr:`notes`).  ``strict=False`` ends a segment's batches at corrupt framing (as
-    recovery truncates) instead of raising :class:`CorruptRecordError`.
-    """
+class _SegmentReader:
+    """The files of one replica's segments as a lookup reads them: open files, index slots, batch
+    headers (:func:`kafka_format.partition_state.walk_batch_heads`) and the records of single batches,
+    each kept between lookups."""
 
     replica: PartitionLog
-    opener: Opener | None = None
-    high_watermark_override: int | None = None
-    strict: bool = True
-    notes: list[str] = field(default_factory=list)
-    _files: dict[str, Any] = field(default_factory=dict, repr=False)
-    _indexes: dict[tuple[int, str], _Index] = field(default_factory=dict, repr=False)
-    _max_ts: dict[int, TimestampOffset] = field(default_factory=dict, repr=False)
-    _tails: dict[int, list[_Head]] = field(default_factory=dict, repr=False)
-    _unindexed: dict[int, tuple[list[_Head], list[int]]] = field(default_factory=dict, repr=False)
-    _decoded: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
-    _leo: int | None = field(default=None, repr=False)
-    _lso: int | None = field(default=None, repr=False)
-
-    def __enter__(self) -> PartitionLookup:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    opener: Opener | None
+    strict: bool
+    _files: dict[str, Any] = field(default_factory=dict)
+    _indexes: dict[tuple[int, str], _Index] = field(default_factory=dict)
+    _tails: dict[int, list[BatchHead]] = field(default_factory=dict)
+    _unindexed: dict[int, tuple[list[BatchHead], list[int]]] = field(default_factory=dict)
+    _decoded: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def close(self) -> None:
         for f in self._files.values():
             f.close()
         self._files.clear()
 
-    # -- files ---------------------------------------------------------------------------------
-    def _open(self, location: str) -> Any:
+    def open(self, location: str) -> Any:
         f = self._files.get(location)
         if f is None:
             if self.opener is not None:
@@ -302,7 +277,7 @@ class PartitionLookup:
             self._files[location] = f
         return f
 
-    def _index(self, i: int, kind: str) -> _Index:
+    def index(self, i: int, kind: str) -> _Index:
         key = (i, kind)
         idx = self._indexes.get(key)
         if idx is None:
@@ -312,17 +287,17 @@ class PartitionLookup:
             if path is None or not size:
                 idx = _EmptyIndex(seg.base_offset, kind)
             else:
-                idx = _Index(self._open(path), seg.base_offset, size, kind, path)
+                idx = _Index(self.open(path), seg.base_offset, size, kind, path)
             self._indexes[key] = idx
         return idx
 
-    def _offset_lookup(self, i: int, target: int) -> int:
+    def offset_lookup(self, i: int, target: int) -> int:
         """``OffsetIndex.lookup(target).position`` (0 when no entry <= target)."""
-        idx = self._index(i, "offset")
+        idx = self.index(i, "offset")
         slot = idx.floor(target)
         return 0 if slot < 0 else int(idx.entry(slot)[1])
 
-    def _heads(self, seg: Segment, start: int) -> Iterator[_Head]:
+    def heads(self, seg: Segment, start: int) -> Iterator[BatchHead]:
         """Batch headers of ``seg`` from ``start`` (a batch boundary) to its end, reading only header
         bytes; stops where ``FileLogInputStream.nextBatch`` stops (< 17 bytes left, a size running
         past the file) and at an all-zero size field (preallocated tail).
@@ -342,59 +317,14 @@ class PartitionLookup:
             return
         yield from self._read_heads(seg, start, 0)
 
-    def _read_heads(self, seg: Segment, start: int, chunk: int) -> Iterator[_Head]:
-        """Header walk with positioned reads: one per header, or through ``chunk``-byte windows."""
-        f = self._open(seg.log_path or "")
-        end = int(seg.log_size or 0)
-        pos = start
-        window, window_at = b"", 0
-        while end - pos > HEADER_SIZE_UP_TO_MAGIC:
-            want = min(batch_v2.HEADER_SIZE, end - pos)
-            if chunk:
-                if not (window_at <= pos and pos + want <= window_at + len(window)):
-                    window, window_at = bytes(f.read_at(min(chunk, end - pos), pos)), pos
-                data = window[pos - window_at:pos - window_at + want]
-            else:
-                data = f.read_at(want, pos)
-            try:
-                head = self._parse_head(seg, data, pos, end)
-            except CorruptRecordError:
-                if self.strict:
-                    raise
-                return
-            if head is None:
-                return
-            yield head
-            pos += head.size
+    def _read_heads(self, seg: Segment, start: int, chunk: int) -> Iterator[BatchHead]:
+        """Header walk (:func:`kafka_format.partition_state.walk_batch_heads`) over this lookup's open
+        file: one positioned read per header, or ``chunk``-byte windows."""
+        f = self.open(seg.log_path or "")
+        yield from walk_batch_heads(f.read_at, start, int(seg.log_size or 0), path=seg.log_path, chunk=chunk,
+                                    strict=self.strict)
 
-    @staticmethod
-    def _parse_head(seg: Segment, data: bytes, pos: int, end: int) -> _Head | None:
-        """One header from the bytes at ``pos``; None at the end of data (partial batch, zero tail)."""
-        offset, size = ENTRY.unpack_from(data, 0)
-        if size < MIN_ENTRY_SIZE:
-            if offset == 0 and size == 0:
-                return None                              # zero-filled (preallocated) tail
-            raise CorruptRecordError("record size smaller than the minimum record overhead",
-                                     path=seg.log_path, position=pos,
-                                     expected=f"size >= {MIN_ENTRY_SIZE}", found=f"size {size}")
-        total = LOG_OVERHEAD + size
-        if total > end - pos:
-            return None                                  # partial trailing batch
-        magic = data[MAGIC_OFFSET]
-        if magic == 2:
-            if len(data) < batch_v2.HEADER_SIZE:
-                raise CorruptRecordError("batch smaller than a v2 header", path=seg.log_path, position=pos,
-                                         expected=f">= {batch_v2.HEADER_SIZE} bytes", found=f"{total} bytes")
-            fields = _V2_HEADER.unpack_from(data, 0)
-            base, epoch, last_delta, max_ts = fields[0], fields[2], fields[6], fields[8]
-            return _Head(pos, total, 2, base, batch_v2.wrap_int64(base + last_delta), max_ts, epoch)
-        if magic in (0, 1):
-            _crc, _attributes, timestamp = legacy.read_message_header(data, 0, magic)
-            return _Head(pos, total, magic, offset, offset, timestamp, NO_PARTITION_LEADER_EPOCH)
-        raise CorruptRecordError("unknown magic", path=seg.log_path, position=pos,
-                                 expected="magic 0, 1 or 2", found=f"magic {magic}")
-
-    def _records(self, seg: Segment, head: _Head) -> tuple[np.ndarray, np.ndarray]:
+    def records(self, seg: Segment, head: BatchHead) -> tuple[np.ndarray, np.ndarray]:
         """(offsets, timestamps in ms) of the records of one batch, decoded from its bytes alone
         (the last few batches are kept: lookups of near timestamps land in the same batch)."""
         key = (seg.base_offset, head.position)
@@ -406,10 +336,10 @@ class PartitionLookup:
             self._decoded[key] = hit
         return hit
 
-    def _decode(self, seg: Segment, head: _Head) -> tuple[np.ndarray, np.ndarray]:
+    def _decode(self, seg: Segment, head: BatchHead) -> tuple[np.ndarray, np.ndarray]:
         from kafka_format.api import decode_bytes
 
-        data = self._open(seg.log_path or "").read_at(head.size, head.position)
+        data = self.open(seg.log_path or "").read_at(head.size, head.position)
         offsets: list[np.ndarray] = []
         stamps: list[np.ndarray] = []
         try:
@@ -424,19 +354,52 @@ class PartitionLookup:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         return np.concatenate(offsets), np.concatenate(stamps)
 
-    # -- segment values ----------------------------------------------------------
-    def _tail(self, i: int) -> list[_Head]:
+    def tail(self, i: int) -> list[BatchHead]:
         """Batch headers of segment ``i`` from its last offset-index entry to its end (cached)."""
         tail = self._tails.get(i)
         if tail is None:
             seg = self.replica.segments[i]
-            oidx = self._index(i, "offset")
+            oidx = self.index(i, "offset")
             m = oidx.end()
             start = int(oidx.entry(m - 1)[1]) if m else 0
             if start >= (seg.log_size or 0):
                 start = 0
-            tail = self._tails[i] = list(self._heads(seg, start))
+            tail = self._tails[i] = list(self.heads(seg, start))
         return tail
+
+
+@dataclass
+class PartitionLookup:
+    """ListOffsets over one replica, with per-segment values cached between lookups.
+
+    ``opener(location)`` opens a file for positioned reads (default: the replica's filesystem);
+    files stay open until :meth:`close`.  ``high_watermark_override`` replaces the
+    ``replication-offset-checkpoint`` value; when neither is known the log end offset is used
+    (noted in :attr:`notes`).  ``strict=False`` ends a segment's batches at corrupt framing (as
+    recovery truncates) instead of raising :class:`~kafka_format.errors.CorruptRecordError`.
+    """
+
+    replica: PartitionLog
+    opener: Opener | None = None
+    high_watermark_override: int | None = None
+    strict: bool = True
+    notes: list[str] = field(default_factory=list)
+    _max_ts: dict[int, TimestampOffset] = field(default_factory=dict, repr=False)
+    _leo: int | None = field(default=None, repr=False)
+    _lso: int | None = field(default=None, repr=False)
+    _reader: _SegmentReader = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._reader = _SegmentReader(self.replica, self.opener, self.strict)
+
+    def __enter__(self) -> PartitionLookup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._reader.close()
 
     def max_timestamp_so_far(self, i: int) -> TimestampOffset:
         """``LogSegment.readMaxTimestampAndOffsetSoFar``: the time index's last entry; where the broker
@@ -448,7 +411,7 @@ class PartitionLookup:
         if hit is not None:
             return hit
         seg = self.replica.segments[i]
-        tidx = self._index(i, "time")
+        tidx = self._reader.index(i, "time")
         n = tidx.end()
         best = tidx.entry(n - 1) if n else TimestampOffset(NO_TIMESTAMP, seg.base_offset)
         active = i == len(self.replica.segments) - 1
@@ -456,7 +419,7 @@ class PartitionLookup:
         # index was not trimmed (crash), a segment without .index (recovered, indexes rebuilt)
         if active or n < tidx.slots or seg.index_path is None:
             ts, off = int(best.timestamp), int(best.offset)
-            for head in self._tail(i):
+            for head in self._reader.tail(i):
                 if head.max_timestamp > ts:
                     ts, off = head.max_timestamp, head.last_offset
             best = TimestampOffset(ts, off)
@@ -479,33 +442,25 @@ class PartitionLookup:
             if not segs:
                 self._leo = self.replica.log_start_offset
             else:
-                tail = self._tail(len(segs) - 1)
-                self._leo = tail[-1].last_offset + 1 if tail else segs[-1].base_offset
+                tail = self._reader.tail(len(segs) - 1)
+                self._leo = next_offset_after(tail, segs[-1].base_offset)
         return self._leo
 
     def high_watermark(self) -> int:
         """HW as the broker loads it: the checkpoint value bounded to [logStartOffset, LEO]
         (``UnifiedLog.updateHighWatermark``); without a checkpoint entry the LEO (noted)."""
         leo = self.log_end_offset()
-        hw = self.high_watermark_override
-        if hw is None:
-            hw = self.replica.high_watermark_checkpoint
-        if hw is None:
+        if self.high_watermark_override is None and self.replica.high_watermark_checkpoint is None:
             note = (f"{self.replica.topic}-{self.replica.partition}: no replication-offset-checkpoint entry, "
                     "high watermark taken as the log end offset")
             if note not in self.notes:
                 self.notes.append(note)
-            return leo
-        return max(self.replica.log_start_offset, min(hw, leo))
+        return high_watermark(self.replica, log_end_offset=leo, override=self.high_watermark_override, missing=leo)
 
     def last_stable_offset(self) -> int:
-        """LSO offline (:func:`kafka_format.planning.last_stable_offset`): ``min(HW,
+        """LSO offline (:func:`kafka_format.partition_state.last_stable_offset`): ``min(HW,
         max(first unstable offset, logStartOffset))``."""
         if self._lso is None:
-            from kafka_format.planning import last_stable_offset
-
-            # UnifiedLog.maybeIncrementFirstUnstableOffset: the first unstable offset is raised to
-            # logStartOffset (HW >= logStartOffset already)
             self._lso = last_stable_offset(self.replica, self.high_watermark())
         return self._lso
 
@@ -522,13 +477,13 @@ class PartitionLookup:
         every batch before that entry's position has ``maxTimestamp <= T < target`` and is skipped
         by Kafka's scan too.
         """
-        tidx = self._index(i, "time")
+        tidx = self._reader.index(i, "time")
         k = tidx.floor(target)
         ts, off = tidx.entry(k) if k >= 0 else TimestampOffset(NO_TIMESTAMP, self.replica.segments[i].base_offset)
-        pos = self._offset_lookup(i, max(off, start_offset))
+        pos = self._reader.offset_lookup(i, max(off, start_offset))
         if ts < target and k + 1 < tidx.end():
             _, next_off = tidx.entry(k + 1)
-            pos = max(pos, self._offset_lookup(i, next_off - 1))
+            pos = max(pos, self._reader.offset_lookup(i, next_off - 1))
         return pos
 
     def locate_timestamp(self, target: int) -> TimestampLocation | None:
@@ -538,10 +493,10 @@ class PartitionLookup:
         for i, seg in enumerate(self.replica.segments):
             if self.largest_timestamp(i) < target:
                 continue
-            for head in self._heads(seg, self._scan_start(i, target, log_start)):
+            for head in self._reader.heads(seg, self._scan_start(i, target, log_start)):
                 if head.max_timestamp < target:
                     continue
-                offsets, stamps = self._records(seg, head)
+                offsets, stamps = self._reader.records(seg, head)
                 hits = np.flatnonzero((stamps >= target) & (offsets >= log_start))
                 if hits.size:
                     j = int(hits[0])
@@ -567,12 +522,12 @@ class PartitionLookup:
             if cur.timestamp > best.timestamp:
                 best_i, best = i, cur
         seg = segs[best_i]
-        for head in self._heads(seg, self._offset_lookup(best_i, best.offset)):
+        for head in self._reader.heads(seg, self._reader.offset_lookup(best_i, best.offset)):
             if head.max_timestamp != best.timestamp:
                 continue
             if head.magic == 0:
                 return None
-            offsets, stamps = self._records(seg, head)
+            offsets, stamps = self._reader.records(seg, head)
             hits = np.flatnonzero(stamps == best.timestamp)
             if not hits.size:
                 return None

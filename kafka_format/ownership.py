@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_format.errors import KafkaFormatError
+from kafka_format.fsio import local_path
 
 __all__ = ["MARKER", "MARKER_TAG", "Owner", "Marker", "OutputRefused", "TargetState", "check_target",
            "check_inputs", "read_marker", "dir_marker", "write_marker", "marker_bytes", "is_klogs_temp",
@@ -242,8 +243,6 @@ def _within(path: str, root: str) -> bool:
 def check_inputs(target: str, inputs: Iterable[str]) -> None:
     """Refuse ``target`` when it is an input log dir, lies inside one or holds one (local inputs;
     URIs of other file systems cannot overlap a local path)."""
-    from kafka_format.publish import local_path
-
     real = _real(target)
     for given in inputs:
         try:

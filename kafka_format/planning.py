@@ -41,7 +41,7 @@ import math
 import re
 import struct
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,8 +49,16 @@ import numpy as np
 import pyarrow as pa
 
 from kafka_format import fsio
-from kafka_format.errors import KafkaFormatError, LogDirError
+from kafka_format.errors import LogDirError
 from kafka_format.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
+from kafka_format.offsets import PartitionLookup
+from kafka_format.partition_state import (
+    BatchHead,
+    high_watermark_on_load,
+    iter_batch_heads,
+    last_stable_offset,
+    log_end_offset,
+)
 
 __all__ = [
     "DEFAULT_MAX_BYTES_PER_PARTITION",
@@ -64,6 +72,8 @@ __all__ = [
     "resolve_timestamp",
     "log_end_offset",
     "last_stable_offset",
+    "BatchHead",
+    "iter_batch_heads",
     "open_input",
     "benchmark_planning",
 ]
@@ -148,7 +158,7 @@ class Bounds:
 
 @dataclass(frozen=True)
 class PlanOptions:
-    """Planner knobs (parsed from data source options by ``kafka_format.spark.options``)."""
+    """Planner knobs (parsed from data source options by ``kafka_format.read_options``)."""
 
     topics: tuple[str, ...] | None = None
     topic_pattern: str | None = None
@@ -232,61 +242,6 @@ def read_txn_index(part: PartitionLog, seg: Segment) -> list[tuple[int, int, int
 
 
 @dataclass(frozen=True)
-class BatchHead:
-    """Header fields of one batch needed for planning."""
-
-    position: int
-    size: int
-    magic: int
-    base_offset: int
-    last_offset: int
-    max_timestamp: int
-    producer_id: int
-    is_transactional: bool
-    is_control: bool
-
-
-def iter_batch_heads(part: PartitionLog, seg: Segment, start: int = 0, end: int | None = None
-                     ) -> Iterator[BatchHead]:
-    """Batch headers of a segment's ``.log`` from ``start`` (a batch boundary), no decompression.
-
-    Uses ``decode_segment(granularity="batch")``; stops quietly where the broker's reader
-    would stop (partial tail) and at the first corrupt framing (the reader reports it).
-    """
-    from kafka_format.api import decode_segment
-
-    if seg.log_path is None:
-        return
-    h = part.filesystem
-    try:
-        with h.opened(h.fs_path(seg.log_path)) as f:
-            for tbl in decode_segment(f, start=start, end=end, granularity="batch", verify_crc=False):
-                cols = tbl.select(["position", "size", "magic", "baseOffset", "lastOffset", "maxTimestamp",
-                                   "producerId", "isTransactional", "isControl"]).to_pydict()
-                for pos, size, magic, base, last, max_ts, pid, txn, ctrl in zip(*cols.values()):
-                    yield BatchHead(pos, size, magic, last if base is None else base, last,
-                                    NO_TIMESTAMP if max_ts is None else max_ts,
-                                    -1 if pid is None else pid, bool(txn), bool(ctrl))
-    except KafkaFormatError:
-        return
-
-
-def log_end_offset(replica: PartitionLog) -> int:
-    """Log end offset: ``LogSegment.readNextOffset`` of the last segment: from its
-    last offset-index entry, the last complete batch's ``lastOffset + 1``, else its base offset.
-    One implementation with ListOffsets: :meth:`kafka_format.offsets.PartitionLookup.log_end_offset`
-    (index-only reads; corrupt framing ends the data, as recovery would)."""
-    if replica.log_end_offset is not None:
-        return replica.log_end_offset
-    if not replica.segments:
-        return 0
-    from kafka_format.offsets import PartitionLookup
-
-    with PartitionLookup(replica, strict=False) as lookup:
-        return lookup.log_end_offset()
-
-
-@dataclass(frozen=True)
 class TimestampHit:
     """The batch ListOffsets stops at for a target timestamp."""
 
@@ -308,63 +263,11 @@ def resolve_timestamp(replica: PartitionLog, target: int, *, last_fetchable: int
     HW/LSO rule).  ``read()`` drops the batch's records before the first one with
     ``timestamp >= target`` again (Split.start_timestamp).
     """
-    from kafka_format.offsets import PartitionLookup
-
     with PartitionLookup(replica, strict=False) as lookup:
         hit = lookup.locate_timestamp(target)
     if hit is None or (last_fetchable is not None and hit.offset >= last_fetchable):
         return None
     return TimestampHit(hit.segment_index, hit.position, hit.size, hit.base_offset, hit.last_offset)
-
-
-def last_stable_offset(replica: PartitionLog, high_watermark: int) -> int:
-    """LSO offline: ``min(HW, first offset of the earliest txn open at HW)``, never
-    below logStartOffset (``UnifiedLog.maybeIncrementFirstUnstableOffset``: a transaction left open
-    below the log start does not pin the LSO there).
-
-    As the broker loads producer state (``ProducerStateManager``): the open transactions of the
-    latest producer ``.snapshot`` at or below HW (``currentTxnFirstOffset``), then batch headers from
-    the snapshot's offset: a transactional data batch opens a transaction for its producer if none
-    is open; a control batch of that producer below HW closes it.  Without a usable snapshot the
-    replay starts at the first segment.
-    """
-    open_txns, start = _snapshot_open_txns(replica, high_watermark)
-    for seg_index, seg in enumerate(replica.segments):
-        nxt = replica.segments[seg_index + 1].base_offset if seg_index + 1 < len(replica.segments) else None
-        if seg.base_offset >= high_watermark:
-            break
-        if nxt is not None and nxt <= start:
-            continue
-        position = 0
-        if start > seg.base_offset:
-            offsets, positions = read_offset_index(replica, seg)
-            i = int(np.searchsorted(offsets, start, side="right")) - 1
-            position = int(positions[i]) if i >= 0 else 0
-        for head in iter_batch_heads(replica, seg, position):
-            if head.base_offset >= high_watermark:
-                break
-            if head.last_offset < start or not head.is_transactional:
-                continue
-            if head.is_control:
-                open_txns.pop(head.producer_id, None)
-            else:
-                open_txns.setdefault(head.producer_id, head.base_offset)
-    return max(min([high_watermark, *open_txns.values()]), replica.log_start_offset)
-
-
-def _snapshot_open_txns(replica: PartitionLog, high_watermark: int) -> tuple[dict[int, int], int]:
-    """(producer id -> first offset of its open transaction, offset the snapshot covers up to) of
-    the latest readable producer snapshot at or below HW and within the log; ({}, 0) without one."""
-    first = replica.segments[0].base_offset if replica.segments else 0
-    for snap in sorted(replica.snapshots, key=lambda s: s.offset, reverse=True):
-        if not first <= snap.offset <= high_watermark:
-            continue
-        try:
-            entries = replica.read_snapshot(snap).entries
-        except KafkaFormatError:
-            continue                      # the broker also skips a corrupt snapshot (an older one, or a full replay)
-        return {e.producer_id: e.current_txn_first_offset for e in entries if e.has_open_txn}, snap.offset
-    return {}, 0
 
 
 # --- planning ----------------------------------------------------------------------------
@@ -421,17 +324,19 @@ def _partition_bound(replica: PartitionLog, options: PlanOptions, bounds: Bounds
         if hw is None:
             raise LogDirError("upTo=highWatermark but the partition has no replication-offset-checkpoint entry",
                               path=replica.log_dir, expected=f"an entry for {tp[0]} {tp[1]}", found="none")
-        upper = max(min(hw, leo()), replica.log_start_offset)   # UnifiedLog.updateHighWatermark
+        upper = high_watermark_on_load(hw, log_start_offset=replica.log_start_offset, log_end_offset=leo())
     if options.read_committed:       # LSO <= HW; the LEO when no HW is recorded
         cap = upper if upper is not None else leo()
         if replica.high_watermark is not None:
             cap = min(cap, replica.high_watermark)
         upper = last_stable_offset(replica, cap)
-    last_fetchable = upper if upper is not None else leo()
+
+    def last_fetchable() -> int:  # only timestamp bounds need it (the LEO reads the last segment)
+        return upper if upper is not None else leo()
 
     start_ts = bounds.start_timestamp_all if bounds.start_timestamp_all is not None else bounds.start_timestamp.get(tp)
     if start_ts is not None:
-        hit = resolve_timestamp(replica, start_ts, last_fetchable=last_fetchable)
+        hit = resolve_timestamp(replica, start_ts, last_fetchable=last_fetchable())
         if hit is None:
             if bounds.starting_timestamp_strategy == "error":
                 raise LogDirError(
@@ -452,7 +357,7 @@ def _partition_bound(replica: PartitionLog, options: PlanOptions, bounds: Bounds
             b.start = replica.log_start_offset      # earliest = logStartOffset (DeleteRecords)
     end_ts = bounds.end_timestamp_all if bounds.end_timestamp_all is not None else bounds.end_timestamp.get(tp)
     if end_ts is not None:
-        hit = resolve_timestamp(replica, end_ts, last_fetchable=last_fetchable)
+        hit = resolve_timestamp(replica, end_ts, last_fetchable=last_fetchable())
         if hit is not None:            # none => latest (Spark's rule)
             b.end_hit, b.end_ts = hit, end_ts
             b.end = hit.last_offset + 1
@@ -495,6 +400,16 @@ def _segment_pieces(replica: PartitionLog, i: int, bound: _Bound, min_ts: int | 
         return []
     if bound.end_hit is not None and i > bound.end_hit.segment_index:
         return []
+    if (min_ts is None and bound.start_hit is None and bound.end_hit is None
+            and (bound.start is None or bound.start <= seg.base_offset)
+            and (bound.end is None or (next_base is not None and bound.end >= next_base))
+            and _log_size(seg) <= target):
+        # The whole segment is one piece and no bound falls inside it: its index cannot move
+        # the start (no start bound past its base offset), the end (every offset of the segment
+        # is below next_base <= end) or add a cut (it fits the target), so it is not read.
+        # Small segments cost no file open on the driver.
+        size = _log_size(seg)
+        return [_Piece(i, 0, size, seg.base_offset, size)] if size > 0 else []
     offsets, positions = read_offset_index(replica, seg)
     start_pos, first_offset = 0, seg.base_offset
     end_pos: int | None = _log_size(seg)

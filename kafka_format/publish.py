@@ -32,13 +32,13 @@ import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from urllib.parse import urlparse
 
+from kafka_format.fsio import local_path
 from kafka_format.ownership import (
     GENERIC,
     MARKER,
-    Owner,
     OutputRefused,
+    Owner,
     check_target,
     dir_marker,
     file_digest,
@@ -64,19 +64,6 @@ def crash_point(name: str) -> None:
     """SIGKILL this process if ``$KLA_CRASH_AT == name`` (test hook; a no-op otherwise)."""
     if os.environ.get(CRASH_ENV) == name:
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def local_path(target: str | os.PathLike[str]) -> str:
-    """The local file-system path of ``target`` (a path or a ``file://`` URI).
-
-    Raises ValueError for other URIs: they have no atomic rename.
-    """
-    text = os.fspath(target)
-    parsed = urlparse(text)
-    if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and text[1:3] in (":\\", ":/")):
-        return parsed.path if parsed.scheme == "file" else text
-    raise ValueError(f"{text}: atomic publishing needs a local path or file:// URI "
-                     f"(object stores have no atomic rename; use --format delta there)")
 
 
 def _temp_sibling(path: str, kind: str) -> str:

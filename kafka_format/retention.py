@@ -57,6 +57,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kafka_format import partition_state
 from kafka_format.errors import KafkaFormatError
 from kafka_format.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
 from kafka_format.ownership import Owner
@@ -82,10 +83,6 @@ __all__ = [
     "disk_usage_steps",
     "INTERNAL_TOPICS",
     "NOTES",
-    "format_segments",
-    "render_chart_png",
-    "render_html",
-    "write_report",
 ]
 
 REASON_LOG_START_OFFSET = "log-start-offset"
@@ -295,30 +292,14 @@ def retention_walk(segments: Sequence[SegmentFacts], *, log_start_offset: int, l
 
 
 def _scan_tail(replica: PartitionLog, seg: Segment, start: int) -> tuple[int, int | None]:
-    """(max batch maxTimestamp, last batch lastOffset or None) of ``seg`` from byte ``start``:
-    batch headers only, no decompression; stops quietly at corrupt framing (where the broker's
-    reader stops)."""
-    import pyarrow.compute as pc
-
-    from kafka_format.api import decode_segment
-
+    """(max batch maxTimestamp, last batch lastOffset or None) of ``seg`` from byte ``start``
+    (:func:`kafka_format.partition_state.iter_batch_heads`: headers only, stops quietly at corrupt
+    framing, where the broker's reader stops)."""
     best = _NO_TIMESTAMP
     last: int | None = None
-    if seg.log_path is None:
-        return best, last
-    h = replica.filesystem
-    try:
-        with h.opened(h.fs_path(seg.log_path)) as f:
-            for tbl in decode_segment(f, start=start, granularity="batch", verify_crc=False):
-                if tbl.num_rows == 0:
-                    continue
-                top = pc.max(pc.fill_null(tbl.column("maxTimestamp"), _NO_TIMESTAMP)).as_py()
-                best = max(best, int(top))
-                tail = tbl.column("lastOffset")[tbl.num_rows - 1].as_py()
-                if tail is not None:
-                    last = int(tail)
-    except KafkaFormatError:
-        pass
+    for head in partition_state.iter_batch_heads(replica, seg, start):
+        best = max(best, head.max_timestamp)
+        last = head.last_offset
     return best, last
 
 
@@ -372,12 +353,12 @@ def partition_facts(replica: PartitionLog, *, missing_hw: str = "leo") -> Partit
         leo = replica.log_end_offset
     lso = replica.log_start_offset
     leo = max(leo, segs[-1].base_offset) if segs else leo
-    ckpt = replica.high_watermark_checkpoint
-    if ckpt is None:
-        hw, source = (leo, "assumed-leo") if missing_hw == "leo" else (lso, "assumed-log-start")
+    if replica.high_watermark_checkpoint is None:
+        source = "assumed-leo" if missing_hw == "leo" else "assumed-log-start"
     else:
-        hw, source = ckpt, "checkpoint"
-    hw = max(min(hw, leo), lso)     # UnifiedLog.updateHighWatermark
+        source = "checkpoint"
+    missing = leo if missing_hw == "leo" else partition_state.MISSING_HIGH_WATERMARK
+    hw = partition_state.high_watermark(replica, log_end_offset=leo, missing=missing)
     return PartitionFacts(replica.topic, replica.partition, tuple(facts), lso, leo, hw, source,
                           replica.log_dir, replica.broker_id, replica.leader_epoch)
 
@@ -514,100 +495,3 @@ NOTES = (
     "as local deletion candidates, assuming they are uploaded; remote segments are not visible offline.",
     "sizeBytes is the .log file length; a crashed broker's recovery of unflushed tails is not modelled.",
 )
-
-
-def format_segments(rows: Sequence[Mapping[str, Any]], fmt: str = "jsonl") -> str:
-    """The per-segment lines: JSON objects (``jsonl``) or an aligned text ``table``."""
-    import json
-
-    if fmt == "jsonl":
-        return "".join(json.dumps({k: r[k] for k in SEGMENT_FIELDS}, separators=(",", ":")) + "\n" for r in rows)
-    if fmt == "table":
-        from kafka_format.cli.output import table
-        from kafka_format.report.units import human_bytes, utc_text
-
-        def cell(k: str, v: Any) -> Any:
-            if v is None:
-                return ""
-            if isinstance(v, bool):
-                return "true" if v else "false"
-            if k == "sizeBytes":
-                return human_bytes(int(v))
-            if k in ("largestTimestamp", "deletableAtMs"):
-                return utc_text(int(v)).replace(" UTC", "Z").replace(" ", "T")
-            return v
-
-        cells = [[cell(k, r[k]) for k in SEGMENT_FIELDS] for r in rows]
-        return "".join(line + "\n" for line in table(list(SEGMENT_FIELDS), cells))
-    raise ValueError(f"format must be 'jsonl' or 'table', not {fmt!r}")
-
-
-def render_chart_png(steps: Sequence[tuple[int, int]], *, title: str = "bytes on disk, no new data") -> bytes:
-    """A step chart of total bytes over time (matplotlib, Agg canvas, no global pyplot state)."""
-    import io
-    from datetime import datetime, timezone
-
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    points = list(steps)
-    if len(points) == 1 or points[-1][0] == points[0][0]:
-        points.append((points[0][0] + 3_600_000, points[-1][1]))      # show an hour of flat line
-    else:
-        span = points[-1][0] - points[0][0]
-        points.append((points[-1][0] + max(span // 20, 1), points[-1][1]))
-    last_ms = 253_402_300_799_000          # 9999-12-31T23:59:59Z, the last instant datetime holds
-    times = [datetime.fromtimestamp(min(max(t, 0), last_ms) / 1000, tz=timezone.utc) for t, _ in points]
-    fig = Figure(figsize=(9, 4), dpi=100)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    ax.step(times, [b for _, b in points], where="post")
-    ax.set_title(title)
-    ax.set_xlabel("time (UTC)")
-    ax.set_ylabel("bytes")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    fig.autofmt_xdate()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
-
-
-def render_html(summary: Sequence[Mapping[str, Any]], steps: Sequence[tuple[int, int]], now_ms: int, *,
-                png_name: str = "disk-usage.png", png: bytes | None = None,
-                rows: Sequence[Mapping[str, Any]] = ()) -> str:
-    """The report page (:mod:`kafka_format.report.retention_page`): summary first, reclaimable bytes
-    per topic, bytes on disk over time, segments by when they become deletable, per partition."""
-    from kafka_format.report.retention_page import render_retention_page
-
-    return render_retention_page(rows, summary, steps, now_ms, notes=NOTES, png=png, png_name=png_name)
-
-
-def write_report(out: str, rows: Sequence[Mapping[str, Any]], summary: Sequence[Mapping[str, Any]], now_ms: int, *,
-                 fmt: str = "jsonl", inputs: Mapping[str, Any] | None = None) -> None:
-    """Publish ``out`` atomically: segments (``segments.jsonl`` or ``segments.txt``), ``summary.json``,
-    ``disk-usage.png`` and ``disk-usage.html``.  ``out`` must be absent, empty or a previous report
-    (:data:`REPORT_OWNER`'s marker); anything else is refused untouched."""
-    import json
-    import os
-
-    from kafka_format.publish import crash_point, staging_dir
-
-    steps = disk_usage_steps(rows, now_ms)
-    png = render_chart_png(steps)
-    totals = {k: sum(int(s[k]) for s in summary) for k in
-              ("segments", "bytes", "deletableSegments", "deletableBytes", "bytesRemaining", "bytesNeverDeletable")}
-    doc = {"nowMs": now_ms, "inputs": dict(inputs or {}), "partitions": list(summary), "total": totals,
-           "diskUsage": [{"fromMs": t, "bytes": b} for t, b in steps], "notes": list(NOTES)}
-    with staging_dir(out, REPORT_OWNER) as tmp:
-        name = "segments.jsonl" if fmt == "jsonl" else "segments.txt"
-        with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
-            f.write(format_segments(rows, fmt))
-        with open(os.path.join(tmp, "summary.json"), "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-        with open(os.path.join(tmp, "disk-usage.png"), "wb") as fb:
-            fb.write(png)
-        with open(os.path.join(tmp, "disk-usage.html"), "w", encoding="utf-8") as f:
-            f.write(render_html(summary, steps, now_ms, png=png, rows=rows))
-        crash_point("retention:staged")

@@ -4,6 +4,8 @@ Subcommands:
 
 * ``klogs dump FILES...`` — kafka-dump-log compatible text (or ``--json`` lines),
   no Spark (:mod:`kafka_format.cli.dump`);
+* ``klogs schemas LOGDIR...`` — the Schema Registry's subjects, versions and ids from its
+  ``_schemas`` topic, no Spark (:mod:`kafka_format.cli.schemas`);
 * ``klogs demo --out DIR`` — what ``make demo`` runs (:mod:`kafka_format.cli.demo`);
 * ``klogs offsets|retention|compaction|audit|export ARGS`` — the same code as
   ``spark-submit jobs/JOB.py ARGS``: the job module's ``main(argv)`` is called
@@ -17,12 +19,11 @@ wrapper does.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from types import ModuleType
+
+from kafka_format.cli.job_modules import JOBS, find_job, load_job_module
 
 __all__ = ["main", "build_parser", "find_job", "load_job_module", "JOBS", "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
 
@@ -30,21 +31,10 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1   # errors found in the input (dump) / findings at or above --fail-on (audit)
 EXIT_USAGE = 2      # could not run: bad arguments, missing module, unreadable input
 
-# Spark jobs of docs/jobs/, each a thin entry point ``jobs/<name>.py`` with ``main(argv) -> int``.
-JOBS: dict[str, str] = {
-    "offsets": "offset for timestamp per partition (ListOffsets semantics)",
-    "retention": "segments Kafka's retention pass would delete, and when",
-    "compaction": "what the log cleaner keeps, or the compacted table view",
-    "audit": "every kafka-dump-log check plus checkpoint/epoch/replica checks",
-    "export": "topic history to Parquet or Delta, incrementally",
-}
-
-_REPO_ROOT = Path(__file__).resolve().parent.parent.parent
-
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``klogs`` argument parser (dump and demo; job subcommands pass their args through)."""
-    from kafka_format.cli import demo, dump
+    from kafka_format.cli import demo, dump, schemas
 
     parser = argparse.ArgumentParser(
         prog="klogs",
@@ -56,35 +46,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="kafka-dump-log compatible output for .log, .index, .timeindex, .snapshot, "
                     ".txnindex and KRaft .checkpoint files.",
     ))
+    schemas.add_arguments(sub.add_parser(
+        "schemas", help="subjects, versions and ids of the Schema Registry's _schemas topic (no Spark)",
+        description="The subjects, versions, ids and types the Schema Registry's storage topic holds, "
+                    "replayed as the registry replays it.",
+    ))
     demo.add_arguments(sub.add_parser(
         "demo", help="run the product on data_samples/ and print where results are",
     ))
     for name, text in JOBS.items():
         sub.add_parser(name, help=text, add_help=False)
     return parser
-
-
-def load_job_module(name: str) -> ModuleType | None:
-    """The module ``jobs/<name>.py`` (beside the package, or under the working directory) that
-    defines ``main``; None when there is none."""
-    for root in (_REPO_ROOT, Path.cwd()):
-        path = root / "jobs" / f"{name}.py"
-        if not path.is_file():
-            continue
-        spec = importlib.util.spec_from_file_location(f"_klogs_job_{name}", path)
-        if spec is None or spec.loader is None:
-            continue
-        module: ModuleType = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        if callable(getattr(module, "main", None)):
-            return module
-    return None
-
-
-def find_job(name: str) -> Callable[[list[str]], int] | None:
-    """``main`` of ``jobs/<name>.py`` (:func:`load_job_module`)."""
-    module = load_job_module(name)
-    return None if module is None else module.main  # type: ignore[no-any-return]
 
 
 def _run_job(name: str, argv: list[str]) -> int:

@@ -1,10 +1,12 @@
 """``klogs demo --out DIR``: the product end to end on small log dirs (what ``make demo`` runs).
 
 Steps: a per-partition summary computed by the format library (segments, batches, records,
-codecs, offset range), a few kafka-dump-log lines of one segment, then — unless ``--no-spark``
-is given — one local Spark session that reads the ``kafka-log`` data source (record count per
-topic, rows to ``DIR/records`` as Parquet) and runs every job of docs/jobs/ in it (offsets,
-retention, compaction, audit, export) with its outputs under ``DIR``.  A failing step is
+codecs, offset range), a few kafka-dump-log lines of one segment, the jobs on the local engine
+(``--engine local``: each in a fresh ``klogs`` process, no JVM, outputs under ``DIR/local/``,
+wall time shown), then — unless ``--no-spark`` is given — one local Spark session that reads the
+``kafka-log`` data source (record count per topic, rows to ``DIR/records`` as Parquet) and runs
+every job of docs/jobs/ in it (offsets, retention, compaction, audit, export) with its outputs
+under ``DIR``, and a table of both engines' times.  A failing step is
 reported and the others still run; the exit code is 0 when every step worked.
 """
 
@@ -153,9 +155,42 @@ def _job_runs(log_dirs: list[str], out_dir: Path) -> list[tuple[str, list[str], 
     ]
 
 
+# the jobs the local engine runs in the demo (export's run there uses --checkpoint: Spark's)
+_LOCAL_JOBS = ("offsets", "retention", "compaction", "audit")
+
+
+def _local_part(out: TextOutput, log_dirs: list[str], out_dir: Path) -> dict[str, float]:
+    """Each job with ``--engine local`` in a fresh ``klogs`` process; wall seconds per job that worked."""
+    import shutil
+    import subprocess
+    import time
+
+    times: dict[str, float] = {}
+    local_dir = out_dir / "local"
+    for name, argv, _ in _job_runs(log_dirs, local_dir):
+        if name not in _LOCAL_JOBS:
+            continue
+        for flag_at, flag in enumerate(argv):
+            if flag == "--out" and Path(argv[flag_at + 1]).exists():
+                shutil.rmtree(argv[flag_at + 1])
+        cmd = [sys.executable, "-c", "import sys; from kafka_format.cli import main; sys.exit(main(sys.argv[1:]))",
+               name, *argv, "--engine", "local"]
+        start = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        if done.returncode == 0:
+            times[name] = wall
+            out.line(f"  klogs {name} --engine local: {wall:.2f} s")
+        else:
+            last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+            out.line(f"error: klogs {name} --engine local exited {done.returncode}: {last}")
+    out.line(f"  outputs: {local_dir}")
+    return times
+
+
 def _run_job(out: TextOutput, name: str, argv: list[str]) -> bool:
     """Run ``jobs/<name>.py`` in this process (it uses the active session); preview its stdout."""
-    from kafka_format.cli import find_job
+    from kafka_format.cli.job_modules import find_job
 
     entry = find_job(name)
     if entry is None:
@@ -174,13 +209,19 @@ def _run_job(out: TextOutput, name: str, argv: list[str]) -> bool:
     return code == 0
 
 
-def _spark_part(out: TextOutput, log_dirs: list[str], out_dir: Path, master: str) -> bool:
+def _spark_part(out: TextOutput, log_dirs: list[str], out_dir: Path, master: str,
+                times: dict[str, float] | None = None) -> bool:
     """Read the log dirs with the ``kafka-log`` source, write Parquet, then run every job."""
+    import time
+
     from kafka_format.spark.session import build_session
 
+    start = time.perf_counter()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     spark = build_session(master=master, profile="local", app_name="klogs demo")
+    if times is not None:
+        times["(session start)"] = time.perf_counter() - start
     ok = True
     try:
         df = spark.read.format("kafka-log").load(log_dirs if len(log_dirs) > 1 else log_dirs[0])
@@ -191,17 +232,20 @@ def _spark_part(out: TextOutput, log_dirs: list[str], out_dir: Path, master: str
         target = out_dir / "records"
         df.write.mode("overwrite").parquet(str(target))
         out.line(f"Parquet rows written to: {target}")
-        for step, (name, argv, where) in enumerate(_job_runs(log_dirs, out_dir), 4):
+        for step, (name, argv, where) in enumerate(_job_runs(log_dirs, out_dir), 5):
             out.line("")
             out.line(f"== {step}. klogs {name}")
             out.line(f"$ klogs {name} {' '.join(argv)}")
             out.flush()
+            started = time.perf_counter()
             try:
                 good = _run_job(out, name, argv)
             except Exception as exc:  # noqa: BLE001 - report, the other jobs still run
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
                 out.line(f"error: klogs {name} failed: {first}")
                 good = False
+            if good and times is not None:
+                times[name] = time.perf_counter() - started
             out.line(f"results: {where}" if good else f"error: klogs {name} did not finish")
             ok = ok and good
         return ok
@@ -246,7 +290,18 @@ def run(args: argparse.Namespace) -> int:
         ok = _dump_preview(out, segment) and ok
 
     out.line("")
-    out.line("== 3. Spark (kafka-log data source)")
+    out.line("== 3. the jobs on the local engine (--engine local: no JVM, a fresh process each)")
+    local_times: dict[str, float] = {}
+    try:
+        local_times = _local_part(out, log_dirs, out_dir)
+        ok = ok and len(local_times) == len(_LOCAL_JOBS)
+    except Exception as exc:  # noqa: BLE001 - report and go on with the next step
+        out.line(f"error: local engine part failed: {exc}")
+        ok = False
+    spark_times: dict[str, float] = {}
+
+    out.line("")
+    out.line("== 4. Spark (kafka-log data source)")
     if args.no_spark:
         out.line("note: Spark part and jobs skipped (--no-spark)")
     elif importlib.util.find_spec("pyspark") is None:
@@ -255,11 +310,22 @@ def run(args: argparse.Namespace) -> int:
         # the log dirs the library found (a parent directory is resolved to its broker log dirs)
         spark_dirs = sorted({s.log_dir for s in summaries}) or log_dirs
         try:
-            ok = _spark_part(out, spark_dirs, out_dir, args.master) and ok
+            ok = _spark_part(out, spark_dirs, out_dir, args.master, spark_times) and ok
         except Exception as exc:  # noqa: BLE001 - report, the other steps stand
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
             out.line(f"error: Spark part failed: {first}")
             ok = False
+
+    if spark_times:
+        out.line("")
+        out.line("== both engines (wall seconds on these log dirs; Spark's jobs share one session)")
+        start = spark_times.get("(session start)")
+        rows = [[name, f"{local_times[name]:.2f}" if name in local_times else "-",
+                 f"{spark_times[name]:.2f}" if name in spark_times else "-"] for name in _LOCAL_JOBS]
+        for line in table(["job", "local (fresh process)", "spark (in the session)"], rows):
+            out.line(f"  {line}")
+        if start is not None:
+            out.line(f"  (starting the Spark session took {start:.2f} s more)")
 
     out.line("")
     out_dir.mkdir(parents=True, exist_ok=True)

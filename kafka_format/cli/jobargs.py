@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kafka_format.publish import Claim
 
 __all__ = ["add_common_arguments", "JobContext", "job_context", "check_inputs", "session_for", "jvm_log_path",
+           "engine_for",
            "run_job", "run_main", "parse_args", "describe", "claim_out",
            "UsageError",
            "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
@@ -68,6 +69,9 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, formats: Sequence[s
         parser.set_defaults(_default_format=default, _tty_format=tty)
     parser.add_argument("--master", metavar="URL",
                         help="Spark master (default: the session spark-submit made, else spark_conf/local.conf)")
+    parser.add_argument("--engine", choices=("auto", "local", "spark"), default="auto",
+                        help="where the work runs: local (this process, no JVM), spark, or auto (default: "
+                             "local without --master for inputs up to 1 GiB of segments, else spark)")
     parser.add_argument("--verbose", action="store_true",
                         help="show Spark's own log lines on stderr (default: they go to a log file, "
                              "named when a run fails)")
@@ -140,10 +144,46 @@ def check_inputs(logdirs: Sequence[str]) -> None:
                 f"(searched {DEFAULT_MAX_DEPTH} levels down)")
 
 
+def engine_for(ctx: JobContext, *, needs_spark: str | None = None) -> str:
+    """The engine of this run (:func:`kafka_format.engine.choose_engine`): ``spark`` under
+    spark-submit or beside a session already running in this process, else ``--engine``
+    (``auto``: by input size, ``--master`` and ``needs_spark``, named in one line on stderr)."""
+    from kafka_format.engine import choose_engine
+
+    requested = str(getattr(ctx.args, "engine", None) or "auto")
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):          # jobs/*.py under spark-submit
+        return "spark"
+    if requested == "auto" and _active_session() is not None:
+        return "spark"
+    try:
+        choice = choose_engine(requested, master=ctx.master, logdirs=ctx.logdirs, needs_spark=needs_spark)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if requested == "auto":
+        print(f"klogs: {choice.line()}", file=sys.stderr, flush=True)
+    if choice.engine == "local":
+        from kafka_format.engine import without_pandas
+
+        without_pandas()
+    return choice.engine
+
+
+def _active_session() -> Any:
+    """The Spark session running in this process, without importing pyspark when none can be."""
+    if "pyspark" not in sys.modules:
+        return None
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
 def session_for(ctx: JobContext, app_name: str) -> SparkSession:
     """The active session (in tests, or the one spark-submit configures: its ``--master`` and
     ``--conf`` rule) or, for ``klogs JOB``, one built from ``spark_conf/local.conf``; ``--master``
     applies when a new session is built."""
+    from kafka_format.engine import allow_pandas
+
+    allow_pandas()                      # a local run earlier in this process kept pandas out
     from pyspark.sql import SparkSession
 
     from kafka_format.spark import register
@@ -242,14 +282,21 @@ def _run_body(body: Callable[[], int], prog: str, spark_failure: Callable[[BaseE
         return EXIT_OK
     except (KafkaFormatError, ConfigError, UsageError, OSError) as exc:
         failure = spark_failure(exc) if isinstance(exc, OSError) else None   # a dead JVM's refused socket
-        print(f"klogs {prog}: {failure or exc}{_log_hint(failure)}", file=sys.stderr)
+        print(_redact(f"klogs {prog}: {failure or exc}{_log_hint(failure)}"), file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:
         failure = spark_failure(exc)
         if failure is None:
             raise
-        print(f"klogs {prog}: {failure}{_log_hint(failure)}", file=sys.stderr)
+        print(_redact(f"klogs {prog}: {failure}{_log_hint(failure)}"), file=sys.stderr)
         return EXIT_USAGE
+
+
+def _redact(line: str) -> str:
+    """The line with URI credentials redacted (:func:`kafka_format.fsio.redact`)."""
+    from kafka_format.fsio import redact
+
+    return redact(line)
 
 
 def _log_hint(failure: object) -> str:
@@ -280,4 +327,6 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
 
 def describe(ctx: JobContext) -> dict[str, Any]:
     """The inputs of a run, for summaries (log dirs, selection, now, non-default configs)."""
-    return {"logdirs": ctx.logdirs, "topics": ctx.topics, "topicPattern": ctx.topic_pattern, "nowMs": ctx.now_ms}
+    from kafka_format.fsio import redact
+
+    return {"logdirs": [redact(d) for d in ctx.logdirs], "topics": ctx.topics, "topicPattern": ctx.topic_pattern, "nowMs": ctx.now_ms}

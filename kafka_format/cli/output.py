@@ -13,6 +13,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from kafka_format.report.text import table
+
 __all__ = ["TextOutput", "JsonOutput", "Progress", "table"]
 
 
@@ -93,15 +95,3 @@ class Progress:
         if self.enabled and self._last_drawn >= 0:
             self.stream.write("\r" + " " * (len(self.label) + self.WIDTH + 8) + "\r")
             self.stream.flush()
-
-
-def table(headers: list[str], rows: list[list[Any]]) -> list[str]:
-    """Format ``rows`` as aligned text columns (first line = headers); returns the lines."""
-    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = []
-    for n, row in enumerate(cells):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return lines

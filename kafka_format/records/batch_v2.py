@@ -44,9 +44,10 @@ import codecs
 
 from kafka_format.errors import CorruptRecordError
 from kafka_format.records.columns import RecordColumns, RecordColumnsBuilder
+from kafka_format.records.entry import ENTRY
 
 if TYPE_CHECKING:
-    from kafka_format.records.framing import BatchTable
+    from kafka_format.records.batch_table import BatchTable
 
 __all__ = [
     "HEADER",
@@ -109,10 +110,8 @@ def java_utf8(data: bytes) -> bytes:
 
 
 HEADER = struct.Struct(
-    ">"
-    "q"  # baseOffset
-    "i"  # length
-    "i"  # partitionLeaderEpoch
+    ENTRY.format  # baseOffset int64, length int32 (the entry prefix, records/entry.py)
+    + "i"  # partitionLeaderEpoch
     "b"  # magic
     "I"  # crc (CRC-32C)
     "h"  # attributes
@@ -125,8 +124,8 @@ HEADER = struct.Struct(
     "i"  # recordsCount
 )
 HEADER_SIZE = HEADER.size  # 61 = DefaultRecordBatch.RECORD_BATCH_OVERHEAD
-CRC_OFFSET = struct.calcsize(">qiib")  # 17
-ATTRIBUTES_OFFSET = struct.calcsize(">qiibI")  # 21: the CRC covers [ATTRIBUTES_OFFSET, end)
+CRC_OFFSET = ENTRY.size + struct.calcsize(">ib")  # 17: after partitionLeaderEpoch, magic
+ATTRIBUTES_OFFSET = CRC_OFFSET + struct.calcsize(">I")  # 21: the CRC covers [ATTRIBUTES_OFFSET, end)
 RECORDS_OFFSET = HEADER_SIZE
 
 CODEC_MASK = 0x07

@@ -27,8 +27,13 @@ import pyarrow as pa
 
 from kafka_format.schema import BATCH_SCHEMA, HEADER_TYPE, RECORD_SCHEMA
 
+try:  # compiled fills for the per-record columns (same values; memory recycled between chunks)
+    from kafka_format import _fastdecode as _native
+except ImportError:  # pragma: no cover - a build without the compiled decoder
+    _native = None
+
 if TYPE_CHECKING:
-    from kafka_format.records.framing import BatchTable
+    from kafka_format.records.batch_table import BatchTable
 
 __all__ = [
     "FileContext",
@@ -259,7 +264,15 @@ def _constant(value: object, type_: pa.DataType, n: int) -> pa.Array:
     if value is None:
         return pa.nulls(n, type_)
     if pa.types.is_string(type_):
+        if _native is not None:
+            one = str(value).encode()
+            _as_int32_offsets(np.array([n * len(one)], dtype=np.int64))  # the 2 GiB rule, before allocating
+            return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(_native.offsets32(n, len(one))),
+                                                          pa.py_buffer(_native.repeat(one, n))])
         return _strings([str(value)], np.zeros(n, dtype=np.intp))
+    if _native is not None:
+        item = np.array([value], dtype=np.dtype(_NUMPY_TYPES[type_]).newbyteorder("<")).tobytes()
+        return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(_native.repeat(item, n))])
     return _array(np.full(n, value, dtype=_NUMPY_TYPES[type_]), type_)
 
 
@@ -270,6 +283,9 @@ def _strings(names: list[str], codes: np.ndarray) -> pa.Array:
     if n == 0 or (codes == codes[0]).all():  # one name (the common case): a range + one repeat
         one = encoded[int(codes[0])] if n else b""
         _as_int32_offsets(np.array([n * len(one)], dtype=np.int64))  # the 2 GiB rule, before allocating
+        if _native is not None:
+            return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(_native.offsets32(n, len(one))),
+                                                          pa.py_buffer(_native.repeat(one, n))])
         offsets = (np.arange(0, (n + 1) * len(one), len(one), dtype=np.int32) if one
                    else np.zeros(n + 1, dtype=np.int32))
         return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(one * n)])
@@ -312,7 +328,7 @@ def _compression_names(attributes: np.ndarray) -> pa.Array:
 def _headers(columns: RecordColumns, include_headers: bool) -> pa.Array:
     n = len(columns)
     if not include_headers or len(columns.header_value_valid) == 0:
-        return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)),
+        return pa.ListArray.from_arrays(_array(np.zeros(n + 1, dtype=np.int32), pa.int32()),
                                         pa.array([], type=HEADER_TYPE.value_type))
     keys = _binary(pa.string(), columns.header_key_offsets, columns.header_key_data, None)
     values = _binary(pa.binary(), columns.header_value_offsets, columns.header_value_data,
@@ -333,6 +349,7 @@ def to_arrow(table: BatchTable, columns: RecordColumns, context: FileContext | N
     ctx = context or FileContext()
     n = len(columns)
     # A batch's records are consecutive: per-batch fields are expanded by runs of batch_row
+    # (np.repeat), several times cheaper than a per-record gather (exact for any order).
     # (np.repeat), several times cheaper than a per-record gather (exact for any order).
     batch_row = columns.batch_row
     starts = np.flatnonzero(np.concatenate(([n > 0], batch_row[1:] != batch_row[:-1])))

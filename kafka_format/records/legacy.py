@@ -42,9 +42,10 @@ from kafka_format.errors import (
     UnsupportedFormatError,
 )
 from kafka_format.records.columns import RecordColumns, RecordColumnsBuilder
+from kafka_format.records.entry import ENTRY, MAGIC_OFFSET
 
 if TYPE_CHECKING:
-    from kafka_format.records.framing import BatchTable
+    from kafka_format.records.batch_table import BatchTable
 
 __all__ = [
     "ENTRY",
@@ -58,11 +59,6 @@ __all__ = [
     "decode_entries",
 ]
 
-ENTRY = struct.Struct(
-    ">"
-    "q"  # offset
-    "i"  # size
-)
 MESSAGE_V0 = struct.Struct(
     ">"
     "I"  # crc (CRC-32)
@@ -77,7 +73,6 @@ MESSAGE_V1 = struct.Struct(
     "q"  # timestamp
 )
 LENGTH = struct.Struct(">i")  # keyLength / valueLength
-MAGIC_OFFSET = ENTRY.size + struct.calcsize(">I")  # 16
 RECORD_OVERHEAD_V0 = MESSAGE_V0.size + 2 * LENGTH.size  # 14
 RECORD_OVERHEAD_V1 = MESSAGE_V1.size + 2 * LENGTH.size  # 22
 
@@ -95,7 +90,7 @@ Decompress = Callable[[int, bytes, int, int], bytes]
 """(codec, data, magic, batch position) -> decompressed bytes; raises KafkaFormatError."""
 
 
-def read_message_header(buf: memoryview | bytes, pos: int, magic: int) -> tuple[int, int, int]:
+def read_message_header(buf: memoryview | bytes | bytearray, pos: int, magic: int) -> tuple[int, int, int]:
     """(crc, attributes, timestamp) of the entry at ``pos``; timestamp -1 for v0."""
     if magic == 0:
         crc, _magic, attributes = MESSAGE_V0.unpack_from(buf, pos + ENTRY.size)

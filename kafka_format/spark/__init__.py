@@ -8,12 +8,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafka_format.redaction import URI_CREDENTIALS_REGEX
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["register", "FORMAT"]
 
 FORMAT = "kafka-log"
+# Set on every session the product builds or registers with: the reader needs filter pushdown, and
+# Spark's own plan/UI texts redact URI credentials as klogs' outputs do.
+ALWAYS = {"spark.sql.python.filterPushdown.enabled": "true",
+          "spark.sql.redaction.string.regex": URI_CREDENTIALS_REGEX}
 
 
 def register(spark: SparkSession) -> None:
@@ -21,16 +27,34 @@ def register(spark: SparkSession) -> None:
 
     The source's splits are sized as Spark's file sources size theirs, from the session's
     ``defaultParallelism`` and ``spark.sql.files.openCostInBytes`` read here (the planner runs in
-    a worker with no session to ask): a single large partition still spreads over every core."""
+    a worker with no session to ask): a single large partition still spreads over every core.
+
+    Sets :data:`ALWAYS` on the session (the reader needs
+    ``spark.sql.python.filterPushdown.enabled=true``).  The interpreter Spark's Python workers would run is checked first
+    (:func:`kafka_format.spark.workers.source_python`): in local mode one that cannot import the
+    source's packages is replaced, for this source only, by the driver's (one warning line);
+    on a cluster :class:`~kafka_format.spark.workers.WorkerPythonError` names it and the fix."""
     from kafka_format.planning import DEFAULT_OPEN_COST_BYTES
     from kafka_format.spark.datasource import bind_session_sizing
+    from kafka_format.spark.workers import source_python
 
-    parallelism = spark.sparkContext.defaultParallelism
+    sc = spark.sparkContext
+    parallelism = sc.defaultParallelism
     try:
         open_cost = _bytes(spark.conf.get("spark.sql.files.openCostInBytes", str(DEFAULT_OPEN_COST_BYTES)))
     except ValueError:
         open_cost = DEFAULT_OPEN_COST_BYTES
-    spark.dataSource.register(bind_session_sizing(parallelism, open_cost))
+
+    for key, value in ALWAYS.items():     # filter pushdown is required by the reader (and redaction)
+        spark.conf.set(key, value)
+    python = source_python(spark)
+    saved = sc.pythonExec
+    if python is not None:          # the registered source carries the interpreter its workers start
+        sc.pythonExec = python
+    try:
+        spark.dataSource.register(bind_session_sizing(parallelism, open_cost))
+    finally:
+        sc.pythonExec = saved
 
 
 def _bytes(text: str | None) -> int:

@@ -23,6 +23,11 @@ Columns
       Spark's parser is lenient in two ways: content after the first complete JSON value is
       ignored (``{"a":1} x`` passes) and numbers beyond double range are accepted; it rejects
       ``NaN``/``Infinity`` and escaped lone surrogates (``"\\ud800"``).
+    * ``key_as``/``value_as`` ``avro``, ``protobuf``, ``json-schema`` or ``auto``: typed struct
+      columns decoded from the Schema Registry wire format by :mod:`kafka_format.spark.typed`
+      (planned on the driver by :func:`kafka_format.spark.typed.typed_columns` and passed as
+      ``typed``); the result's ``typed`` entry reports the table types and the rows that did not
+      decode.
     * ``partition_by=("date",)`` adds ``date`` (the UTC calendar day of ``timestamp``,
       independent of the session time zone; null for records without a timestamp, Kafka's
       ``NO_TIMESTAMP`` = -1 ms).
@@ -92,22 +97,43 @@ import json
 import os
 import re
 import threading
-import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_format.errors import KafkaFormatError
-from kafka_format.ownership import Owner, OutputRefused, remove_tree
-from kafka_format.publish import claim_output, cleanup_stale, crash_point, ensure_output_dir, local_path, staging_dir
+from kafka_format.ownership import OutputRefused, remove_tree
+from kafka_format.engine.export import (  # shared with the local engine (no pyspark there)
+    BATCH_OWNER,
+    CHECKPOINT_OWNER,
+    DELTA_OWNER,
+    FORMATS,
+    INCREMENTAL_OWNER,
+    KEY_AS,
+    MICROS_PER_DAY,
+    NO_TIMESTAMP_MS,
+    PARQUET_OWNER,
+    PARTITION_LAYOUTS,
+    TYPED_AS,
+    VALUE_AS,
+    ExportError,
+    ExportResult,
+    _check_choice,
+    _data_files,
+    _is_local,
+    hold_outputs,
+    output_owner,
+    parse_partition_by,
+    source_options,
+)
+from kafka_format.publish import cleanup_stale, crash_point, ensure_output_dir, local_path, staging_dir
 
 __all__ = [
     "FORMATS", "PARTITION_LAYOUTS", "KEY_AS", "VALUE_AS", "BATCH_COLUMN", "BATCH_MARKER", "STAGING_DIR",
@@ -117,16 +143,10 @@ __all__ = [
     "hold_outputs", "OutputRefused",
 ]
 
-FORMATS = ("parquet", "delta")
-PARTITION_LAYOUTS: dict[str, tuple[str, ...]] = {"topic,partition": ("topic", "partition"), "date": ("date",)}
-KEY_AS = ("binary", "string")
-VALUE_AS = ("binary", "string", "json")
 BATCH_COLUMN = "exportBatch"            # incremental Parquet: one published directory per micro-batch
 BATCH_MARKER = "_klogs_batch.json"
 STAGING_DIR = "_klogs_staging"          # Delta via delta-rs: Spark's output before it is committed
 DELTA_APP_PREFIX = "klogs-export-"
-NO_TIMESTAMP_MS = -1                    # RecordBatch.NO_TIMESTAMP
-MICROS_PER_DAY = 86_400_000_000
 NOT_JSON = "klogs-export-not-json"
 NOT_JSON_MESSAGE = re.compile(NOT_JSON + r"\|(?P<path>[^|]*)\|(?P<position>-?\d+)\|(?P<offset>-?\d+)")
 # Session settings an export needs while it plans and writes (restored afterwards).
@@ -136,37 +156,6 @@ WRITE_CONF = {
     "spark.sql.variant.allowDuplicateKeys": "true",    # try_parse_json: RFC 8259 allows them
 }
 _DELTA_FORMAT_CLASS = "io.delta.tables.DeltaTable"
-PARQUET_OWNER = Owner("export", "parquet")                      # batch Parquet OUT (replaced per run)
-INCREMENTAL_OWNER = Owner("export", "parquet-incremental")      # OUT of exportBatch=N directories
-DELTA_OWNER = Owner("export", "delta")                          # a Delta table klogs created
-CHECKPOINT_OWNER = Owner("export", "checkpoint")                # the Spark checkpoint of --checkpoint
-BATCH_OWNER = Owner("export", "micro-batch")                    # one exportBatch=N directory
-
-
-class ExportError(KafkaFormatError):
-    """The export cannot run or its output location holds something it must not overwrite."""
-
-    code = "EXPORT_FAILED"
-
-
-@dataclass(frozen=True)
-class ExportResult:
-    """What one export run published."""
-
-    out: str
-    format: str
-    partition_by: tuple[str, ...]
-    rows: int = 0                                   # rows this run published
-    files: int = 0                                  # data files this run published
-    batches: tuple[int, ...] = ()                   # micro-batches published by this run
-    skipped: tuple[int, ...] = ()                   # replayed micro-batches found already published
-    version: int | None = None                      # Delta table version after the run
-    engine: str = "spark"                           # parquet: spark; delta: delta-spark | delta-rs
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (lists for tuples)."""
-        d = asdict(self)
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 
 @dataclass
@@ -180,39 +169,6 @@ class _Run:
 
 
 # --- options and columns --------------------------------------------------------------
-def parse_partition_by(text: str | Sequence[str]) -> tuple[str, ...]:
-    """``"topic,partition"`` or ``"date"`` (or a sequence of the same names) -> column tuple."""
-    key = text if isinstance(text, str) else ",".join(text)
-    key = ",".join(part.strip() for part in key.split(","))
-    if key not in PARTITION_LAYOUTS:
-        raise ValueError(f"partition_by must be one of {sorted(PARTITION_LAYOUTS)}, got {text!r}")
-    return PARTITION_LAYOUTS[key]
-
-
-def _check_choice(name: str, value: str, choices: Sequence[str]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
-
-
-def source_options(*, topics: Sequence[str] = (), topic_pattern: str | None = None,
-                   isolation_level: str | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``kafka-log`` options for job flags: ``--topic`` (repeatable) and ``--topic-pattern`` select
-    the union (one ``topicPattern`` when both are given: the data source takes only one of them),
-    ``--isolation-level``, then ``--option KEY=VALUE`` pass-through (validated by the source)."""
-    opts: dict[str, str] = {}
-    if topics and topic_pattern is not None:
-        alternatives = [re.escape(t) for t in topics] + [f"(?:{topic_pattern})"]
-        opts["topicPattern"] = "|".join(alternatives)
-    elif topics:
-        opts["topics"] = ",".join(topics)
-    elif topic_pattern is not None:
-        opts["topicPattern"] = topic_pattern
-    if isolation_level is not None:
-        opts["isolationLevel"] = isolation_level
-    opts.update(extra or {})
-    return opts
-
-
 def _java_string(col: Column) -> Column:
     """Kafka's ``StringDeserializer``: ``new String(bytes, UTF_8)`` (needs WRITE_CONF's legacy
     coding-error action, under which Spark's ``decode`` is the JDK decoder with replacement)."""
@@ -220,12 +176,13 @@ def _java_string(col: Column) -> Column:
 
 
 def convert_columns(df: DataFrame, *, partition_by: Sequence[str] = ("topic", "partition"),
-                    key_as: str = "binary", value_as: str = "binary") -> DataFrame:
+                    key_as: str = "binary", value_as: str = "binary", typed: Any = None) -> DataFrame:
     """The exported columns of a ``kafka-log`` DataFrame: key/value conversion and the ``date``
     partition column (see the module doc).  Call inside :func:`write_conf` (the string decoding
     depends on it); :func:`export` does."""
     _check_choice("key_as", key_as, KEY_AS)
     _check_choice("value_as", value_as, VALUE_AS)
+    _check_typed(key_as, value_as, typed)
     cols = set(df.columns)
     needed = set(partition_by) | ({"key"} if key_as != "binary" else set()) \
         | ({"value"} if value_as != "binary" else set())
@@ -238,7 +195,7 @@ def convert_columns(df: DataFrame, *, partition_by: Sequence[str] = ("topic", "p
         raise ExportError("the DataFrame lacks columns the export needs (granularity=batch?)",
                           expected="the kafka-log record columns " + ", ".join(missing),
                           found=", ".join(df.columns))
-    out = df
+    out = typed.apply(df) if typed is not None else df
     if key_as == "string":
         out = out.withColumn("key", _java_string(F.col("key")))
     if value_as in ("string", "json"):
@@ -259,6 +216,12 @@ def convert_columns(df: DataFrame, *, partition_by: Sequence[str] = ("topic", "p
     return out
 
 
+def _check_typed(key_as: str, value_as: str, typed: Any) -> None:
+    if typed is None and (key_as in TYPED_AS or value_as in TYPED_AS):
+        raise ValueError(f"key_as={key_as!r}/value_as={value_as!r} need typed=kafka_format.spark.typed."
+                         "typed_columns(...) (the schemas and table types, planned on the driver)")
+
+
 @contextmanager
 def write_conf(spark: SparkSession) -> Iterator[None]:
     """WRITE_CONF set on the session for the block, previous values restored afterwards."""
@@ -275,10 +238,12 @@ def write_conf(spark: SparkSession) -> Iterator[None]:
                 spark.conf.set(k, v)
 
 
-def _not_json_error(exc: BaseException) -> ExportError | None:
+def _not_json_error(exc: BaseException) -> KafkaFormatError | None:
     m = NOT_JSON_MESSAGE.search(str(exc))
     if m is None:
-        return None
+        from kafka_format.spark.typed import typed_error
+
+        return typed_error(exc)
     return ExportError("record value is not JSON (--value-as json)", path=m.group("path"),
                        position=int(m.group("position")), expected="a JSON text in the record value",
                        found=f"a value that does not parse at offset {m.group('offset')}")
@@ -303,34 +268,6 @@ def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
         return pafs.LocalFileSystem(), os.path.abspath(local_path(uri))
     fs, path = pafs.FileSystem.from_uri(uri)
     return fs, path
-
-
-def _hidden(rel: str) -> bool:
-    return any(part.startswith((".", "_")) for part in rel.split("/"))
-
-
-@dataclass(frozen=True)
-class _DataFile:
-    rel: str              # path relative to the listed root, "/"-separated
-    size: int
-    rows: int
-    mtime_ms: int
-
-
-def _data_files(fs: pafs.FileSystem, root: str) -> list[_DataFile]:
-    """Parquet data files under ``root`` (hidden names skipped), rows from their footers."""
-    out: list[_DataFile] = []
-    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
-        if info.type != pafs.FileType.File:
-            continue
-        rel = info.path[len(root.rstrip("/")) + 1:]
-        if _hidden(rel) or not rel.endswith(".parquet"):
-            continue
-        with fs.open_input_file(info.path) as f:
-            rows = pq.ParquetFile(f).metadata.num_rows
-        mtime = int(info.mtime.timestamp() * 1000) if info.mtime is not None else int(time.time() * 1000)
-        out.append(_DataFile(rel, int(info.size or 0), rows, mtime))
-    return sorted(out, key=lambda d: d.rel)
 
 
 def _partition_values(rel: str, partition_by: Sequence[str]) -> dict[str, str | None]:
@@ -429,8 +366,8 @@ def _delta_version(out: str) -> int | None:
 # --- reading --------------------------------------------------------------------------
 def read_source(spark: SparkSession, logdirs: Sequence[str], options: Mapping[str, str] | None = None) -> DataFrame:
     """Batch ``kafka-log`` DataFrame over ``logdirs``; options are validated here first, so a bad
-    one is a :class:`~kafka_format.spark.options.KafkaLogOptionError` (ValueError), not a Spark error."""
-    from kafka_format.spark.options import parse_options
+    one is a :class:`~kafka_format.read_options.KafkaLogOptionError` (ValueError), not a Spark error."""
+    from kafka_format.read_options import parse_options
 
     opts = dict(options or {})
     parse_options({**opts, "paths": json.dumps(list(logdirs))})
@@ -438,44 +375,6 @@ def read_source(spark: SparkSession, logdirs: Sequence[str], options: Mapping[st
 
 
 # --- guards ----------------------------------------------------------------------------
-def _is_local(uri: str) -> bool:
-    try:
-        local_path(uri)
-    except ValueError:
-        return False
-    return True
-
-
-def output_owner(format: str, incremental: bool) -> Owner:
-    """The marker kind of an export's ``OUT``."""
-    if format == "delta":
-        return DELTA_OWNER
-    return INCREMENTAL_OWNER if incremental else PARQUET_OWNER
-
-
-@contextmanager
-def hold_outputs(out: str, *, format: str, incremental: bool, checkpoint: str | None = None,
-                 inputs: Sequence[str] = ()) -> Iterator[None]:
-    """Claim a local ``OUT`` (and a local ``checkpoint``) for the run: refused unless absent, empty
-    or the same kind of klogs export output (:class:`OutputRefused`), locked against a second run
-    (:class:`~kafka_format.runlock.OutputBusy`).  Re-entrant: the job claims first, the library
-    functions again.  Non-local URIs are not claimed (no lock, no marker on object stores)."""
-    from contextlib import ExitStack
-
-    if checkpoint is not None and _is_local(out) and _is_local(checkpoint):
-        o, c = (os.path.realpath(os.path.abspath(local_path(p))) for p in (out, checkpoint))
-        if o == c or c.startswith(o.rstrip(os.sep) + os.sep) or o.startswith(c.rstrip(os.sep) + os.sep):
-            raise OutputRefused("the checkpoint and the output overlap", path=checkpoint,
-                                expected="a --checkpoint outside --out (and --out outside it)",
-                                found=f"--out {out}")
-    with ExitStack() as stack:
-        if _is_local(out):
-            stack.enter_context(claim_output(out, output_owner(format, incremental), inputs=inputs))
-        if checkpoint is not None and _is_local(checkpoint):
-            stack.enter_context(claim_output(checkpoint, CHECKPOINT_OWNER, inputs=inputs, what="checkpoint"))
-        yield
-
-
 _DELTA_ENTRY = re.compile(r"^(topic|date)=.*$")
 
 
@@ -511,16 +410,24 @@ def _check_delta_target(out: str) -> None:
 # --- batch ----------------------------------------------------------------------------
 def export(df: DataFrame, out: str, *, format: str = "parquet",
            partition_by: str | Sequence[str] = ("topic", "partition"),
-           key_as: str = "binary", value_as: str = "binary") -> ExportResult:
+           key_as: str = "binary", value_as: str = "binary", typed: Any = None) -> ExportResult:
     """Export a batch DataFrame of the ``kafka-log`` source to ``out``, published atomically
-    (Parquet: ``out`` replaced by one rename; Delta: one commit, overwriting the table's data)."""
+    (Parquet: ``out`` replaced by one rename; Delta: one commit, overwriting the table's data).
+    ``typed``: :func:`kafka_format.spark.typed.typed_columns` for the typed ``key_as``/``value_as``."""
+    result = _export(df, out, format=format, partition_by=partition_by, key_as=key_as, value_as=value_as,
+                     typed=typed)
+    return result if typed is None else replace(result, typed=typed.report())
+
+
+def _export(df: DataFrame, out: str, *, format: str, partition_by: str | Sequence[str], key_as: str,
+            value_as: str, typed: Any) -> ExportResult:
     _check_choice("format", format, FORMATS)
     cols = parse_partition_by(partition_by)
     spark = df.sparkSession
     if format == "parquet":
         local_path(out)             # ValueError for object stores: no atomic rename there
     with hold_outputs(out, format=format, incremental=False), write_conf(spark):
-        data = convert_columns(df, partition_by=cols, key_as=key_as, value_as=value_as)
+        data = convert_columns(df, partition_by=cols, key_as=key_as, value_as=value_as, typed=typed)
         if format == "parquet":
             with staging_dir(out, PARQUET_OWNER) as tmp:
                 _write_parquet(data, tmp, cols)
@@ -530,8 +437,14 @@ def export(df: DataFrame, out: str, *, format: str = "parquet",
                                 files=len(files))
         _prepare_delta(out)
         if delta_spark_available(spark):
-            data.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
-                .partitionBy(*cols).save(out)
+            try:
+                data.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
+                    .partitionBy(*cols).save(out)
+            except Exception as exc:
+                err = _not_json_error(exc)
+                if err is not None:
+                    raise err from None
+                raise
             return ExportResult(out=out, format=format, partition_by=cols, version=_delta_version(out),
                                 engine="delta-spark")
         rows, nfiles, version = _delta_commit(out, data, cols, "overwrite", None)
@@ -593,7 +506,7 @@ def _commit_delta_batch(batch_df: DataFrame, out: str, batch_id: int, query_id: 
 def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, checkpoint: str, *,
                        options: Mapping[str, str] | None = None, format: str = "parquet",
                        partition_by: str | Sequence[str] = ("topic", "partition"),
-                       key_as: str = "binary", value_as: str = "binary") -> ExportResult:
+                       key_as: str = "binary", value_as: str = "binary", typed: Any = None) -> ExportResult:
     """Export what arrived since the last run: ``readStream`` of ``kafka-log`` over ``logdirs``,
     ``trigger(availableNow=True)``, Spark's checkpoint at ``checkpoint``, each micro-batch published
     atomically and idempotently (see the module doc).  Blocks until the run is done.  A local
@@ -602,18 +515,20 @@ def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, ch
     cols = parse_partition_by(partition_by)
     _check_choice("key_as", key_as, KEY_AS)
     _check_choice("value_as", value_as, VALUE_AS)
-    from kafka_format.spark.options import parse_options
+    _check_typed(key_as, value_as, typed)
+    from kafka_format.read_options import parse_options
 
     opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
     parse_options(opts, streaming=True)         # bad options fail here, before anything is created
     if format == "parquet":
         local_path(out)             # ValueError for object stores: no atomic rename there
     with hold_outputs(out, format=format, incremental=True, checkpoint=checkpoint, inputs=logdirs):
-        return _run_incremental(spark, out, checkpoint, opts, format, cols, key_as, value_as)
+        result = _run_incremental(spark, out, checkpoint, opts, format, cols, key_as, value_as, typed)
+        return result if typed is None else replace(result, typed=typed.report())
 
 
 def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mapping[str, str], format: str,
-                     cols: tuple[str, ...], key_as: str, value_as: str) -> ExportResult:
+                     cols: tuple[str, ...], key_as: str, value_as: str, typed: Any = None) -> ExportResult:
     """:func:`export_incremental` once ``out`` and ``checkpoint`` are held."""
     delta_spark = format == "delta" and delta_spark_available(spark)
     root = ""
@@ -637,7 +552,7 @@ def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mappi
                 raise ExportError("streaming query id not available", path=checkpoint)
             qid = query_id["id"]
             with write_conf(batch_df.sparkSession):
-                data = convert_columns(batch_df, partition_by=cols, key_as=key_as, value_as=value_as)
+                data = convert_columns(batch_df, partition_by=cols, key_as=key_as, value_as=value_as, typed=typed)
                 if format == "parquet":
                     _publish_parquet_batch(data, root, batch_id, qid, cols, run)
                 else:
@@ -654,9 +569,12 @@ def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mappi
     ready.set()
     try:
         query.awaitTermination()
-    except Exception:
+    except Exception as exc:
         if failures:
             raise failures[0] from None
+        err = _not_json_error(exc)
+        if err is not None:
+            raise err from None
         raise
     engine = "spark" if format == "parquet" else ("delta-spark" if delta_spark else "delta-rs")
     return ExportResult(out=out, format=format, partition_by=cols, rows=run.rows, files=run.files,

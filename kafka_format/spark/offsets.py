@@ -1,7 +1,8 @@
 """``offsets_for_timestamps``: Kafka's ListOffsets answers for many partitions, as a DataFrame.
 
-Partitions are discovered on the driver (:func:`kafka_format.planning.open_partitions`); the
-lookups run in executors, one task per group of partitions.  Tasks get plain picklable
+Partitions are discovered on the driver (:func:`kafka_format.engine.offsets.lookup_targets`); the
+lookups (:func:`kafka_format.engine.offsets.lookup_group`, which the local engine runs too) run in
+executors, one task per group of partitions.  Tasks get plain picklable
 descriptors (topic, partition, partition-dir location) and re-open the partition there, so the
 log dirs may live on any filesystem the executors can reach.  Semantics:
 :mod:`kafka_format.offsets`.
@@ -9,17 +10,13 @@ log dirs may live on any filesystem the executors can reach.  Semantics:
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from kafka_format.logdir import LogDirSet, PartitionLog, open_log_dirs
-from kafka_format.offsets import ISOLATION_LEVELS, PartitionLookup, parse_timestamp_spec
-from kafka_format.planning import longest_replicas, open_partitions
+from kafka_format.engine.offsets import group_targets, lookup_group, lookup_targets
+from kafka_format.logdir import LogDirSet
 
 __all__ = ["OFFSETS_SCHEMA", "offsets_for_timestamps"]
 
@@ -34,50 +31,6 @@ OFFSETS_SCHEMA = StructType([
 _ALL_EXTRA = [StructField("logDir", StringType(), False), StructField("brokerId", IntegerType(), True)]
 
 
-@dataclass(frozen=True)
-class _Target:
-    """What an executor needs to find one replica again."""
-
-    topic: str
-    partition: int
-    path: str        # partition dir location (local path or URI)
-    log_dir: str
-
-
-def _reopen(target: _Target) -> PartitionLog:
-    for replica in open_log_dirs(target.path).all_partitions():
-        if (replica.topic, replica.partition, replica.kind) == (target.topic, target.partition, "live"):
-            return replica
-    from kafka_format.errors import LogDirError
-
-    raise LogDirError("partition dir no longer holds the partition", path=target.path,
-                      expected=f"{target.topic}-{target.partition}", found="nothing")
-
-
-def _lookup_group(group: Sequence[_Target], specs: Sequence[int], isolation: str, with_replica: bool
-                  ) -> Iterator[tuple[object, ...]]:
-    for target in group:
-        replica = _reopen(target)
-        with PartitionLookup(replica) as lookup:
-            for spec in specs:
-                a = lookup.list_offsets(spec, isolation)
-                row: tuple[object, ...] = (target.topic, target.partition, spec, a.offset, a.record_timestamp,
-                                           a.leader_epoch)
-                if with_replica:
-                    row += (target.log_dir, replica.broker_id)
-                yield row
-
-
-def _selected(replicas: Sequence[PartitionLog], topics: Sequence[str] | None, topic_pattern: str | None
-              ) -> list[PartitionLog]:
-    if not topics and topic_pattern is None:
-        return list(replicas)
-    wanted = set(topics or ())
-    pattern = re.compile(topic_pattern) if topic_pattern is not None else None
-    return [r for r in replicas
-            if r.topic in wanted or (pattern is not None and pattern.fullmatch(r.topic) is not None)]
-
-
 def offsets_for_timestamps(spark: SparkSession, logdirs: str | Sequence[str] | LogDirSet,
                            timestamps: Sequence[int | str], *, topics: Sequence[str] | None = None,
                            topic_pattern: str | None = None, isolation_level: str = "read_uncommitted",
@@ -90,28 +43,17 @@ def offsets_for_timestamps(spark: SparkSession, logdirs: str | Sequence[str] | L
     ``topic_pattern`` (full match) select the union of what they name; neither = every topic.
     Rows are ordered by topic, partition (log dir), then the order of ``timestamps``.
     """
-    if isolation_level not in ISOLATION_LEVELS:
-        raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}, got {isolation_level!r}")
-    if replicas not in ("longest", "all"):
-        raise ValueError(f"replicas must be 'longest' or 'all', got {replicas!r}")
-    specs = [parse_timestamp_spec(t) for t in timestamps]
-    chosen = _selected(open_partitions(logdirs if isinstance(logdirs, LogDirSet) else
-                                       ([logdirs] if isinstance(logdirs, str) else list(logdirs))),
-                       topics, topic_pattern)
-    if replicas == "longest":
-        chosen = longest_replicas(chosen)
-    targets = [_Target(r.topic, r.partition, r.path, r.log_dir) for r in chosen]
+    targets, specs = lookup_targets(logdirs, timestamps, topics=topics, topic_pattern=topic_pattern,
+                                    isolation_level=isolation_level, replicas=replicas)
     with_replica = replicas == "all"
     fields = list(OFFSETS_SCHEMA.fields) + (_ALL_EXTRA if with_replica else [])
     schema = StructType(fields)
     if not targets or not specs:
         return spark.createDataFrame([], schema)
     sc = spark.sparkContext
-    tasks = max(1, min(len(targets), 2 * sc.defaultParallelism))
-    per = math.ceil(len(targets) / tasks)
-    groups = [targets[i:i + per] for i in range(0, len(targets), per)]
+    groups = group_targets(targets, 2 * sc.defaultParallelism)
     iso = isolation_level
-    rdd = sc.parallelize(groups, len(groups)).flatMap(lambda g: _lookup_group(g, specs, iso, with_replica))
+    rdd = sc.parallelize(groups, len(groups)).flatMap(lambda g: lookup_group(g, specs, iso, with_replica))
     # groups are consecutive slices of the ordered targets and each task yields its rows in order,
     # so the partition order of the RDD is the row order (no sort, no shuffle)
     return spark.createDataFrame(rdd, schema)

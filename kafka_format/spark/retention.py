@@ -8,14 +8,14 @@ Semantics and the decisions behind them: :mod:`kafka_format.retention`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
 
-from kafka_format.retention import RetentionTask, plan_retention, run_task
+from kafka_format.engine.retention import evaluate_group, retention_groups
+from kafka_format.retention import summarize
 
 __all__ = ["SEGMENT_SCHEMA", "SUMMARY_COLUMNS", "retention_candidates", "retention_summary"]
 
@@ -40,22 +40,6 @@ SUMMARY_COLUMNS = ("topic", "partition", "segments", "bytes", "deletableSegments
                    "oldestTimestamp", "newestTimestamp")
 
 
-def _evaluate(group: tuple[bool, list[RetentionTask]]) -> Iterator[tuple[Any, ...]]:
-    """Executor side: the replicas of one topic-partition; with ``longest`` only the replica with
-    the highest log end offset, then leader epoch, then the first listed (the data source's rule)."""
-    longest, tasks = group
-    results = [run_task(task) for task in tasks]
-    if longest and len(results) > 1:
-        order = {id(r): i for i, r in enumerate(results)}
-        results = [max(results, key=lambda r: (r[0].log_end_offset,
-                                               -1 if r[0].leader_epoch is None else r[0].leader_epoch,
-                                               -order[id(r)]))]
-    for facts, decisions in results:
-        for d in decisions:
-            yield (facts.topic, facts.partition, d.base_offset, d.size, d.largest_timestamp, d.deletable, d.reason,
-                   d.deletable_at_ms, facts.log_dir, facts.broker_id)
-
-
 def retention_candidates(spark: SparkSession, logdirs: Any, configs: Any, now_ms: int, *,
                          topics: Sequence[str] | None = None, topic_pattern: str | None = None,
                          replicas: str = "longest", missing_hw: str = "leo") -> DataFrame:
@@ -69,43 +53,39 @@ def retention_candidates(spark: SparkSession, logdirs: Any, configs: Any, now_ms
     The driver only lists files; each Spark task re-opens the replicas of a few topic-partitions
     and reads their indexes and last-segment batch headers.  No shuffle.
     """
-    if replicas not in ("longest", "all"):
-        raise ValueError(f"replicas must be 'longest' or 'all', not {replicas!r}")
-    tasks = plan_retention(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern,
-                           missing_hw=missing_hw)
-    groups: list[tuple[bool, list[RetentionTask]]] = []
-    for task in tasks:       # sorted by topic, partition, log dir
-        if replicas == "longest" and groups and (groups[-1][1][0].topic, groups[-1][1][0].partition) == \
-                (task.topic, task.partition):
-            groups[-1][1].append(task)
-        else:
-            groups.append((replicas == "longest", [task]))
+    groups = retention_groups(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern,
+                              replicas=replicas, missing_hw=missing_hw)
     if groups:
         slices = max(1, min(len(groups), spark.sparkContext.defaultParallelism))
         # parallelize keeps the list order across and within slices: rows come out in task order
-        df = spark.createDataFrame(spark.sparkContext.parallelize(groups, slices).flatMap(_evaluate), _FULL_SCHEMA)
+        df = spark.createDataFrame(spark.sparkContext.parallelize(groups, slices).flatMap(evaluate_group), _FULL_SCHEMA)
     else:
         df = spark.createDataFrame([], _FULL_SCHEMA)
     columns = [f.name for f in SEGMENT_SCHEMA.fields]
     return df.select(*columns, "logDir", "brokerId") if replicas == "all" else df.select(*columns)
 
 
+_SUMMARY_SCHEMA = StructType([
+    StructField("topic", StringType(), False),
+    StructField("partition", IntegerType(), False),
+    *[StructField(name, LongType(), True) for name in SUMMARY_COLUMNS[2:]],
+])
+
+
+def _summarize_group(table: Any) -> Any:
+    """Spark's ``applyInArrow``: :func:`kafka_format.retention.summarize` of one topic-partition."""
+    import pyarrow as pa
+
+    rows = summarize(table.to_pylist())
+    return pa.Table.from_pylist(rows, schema=pa.schema([
+        pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
+        *[pa.field(name, pa.int64()) for name in SUMMARY_COLUMNS[2:]]]))
+
+
 def retention_summary(df: DataFrame) -> DataFrame:
     """Per topic-partition: segments, bytes, deletable segments/bytes now, bytes remaining after
     this pass, bytes no deletion reaches without new data, next deletion time after now, time of
-    the last deletion, oldest/newest segment largestTimestamp."""
-    size = F.col("sizeBytes")
-    deletable = F.col("deletable")
-    return (df.groupBy("topic", "partition").agg(
-        F.count(F.lit(1)).cast(LongType()).alias("segments"),
-        F.sum(size).cast(LongType()).alias("bytes"),
-        F.sum(F.when(deletable, 1).otherwise(0)).cast(LongType()).alias("deletableSegments"),
-        F.sum(F.when(deletable, size).otherwise(0)).cast(LongType()).alias("deletableBytes"),
-        F.sum(F.when(deletable, 0).otherwise(size)).cast(LongType()).alias("bytesRemaining"),
-        F.sum(F.when(F.col("deletableAtMs").isNull(), size).otherwise(0)).cast(LongType())
-        .alias("bytesNeverDeletable"),
-        F.min(F.when(~deletable, F.col("deletableAtMs"))).alias("nextDeletionMs"),
-        F.max(F.col("deletableAtMs")).alias("lastDeletionMs"),
-        F.min("largestTimestamp").alias("oldestTimestamp"),
-        F.max("largestTimestamp").alias("newestTimestamp"),
-    ).select(*SUMMARY_COLUMNS).orderBy("topic", "partition"))
+    the last deletion, oldest/newest segment largestTimestamp -- :func:`kafka_format.retention.summarize`
+    (the rule the local engine uses too) applied per topic-partition."""
+    return (df.select(*SEGMENT_SCHEMA.names).groupBy("topic", "partition")
+            .applyInArrow(_summarize_group, _SUMMARY_SCHEMA).orderBy("topic", "partition"))

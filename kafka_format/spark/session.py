@@ -14,12 +14,13 @@ from pathlib import Path
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+# ALWAYS: settings the product relies on, applied over any profile.  Its redaction pattern hides
+# the user:secret of a URI (``s3://KEY:SECRET@bucket``) wherever Spark shows a plan or its options
+# (explain output, the SQL UI), as :func:`kafka_format.redaction.redact` does for klogs' own output.
+from kafka_format.spark import ALWAYS
 from kafka_format.spark.delta import with_delta
 
 __all__ = ["build_session", "read_profile", "conf_dir", "ALWAYS"]
-
-# Settings the product relies on, applied over any profile.
-ALWAYS = {"spark.sql.python.filterPushdown.enabled": "true"}
 
 
 def conf_dir() -> Path:

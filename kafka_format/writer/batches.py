@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from kafka_format.compression import compress
 from kafka_format.crc import crc32, crc32c
+from kafka_format.records.entry import ENTRY
 
 __all__ = [
     "CODEC_NONE",
@@ -107,9 +108,8 @@ MAGIC_V2 = 2
 
 # --- v2 batch header (DefaultRecordBatch.java) -------------------------------------------
 V2_HEADER = struct.Struct(
-    ">q"  # baseOffset
-    "i"   # length (bytes after this field)
-    "i"   # partitionLeaderEpoch
+    ENTRY.format  # baseOffset, length (bytes after this field): the entry prefix
+    + "i"   # partitionLeaderEpoch
     "b"   # magic
     "I"   # crc (CRC-32C of attributes..end)
     "h"   # attributes
@@ -121,18 +121,18 @@ V2_HEADER = struct.Struct(
     "i"   # baseSequence
     "i"   # recordsCount
 )
-V2_LENGTH_END = struct.calcsize(">qi")            # bytes not counted by `length`
-V2_CRC_OFFSET = struct.calcsize(">qiib")          # position of crc
-V2_ATTRIBUTES_OFFSET = struct.calcsize(">qiibI")  # CRC covers from here
-V2_HEADER_SIZE = V2_HEADER.size                  # 61 (RECORD_BATCH_OVERHEAD)
 V2_CRC = struct.Struct(">I")
+V2_LENGTH_END = ENTRY.size                       # bytes not counted by `length`
+V2_CRC_OFFSET = ENTRY.size + struct.calcsize(">ib")  # position of crc
+V2_ATTRIBUTES_OFFSET = V2_CRC_OFFSET + V2_CRC.size  # CRC covers from here
+V2_HEADER_SIZE = V2_HEADER.size                  # 61 (RECORD_BATCH_OVERHEAD)
 
 # --- control record key/value (EndTransactionMarker.java, ControlRecordType.java) ---------
 CONTROL_KEY = struct.Struct(">hh")    # version, type
 TXN_MARKER_VALUE = struct.Struct(">hi")  # version, coordinatorEpoch
 
 # --- legacy message (LegacyRecord.java) --------------------------------------------------
-LOG_ENTRY_PREFIX = struct.Struct(">qi")  # offset, size
+LOG_ENTRY_PREFIX = ENTRY                 # offset, size (records/entry.py)
 LEGACY_CRC = struct.Struct(">I")         # crc (CRC-32 of magic..end)
 LEGACY_V0_FIELDS = struct.Struct(">bb")   # magic, attributes
 LEGACY_V1_FIELDS = struct.Struct(">bbq")  # magic, attributes, timestamp

@@ -216,6 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spark", action=argparse.BooleanOptionalAction, default=True,
                         help="also scan through Spark (kafka-log vs Parquet, several sizes)")
     parser.add_argument("--spark-sizes-mib", default="64,256,1024")
+    parser.add_argument("--engines", action=argparse.BooleanOptionalAction, default=True,
+                        help="the jobs on the local engine (data_samples/, fresh processes) and local vs "
+                             "Spark per core on one large partition (with --spark)")
+    parser.add_argument("--shapes", action=argparse.BooleanOptionalAction, default=True,
+                        help="also the corpus shapes (ns/record, breakdown, floor) and cluster-scale planning")
     args = parser.parse_args(argv)
 
     from kafka_format.fast import CRC32C_IMPLEMENTATION, FastDecoder
@@ -257,7 +262,19 @@ def main(argv: list[str] | None = None) -> int:
             measure("batch-header scan (reference)", corpus, len(data), header_scan(path, reference),
                     per_batch=True)
 
+    if args.shapes:
+        import planning_scale  # noqa: PLC0415  (benchmark-local modules)
+        import shapes
+
+        notes += shapes.markdown(shapes.run(args.data_dir, repeats=args.repeats))
+        notes += planning_scale.markdown(planning_scale.run(args.data_dir, list(planning_scale.SCALES)))
     notes += planning_notes()
+    if args.engines:
+        import engine_bench  # noqa: PLC0415  (benchmark-local module)
+
+        samples = engine_bench.sample_times(args.repeats)
+        rows = engine_bench.throughput(args.data_dir, args.size_mib) if args.spark else []
+        notes += engine_bench.markdown(samples, rows)
     if args.spark:
         import spark_scan  # noqa: PLC0415  (benchmark-local module; starts Spark)
 

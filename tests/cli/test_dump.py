@@ -759,9 +759,9 @@ def test_console_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 def test_job_that_does_not_exist_yet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                      capsys: pytest.CaptureFixture[str]) -> None:
-    import kafka_format.cli as cli
+    from kafka_format.cli import job_modules
 
-    monkeypatch.setattr(cli, "_REPO_ROOT", tmp_path)
+    monkeypatch.setattr(job_modules, "_REPO_ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
     assert main(["audit", "--out", str(tmp_path)]) == 2
     assert "'audit' is not available yet" in capsys.readouterr().err

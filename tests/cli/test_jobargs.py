@@ -137,7 +137,7 @@ def test_table_is_the_default_format_for_a_person_at_a_terminal(monkeypatch: pyt
 
 
 def test_retention_table_uses_human_units_and_jsonl_keeps_exact_numbers() -> None:
-    from kafka_format.retention import format_segments
+    from kafka_format.report.retention_report import format_segments
 
     row = {"topic": "t", "partition": 0, "baseOffset": 5, "sizeBytes": 1288490188,
            "largestTimestamp": 1_700_000_000_000, "deletable": True, "reason": "retention.ms",

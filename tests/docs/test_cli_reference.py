@@ -20,7 +20,7 @@ def test_committed_cli_reference_equals_the_parsers() -> None:
 
 def test_reference_covers_every_command_and_flag() -> None:
     commands = command_parsers()
-    assert {name for name, _, _ in commands} == {"dump", "demo", *JOBS}
+    assert {name for name, _, _ in commands} == {"dump", "schemas", "demo", *JOBS}
     text = render_cli_reference(commands)
     for name, _, parser in commands:
         assert f"\n## klogs {name}\n" in text

@@ -29,15 +29,15 @@ from kafka_format.audit import (
     audit_log_dir,
     audit_partition_report,
     audit_replicas,
-    render_html,
     replica_groups,
 )
 from kafka_format.cli.dump import DumpOptions, dump
 from kafka_format.logdir import open_log_dirs
+from kafka_format.records.entry import ENTRY
+from kafka_format.report.audit_report import render_html
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data_samples" / "logdirs"
 NOW = 1_700_100_000_000          # a day after the samples' first record (2023-11-14T22:13:20Z)
-ENTRY = struct.Struct(">qi")      # offset, size
 V2_LAST_DELTA_AT = 23
 V2_MAX_TS_AT = 35
 V2_CRC = struct.Struct(">I")

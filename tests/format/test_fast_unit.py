@@ -75,8 +75,10 @@ def test_hardware_crc_on_x86_64() -> None:
     if platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("SSE4.2 path exists only on x86_64")
     with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-        has_sse42 = " sse4_2" in f.read()
-    assert fastdecode.CRC32C_IMPLEMENTATION == ("sse4.2" if has_sse42 else "table")
+        flags = f.read()
+    has_sse42, has_clmul = " sse4_2" in flags, " pclmulqdq" in flags
+    expected = "pclmul+sse4.2" if has_sse42 and has_clmul else "sse4.2" if has_sse42 else "table"
+    assert fastdecode.CRC32C_IMPLEMENTATION == expected
 
 
 # ---------------------------------------------------------------------------------------------

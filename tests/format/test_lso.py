@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_format import planning
+from kafka_format import partition_state, planning
 from kafka_format.api import decode_file
 from kafka_format.logdir import open_log_dirs
 
@@ -46,13 +46,13 @@ def test_snapshot_start_equals_full_replay_and_oracle(hw: int) -> None:
 def test_replay_starts_at_the_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
     rep = _replica(SAMPLES)
     seen: list[int] = []
-    real = planning.iter_batch_heads
+    real = partition_state.iter_batch_heads
 
-    def spy(replica, seg, start=0, end=None):  # type: ignore[no-untyped-def]
+    def spy(replica, seg, start=0, stop=None):  # type: ignore[no-untyped-def]
         seen.append(seg.base_offset)
-        return real(replica, seg, start, end)
+        return real(replica, seg, start, stop)
 
-    monkeypatch.setattr(planning, "iter_batch_heads", spy)
+    monkeypatch.setattr(partition_state, "iter_batch_heads", spy)
     planning.last_stable_offset(rep, 174)
     assert seen == [154]             # snapshot 154 covers [0, 154): segments 0 and 79 are not read
 

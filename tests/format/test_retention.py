@@ -461,7 +461,8 @@ def test_summary_and_disk_usage(tmp_path: Path) -> None:
 def test_output_lines(tmp_path: Path) -> None:
     import json
 
-    from kafka_format.retention import SEGMENT_FIELDS, format_segments
+    from kafka_format.report.retention_report import format_segments
+    from kafka_format.retention import SEGMENT_FIELDS
 
     logdir = write_logdir(tmp_path, [Part("t", [[T0], [T0 + DAY]], hw=1)])
     rows = tool_rows(logdir, [], T0 + 8 * DAY)

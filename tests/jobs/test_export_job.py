@@ -310,6 +310,22 @@ def test_incremental_export_adds_only_new_records(spark, orders: Path, tmp_path:
         assert table.version() == 1
 
 
+def test_incremental_export_of_a_backlog_over_the_read_limit_runs_in_several_batches_exactly_once(  # type: ignore[no-untyped-def]
+        spark, orders: Path, tmp_path: Path) -> None:
+    """65 records, maxOffsetsPerTrigger=20: Spark's Kafka rule shares 20 offsets per micro-batch
+    between the partitions by backlog, so at least ceil(65 / 20) = 4 micro-batches, each at most
+    20 offsets (+1 per partition for the round-up of a share below one)."""
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    args = [orders, "--out", out, "--checkpoint", ckpt, "--option", "maxOffsetsPerTrigger=20"]
+    assert run_export(*args) == 0
+    rows = read_parquet_dir(out)
+    assert_exactly(rows, oracle(orders))                      # every record, each once
+    per_batch: dict[int, int] = {}
+    for r in rows:
+        per_batch[r["exportBatch"]] = per_batch.get(r["exportBatch"], 0) + 1
+    assert len(per_batch) >= 4 and max(per_batch.values()) <= 20 + 2
+
+
 def test_incremental_refuses_output_of_another_query(spark, orders: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "out"
     foreign = out / "exportBatch=0"

@@ -55,7 +55,8 @@ def test_a_missing_path_exits_2_naming_it(tmp_path: Path) -> None:
 @pytest.mark.spark
 def test_spark_start_up_lines_go_to_the_log_file_not_stderr(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    proc = _klogs(["retention", str(SAMPLES), "--topic", "compacted", "--now", "2023-11-14T22:13:20Z"], logs)
+    proc = _klogs(["retention", str(SAMPLES), "--topic", "compacted", "--now", "2023-11-14T22:13:20Z",
+                   "--engine", "spark"], logs)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert proc.stdout.count("\n") >= 1 and all('"topic":"compacted"' in line for line in proc.stdout.splitlines())

@@ -136,7 +136,8 @@ def test_report_crash_keeps_previous_output(tmp_path: Path) -> None:
     """SIGKILL between staging and publishing: the previous report stays whole and the only leftover
     is a temporary name that ``cleanup_stale`` removes."""
     from kafka_format.publish import cleanup_stale, is_temp_name
-    from kafka_format.retention import plan_retention, run_task, segment_rows, summarize, write_report
+    from kafka_format.report.retention_report import write_report
+    from kafka_format.retention import plan_retention, run_task, segment_rows, summarize
     from kafka_format.topicconfig import load_topic_configs
 
     logdir = oracle_mod.write_logdir(tmp_path / "broker", [Part("t", [[T0], [T0 + DAY]])])
@@ -148,7 +149,8 @@ def test_report_crash_keeps_previous_output(tmp_path: Path) -> None:
     assert sorted(before) == [".klogs-output", "disk-usage.html", "disk-usage.png", "segments.jsonl", "summary.json"]
     script = (
         "import sys\n"
-        "from kafka_format.retention import plan_retention, run_task, segment_rows, summarize, write_report\n"
+        "from kafka_format.report.retention_report import write_report\n"
+        "from kafka_format.retention import plan_retention, run_task, segment_rows, summarize\n"
         "from kafka_format.topicconfig import load_topic_configs\n"
         "logdir, out, now = sys.argv[1], sys.argv[2], int(sys.argv[3])\n"
         "rows = [r for t in plan_retention(logdir, load_topic_configs(), now) for r in segment_rows(*run_task(t))]\n"

@@ -305,6 +305,79 @@ def test_stream_available_now_is_incremental_and_exactly_once(spark, tmp_path: P
                                   + [("t", 0, o) for o in range(20)])
 
 
+@pytest.mark.parametrize("limit", [("maxOffsetsPerTrigger", "70"), ("maxBytesPerTrigger", "8k")])
+def test_stream_available_now_reads_a_backlog_in_bounded_batches_exactly_once(  # type: ignore[no-untyped-def]
+        spark, tmp_path: Path, limit: tuple[str, str]) -> None:
+    """A backlog several times the read limit: several micro-batches, each within the limit
+    (offsets: 70 shared by backlog, Spark's Kafka rule; bytes: 8 KiB of log cut at index entries,
+    at most one index interval (4 KiB) over per partition), together exactly the batch read."""
+    logs, ckpt = tmp_path / "logs", tmp_path / "ckpt"
+    w0 = write_partition(logs, "s", 0, simple_specs(30))                # offsets 0..299, ~37 KB
+    w1 = write_partition(logs, "s", 1, simple_specs(6))                 # offsets 0..59
+    batches: list[list[tuple[int, int, int, int]]] = []
+
+    def each(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]
+        batches.append([(r["partition"], r["offset"], r["segment"], r["position"])
+                        for r in df.select("partition", "offset", "segment", "position").collect()])
+
+    q = (spark.readStream.format("kafka-log").option(*limit).load(str(logs)).writeStream.foreachBatch(each)
+         .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
+    q.awaitTermination()
+    assert q.exception() is None
+    rows = [(p, o) for b in batches for p, o, _, _ in b]
+    expected = {(0, r.offset) for r in w0.rows} | {(1, r.offset) for r in w1.rows}
+    batch_read = {(r["partition"], r["offset"]) for r in
+                  spark.read.format("kafka-log").load(str(logs)).select("partition", "offset").collect()}
+    assert batch_read == expected
+    assert len(rows) == len(set(rows)) and set(rows) == expected        # exactly once
+    nonempty = [b for b in batches if b]
+    if limit[0] == "maxOffsetsPerTrigger":
+        assert len(nonempty) >= 360 // 70 + 1 and all(len(b) <= 70 + 2 for b in nonempty)
+    else:
+        log_bytes = sum(f.stat().st_size for f in logs.rglob("*.log"))
+        assert len(nonempty) >= log_bytes // 8192
+        for b in nonempty:                                              # bytes of log each batch spans
+            spans = {}
+            for p, _, seg, pos in b:
+                lo, hi = spans.get((p, seg), (pos, pos))
+                spans[(p, seg)] = (min(lo, pos), max(hi, pos))
+            assert sum(hi - lo for lo, hi in spans.values()) <= 8192 + 2 * 4096
+
+
+def test_read_limit_shares_follow_sparks_kafka_rule() -> None:
+    """``KafkaMicroBatchStream.rateLimit``: limit * size / total, a share below one rounded up,
+    others down; a partition without backlog keeps its end."""
+    from kafka_format.spark.datasource import _rate_limit
+
+    first = {("a", 0): 0, ("a", 1): 100, ("b", 0): 7}
+    ends = {("a", 0): 300, ("a", 1): 160, ("b", 0): 7}
+    sizes = {tp: ends[tp] - first[tp] for tp in ends}
+    # 70 * 300/360 = 58.3 -> 58; 70 * 60/360 = 11.7 -> 11; b-0 has nothing to read
+    assert _rate_limit(70, first, ends, sizes) == {("a", 0): 58, ("a", 1): 111, ("b", 0): 7}
+    # 2 * 1/1000 = 0.002 -> 1 (never starved); 2 * 999/1000 = 1.998 -> 1
+    assert _rate_limit(2, {("a", 0): 0, ("a", 1): 0}, {("a", 0): 1, ("a", 1): 999},
+                       {("a", 0): 1, ("a", 1): 999}) == {("a", 0): 1, ("a", 1): 1}
+    assert _rate_limit(10, {("a", 0): 5}, {("a", 0): 5}, {("a", 0): 0}) == {("a", 0): 5}
+
+
+def test_read_limit_options_parse() -> None:
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxRows
+
+    from kafka_format.spark.datasource import KafkaLogStreamReader
+    from kafka_format.spark.options import KafkaLogOptionError, parse_options
+
+    def limit(**o: str) -> object:
+        return KafkaLogStreamReader(parse_options({"path": "/x", **o}, streaming=True)).getDefaultReadLimit()
+
+    assert limit() == ReadAllAvailable()
+    assert limit(maxOffsetsPerTrigger="500") == ReadMaxRows(500)
+    assert limit(maxBytesPerTrigger="64m") == ReadMaxBytes(64 << 20)
+    assert limit(maxOffsetsPerTrigger="5", maxBytesPerTrigger="1k") == ReadMaxRows(5)
+    for bad in ({"maxOffsetsPerTrigger": "0"}, {"maxBytesPerTrigger": "lots"}):
+        with pytest.raises(KafkaLogOptionError, match=next(iter(bad))):
+            parse_options({"path": "/x", **bad}, streaming=True)
+
+
 def test_stream_rejects_ending_offsets(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     write_partition(tmp_path, "s", 0, simple_specs(1))
     q = (spark.readStream.format("kafka-log").option("endingOffsets", "latest").load(str(tmp_path))

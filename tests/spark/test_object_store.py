@@ -77,7 +77,7 @@ def test_spark_reads_s3_like_local_disk(spark, s3) -> None:  # type: ignore[no-u
     remote = read(uri)
     local = read(str(SAMPLES))
     assert {r["logDir"].split("?")[0] for r in remote.select("logDir").distinct().collect()} == {
-        f"s3://testing:testing@{BUCKET}/samples/broker-1", f"s3://testing:testing@{BUCKET}/samples/broker-2"}
+        f"s3://testing:***@{BUCKET}/samples/broker-1", f"s3://testing:***@{BUCKET}/samples/broker-2"}
     strip = F.regexp_extract("logDir", r"/(broker-\d+)", 1)
     assert_df_equality(segment_digest(remote.withColumn("logDir", strip)),
                        segment_digest(local.withColumn("logDir", strip)))

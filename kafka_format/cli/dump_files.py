@@ -1,0 +1,386 @@
+"""``klogs dump`` per file kind: ``.log`` (text and ``--json``), ``.index``, ``.timeindex``,
+producer ``.snapshot`` and ``.txnindex``, with the end-of-run reports they feed."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_format.cli.dump_format import (
+    BOOTSTRAP_CHECKPOINT,
+    INT_MAX,
+    JAVA_NO_SUCH_ELEMENT,
+    JAVA_NO_SUCH_FILE,
+    RECORD_INDENT,
+    SNAPSHOT_NAME,
+    DumpOptions,
+    _batch_json,
+    _record_json,
+    format_batch_line,
+    format_record_metadata,
+)
+from kafka_format.cli.dump_read import (
+    DumpAbort,
+    _abort_from,
+    _all_zero,
+    _base_offset_of,
+    _control_suffix,
+    _first_batch_last_offset,
+    _framing_abort,
+    _good_ranges,
+    _index_lookup,
+    _iter_log,
+    _iter_log_range_json,
+    _java_abs_path,
+    _java_file,
+    _max_timestamp_of_batch_at,
+    _raw_slots,
+    _read_offset_index,
+    _read_producer_snapshot,
+    _read_time_index,
+    _read_txn_index,
+    _sanity,
+    _skipped_ranges,
+    _snapshot_json,
+)
+from kafka_format.cli.output import JsonOutput, Progress, TextOutput
+from kafka_format.errors import KafkaFormatError
+
+
+@dataclass
+class FileReports:
+    """The end-of-run reports of DumpLogSegments, keyed by absolute path in discovery order.
+
+    ``java_tool``: the collections of the Java tool (Kafka 4.3+), else of the Scala tool.
+    """
+
+    java_tool: bool = True
+    index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    time_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    time_out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    time_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+    def add_index_mismatches(self, path: str, found: list[tuple[int, int]]) -> None:
+        """(index offset, log offset) pairs of one ``.index``, in index order."""
+        if not found:
+            return
+        known = self.index_mismatches.setdefault(path, [])
+        if self.java_tool:   # TreeMap(reverseOrder()) keyed by index offset: the last put wins
+            merged = dict(known)
+            merged.update(found)
+            known[:] = sorted(merged.items(), reverse=True)
+        else:                # a List prepended to: newest first
+            known[:0] = reversed(found)
+
+    def add_gaps(self, path: str, pairs: list[tuple[int, int]]) -> None:
+        """(offset, next offset) pairs of one ``.log`` (see :class:`GapTracker`), in log order."""
+        if not pairs:
+            return
+        known = self.non_consecutive.setdefault(path, [])
+        if self.java_tool:   # TreeMap keyed by the first offset, ascending: the last put wins
+            merged = dict(known)
+            merged.update(pairs)
+            known[:] = sorted(merged.items())
+        else:                # a List prepended to: newest first
+            known[:0] = reversed(pairs)
+
+
+class GapTracker:
+    """``dumpLog``'s non-consecutive offset check over the records of one file.
+
+    Java tool (4.3+): every record whose offset is not the previous one + 1, the previous
+    offset starting at -1 (so a first record other than 0 counts).  Scala tool: the first
+    record only sets the previous offset.
+    """
+
+    def __init__(self, java_tool: bool) -> None:
+        self.java_tool = java_tool
+        self.last = -1
+        self.pairs: list[tuple[int, int]] = []
+
+    def see(self, offset: int) -> None:
+        if offset != self.last + 1 and (self.java_tool or self.last != -1):
+            self.pairs.append((self.last, offset))
+        self.last = offset
+
+
+class DumpBase:
+    """The state of one ``klogs dump`` run that the file dumpers share."""
+
+
+    def __init__(self, opts: DumpOptions, out: Any, err: Any) -> None:
+        self.opts = opts
+        self.text = TextOutput(out, err)
+        self.json = JsonOutput(out, err)
+        self.reports = FileReports(java_tool=opts.java_tool)
+        self.errors = 0
+        self._parser: Callable[[Mapping[str, Any]], tuple[str | None, str | None]] | None = None
+
+    # -- driver ---------------------------------------------------------------------------------
+
+
+class LogDump(DumpBase):
+    """``.log`` files: DumpLogSegments.dumpLog (text) and the ``--json`` objects."""
+
+    def _dump_log(self, path: str) -> None:
+        opts = self.opts
+        name = os.path.basename(path)
+        if not opts.json:
+            if name.endswith(".log"):
+                self.text.line(f"Log starting offset: {_base_offset_of(path)}")
+            elif name == BOOTSTRAP_CHECKPOINT:
+                self.text.line("KRaft bootstrap snapshot")
+            else:
+                match = SNAPSHOT_NAME.match(name)
+                if match is None:
+                    raise DumpAbort(JAVA_NO_SUCH_ELEMENT, "No value present", path, None)
+                self.text.line(f"Snapshot end offset: {int(match.group(1))}, epoch: {int(match.group(2))}")
+        file_size = os.path.getsize(path)
+        limit = min(file_size, opts.max_bytes)
+        if opts.json:
+            self._dump_log_json(path, limit)
+            return
+        valid_bytes = 0
+        gaps = GapTracker(opts.java_tool)
+        try:
+            for batch, records in _iter_log(path, limit, opts.is_deep):
+                if not batch["crcValid"]:
+                    self.errors += 1
+                self.text.line(format_batch_line(batch, valid_bytes))
+                for record in records:
+                    gaps.see(record["offset"])
+                    self.text.line(self._record_line(path, batch, record))
+                valid_bytes = batch["position"] + batch["size"]
+        finally:
+            self.reports.add_gaps(_java_abs_path(path), gaps.pairs)
+        self._check_tail(path, valid_bytes, limit)
+
+    def _dump_log_json(self, path: str, limit: int) -> None:
+        """``--json`` dump of a log: PERMISSIVE, every byte of ``[0, limit)`` accounted for (issue #4).
+
+        Skipped ranges come from a PERMISSIVE record-level pass (bad CRC, bad records, bad framing,
+        lying sizes, garbage, truncation); the batches between them are then printed as usual, each
+        skipped range as an ``error`` object (with ``length``) at its place in position order, and a
+        ``summary`` object closes the file: validBytes + skippedBytes + zeroTailBytes + cutBytes == size.
+        """
+        skipped = _skipped_ranges(path, limit)
+        progress = Progress(limit, os.path.basename(path), self.text.err)
+        valid_bytes = skipped_bytes = batches = 0
+        done = 0          # end of the last batch or skipped range printed
+        cut = zero_tail = 0
+        gaps = GapTracker(self.opts.java_tool)
+        try:
+            for start, end, skip in _good_ranges(skipped, limit):
+                for batch, records in _iter_log_range_json(path, start, end, limit, self.opts.is_deep):
+                    self.json.obj(_batch_json(path, batch, records))
+                    for record in records:
+                        gaps.see(record["offset"])
+                        self.json.obj(_record_json(record))
+                    batches += 1
+                    valid_bytes += batch["size"]
+                    done = batch["position"] + batch["size"]
+                    progress.advance(batch["size"])
+                if skip is None:
+                    break
+                if done < skip[0]:   # bytes of the good range no whole batch covers
+                    skipped_bytes += self._skip_object(path, done, skip[0] - done, "undecodable bytes", limit)
+                skipped_bytes += self._skip_object(path, skip[0], skip[1], skip[2], limit)
+                done = skip[0] + skip[1]
+            if done < limit:
+                if _all_zero(path, done, limit):
+                    zero_tail = limit - done   # preallocated (zero-filled) tail: not corruption
+                elif limit < os.path.getsize(path):
+                    cut = limit - done         # a batch cut by --max-bytes (FileRecords.slice drops it)
+                else:
+                    skipped_bytes += self._skip_object(path, done, limit - done, "", limit)
+        finally:
+            self.reports.add_gaps(_java_abs_path(path), gaps.pairs)
+            progress.close()
+        self.json.obj({"type": "summary", "file": path, "size": limit, "validBytes": valid_bytes,
+                       "skippedBytes": skipped_bytes, "zeroTailBytes": zero_tail, "cutBytes": cut,
+                       "batches": batches})
+
+    def _skip_object(self, path: str, position: int, length: int, reason: str, limit: int) -> int:
+        """Print one ``error`` object for the skipped range ``[position, position + length)``; return length."""
+        self.errors += 1
+        if position + length >= limit and (reason == "" or "end of the file" in reason):
+            message = f"Found {length} invalid bytes at the end of {os.path.basename(path)}"  # Kafka's text
+        else:
+            message = f"CorruptRecordException: {reason or 'undecodable bytes'}"
+        self.json.obj({"type": "error", "file": path, "position": position, "message": message,
+                       "length": length})
+        return length
+
+    def _check_tail(self, path: str, valid_bytes: int, limit: int) -> None:
+        """Text mode, after the last complete batch, as Kafka: fail on a bad size, else count trailing bytes."""
+        framing = _framing_abort(path, valid_bytes, limit)  # e.g. a zero-filled preallocated tail
+        if framing is not None:
+            raise framing
+        trailing = limit - valid_bytes
+        if trailing > 0 and self.opts.max_bytes == INT_MAX:
+            self.errors += 1
+            self.text.line(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}")
+
+    def _record_line(self, path: str, batch: Mapping[str, Any], record: Mapping[str, Any]) -> str:
+        opts = self.opts
+        prefix = f"{RECORD_INDENT} "
+        text = ""
+        if not opts.skip_record_metadata:
+            legacy_crc = None
+            if batch["magic"] < 2:
+                legacy_crc = (record["legacy_crc_valid"], record["legacy_crc"])
+            text = format_record_metadata(batch, record, legacy_crc, java_tool=opts.java_tool)
+            prefix = " "
+            if batch["isControl"]:
+                try:
+                    text += _control_suffix(path, batch, record, opts)
+                except DumpAbort:
+                    self.text.write(text)   # Kafka printed the metadata before dying (no newline)
+                    raise
+        if self._parser is not None and not batch["isControl"]:
+            try:
+                key, payload = self._parser(record)
+            except KafkaFormatError as exc:  # Kafka's parser throws: the dump dies
+                self.text.write(text)   # ... after printing the record's metadata (no newline)
+                raise _abort_from(exc, path, "java.lang.RuntimeException") from exc
+            if key is not None:
+                text += f"{prefix}key: {key}"
+                prefix = " "
+            if payload is not None:
+                text += f" payload: {payload}"
+        return text
+
+    # -- .index ------------------------------------------------------------------------------------
+
+
+class IndexDump(DumpBase):
+    """Index, time index, producer snapshot and transaction index files."""
+
+    def _dump_index(self, path: str) -> None:
+        opts = self.opts
+        base = _base_offset_of(path)
+        log_path = _sibling(path, ".log")
+        if not os.path.isfile(log_path):
+            raise DumpAbort(JAVA_NO_SUCH_FILE, _java_file(log_path), path, None)
+        parsed = _read_offset_index(path, base)
+        if parsed.raw_entries == 0:
+            if not opts.json:
+                self.text.line(f"{_java_file(path)} is empty.")
+            return
+        if opts.index_sanity_check:
+            _sanity(parsed, path)
+            self._sanity_passed(path)
+            return
+        abs_path = _java_abs_path(path)
+        log_size = os.path.getsize(log_path)
+        found: list[tuple[int, int]] = []
+        try:
+            for i, (offset, position) in enumerate(_raw_slots(parsed, "relative_offset", "position",
+                                                              base, offset_first=True)):
+                if offset == base and i > 0:
+                    return  # sparse file: after a crash the rest may be zero entries
+                last = _first_batch_last_offset(log_path, position, opts.max_message_size, log_size, path)
+                if last != offset:
+                    found.append((offset, last))
+                if opts.verify_index_only:
+                    continue
+                if opts.json:
+                    self.json.obj({"type": "indexEntry", "file": path, "offset": offset,
+                                   "position": position})
+                else:
+                    self.text.line(f"offset: {offset} position: {position}")
+        finally:
+            self.reports.add_index_mismatches(abs_path, found)
+
+    def _sanity_passed(self, path: str) -> None:
+        if self.opts.json:
+            self.json.obj({"type": "sanityCheck", "file": path, "passed": True})
+        else:
+            self.text.line(f"{_java_file(path)} passed sanity check.")
+
+    # -- .timeindex --------------------------------------------------------------------------------
+
+    def _dump_time_index(self, path: str) -> None:
+        opts = self.opts
+        base = _base_offset_of(path)
+        log_path = _sibling(path, ".log")
+        index_path = _sibling(path, ".index")
+        if not os.path.isfile(log_path):
+            raise DumpAbort(JAVA_NO_SUCH_FILE, _java_file(log_path), path, None)
+        if not os.path.isfile(index_path):
+            # new OffsetIndex(file, base, maxIndexSize = -1) tries to create the missing file
+            raise DumpAbort("java.lang.IllegalArgumentException", "Invalid max index size: -1", path, None)
+        offsets = _read_offset_index(index_path, base)
+        parsed = _read_time_index(path, base)
+        if opts.index_sanity_check:
+            _sanity(parsed, path)
+            self._sanity_passed(path)
+            return
+        abs_path = _java_abs_path(path)
+        log_size = os.path.getsize(log_path)
+        prev_timestamp = -1  # RecordBatch.NO_TIMESTAMP
+        for i, (timestamp, offset) in enumerate(_raw_slots(parsed, "timestamp", "relative_offset",
+                                                           base, offset_first=False)):
+            if offset == base and i > 0:
+                return
+            position = _index_lookup(offsets, offset)
+            batch_last, max_ts = _max_timestamp_of_batch_at(log_path, position, offset, log_size)
+            if batch_last is None:
+                self.reports.time_not_found.setdefault(abs_path, []).append((offset, -1))
+            elif batch_last != offset:
+                self.reports.time_not_found.setdefault(abs_path, []).append((offset, batch_last))
+            else:
+                if max_ts != timestamp:
+                    self.reports.time_mismatches.setdefault(abs_path, []).append((timestamp, max_ts))
+                if prev_timestamp >= timestamp:
+                    self.reports.time_out_of_order.setdefault(abs_path, []).append(
+                        (timestamp, prev_timestamp))
+            if not opts.verify_index_only:
+                if opts.json:
+                    self.json.obj({"type": "timeIndexEntry", "file": path, "timestamp": timestamp,
+                                   "offset": offset})
+                else:
+                    self.text.line(f"timestamp: {timestamp} offset: {offset}")
+            prev_timestamp = timestamp
+
+    # -- .snapshot / .txnindex -----------------------------------------------------------------------
+
+    def _dump_producer_snapshot(self, path: str) -> None:
+        try:
+            entries = _read_producer_snapshot(path)
+        except KafkaFormatError as exc:
+            self.errors += 1
+            if self.opts.json:
+                self.json.obj({"type": "error", "file": path, "position": exc.position,
+                               "message": exc.reason})
+            else:
+                self.text.error_line(exc.reason)  # Kafka catches CorruptSnapshotException and goes on
+            return
+        for entry in entries:
+            if self.opts.json:
+                self.json.obj(_snapshot_json(path, entry))
+            else:
+                line = entry.dump_line()
+                if self.opts.java_tool and not entry.has_batch_metadata:
+                    line = line.rstrip(" ")   # only the Scala tool prints "lastTimestamp: T " here
+                self.text.line(line)
+
+    def _dump_txn_index(self, path: str) -> None:
+        for txn in _read_txn_index(path):
+            if self.opts.json:
+                self.json.obj({"type": "abortedTxn", "file": path, "version": txn.version,
+                               "producerId": txn.producer_id, "firstOffset": txn.first_offset,
+                               "lastOffset": txn.last_offset, "lastStableOffset": txn.last_stable_offset})
+            else:
+                self.text.line(txn.dump_line())
+
+    # -- end-of-run reports (stderr, in DumpLogSegments.main's order) -------------------------------------
+
+
+def _sibling(path: str, suffix: str) -> str:
+    """``new File(parent, name.split("\\.")(0) + suffix)``."""
+    name = os.path.basename(path)
+    return os.path.join(os.path.dirname(os.path.abspath(path)), name.split(".")[0] + suffix)

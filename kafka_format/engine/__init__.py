@@ -1,0 +1,162 @@
+"""Where a job's per-partition work runs: in this process (``local``) or on Spark (``spark``).
+
+Every job's work is a list of picklable tasks and a pure function per task (the modules of this
+package: :mod:`~kafka_format.engine.offsets`, :mod:`~kafka_format.engine.retention`,
+:mod:`~kafka_format.engine.audit`, :mod:`~kafka_format.engine.compaction`,
+:mod:`~kafka_format.engine.export`).  The Spark jobs (:mod:`kafka_format.spark`) ship those tasks
+to executors; the local engine runs the same functions here, over a process pool where there is
+more than one partition's worth of work (:func:`run_tasks`).  Nothing in this package imports
+pyspark, so ``klogs JOB --engine local`` starts no JVM.
+
+``--engine auto`` (the default) chooses with :func:`choose_engine`: ``local`` when no ``--master``
+is given, the input's segment bytes are at most :data:`LOCAL_MAX_BYTES` (1 GiB; environment
+``KLOGS_LOCAL_MAX_BYTES`` overrides it) and nothing asked for needs Spark (Delta, an incremental
+export through Spark's checkpoint, ``--value-as json`` with Spark's JSON parser); else ``spark``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+__all__ = ["ENGINES", "LOCAL_MAX_BYTES", "PARALLEL_MIN_BYTES", "EngineChoice", "TaskFailed", "allow_pandas", "choose_engine",
+           "input_bytes", "local_max_bytes", "run_tasks", "without_pandas", "workers"]
+
+ENGINES = ("auto", "local", "spark")
+LOCAL_MAX_BYTES = 1 << 30        # auto: above this many segment bytes the work goes to Spark
+# Below this many bytes of work in all, the tasks run one after another in this process: starting
+# worker processes costs more than it saves (one Spark partition's worth, maxBytesPerPartition).
+PARALLEL_MIN_BYTES = 128 << 20
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engine a run uses and why (the line ``auto`` prints on stderr)."""
+
+    engine: str          # local | spark
+    reason: str
+
+    def line(self) -> str:
+        """``engine: local (…)`` — one line for stderr."""
+        return f"engine: {self.engine} ({self.reason})"
+
+
+def local_max_bytes() -> int:
+    """The ``auto`` threshold: ``$KLOGS_LOCAL_MAX_BYTES`` or :data:`LOCAL_MAX_BYTES`."""
+    raw = os.environ.get("KLOGS_LOCAL_MAX_BYTES")
+    if raw:
+        try:
+            return max(0, int(raw))
+        except ValueError:
+            pass
+    return LOCAL_MAX_BYTES
+
+
+def input_bytes(logdirs: Sequence[str]) -> int:
+    """Bytes of ``.log`` segments of the live partitions under ``logdirs`` (listing only)."""
+    from kafka_format.planning import open_partitions
+
+    return sum(p.size_bytes for p in open_partitions(list(logdirs)))
+
+
+def _human(n: int) -> str:
+    from kafka_format.report.units import human_bytes
+
+    return str(human_bytes(n))
+
+
+def choose_engine(requested: str, *, master: str | None, logdirs: Sequence[str],
+                  needs_spark: str | None = None) -> EngineChoice:
+    """Resolve ``--engine``: ``local``/``spark`` as asked (``local`` refused where ``needs_spark``
+    or ``master`` says Spark is required), ``auto`` by :func:`local_max_bytes` and what needs Spark."""
+    if requested not in ENGINES:
+        raise ValueError(f"--engine must be one of {', '.join(ENGINES)}, got {requested!r}")
+    if requested == "spark":
+        return EngineChoice("spark", "--engine spark")
+    if requested == "local":
+        if master is not None:
+            raise ValueError("--engine local runs without Spark: drop --master or use --engine spark")
+        if needs_spark is not None:
+            raise ValueError(f"--engine local cannot run this: {needs_spark}; use --engine spark")
+        return EngineChoice("local", "--engine local")
+    if master is not None:
+        return EngineChoice("spark", f"--master {master}")
+    if needs_spark is not None:
+        return EngineChoice("spark", needs_spark)
+    size, limit = input_bytes(logdirs), local_max_bytes()
+    if size > limit:
+        return EngineChoice("spark", f"{_human(size)} of segments > {_human(limit)}")
+    return EngineChoice("local", f"{_human(size)} of segments <= {_human(limit)}, no --master")
+
+
+def without_pandas() -> None:
+    """Keep pandas out of a local-engine process.
+
+    pyarrow imports pandas (about half a second, a third of a small local run) the first time it
+    converts a value or an array to numpy, only to recognise pandas objects and pandas' NaT; the
+    local engine never uses pandas.  A meta path finder makes ``import pandas`` fail for the rest
+    of the process (and its forked workers), which pyarrow takes as "pandas is not installed".
+    Does nothing where pandas or pyspark is already imported (a Spark session needs pandas)."""
+    if "pandas" in sys.modules or "pyspark" in sys.modules:
+        return
+    if not any(isinstance(f, _NoPandas) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NoPandas())
+
+
+def allow_pandas() -> None:
+    """Undo :func:`without_pandas` (before a Spark session starts in a process that ran locally)."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _NoPandas)]
+
+
+class _NoPandas:
+    """A meta path finder under which ``import pandas`` raises ImportError."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError(f"{name}: not imported by the local engine")
+        return None
+
+
+def workers() -> int:
+    """Cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def run_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int] | None = None,
+              max_workers: int | None = None) -> list[R]:
+    """``[fn(t) for t in tasks]``, in order: in this process when there is at most one task, one
+    core, or less than :data:`PARALLEL_MIN_BYTES` of work in all (``weights``: bytes per task);
+    else over a process pool of one worker per core.  ``fn`` and the tasks must be picklable."""
+    n = max_workers or workers()
+    total = None if weights is None else sum(int(w) for w in weights)
+    if len(tasks) <= 1 or n <= 1 or (total is not None and total < PARALLEL_MIN_BYTES):
+        return [fn(t) for t in tasks]
+    import multiprocessing
+
+    method = "fork" if sys.platform.startswith("linux") and "pyspark" not in sys.modules else "spawn"
+    with ProcessPoolExecutor(max_workers=min(n, len(tasks)),
+                             mp_context=multiprocessing.get_context(method)) as pool:
+        return list(pool.map(fn, tasks, chunksize=max(1, len(tasks) // (4 * n))))
+
+
+from kafka_format.errors import KafkaFormatError  # noqa: E402  (after the pool helpers: no cycle)
+
+
+class TaskFailed(KafkaFormatError):
+    """A local task failed; ``reason`` names the partition (``<topic>-<partition> (<log dir>)``)
+    and the cause, as the Spark engine's failure line does."""
+
+    code = "TASK_FAILED"
+
+    def _render(self) -> str:
+        return f"failed in partition {self.reason}"

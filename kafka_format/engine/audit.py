@@ -1,0 +1,153 @@
+"""``klogs audit`` work without Spark (:mod:`kafka_format.audit` holds the checks).
+
+:func:`audit_tasks` (driver: one task per partition replica, per log dir and per replica group)
+and :func:`run_audit_task` (one task: its findings and per-file accounting rows) are what the Spark
+job (:mod:`kafka_format.spark.audit`) runs; :func:`audit_local` runs them in this process and
+:func:`collect_rows` orders the result the same way for both engines.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_format.audit import (
+    Finding,
+    audit_log_dir,
+    audit_partition_report,
+    audit_replicas,
+    coordinator_transactions,
+    replica_groups,
+    sort_findings,
+)
+from kafka_format.errors import KafkaFormatError, LogDirError
+from kafka_format.logdir import LogDir, PartitionLog, open_log_dirs
+from kafka_format.planning import longest_replicas
+
+__all__ = ["AuditTask", "audit_tasks", "run_audit_task", "collect_rows", "audit_local"]
+
+@dataclass(frozen=True)
+class AuditTask:
+    """One unit of executor work: ``kind`` is partition | logdir | replicas; ``paths`` are
+    partition dir locations (partition, replicas) or the log dir location (logdir)."""
+
+    kind: str
+    paths: tuple[str, ...]
+    topic: str | None
+    config: Any
+    deep: bool
+    now_ms: int
+    coordinator: Any = None     # audit.coordinator_transactions of the log dirs (partition tasks)
+
+
+def _reopen_partition(path: str) -> PartitionLog:
+    for d in open_log_dirs([path]).log_dirs:
+        for p in d.partitions:
+            if p.path == path:
+                return p
+    raise KafkaFormatError("partition dir vanished between planning and auditing", path=path)
+
+
+def _reopen_log_dir(path: str) -> LogDir:
+    for d in open_log_dirs([path], max_depth=0).log_dirs:
+        if d.path == path:
+            return d
+    raise KafkaFormatError("log dir vanished between planning and auditing", path=path)
+
+
+def _error_row(task: AuditTask, err: BaseException) -> dict[str, Any]:
+    path = getattr(err, "path", None) or (task.paths[0] if task.paths else None)
+    position = getattr(err, "position", None)
+    return Finding("error", "state-file-corrupt", task.topic, None, path, position, None, None, None,
+                   f"could not audit: {err}").row()
+
+
+def run_audit_task(task: AuditTask) -> Iterator[tuple[str, dict[str, Any]]]:
+    """One task: ``("finding" | "file", row)`` pairs (an unreadable partition is a finding)."""
+    try:
+        if task.kind == "partition":
+            report = audit_partition_report(_reopen_partition(task.paths[0]), config=task.config,
+                                            deep=task.deep, now_ms=task.now_ms, coordinator=task.coordinator)
+            for f in report.findings:
+                yield "finding", f.row()
+            for a in report.files:
+                yield "file", a.row()
+        elif task.kind == "logdir":
+            for f in audit_log_dir(_reopen_log_dir(task.paths[0])):
+                yield "finding", f.row()
+        else:
+            replicas = [_reopen_partition(p) for p in task.paths]
+            for f in audit_replicas(replicas, config=task.config):
+                yield "finding", f.row()
+    except (KafkaFormatError, OSError) as err:  # one unreadable partition must not end the audit
+        yield "finding", _error_row(task, err)
+
+
+def _selected(topic: str, topics: Sequence[str] | None, pattern: str | None) -> bool:
+    if not topics and pattern is None:
+        return True
+    if topics and topic in topics:
+        return True
+    return pattern is not None and re.fullmatch(pattern, topic) is not None
+
+
+def audit_tasks(logdirs: Sequence[str], topics: Sequence[str] | None, topic_pattern: str | None, configs: Any,
+           deep: bool, now_ms: int) -> list[AuditTask]:
+    """Driver: the tasks of an audit of ``logdirs`` (listing only; the coordinators' open
+    transactions are read here, once)."""
+    found = open_log_dirs(list(logdirs))
+    if not found.log_dirs:
+        raise LogDirError("no Kafka log dir found", path=", ".join(str(p) for p in logdirs),
+                          expected="a log dir, a partition dir or a parent of log dirs",
+                          found="; ".join(found.notes) or "nothing")
+
+    def config(topic: str) -> Any:
+        return configs[topic] if configs is not None else None
+
+    tasks: list[AuditTask] = [AuditTask("logdir", (d.path,), None, None, deep, now_ms) for d in found.log_dirs]
+    # the coordinators' view of open transactions (hanging = not listed there), read on the driver;
+    # unreadable (its own partition audit reports why): unknown, as without __transaction_state
+    try:
+        coordinator = coordinator_transactions(longest_replicas(
+            [p for p in found.all_partitions() if p.kind == "live" and p.topic == "__transaction_state"]))
+    except (KafkaFormatError, OSError):
+        coordinator = None
+    for p in found.all_partitions():
+        if p.kind == "live" and _selected(p.topic, topics, topic_pattern):
+            tasks.append(AuditTask("partition", (p.path,), p.topic, config(p.topic), deep, now_ms, coordinator))
+    for group in replica_groups(found.log_dirs):
+        topic = group[0].topic
+        if _selected(topic, topics, topic_pattern):
+            tasks.append(AuditTask("replicas", tuple(p.path for p in group), topic, config(topic), deep, now_ms))
+    return tasks
+
+
+def collect_rows(pairs: Iterable[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Findings (sorted: errors first) and accounting rows (by file) of the tasks' pairs."""
+    pairs = list(pairs)
+    findings = sort_findings(row for kind, row in pairs if kind == "finding")
+    files = sorted((row for kind, row in pairs if kind == "file"), key=lambda r: r["file"])
+    return findings, files
+
+
+def _run_list(task: AuditTask) -> list[tuple[str, dict[str, Any]]]:
+    return list(run_audit_task(task))
+
+
+def audit_local(logdirs: Sequence[str], *, topics: Sequence[str] | None = None, topic_pattern: str | None = None,
+                configs: Any = None, deep: bool = True, now_ms: int | None = None
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """:func:`kafka_format.spark.audit.audit_rows` in this process (a process pool for large inputs)."""
+    from kafka_format.engine import run_tasks
+    from kafka_format.planning import open_partitions
+
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    tasks = audit_tasks(logdirs, topics, topic_pattern, configs, deep, now)
+    if not tasks:
+        return [], []
+    size = sum(p.size_bytes for p in open_partitions(list(logdirs)))
+    weights = [size // len(tasks)] * len(tasks)
+    return collect_rows(pair for pairs in run_tasks(_run_list, tasks, weights=weights) for pair in pairs)

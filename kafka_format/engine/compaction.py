@@ -1,0 +1,571 @@
+"""``klogs compaction`` work without Spark: the log cleaner per replica, the table view per partition.
+
+Cleaner mode: :func:`cleaner_tasks` (driver: one :class:`CleanerTask` per live replica) and
+:func:`run_cleaner_task` (one task: plan and clean the replica with :mod:`kafka_format.compaction`,
+stream its records with their decisions to Parquet, write its cleaned segments) are what the
+Spark job (:mod:`kafka_format.spark.compaction`) runs on executors; :func:`cleaner_pass_local`
+runs them in this process (a process pool where there is more than one partition's worth of
+work).  The Parquet files, segments and summaries are written by the same functions on both
+engines.
+
+Full mode (the table view): :func:`full_decisions` is the rule on one partition's rows (numpy);
+:func:`full_summary` the per-partition counts.  The Spark job states the same rule as one
+aggregate and join (it cannot call Python per row without giving up the shuffle); the engines'
+parity tests hold the two equal.
+
+No pyspark here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kafka_format.fsio import redact
+from kafka_format.errors import KafkaFormatError
+from kafka_format.logdir import LogDirSet, PartitionLog, open_log_dirs
+from kafka_format.ownership import Owner
+from kafka_format.schema import RECORD_SCHEMA
+from kafka_format.topicconfig import TopicConfig, TopicConfigs
+
+__all__ = [
+    "DECISION_FIELDS", "CLEANER_RECORD_SCHEMA", "SUMMARY_SCHEMA", "FULL_SUMMARY_COLUMNS", "FULL_SUMMARY_INPUT",
+    "METADATA_TOPIC", "SEGMENTS_ATTEMPT_OWNER", "ReplicaTaskError", "CleanerTask", "cleaner_tasks",
+    "run_cleaner_task", "run_cleaner_file_task", "finish_segments_dir", "finish_records_dir", "topic_selector",
+    "cleaner_pass_local", "full_decisions", "full_summary",
+]
+
+# KRaft's metadata log is a Raft log, not a LogManager log: the log cleaner never touches it.
+METADATA_TOPIC = "__cluster_metadata"
+
+DECISION_FIELDS = (
+    pa.field("decision", pa.string()),
+    pa.field("reason", pa.string()),
+    pa.field("supersededBy", pa.int64()),
+)
+# the data source's columns (docs/datasource.md) + the decision columns
+CLEANER_RECORD_SCHEMA = pa.schema([*RECORD_SCHEMA, *DECISION_FIELDS])
+
+# One row per partition replica the cleaner was asked about (cleaner mode summary).
+SUMMARY_SCHEMA = pa.schema([
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("logDir", pa.string()),
+    pa.field("brokerId", pa.int32()),
+    pa.field("cleanupPolicy", pa.string()),
+    pa.field("compact", pa.bool_()),
+    pa.field("cleaned", pa.bool_()),              # at least one cleaning round ran (now, or forced)
+    pa.field("logStartOffset", pa.int64()),
+    pa.field("logEndOffset", pa.int64()),
+    pa.field("highWatermark", pa.int64()),
+    pa.field("lastStableOffset", pa.int64()),
+    pa.field("firstDirtyOffset", pa.int64()),
+    pa.field("firstUncleanableOffset", pa.int64()),
+    pa.field("cleanBytes", pa.int64()),
+    pa.field("cleanableBytes", pa.int64()),
+    pa.field("dirtyRatio", pa.float64()),
+    pa.field("needsCompactionNow", pa.bool_()),
+    pa.field("wouldCleanNow", pa.bool_()),
+    pa.field("reason", pa.string()),
+    pa.field("rounds", pa.int64()),
+    pa.field("recordsBefore", pa.int64()),
+    pa.field("recordsAfter", pa.int64()),
+    pa.field("bytesBefore", pa.int64()),
+    pa.field("bytesAfter", pa.int64()),
+    pa.field("tombstonesKept", pa.int64()),
+    pa.field("tombstonesRemoved", pa.int64()),
+    pa.field("markersKept", pa.int64()),
+    pa.field("markersRemoved", pa.int64()),
+    pa.field("emptyBatchesKept", pa.int64()),
+    pa.field("firstDirtyAfter", pa.int64()),
+    pa.field("segmentsDir", pa.string()),         # where --write-segments put this replica, else null
+])
+
+_SUMMARY_COLUMN = "_summary"
+SEGMENTS_ATTEMPT_OWNER = Owner("compaction", "segments-attempt")   # an executor's partition dir being written
+_SUMMARY_TYPE = pa.struct(list(SUMMARY_SCHEMA))
+_COMBINED_SCHEMA = CLEANER_RECORD_SCHEMA.append(pa.field(_SUMMARY_COLUMN, _SUMMARY_TYPE))
+
+FULL_SUMMARY_COLUMNS = ("topic", "partition", "logDir", "recordsBefore", "recordsAfter", "keys",
+                        "keysDeleted", "recordsSuperseded", "nullKeyRecords")
+
+_GROUP = ("topic", "partition", "logDir")
+# the columns compaction_full_summary reads
+FULL_SUMMARY_INPUT = (*_GROUP, "decision", "reason")
+
+
+# --- topic selection -----------------------------------------------------------------------------
+def topic_selector(topics: Sequence[str] | None = None, topic_pattern: str | None = None) -> str:
+    """One regex (``re.fullmatch``) selecting ``topics`` or ``topic_pattern`` (either matches, as the
+    job's ``--topic``/``--topic-pattern``); with neither, every topic but ``__cluster_metadata``."""
+    alternatives = [re.escape(t) for t in (topics or ())]
+    if topic_pattern is not None:
+        alternatives.append(f"(?:{topic_pattern})")
+    if not alternatives:
+        return f"(?!{re.escape(METADATA_TOPIC)}$).*"
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+# --- cleaner mode: driver side ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class CleanerTask:
+    """What one executor task needs to clean one partition replica (picklable, no open files):
+    the replica is re-opened from ``partition_dir`` on the executor."""
+
+    partition_dir: str
+    log_dir: str
+    topic: str
+    partition: int
+    config: TopicConfig
+    now_ms: int
+    force: bool = False
+    segments_dest: str | None = None      # <segments dir>/<log-dir name>/<topic>-<partition>, or None
+    records_path: str | None = None       # the Parquet file this task writes its record rows to, or None
+    batch_rows: int = 8192                # records the cleaner decodes at a time (its working set)
+    read_buffer: int | None = None        # bytes read at a time (None: log.cleaner.io.buffer.size)
+
+
+def _log_dir_names(log_dirs: Iterable[str]) -> dict[str, str]:
+    """A directory name per log dir: its base name, made unique with ``-2``, ``-3``... in path order."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for path in sorted(set(log_dirs)):
+        base = os.path.basename(path.rstrip("/")) or "logdir"
+        name, n = base, 1
+        while name in used:
+            n += 1
+            name = f"{base}-{n}"
+        used.add(name)
+        out[path] = name
+    return out
+
+
+def cleaner_tasks(logdirs: str | Sequence[str] | LogDirSet, configs: TopicConfigs, now_ms: int, *,
+                  topics: Sequence[str] | None = None, topic_pattern: str | None = None, force: bool = False,
+                  segments_dir: str | None = None, records_dir: str | None = None,
+                  batch_rows: int = 8192) -> list[CleanerTask]:
+    """Driver: one task per live partition replica selected (every log dir: each broker's cleaner
+    works on its own replica), in (topic, partition, log dir) order.  With ``records_dir`` task
+    ``i`` writes its record rows to ``records_dir/part-<i>.parquet``."""
+    sets = logdirs if isinstance(logdirs, LogDirSet) else open_log_dirs(
+        [logdirs] if isinstance(logdirs, str) else list(logdirs))
+    selector = re.compile(topic_selector(topics, topic_pattern))
+    replicas = sorted((p for p in sets.all_partitions() if p.kind == "live" and selector.fullmatch(p.topic)),
+                      key=lambda p: (p.topic, p.partition, p.log_dir))
+    names = _log_dir_names(p.log_dir for p in replicas)
+    return [CleanerTask(
+        partition_dir=p.path, log_dir=p.log_dir, topic=p.topic, partition=p.partition,
+        config=configs[p.topic],
+        now_ms=now_ms, force=force,
+        segments_dest=(None if segments_dir is None
+                       else os.path.join(segments_dir, names[p.log_dir], f"{p.topic}-{p.partition}")),
+        records_path=None if records_dir is None else os.path.join(records_dir, f"part-{i:05d}.parquet"),
+        batch_rows=batch_rows,
+    ) for i, p in enumerate(replicas)]
+
+
+def finish_segments_dir(segments_dir: str, summary_rows: Iterable[Any]) -> list[str]:
+    """Driver, after the cleaner pass wrote ``segments_dir``: remove what failed task attempts left
+    (temporary names) and give each ``<log-dir name>/`` the log dir's own files, so that it opens as
+    a broker log dir (:func:`kafka_format.logdir.open_log_dirs`, Kafka): ``meta.properties`` copied
+    from the source log dir, and offset checkpoints for its partitions —
+    ``cleaner-offset-checkpoint`` = the first dirty offset after cleaning,
+    ``log-start-offset-checkpoint``, ``replication-offset-checkpoint`` (HW, where known) and
+    ``recovery-point-offset-checkpoint`` (the log end: every file is complete and synced).
+    Returns the removed leftovers' paths."""
+    from kafka_format.ownership import is_klogs_temp, remove_tree
+    from kafka_format.publish import is_temp_name
+    from kafka_format.writer.logdir import (
+        CLEANER_OFFSET_CHECKPOINT,
+        LOG_START_OFFSET_CHECKPOINT,
+        META_PROPERTIES,
+        RECOVERY_POINT_CHECKPOINT,
+        REPLICATION_OFFSET_CHECKPOINT,
+        encode_offset_checkpoint,
+    )
+
+    removed: list[str] = []
+    by_dir: dict[str, list[Any]] = {}
+    for row in summary_rows:
+        if row["segmentsDir"] is not None:
+            by_dir.setdefault(os.path.dirname(row["segmentsDir"]), []).append(row)
+    for name in sorted(os.listdir(segments_dir)) if os.path.isdir(segments_dir) else []:
+        for entry in sorted(os.listdir(os.path.join(segments_dir, name))):
+            path = os.path.join(segments_dir, name, entry)
+            if is_temp_name(entry) and is_klogs_temp(path):     # a failed attempt's (marked) directory
+                remove_tree(path)
+                removed.append(path)
+    for target, rows in by_dir.items():
+        files = {
+            CLEANER_OFFSET_CHECKPOINT: {(r["topic"], r["partition"]): r["firstDirtyAfter"] for r in rows},
+            LOG_START_OFFSET_CHECKPOINT: {(r["topic"], r["partition"]): r["logStartOffset"] for r in rows},
+            REPLICATION_OFFSET_CHECKPOINT: {(r["topic"], r["partition"]): r["highWatermark"] for r in rows
+                                            if r["highWatermark"] is not None},
+            RECOVERY_POINT_CHECKPOINT: {(r["topic"], r["partition"]): r["logEndOffset"] for r in rows},
+        }
+        for file_name, entries in files.items():
+            with open(os.path.join(target, file_name), "wb") as f:
+                f.write(encode_offset_checkpoint(entries))
+        source = os.path.join(rows[0]["logDir"], META_PROPERTIES)
+        if "://" not in rows[0]["logDir"] and os.path.isfile(source):
+            shutil.copyfile(source, os.path.join(target, META_PROPERTIES))
+    return removed
+
+
+def finish_records_dir(records_dir: str) -> None:
+    """A records directory where no task wrote records gets one empty file with the schema."""
+    import pyarrow.parquet as pq
+
+    os.makedirs(records_dir, exist_ok=True)
+    if not any(n.endswith(".parquet") and not n.startswith((".", "_")) for n in os.listdir(records_dir)):
+        pq.write_table(CLEANER_RECORD_SCHEMA.empty_table(), os.path.join(records_dir, "part-empty.parquet"))
+
+
+# --- cleaner mode: one task -------------------------------------------------------------------------
+def run_cleaner_file_task(task: CleanerTask) -> list[dict[str, Any]]:
+    """One task whose records go to ``task.records_path``: its summary rows (``SUMMARY_SCHEMA``
+    dicts).  A failure names the replica it happened in (:class:`ReplicaTaskError`)."""
+    try:
+        return [row for out in run_cleaner_task(task) for row in out.column(_SUMMARY_COLUMN).to_pylist()
+                if row is not None]
+    except (KafkaFormatError, OSError, MemoryError, RuntimeError) as exc:
+        raise ReplicaTaskError(redact(f"{task.topic}-{task.partition} ({task.log_dir}): "
+                                      f"{type(exc).__name__}: {exc}")) from exc
+
+
+class ReplicaTaskError(RuntimeError):
+    """A cleaner task failed; the message starts with ``<topic>-<partition> (<log dir>)``."""
+
+
+def _open_replica(task: CleanerTask) -> PartitionLog:
+    for p in open_log_dirs(task.partition_dir).all_partitions():
+        if p.topic == task.topic and p.partition == task.partition and p.kind == "live":
+            return p
+    from kafka_format.errors import LogDirError
+
+    raise LogDirError("partition directory no longer holds the partition", path=task.partition_dir,
+                      expected=f"{task.topic}-{task.partition}", found="nothing")
+
+
+def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
+    """Executor: plan and clean one replica, then yield its records joined with the decisions
+    (``CLEANER_RECORD_SCHEMA`` columns + a null ``_summary``) and finally one summary row (record
+    columns null but the partition's, ``_summary`` set).  Writes the cleaned replica when the task
+    says so."""
+    from kafka_format import compaction as core
+
+    replica = _open_replica(task)
+    plan = core.plan_cleaning(replica, task.config, task.now_ms)
+    policy = ",".join(sorted(task.config.cleanup_policy))
+    summary: dict[str, Any] = {
+        "topic": task.topic, "partition": task.partition, "logDir": redact(replica.log_dir),
+        "brokerId": replica.broker_id, "cleanupPolicy": policy, "compact": bool(plan.compact), "cleaned": False,
+        "logStartOffset": plan.log_start_offset, "logEndOffset": plan.log_end_offset,
+        "highWatermark": plan.high_watermark, "lastStableOffset": plan.last_stable_offset,
+        "firstDirtyOffset": plan.first_dirty_offset, "firstUncleanableOffset": plan.first_uncleanable_offset,
+        "cleanBytes": plan.clean_bytes, "cleanableBytes": plan.cleanable_bytes,
+        "dirtyRatio": float(plan.dirty_ratio), "needsCompactionNow": bool(plan.needs_compaction_now),
+        "wouldCleanNow": bool(plan.would_clean_now),
+        "reason": plan.reason if plan.compact else f"cleanup.policy={policy}", "segmentsDir": None,
+    }
+    if plan.compact:
+        try:
+            # work files in Spark's own local dir (SPARK_LOCAL_DIRS, set for Python workers): removed with
+            # it even when the worker is killed before the result is closed
+            local_dirs = [d for d in os.environ.get("SPARK_LOCAL_DIRS", "").split(",") if d and os.path.isdir(d)]
+            result = core.clean_partition(replica, task.config, task.now_ms, force=task.force,
+                                          batch_rows=task.batch_rows, read_buffer=task.read_buffer,
+                                          work_dir=local_dirs[0] if local_dirs else None)
+        except KafkaFormatError as exc:
+            # LogCleaner.cleanFilthiestLog: a failed cleaning marks the partition uncleanable and the
+            # log stays as it is.  Reported in the summary (the error names file and position);
+            # the partition contributes no record rows.
+            summary.update({"wouldCleanNow": False, "reason": f"uncleanable: {exc}"})
+            yield _summary_row(summary)
+            return
+        try:
+            joined = _joined_records(replica, result, plan.log_start_offset, task.batch_rows)
+            if task.records_path is None:
+                for batch in joined:
+                    yield pa.RecordBatch.from_arrays([*batch.columns, pa.nulls(batch.num_rows, _SUMMARY_TYPE)],
+                                                     schema=_COMBINED_SCHEMA)
+            else:
+                _write_parquet(task.records_path, joined)
+            summary.update({
+                "cleaned": result.rounds > 0, "rounds": result.rounds,
+                "recordsBefore": result.records_before, "recordsAfter": result.records_after,
+                "bytesBefore": result.bytes_before, "bytesAfter": result.bytes_after,
+                "tombstonesKept": result.tombstones_kept, "tombstonesRemoved": result.tombstones_removed,
+                "markersKept": result.markers_kept, "markersRemoved": result.markers_removed,
+                "emptyBatchesKept": result.empty_batches_kept, "firstDirtyAfter": result.first_dirty_after,
+            })
+            if task.segments_dest is not None:
+                _write_segments(replica, task, result)
+                summary["segmentsDir"] = task.segments_dest
+        finally:
+            result.close()                    # the cleaner's work files (decisions, rebuilt batches)
+    yield _summary_row(summary)
+
+
+def _write_segments(replica: PartitionLog, task: CleanerTask, result: Any) -> None:
+    """Write the cleaned replica to ``task.segments_dest``: into ``part/`` of a fresh sibling that
+    carries the ownership marker, then renamed into place and the sibling removed (a retried task
+    replaces what an earlier attempt left; :func:`finish_segments_dir` removes a killed attempt's
+    marked sibling)."""
+    from kafka_format import compaction as core
+    from kafka_format.ownership import new_run_id, remove_tree, write_marker
+
+    dest = task.segments_dest
+    assert dest is not None
+    parent, name = os.path.split(dest)
+    os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f".{name}.tmp-{uuid.uuid4().hex}")
+    os.mkdir(tmp)
+    try:
+        write_marker(tmp, SEGMENTS_ATTEMPT_OWNER, new_run_id())
+        part = os.path.join(tmp, "part")
+        os.mkdir(part)
+        core.write_cleaned_partition(replica, task.config, task.now_ms, part, result=result)
+        remove_tree(dest)                     # an earlier attempt's result (inside our own staging)
+        os.rename(part, dest)
+    finally:
+        remove_tree(tmp)
+
+
+class _DecisionCursor:
+    """The cleaner's decisions (offset order, streamed from its work files) taken ``n`` rows at a time."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch]) -> None:
+        self.batches = batches
+        self.buf: pa.RecordBatch | None = None
+        self.taken = 0
+
+    def take(self, n: int) -> pa.Table:
+        from kafka_format.compaction import DECISION_SCHEMA
+
+        parts: list[pa.RecordBatch] = []
+        while n > 0:
+            if self.buf is None or self.buf.num_rows == 0:
+                self.buf = next(self.batches, None)
+                if self.buf is None:
+                    break
+            part = self.buf.slice(0, n)
+            self.buf = self.buf.slice(part.num_rows)
+            parts.append(part)
+            n -= part.num_rows
+        self.taken += sum(p.num_rows for p in parts)
+        return pa.Table.from_batches(parts, schema=DECISION_SCHEMA)
+
+    def rest(self) -> int:
+        left = 0 if self.buf is None else self.buf.num_rows
+        for batch in self.batches:
+            left += batch.num_rows
+        return left
+
+
+def _joined_records(replica: PartitionLog, result: Any, log_start_offset: int,
+                    batch_rows: int = 65536) -> Iterator[pa.RecordBatch]:
+    """Decode the replica's segments (streaming, FAILFAST) and attach each record's decision.
+
+    Both streams are in offset order: every decoded record at or above ``log_start_offset`` must
+    meet its own decision row (the core decides every record there, control records included)."""
+    from kafka_format.api import decode_segment
+    from kafka_format.planning import open_input
+    from kafka_format.records.columns import FileContext
+
+    cursor = _DecisionCursor(result.iter_decisions())
+    name = f"{replica.topic}-{replica.partition} ({redact(replica.log_dir)})"
+    for seg in replica.segments:
+        if seg.log_path is None:
+            continue
+        ctx = FileContext(path=redact(seg.log_path), topic=replica.topic, partition=replica.partition,
+                          segment=seg.base_offset, log_dir=redact(replica.log_dir), broker_id=replica.broker_id)
+        with open_input(seg.log_path) as f:
+            for batch in decode_segment(f, context=ctx, max_rows_per_batch=batch_rows):
+                off = batch.column("offset").to_numpy(zero_copy_only=False)
+                keep = off >= log_start_offset
+                if not keep.all():
+                    batch = batch.filter(pa.array(keep))
+                    off = off[keep]
+                if batch.num_rows == 0:
+                    continue
+                dec = cursor.take(batch.num_rows)
+                got = dec.column("offset").to_numpy()
+                if len(got) != len(off) or not bool((got == off).all()):
+                    bad = next((int(o) for i, o in enumerate(off) if i >= len(got) or got[i] != o), int(off[0]))
+                    raise RuntimeError(f"{name}: the cleaner core gave no decision for offset {bad}")
+                yield pa.RecordBatch.from_arrays(
+                    [*batch.columns, dec.column("decision").combine_chunks(), dec.column("reason").combine_chunks(),
+                     dec.column("supersededBy").combine_chunks().cast(pa.int64())],
+                    schema=CLEANER_RECORD_SCHEMA)
+    left = cursor.rest()
+    if left:
+        raise RuntimeError(f"{name}: the cleaner core decided {cursor.taken + left} records, the log holds "
+                           f"{cursor.taken} at or above {log_start_offset}")
+
+
+PARQUET_ROW_GROUP_BYTES = 32 << 20   # record rows buffered before a row group is written
+
+
+def _write_parquet(path: str, batches: Iterable[pa.RecordBatch]) -> None:
+    """Stream ``batches`` (``CLEANER_RECORD_SCHEMA``) into the Parquet file ``path``: a hidden
+    temporary sibling first, renamed at the end; at most ~``PARQUET_ROW_GROUP_BYTES`` of rows
+    held at a time."""
+    import pyarrow.parquet as pq
+
+    parent, name = os.path.split(path)
+    os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f".{name}.tmp-{uuid.uuid4().hex}")
+    try:
+        with pq.ParquetWriter(tmp, CLEANER_RECORD_SCHEMA) as writer:
+            pending: list[pa.RecordBatch] = []
+            size = 0
+            for batch in batches:
+                pending.append(batch)
+                size += batch.nbytes
+                if size >= PARQUET_ROW_GROUP_BYTES:
+                    writer.write_table(pa.Table.from_batches(pending, schema=CLEANER_RECORD_SCHEMA))
+                    pending, size = [], 0
+            if pending:
+                writer.write_table(pa.Table.from_batches(pending, schema=CLEANER_RECORD_SCHEMA))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _summary_row(summary: dict[str, Any]) -> pa.RecordBatch:
+    struct = pa.array([{f.name: summary.get(f.name) for f in SUMMARY_SCHEMA}], type=_SUMMARY_TYPE)
+    cols = []
+    for f in CLEANER_RECORD_SCHEMA:
+        if f.name == "topic":
+            cols.append(pa.array([summary["topic"]], f.type))
+        elif f.name == "partition":
+            cols.append(pa.array([summary["partition"]], f.type))
+        elif f.name == "logDir":
+            cols.append(pa.array([summary["logDir"]], f.type))
+        elif f.name == "brokerId":
+            cols.append(pa.array([summary["brokerId"]], f.type))
+        elif f.name == "headers":
+            cols.append(pa.array([[]], f.type))
+        else:
+            cols.append(pa.nulls(1, f.type))
+    return pa.RecordBatch.from_arrays([*cols, struct], schema=_COMBINED_SCHEMA)
+
+
+# --- cleaner mode: the local engine -----------------------------------------------------------------
+def cleaner_pass_local(logdirs: str | Sequence[str], configs: TopicConfigs, now_ms: int, *, records_dir: str,
+                       topics: Sequence[str] | None = None, topic_pattern: str | None = None,
+                       force: bool = False, segments_dir: str | None = None,
+                       batch_rows: int = 8192) -> list[dict[str, Any]]:
+    """:func:`kafka_format.spark.compaction.run_cleaner_pass` in this process: the same tasks, the
+    same files (``records_dir/part-<i>.parquet``, segments under ``segments_dir``), the summary
+    rows as dicts (task order)."""
+    from kafka_format.engine import run_tasks
+
+    tasks = cleaner_tasks(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern, force=force,
+                          segments_dir=segments_dir, records_dir=records_dir, batch_rows=batch_rows)
+    os.makedirs(records_dir, exist_ok=True)
+    from kafka_format.engine import TaskFailed
+
+    weights = [_replica_bytes(t.partition_dir) for t in tasks]
+    try:
+        rows = [row for out in run_tasks(run_cleaner_file_task, tasks, weights=weights) for row in out]
+    except ReplicaTaskError as exc:
+        raise TaskFailed(str(exc)) from exc
+    finish_records_dir(records_dir)
+    return rows
+
+
+def _replica_bytes(partition_dir: str) -> int:
+    return sum(p.size_bytes for p in open_log_dirs(partition_dir).all_partitions())
+
+
+# --- full mode: the table view rule -----------------------------------------------------------------
+FULL_GROUP = ("topic", "partition", "logDir")
+
+
+def full_decisions(table: pa.Table) -> pa.Table:
+    """The table view's decision of every row of ``table`` (``kafka-log`` rows as
+    :func:`kafka_format.spark.compaction.read_full_input` reads them): the input columns plus
+    ``decision``, ``reason``, ``supersededBy``.  Per ``(topic, partition, logDir, key)`` the
+    highest offset is ``latest`` (kept) unless its value is null (``tombstone``, removed); lower
+    offsets are ``superseded`` by it; null keys are ``null-key`` (removed)."""
+    n = table.num_rows
+    idx = pa.array(np.arange(n, dtype=np.int64))
+    keyed = pa.table({**{c: table.column(c) for c in (*FULL_GROUP, "key", "offset")}, "_row": idx})
+    null_key = table.column("key").is_null().to_numpy(zero_copy_only=False)
+    latest = np.full(n, -1, dtype=np.int64)
+    present = keyed.filter(pc.invert(pa.array(null_key)))
+    if present.num_rows:
+        cols = [*FULL_GROUP, "key"]
+        maxes = present.group_by(cols).aggregate([("offset", "max")])
+        joined = present.select([*cols, "_row"]).join(maxes, keys=cols, join_type="inner")
+        rows = joined.column("_row").to_numpy()
+        latest[rows] = joined.column("offset_max").to_numpy()
+    offset = table.column("offset").to_numpy(zero_copy_only=False)
+    superseded = ~null_key & (offset < latest)
+    tombstone = table.column("value").is_null().to_numpy(zero_copy_only=False)
+    decision = np.where(null_key | superseded | tombstone, "remove", "keep")
+    reason = np.where(null_key, "null-key", np.where(superseded, "superseded",
+                                                     np.where(tombstone, "tombstone", "latest")))
+    by = pa.array(latest, mask=~superseded)
+    return table.append_column("decision", pa.array(decision, pa.string())) \
+        .append_column("reason", pa.array(reason, pa.string())) \
+        .append_column("supersededBy", by)
+
+
+def full_summary(decisions: pa.Table) -> list[dict[str, Any]]:
+    """Per ``(topic, partition, logDir)`` of :func:`full_decisions` rows: ``recordsBefore``,
+    ``recordsAfter`` (kept), ``keys`` (latest or tombstone), ``keysDeleted``, ``recordsSuperseded``,
+    ``nullKeyRecords`` (``FULL_SUMMARY_COLUMNS``)."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    cols = [decisions.column(c).to_pylist() for c in (*FULL_GROUP, "decision", "reason")]
+    for topic, partition, log_dir, decision, reason in zip(*cols, strict=True):
+        s = out.setdefault((topic, partition, log_dir), {
+            "topic": topic, "partition": partition, "logDir": log_dir, "recordsBefore": 0, "recordsAfter": 0,
+            "keys": 0, "keysDeleted": 0, "recordsSuperseded": 0, "nullKeyRecords": 0})
+        s["recordsBefore"] += 1
+        s["recordsAfter"] += decision == "keep"
+        s["keys"] += reason in ("latest", "tombstone")
+        s["keysDeleted"] += reason == "tombstone"
+        s["recordsSuperseded"] += reason == "superseded"
+        s["nullKeyRecords"] += reason == "null-key"
+    return [{c: out[k][c] for c in FULL_SUMMARY_COLUMNS} for k in sorted(out, key=lambda k: (k[0], k[1], k[2]))]
+
+
+def full_read_options(logdirs: str | Sequence[str], *, topics: Sequence[str] | None = None,
+                      topic_pattern: str | None = None) -> dict[str, str]:
+    """The ``kafka-log`` options the table view reads with: committed (``read_committed``), no
+    control records, from the log start offset, the longest replica of each partition."""
+    import json
+
+    paths = [logdirs] if isinstance(logdirs, str) else list(logdirs)
+    return {"paths": json.dumps(paths), "topicPattern": topic_selector(topics, topic_pattern),
+            "isolationLevel": "read_committed", "includeControlRecords": "false", "startingOffsets": "earliest"}
+
+
+def full_local(logdirs: str | Sequence[str], records_dir: str, *, topics: Sequence[str] | None = None,
+               topic_pattern: str | None = None) -> list[dict[str, Any]]:
+    """Full mode in this process: the decisions of every row written to ``records_dir`` as Parquet
+    (``part-00000.parquet``), the per-partition summary returned.  Holds the rows in memory (the
+    local engine runs below the ``auto`` threshold)."""
+    import pyarrow.parquet as pq
+
+    from kafka_format.engine.read import read_table
+
+    table = read_table(full_read_options(logdirs, topics=topics, topic_pattern=topic_pattern))
+    decided = full_decisions(table)
+    os.makedirs(records_dir, exist_ok=True)
+    pq.write_table(decided, os.path.join(records_dir, "part-00000.parquet"))
+    return full_summary(decided)

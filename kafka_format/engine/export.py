@@ -1,0 +1,270 @@
+"""``klogs export`` without Spark: a batch Parquet export from the local engine, and the parts of
+an export both engines share (the options, the output claims, the published file listing).
+
+:func:`export_local` reads the ``kafka-log`` rows with :func:`kafka_format.engine.read.read_table`
+(the data source's own plan and split reader), converts the columns as
+:func:`kafka_format.spark.export.convert_columns` does -- ``key``/``value`` as Kafka's
+``StringDeserializer`` (:func:`kafka_format.records.batch_v2.java_utf8`), ``date`` the UTC day of
+``timestamp`` (null for ``NO_TIMESTAMP``) -- and writes ``OUT/topic=T/partition=P/part-*.parquet``
+(or ``OUT/date=.../``) with ``TIMESTAMP_MICROS`` timestamps into a staging directory published by
+one rename, as the Spark export does.  What needs Spark (:func:`needs_spark`): Delta,
+``--checkpoint`` (Spark's streaming checkpoint), ``--value-as json`` (Spark's JSON parser decides
+what passes).  No pyspark here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from kafka_format.fsio import redact
+from kafka_format.errors import KafkaFormatError
+from kafka_format.ownership import Owner, OutputRefused
+from kafka_format.publish import claim_output, crash_point, local_path, staging_dir
+
+__all__ = [
+    "FORMATS", "PARTITION_LAYOUTS", "TYPED_AS", "KEY_AS", "VALUE_AS", "ExportError", "ExportResult", "source_options",
+    "parse_partition_by", "PARQUET_OWNER", "INCREMENTAL_OWNER", "DELTA_OWNER", "CHECKPOINT_OWNER", "BATCH_OWNER",
+    "output_owner", "hold_outputs", "needs_spark", "export_local", "convert_table",
+]
+
+FORMATS = ("parquet", "delta")
+PARTITION_LAYOUTS: dict[str, tuple[str, ...]] = {"topic,partition": ("topic", "partition"), "date": ("date",)}
+TYPED_AS = ("avro", "protobuf", "json-schema", "auto")     # kafka_format.registry.typed.AS_TYPES
+KEY_AS = ("binary", "string", *TYPED_AS)
+VALUE_AS = ("binary", "string", "json", *TYPED_AS)
+NO_TIMESTAMP_MS = -1                    # RecordBatch.NO_TIMESTAMP
+MICROS_PER_DAY = 86_400_000_000
+PARQUET_OWNER = Owner("export", "parquet")                      # batch Parquet OUT (replaced per run)
+INCREMENTAL_OWNER = Owner("export", "parquet-incremental")      # OUT of exportBatch=N directories
+DELTA_OWNER = Owner("export", "delta")                          # a Delta table klogs created
+CHECKPOINT_OWNER = Owner("export", "checkpoint")                # the Spark checkpoint of --checkpoint
+BATCH_OWNER = Owner("export", "micro-batch")                    # one exportBatch=N directory
+class ExportError(KafkaFormatError):
+    """The export cannot run or its output location holds something it must not overwrite."""
+
+    code = "EXPORT_FAILED"
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What one export run published."""
+
+    out: str
+    format: str
+    partition_by: tuple[str, ...]
+    rows: int = 0                                   # rows this run published
+    files: int = 0                                  # data files this run published
+    batches: tuple[int, ...] = ()                   # micro-batches published by this run
+    skipped: tuple[int, ...] = ()                   # replayed micro-batches found already published
+    version: int | None = None                      # Delta table version after the run
+    engine: str = "spark"                           # parquet: spark; delta: delta-spark | delta-rs
+    typed: dict[str, Any] | None = None             # typed key/value: table types, mode, decode errors
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (lists for tuples; ``out`` without URI credentials; ``typed`` only when
+        typed columns were exported)."""
+        d = asdict(self)
+        d["out"] = redact(str(d["out"]))
+        if d.get("typed") is None:
+            d.pop("typed", None)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+# --- options ----------------------------------------------------------------------------------
+def parse_partition_by(text: str | Sequence[str]) -> tuple[str, ...]:
+    """``"topic,partition"`` or ``"date"`` (or a sequence of the same names) -> column tuple."""
+    key = text if isinstance(text, str) else ",".join(text)
+    key = ",".join(part.strip() for part in key.split(","))
+    if key not in PARTITION_LAYOUTS:
+        raise ValueError(f"partition_by must be one of {sorted(PARTITION_LAYOUTS)}, got {text!r}")
+    return PARTITION_LAYOUTS[key]
+
+
+def _check_choice(name: str, value: str, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+
+
+def source_options(*, topics: Sequence[str] = (), topic_pattern: str | None = None,
+                   isolation_level: str | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``kafka-log`` options for job flags: ``--topic`` (repeatable) and ``--topic-pattern`` select
+    the union (one ``topicPattern`` when both are given: the data source takes only one of them),
+    ``--isolation-level``, then ``--option KEY=VALUE`` pass-through (validated by the source)."""
+    opts: dict[str, str] = {}
+    if topics and topic_pattern is not None:
+        alternatives = [re.escape(t) for t in topics] + [f"(?:{topic_pattern})"]
+        opts["topicPattern"] = "|".join(alternatives)
+    elif topics:
+        opts["topics"] = ",".join(topics)
+    elif topic_pattern is not None:
+        opts["topicPattern"] = topic_pattern
+    if isolation_level is not None:
+        opts["isolationLevel"] = isolation_level
+    opts.update(extra or {})
+    return opts
+
+
+# --- file listings ----------------------------------------------------------------------------
+def _hidden(rel: str) -> bool:
+    return any(part.startswith((".", "_")) for part in rel.split("/"))
+
+
+@dataclass(frozen=True)
+class _DataFile:
+    rel: str              # path relative to the listed root, "/"-separated
+    size: int
+    rows: int
+    mtime_ms: int
+
+
+def _data_files(fs: pafs.FileSystem, root: str) -> list[_DataFile]:
+    """Parquet data files under ``root`` (hidden names skipped), rows from their footers."""
+    out: list[_DataFile] = []
+    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
+        if info.type != pafs.FileType.File:
+            continue
+        rel = info.path[len(root.rstrip("/")) + 1:]
+        if _hidden(rel) or not rel.endswith(".parquet"):
+            continue
+        with fs.open_input_file(info.path) as f:
+            rows = pq.ParquetFile(f).metadata.num_rows
+        mtime = int(info.mtime.timestamp() * 1000) if info.mtime is not None else int(time.time() * 1000)
+        out.append(_DataFile(rel, int(info.size or 0), rows, mtime))
+    return sorted(out, key=lambda d: d.rel)
+
+
+# --- guards -------------------------------------------------------------------------------------
+def _is_local(uri: str) -> bool:
+    try:
+        local_path(uri)
+    except ValueError:
+        return False
+    return True
+
+
+def output_owner(format: str, incremental: bool) -> Owner:
+    """The marker kind of an export's ``OUT``."""
+    if format == "delta":
+        return DELTA_OWNER
+    return INCREMENTAL_OWNER if incremental else PARQUET_OWNER
+
+
+@contextmanager
+def hold_outputs(out: str, *, format: str, incremental: bool, checkpoint: str | None = None,
+                 inputs: Sequence[str] = ()) -> Iterator[None]:
+    """Claim a local ``OUT`` (and a local ``checkpoint``) for the run: refused unless absent, empty
+    or the same kind of klogs export output (:class:`OutputRefused`), locked against a second run
+    (:class:`~kafka_format.runlock.OutputBusy`).  Re-entrant: the job claims first, the library
+    functions again.  Non-local URIs are not claimed (no lock, no marker on object stores)."""
+    from contextlib import ExitStack
+
+    if checkpoint is not None and _is_local(out) and _is_local(checkpoint):
+        o, c = (os.path.realpath(os.path.abspath(local_path(p))) for p in (out, checkpoint))
+        if o == c or c.startswith(o.rstrip(os.sep) + os.sep) or o.startswith(c.rstrip(os.sep) + os.sep):
+            raise OutputRefused("the checkpoint and the output overlap", path=checkpoint,
+                                expected="a --checkpoint outside --out (and --out outside it)",
+                                found=f"--out {out}")
+    with ExitStack() as stack:
+        if _is_local(out):
+            stack.enter_context(claim_output(out, output_owner(format, incremental), inputs=inputs))
+        if checkpoint is not None and _is_local(checkpoint):
+            stack.enter_context(claim_output(checkpoint, CHECKPOINT_OWNER, inputs=inputs, what="checkpoint"))
+        yield
+
+
+
+# --- the local engine ---------------------------------------------------------------------------
+def needs_spark(*, format: str, checkpoint: str | None, value_as: str, key_as: str = "binary") -> str | None:
+    """Why an export cannot run on the local engine, or None."""
+    if key_as in TYPED_AS or value_as in TYPED_AS:
+        return "typed --key-as/--value-as (Schema Registry decoding in Spark tasks)"
+    if format == "delta":
+        return "Delta output (delta-spark)"
+    if checkpoint is not None:
+        return "an incremental export (Spark's streaming checkpoint)"
+    if value_as == "json":
+        return "--value-as json (Spark's JSON parser)"
+    return None
+
+
+def _java_strings(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Binary -> string as Kafka's ``StringDeserializer`` (``new String(bytes, UTF_8)``)."""
+    from kafka_format.records.batch_v2 import java_utf8
+
+    binary = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    try:
+        return binary.cast(pa.string())                      # valid UTF-8 (the usual case): unchanged
+    except pa.ArrowInvalid:
+        return pa.array([None if v is None else java_utf8(v).decode("utf-8") for v in binary.to_pylist()],
+                        pa.string())
+
+
+def convert_table(table: pa.Table, *, partition_by: Sequence[str], key_as: str, value_as: str) -> pa.Table:
+    """The exported columns of ``kafka-log`` rows: ``key_as``/``value_as`` ``string`` decoded as
+    Java does, ``date`` (UTC day of ``timestamp``, null for ``NO_TIMESTAMP``) when partitioned by it."""
+    _check_choice("key_as", key_as, KEY_AS)
+    _check_choice("value_as", value_as, VALUE_AS)
+    if value_as == "json":
+        raise ValueError("--value-as json needs Spark's JSON parser (--engine spark)")
+    if key_as in TYPED_AS or value_as in TYPED_AS:
+        raise ValueError("typed --key-as/--value-as decode in Spark tasks (--engine spark)")
+    needed = ({"key"} if key_as != "binary" else set()) | ({"value"} if value_as != "binary" else set()) \
+        | (set(partition_by) - {"date"}) | ({"timestamp"} if "date" in partition_by else set())
+    missing = sorted(needed - set(table.column_names))
+    if missing:
+        raise ExportError("the rows lack columns the export needs (granularity=batch?)",
+                          expected="the kafka-log record columns " + ", ".join(missing),
+                          found=", ".join(table.column_names))
+    out = table
+    if key_as == "string":
+        out = out.set_column(out.schema.get_field_index("key"), "key", _java_strings(out.column("key")))
+    if value_as == "string":
+        out = out.set_column(out.schema.get_field_index("value"), "value", _java_strings(out.column("value")))
+    if "date" in partition_by:
+        micros = out.column("timestamp").combine_chunks().cast(pa.int64()).to_numpy(zero_copy_only=False)
+        days = micros // MICROS_PER_DAY
+        mask = micros == NO_TIMESTAMP_MS * 1000
+        out = out.append_column("date", pa.array(days.astype("int32"), pa.int32(), mask=mask).cast(pa.date32()))
+    return out
+
+
+def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str] | None = None,
+                 partition_by: str | Sequence[str] = ("topic", "partition"), key_as: str = "binary",
+                 value_as: str = "binary") -> ExportResult:
+    """A batch Parquet export of ``logdirs`` in this process, published atomically (``out``
+    replaced by one rename, as :func:`kafka_format.spark.export.export` does)."""
+    import json
+
+    import pyarrow.dataset as ds
+
+    from kafka_format.engine.read import read_table
+
+    cols = parse_partition_by(partition_by)
+    local_path(out)             # ValueError for object stores: no atomic rename there
+    opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
+    with hold_outputs(out, format="parquet", incremental=False, inputs=logdirs):
+        data = convert_table(read_table(opts), partition_by=cols, key_as=key_as, value_as=value_as)
+        with staging_dir(out, PARQUET_OWNER) as tmp:
+            if data.num_rows:
+                part_schema = pa.schema([data.schema.field(c) for c in cols])
+                ds.write_dataset(data, tmp, format="parquet", partitioning=ds.partitioning(part_schema,
+                                 flavor="hive"), basename_template="part-{i}.parquet",
+                                 existing_data_behavior="overwrite_or_ignore", preserve_order=True,
+                                 file_options=ds.ParquetFileFormat().make_write_options(
+                                     coerce_timestamps="us", allow_truncated_timestamps=False))
+            with open(os.path.join(tmp, "_SUCCESS"), "wb"):
+                pass
+            files = _data_files(pafs.LocalFileSystem(), tmp)
+            crash_point("export:files-written")
+    return ExportResult(out=out, format="parquet", partition_by=cols, rows=sum(f.rows for f in files),
+                        files=len(files), engine="local")

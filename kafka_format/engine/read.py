@@ -1,0 +1,73 @@
+"""The ``kafka-log`` source read without Spark: the same plan and the same split reader.
+
+:func:`read_table` plans a batch read from the source's options
+(:func:`kafka_format.reading.plan_read`) and decodes every split with
+:func:`kafka_format.reading.read_split` -- the code the Spark data source runs on its driver and
+executors -- in this process, over a process pool when there is more than one split's worth of
+work.  Filters are not pushed (there is no query): the rows are those of ``spark.read.format(
+"kafka-log").options(...).load()``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+
+from kafka_format.planning import Split
+from kafka_format.reading import arrow_schema, plan_read, read_split
+
+__all__ = ["read_table", "read_splits"]
+
+
+def read_splits(options: Mapping[str, str]) -> tuple[Any, list[Split]]:
+    """Parsed options (``paths``: a JSON list) and the planned splits, sized for this machine's cores."""
+    from kafka_format.engine import workers
+    from kafka_format.read_options import parse_options     # pyspark-free
+
+    opts = parse_options(dict(options))
+    opts = replace(opts, plan=replace(opts.plan, default_parallelism=workers()))
+    return opts, plan_read(opts)
+
+
+def _read_one(args: tuple[Split, Any]) -> pa.Table:
+    split, opts = args
+    return pa.Table.from_batches(list(read_split(split, opts)), schema=arrow_schema(opts))
+
+
+def read_table(options: Mapping[str, str]) -> pa.Table:
+    """Every row of a batch read with these ``kafka-log`` options (``paths`` as JSON), in split order."""
+    from kafka_format.engine import run_tasks
+
+    opts, splits = read_splits(options)
+    schema = arrow_schema(opts)
+    if not splits:
+        return schema.empty_table()
+    tables = run_tasks(_read_one, [(s, opts) for s in splits], weights=[_split_bytes(s) for s in splits])
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def _split_bytes(split: Split) -> int:
+    """Bytes a split covers (a range to the end of its file: that file's size, when local)."""
+    known = split.size_bytes
+    if known is not None:
+        return known
+    total = 0
+    for r in split.ranges:
+        end = r.end_position
+        if end is None:
+            try:
+                end = os.path.getsize(r.path)
+            except OSError:
+                end = r.start_position + (1 << 20)
+        total += max(0, end - r.start_position)
+    return total
+
+
+def paths_option(logdirs: list[str]) -> str:
+    """The ``paths`` option for a list of log dirs."""
+    return json.dumps(list(logdirs))

@@ -1,0 +1,31 @@
+"""Schema Registry support: schema sources and wire-format decoding of keys and values (no Spark).
+
+* :mod:`~kafka_format.registry.store` -- the registry's state replayed from its ``_schemas`` records;
+* :mod:`~kafka_format.registry.sources` -- ``_schemas`` in log dirs, a registry URL, a directory of files;
+* :mod:`~kafka_format.registry.wire` -- magic byte and schema id of a binary column, vectorised;
+* :mod:`~kafka_format.registry.avro`, :mod:`~kafka_format.registry.protobuf`,
+  :mod:`~kafka_format.registry.jsonschema` -- payload decoding and table types per format;
+* :mod:`~kafka_format.registry.typed` -- column plans and the batch decoder the Spark stage uses.
+"""
+
+from kafka_format.registry.sources import (
+    RegistryUrlSource,
+    SchemaSource,
+    SchemaSourceError,
+    open_schema_source,
+    schemas_from_directory,
+    schemas_from_log_dirs,
+)
+from kafka_format.registry.store import RegisteredSchema, SchemaReference, SchemaStore
+
+__all__ = [
+    "RegisteredSchema",
+    "SchemaReference",
+    "SchemaStore",
+    "SchemaSource",
+    "SchemaSourceError",
+    "RegistryUrlSource",
+    "open_schema_source",
+    "schemas_from_directory",
+    "schemas_from_log_dirs",
+]

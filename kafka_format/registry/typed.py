@@ -1,0 +1,382 @@
+"""Typed keys and values: a column plan made once on the driver, decoded batch by batch anywhere.
+
+:func:`plan_column` fixes the table type of a ``key`` or ``value`` column: the reader schema given,
+or else the latest live version of the subject (default: ``<topic>-key`` / ``<topic>-value``,
+Confluent's ``TopicNameStrategy``).  ``auto`` takes the subject's registered type and leaves the
+column binary when there is no such subject.  :class:`ColumnDecoder` decodes an Arrow binary
+column with the plan: headers read column-wise (:mod:`kafka_format.registry.wire`), rows grouped by
+schema id, each id's writer schema looked up and parsed once per process, every payload decoded
+into the table type (Avro resolution, Protobuf by message name, JSON fitted to the declared types).
+Rows that do not decode are returned with their reason; the caller applies the read mode.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from kafka_format.errors import KafkaFormatError
+from kafka_format.registry.store import AVRO, DEFAULT_CONTEXT, JSON, PROTOBUF, RegisteredSchema
+
+__all__ = [
+    "TYPED_FORMATS",
+    "AS_TYPES",
+    "SchemaBundle",
+    "ColumnPlan",
+    "ColumnDecoder",
+    "DecodeProblem",
+    "TypedDecodeError",
+    "plan_column",
+    "bundle_of",
+]
+
+TYPED_FORMATS = {"avro": AVRO, "protobuf": PROTOBUF, "json-schema": JSON}
+AS_TYPES = (*TYPED_FORMATS, "auto")
+
+
+class TypedDecodeError(KafkaFormatError):
+    """A typed column cannot be planned (no subject, unusable schema) or a record does not decode."""
+
+    code = "SCHEMA_DECODE"
+
+
+@dataclass(frozen=True)
+class SchemaBundle:
+    """A schema with every schema it references (name -> bundle), resolved from a source."""
+
+    id: int
+    schema_type: str
+    schema: str
+    references: tuple[tuple[str, SchemaBundle], ...] = ()
+
+    def flat_references(self) -> dict[str, str]:
+        """Every transitively referenced schema, name -> text, dependencies first."""
+        out: dict[str, str] = {}
+        for name, ref in self.references:
+            for n, t in ref.flat_references().items():
+                out.setdefault(n, t)
+            out.setdefault(name, ref.schema)
+        return out
+
+
+def bundle_of(s: RegisteredSchema, source: Any, depth: int = 0) -> SchemaBundle:
+    """``s`` with its references looked up in ``source`` (recursively)."""
+    if depth > 32:
+        raise TypedDecodeError("schema references nest too deep", found=f"{s.subject} version {s.version}")
+    refs = []
+    for r in s.references:
+        target = source.version(r.subject, r.version)
+        if target is None:
+            raise TypedDecodeError(
+                "a schema reference does not resolve",
+                path=f"{s.subject} version {s.version}",
+                expected=f"subject {r.subject} version {r.version} ({r.name})",
+                found="nothing",
+            )
+        refs.append((r.name, bundle_of(target, source, depth + 1)))
+    return SchemaBundle(s.id, s.schema_type, s.schema, tuple(refs))
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """How one column is decoded: format, table (reader) schema and type, where writers come from."""
+
+    column: str
+    schema_type: str
+    reader: SchemaBundle
+    arrow_type: pa.DataType
+    source: Any
+    subject: str | None = None
+    message: str | None = None  # Protobuf: full name of the table's message
+    context: str = DEFAULT_CONTEXT
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+def plan_column(
+    source: Any,
+    column: str,
+    as_type: str,
+    *,
+    topic: str | None = None,
+    subject: str | None = None,
+    reader_schema: str | None = None,
+    message: str | None = None,
+    context: str = DEFAULT_CONTEXT,
+) -> ColumnPlan | None:
+    """The plan of ``column`` (``key``/``value``) decoded ``as_type`` (``avro``, ``protobuf``,
+    ``json-schema`` or ``auto``); None for ``auto`` without a subject.  Raises
+    :class:`TypedDecodeError` naming the subject when there is no table schema."""
+    if as_type not in AS_TYPES:
+        raise ValueError(f"{column}: expected one of {list(AS_TYPES)}, got {as_type!r}")
+    if subject is None and topic is not None:
+        subject = f"{topic}-{column}"
+    latest = source.latest(subject) if subject is not None else None
+    if as_type == "auto":
+        if latest is None and reader_schema is None:
+            return None
+        stype = latest.schema_type if latest is not None else AVRO
+    else:
+        stype = TYPED_FORMATS[as_type]
+    if reader_schema is not None:
+        reader = SchemaBundle(-1, stype, reader_schema)
+    elif latest is not None:
+        if latest.schema_type != stype:
+            raise TypedDecodeError(
+                f"subject {subject} holds {latest.schema_type} schemas",
+                path=subject,
+                expected=f"{stype} (--{column}-as {as_type})",
+                found=latest.schema_type,
+            )
+        reader = bundle_of(latest, source)
+    else:
+        raise TypedDecodeError(
+            f"no schema for the {column} column",
+            path=subject or "<no subject>",
+            expected=f"a live version of subject {subject} or a reader schema",
+            found="no such subject" if subject else "neither a topic nor a subject",
+        )
+    arrow_type, message = _table_type(reader, message)
+    return ColumnPlan(
+        column=column,
+        schema_type=stype,
+        reader=reader,
+        arrow_type=arrow_type,
+        source=source,
+        subject=subject,
+        message=message,
+        context=context,
+    )
+
+
+def _table_type(reader: SchemaBundle, message: str | None) -> tuple[pa.DataType, str | None]:
+    try:
+        if reader.schema_type == AVRO:
+            from kafka_format.registry.avro import avro_arrow_type, parse_avro
+
+            return avro_arrow_type(*parse_avro(reader.schema, list(reader.flat_references().values())))[
+                0
+            ], None
+        if reader.schema_type == PROTOBUF:
+            proto = _compiled_proto(reader)
+            name = message or proto.message_at([0]).full_name
+            return proto.arrow(name)[0], name
+        from kafka_format.registry.jsonschema import json_arrow_type
+
+        return json_arrow_type(reader.schema, reader.flat_references())[0], None
+    except TypedDecodeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any parse failure of a registered schema
+        raise TypedDecodeError(
+            "the table schema cannot be used",
+            expected=f"a valid {reader.schema_type} schema",
+            found=f"{type(exc).__name__}: {exc}",
+        ) from None
+
+
+def _compiled_proto(b: SchemaBundle) -> Any:
+    from kafka_format.registry.protobuf import ProtoSchema, compile_proto
+
+    fds, main = compile_proto(b.schema, b.flat_references())
+    return ProtoSchema(fds, main)
+
+
+@dataclass(frozen=True)
+class DecodeProblem:
+    """A row that did not decode."""
+
+    row: int
+    reason: str
+    schema_id: int | None
+
+
+_CACHE_LOCK = threading.Lock()
+_DECODERS: dict[str, ColumnDecoder] = {}
+
+
+class ColumnDecoder:
+    """Decodes Arrow binary columns with one :class:`ColumnPlan` (writer schemas cached per id)."""
+
+    def __init__(self, plan: ColumnPlan) -> None:
+        self.plan = plan
+        self._codecs: dict[int, Any] = {}
+        self._reader: Any = None
+        self._convert: Any = None
+
+    @classmethod
+    def for_plan(cls, plan: ColumnPlan) -> ColumnDecoder:
+        """The process-wide decoder of a plan (schemas parsed once per process, not per batch)."""
+        with _CACHE_LOCK:
+            dec = _DECODERS.get(plan.token)
+            if dec is None:
+                dec = _DECODERS[plan.token] = cls(plan)
+            return dec
+
+    # -- per id ---------------------------------------------------------------------------------
+    def _setup_reader(self) -> None:
+        p = self.plan
+        if p.schema_type == AVRO:
+            from kafka_format.registry.avro import avro_arrow_type, parse_avro
+
+            self._reader, named = parse_avro(p.reader.schema, list(p.reader.flat_references().values()))
+            self._convert = avro_arrow_type(self._reader, named)[1]
+        elif p.schema_type == PROTOBUF:
+            self._reader = _compiled_proto(p.reader)
+            self._convert = self._reader.arrow(p.message)[1]
+        else:
+            from kafka_format.registry.jsonschema import JsonCodec, json_arrow_type
+
+            self._reader = JsonCodec(json_arrow_type(p.reader.schema, p.reader.flat_references())[1])
+
+    def _codec(self, schema_id: int) -> Any:
+        """A decoder of one writer id, or a str saying why there is none (cached either way)."""
+        got = self._codecs.get(schema_id)
+        if got is not None:
+            return got
+        if self._reader is None:
+            self._setup_reader()
+        p = self.plan
+        try:
+            found = p.source.by_id(schema_id, p.context)
+        except KafkaFormatError as exc:
+            found = None
+            got = f"schema id {schema_id}: {exc.reason}"
+        if found is None:
+            got = got or f"unknown schema id {schema_id}"
+        elif found.schema_type != p.schema_type:
+            got = f"schema id {schema_id} is {found.schema_type}, the column is {p.schema_type}"
+        else:
+            try:
+                got = self._make_codec(bundle_of(found, p.source))
+            except Exception as exc:  # noqa: BLE001 - a writer schema that does not parse
+                got = f"schema id {schema_id} cannot be used: {type(exc).__name__}: {exc}"
+        self._codecs[schema_id] = got
+        return got
+
+    def _make_codec(self, writer: SchemaBundle) -> Any:
+        p = self.plan
+        if p.schema_type == AVRO:
+            from kafka_format.registry.avro import AvroCodec, parse_avro
+
+            same = writer.schema == p.reader.schema and writer.references == p.reader.references
+            w = (
+                self._reader
+                if same
+                else parse_avro(writer.schema, list(writer.flat_references().values()))[0]
+            )
+            return AvroCodec(w, None if same else self._reader)
+        if p.schema_type == PROTOBUF:
+            same = writer.schema == p.reader.schema
+            return _ProtoCodec(
+                self._reader if same else _compiled_proto(writer), self._reader, p.message or ""
+            )
+        return self._reader
+
+    # -- batches --------------------------------------------------------------------------------
+    def decode(self, arr: pa.Array) -> tuple[pa.Array, list[DecodeProblem]]:
+        """Typed values of a binary column (null where the input is null or the row failed) and
+        the rows that failed."""
+        from kafka_format.registry.wire import wire_headers
+
+        h = wire_headers(arr)
+        n = len(arr)
+        values: list[Any] = [None] * n
+        problems: list[DecodeProblem] = []
+        for row in np.flatnonzero(h.short):
+            problems.append(DecodeProblem(int(row), "shorter than the 5-byte wire-format header", None))
+        for row in np.flatnonzero(h.bad_magic):
+            problems.append(
+                DecodeProblem(int(row), f"magic byte {h.data[int(h.start[row]) - 5]} is not 0", None)
+            )
+        ok_rows = np.flatnonzero(h.ok)
+        if ok_rows.size:
+            ids = h.ids[ok_rows]
+            order = np.argsort(ids, kind="stable")
+            bounds = np.flatnonzero(np.diff(ids[order])) + 1
+            for group in np.split(ok_rows[order], bounds):
+                sid = int(h.ids[group[0]])
+                codec = self._codec(sid)
+                if isinstance(codec, str):
+                    problems.extend(DecodeProblem(int(r), codec, sid) for r in group)
+                    continue
+                data, convert, decode = h.data, self._convert, codec.decode
+                for r, start, end in zip(group.tolist(), h.start[group].tolist(), h.end[group].tolist()):
+                    try:
+                        v = decode(data[start:end])
+                        values[r] = convert(v) if convert is not None else v
+                    except Exception as exc:  # noqa: BLE001 - any payload that does not decode
+                        problems.append(
+                            DecodeProblem(
+                                r,
+                                f"payload does not decode with schema id {sid}: {type(exc).__name__}: {exc}"[
+                                    :500
+                                ],
+                                sid,
+                            )
+                        )
+        return self._to_arrow(values, problems, h.ids), sorted(problems, key=lambda p: p.row)
+
+    def _to_arrow(self, values: list[Any], problems: list[DecodeProblem], ids: np.ndarray) -> pa.Array:
+        t = self.plan.arrow_type
+        try:
+            return pa.array(values, type=t)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            pass
+        for r, v in enumerate(values):  # find the rows Arrow refuses
+            if v is None:
+                continue
+            try:
+                pa.array([v], type=t)
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+                values[r] = None
+                sid = int(ids[r])
+                problems.append(DecodeProblem(r, f"value does not fit the table type: {exc}"[:500], sid))
+        return pa.array(values, type=t)
+
+
+class _ProtoCodec:
+    """Writer file (for the message-index path) + reader class of the table's message."""
+
+    def __init__(self, writer: Any, reader: Any, table_message: str) -> None:
+        self.writer = writer
+        self.reader = reader
+        self.table_message = table_message
+        self.cls = reader.message_class(table_message)
+        self._names: dict[tuple[int, ...], str] = {}
+
+    def decode(self, payload: memoryview) -> Any:
+        from kafka_format.registry.protobuf import read_message_indexes
+
+        path, pos = read_message_indexes(payload, 0)
+        key = tuple(path)
+        name = self._names.get(key)
+        if name is None:
+            name = self._names[key] = self.writer.message_at(path).full_name
+        if name != self.table_message:
+            raise ValueError(
+                f"message {name} (indexes {path}) is not the table's message {self.table_message}"
+            )
+        msg = self.cls.FromString(bytes(payload[pos:]))
+        return msg
+
+
+def describe(plan: ColumnPlan) -> dict[str, Any]:
+    """A JSON-ready summary of a plan (what a job reports)."""
+    return {
+        "column": plan.column,
+        "schemaType": plan.schema_type,
+        "subject": plan.subject,
+        "readerSchemaId": plan.reader.id if plan.reader.id >= 0 else None,
+        "message": plan.message,
+        "type": str(plan.arrow_type),
+    }
+
+
+def plans_json(plans: Sequence[ColumnPlan]) -> str:
+    return json.dumps([describe(p) for p in plans])

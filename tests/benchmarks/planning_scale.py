@@ -1,0 +1,199 @@
+"""Planning at cluster scale: discovery + split planning of a generated tree of many brokers.
+
+The tree is shaped like a large cluster's data: ``brokers`` log dirs (``meta.properties`` and the
+three offset checkpoints), ``partitions`` partitions spread over them, ``segments`` segments in
+all, each with its ``.log`` (one tiny batch), ``.index`` and ``.timeindex`` (one entry each).
+Tiny files keep the tree cheap to write; planning cost depends on the number of files and
+entries, not on their bytes.
+
+Measured (driver only, one thread, warm dentry cache, CPU time of the thread: the shared machine's
+load inflates wall time several-fold, and the driver's work is one thread): the bare filesystem listing of the tree
+(``os.scandir`` of every dir + a stat of every file: the floor any discovery pays), then
+``open_partitions`` (discovery: listings, checkpoints, segment grouping) and ``plan_splits``
+(with a session's default parallelism, as the data source plans); driver memory = peak of
+Python allocations (tracemalloc, a separate run) and the process's peak RSS growth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import resource
+import struct
+import sys
+import time
+import tracemalloc
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+@dataclass(frozen=True)
+class Scale:
+    brokers: int
+    partitions: int
+    segments: int
+
+    @property
+    def name(self) -> str:
+        return f"cluster-{self.brokers}b-{self.partitions}p-{self.segments}s"
+
+
+def generate(root: Path, scale: Scale) -> Path:
+    """Write the tree once (cached under ``root``); returns its directory."""
+    tree = root / scale.name
+    done = tree / ".complete"
+    if done.exists():
+        return tree
+    from kafka_format.planning import _tiny_batch
+
+    batch = _tiny_batch()
+    per_partition = max(1, scale.segments // scale.partitions)
+    index_entry = struct.pack(">ii", 0, 0)
+    time_entry = struct.pack(">qi", 0, 0)
+    for b in range(scale.brokers):
+        log_dir = tree / f"broker-{b}" / "kafka-logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        mine = [p for p in range(scale.partitions) if p % scale.brokers == b]
+        names = [(f"topic-{p % 50}", p // 50) for p in mine]
+        (log_dir / "meta.properties").write_text(f"version=1\nbroker.id={b}\ncluster.id=bench\n")
+        for ckpt in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint",
+                     "log-start-offset-checkpoint"):
+            lines = [f"{t} {n} {per_partition * 10 if ckpt != 'log-start-offset-checkpoint' else 0}"
+                     for t, n in names]
+            (log_dir / ckpt).write_text("0\n" + f"{len(lines)}\n" + "".join(x + "\n" for x in lines))
+        for topic, num in names:
+            d = log_dir / f"{topic}-{num}"
+            d.mkdir(exist_ok=True)
+            for s in range(per_partition):
+                base = s * 10
+                stem = str(d / f"{base:020d}")
+                with open(stem + ".log", "wb") as f:
+                    f.write(struct.pack(">q", base) + batch[8:])
+                with open(stem + ".index", "wb") as f:
+                    f.write(index_entry)
+                with open(stem + ".timeindex", "wb") as f:
+                    f.write(time_entry)
+    done.write_text("ok\n")
+    return tree
+
+
+def _listing(tree: Path) -> tuple[int, float]:
+    """Bare listing: scandir of every dir and a stat of every file (files, CPU seconds)."""
+    t0 = time.thread_time()
+    files = 0
+    stack = [str(tree)]
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+                else:
+                    e.stat(follow_symlinks=False)
+                    files += 1
+    return files, time.thread_time() - t0
+
+
+@dataclass
+class Result:
+    scale: Scale
+    files: int
+    segments: int
+    partitions: int
+    splits: int
+    listing_s: float
+    discover_s: float
+    plan_s: float
+    peak_py_mb: float
+    rss_growth_mb: float
+
+
+def measure(tree: Path, scale: Scale, repeats: int = 2) -> Result:
+    from kafka_format.planning import PlanOptions, open_partitions, plan_splits
+
+    options = PlanOptions(default_parallelism=2)
+    best = [float("inf")] * 3
+    files = segments = partitions = splits = 0
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for _ in range(repeats):
+        files, listing = _listing(tree)
+        gc.collect()
+        t0 = time.thread_time()
+        parts = open_partitions(str(tree))
+        t1 = time.thread_time()
+        plan = plan_splits(parts, options)
+        t2 = time.thread_time()
+        best = [min(best[0], listing), min(best[1], t1 - t0), min(best[2], t2 - t1)]
+        segments = sum(len(p.segments) for p in parts)
+        partitions, splits = len(parts), len(plan)
+        del parts, plan
+    rss_growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
+    gc.collect()
+    tracemalloc.start()
+    parts = open_partitions(str(tree))
+    plan = plan_splits(parts, options)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    del parts, plan
+    r = Result(scale, files, segments, partitions, splits, *best, peak / 1e6, rss_growth)
+    print(f"{scale.name}: {segments:,} segments, {partitions:,} partitions, {splits:,} splits; listing "
+          f"{r.listing_s:.2f} s, discovery {r.discover_s:.2f} s, planning {r.plan_s:.2f} s, "
+          f"peak Python {r.peak_py_mb:.0f} MB", flush=True)
+    return r
+
+
+def markdown(results: list[Result]) -> list[str]:
+    lines = ["## Planning at cluster scale (tests/benchmarks/planning_scale.py)", "",
+             "A generated tree like a large cluster's data (log dirs with checkpoints, partitions spread over "
+             "them, segments with `.log` + `.index` + `.timeindex`, tiny files), discovered "
+             "(`open_partitions`) and planned (`plan_splits`, default parallelism 2) on the driver, one "
+             "thread, warm dentry cache, CPU seconds of the thread, best of 2.  Listing = `os.scandir` of every dir + a stat of every "
+             "file (what any discovery pays).  Memory: peak Python allocations during discovery + planning "
+             "(tracemalloc) and the process's peak RSS growth.", "",
+             "| brokers | partitions | segments | files | splits | listing s | discovery s | planning s "
+             "| beyond listing µs/segment | µs/partition | peak Python MB | bytes/segment | RSS growth MB |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        beyond = r.discover_s + r.plan_s - r.listing_s
+        lines.append(
+            f"| {r.scale.brokers} | {r.partitions:,} | {r.segments:,} | {r.files:,} | {r.splits:,} | "
+            f"{r.listing_s:.2f} | {r.discover_s:.2f} | {r.plan_s:.2f} | {beyond / r.segments * 1e6:.1f} | "
+            f"{(r.discover_s + r.plan_s) / r.partitions * 1e6:.0f} | {r.peak_py_mb:.0f} | "
+            f"{r.peak_py_mb * 1e6 / r.segments:.0f} | {r.rss_growth_mb:.0f} |")
+    lines.append("")
+    return lines
+
+
+SCALES = {"small": Scale(5, 2_000, 20_000), "large": Scale(50, 20_000, 200_000)}
+
+
+def run(root: Path, names: list[str]) -> list[Result]:
+    out = []
+    for name in names:
+        scale = SCALES[name]
+        t0 = time.perf_counter()
+        tree = generate(root, scale)
+        print(f"{scale.name}: tree ready in {time.perf_counter() - t0:.0f} s", flush=True)
+        out.append(measure(tree, scale))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=Path("build/bench-data"))
+    parser.add_argument("--scales", default="small,large")
+    parser.add_argument("--update", type=Path, help="write the section into this BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    lines = markdown(run(args.data_dir, args.scales.split(",")))
+    print("\n".join(lines))
+    if args.update:
+        from shapes import update_section
+
+        update_section(args.update, lines)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,380 @@
+"""Decode per corpus shape and codec: ns per record, where the time goes, vs aiokafka and the floor.
+
+Three record shapes, written by aiokafka's compiled ``DefaultRecordBatchBuilder`` (an
+implementation independent of ours) with the same records for every codec:
+
+* small:  keys 8-16 B, values 20-100 B, 500 records a batch, no headers;
+* medium: kafka-python's builder shape of the issue: 200 records a batch, keys 16-32 B,
+          values 100-500 B, 0-2 headers;
+* large:  keys 16-32 B, values 4-64 KiB, 16 records a batch.
+
+Values are JSON-like text (compresses like typical event payloads).  Every run is one core,
+CRC verified, warm page cache, the CPU time of the measuring thread; readers run in turn in
+every round (a load change on the shared machine hits all of them) and the best round counts.
+
+* ours: ``decode_segment`` of the file (the mapped-file path of ``decode_file``) into Arrow;
+* aiokafka: its C ``MemoryRecords`` over the same bytes, CRC validated, offset, timestamp, key,
+  value and headers of every record touched;
+* floor: the codec's own C decompression of every payload into one reused buffer
+  (``decode_v2_chunk`` with ``OPT_DECOMPRESS_ONLY``: liblz4/libzstd/libsnappy/zlib, no Python
+  call per batch) plus our uncompressed decode of the same records.
+
+Breakdown (C entry points timed with phases switched off, on the file in memory):
+framing = ``scan`` without CRC; CRC = ``scan`` with CRC - framing; decompression = the
+decompress-only pass; varints = the record loop without key/value copies - decompression;
+copies = the full record loop - the loop without copies; Arrow + Python = the whole
+``decode_segment`` - (scan with CRC + full record loop): Arrow assembly, numpy header
+columns, the per-chunk Python of the walker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import struct
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+MIB = 1 << 20
+CODECS = {"none": 0, "lz4": 3, "zstd": 4, "snappy": 2, "gzip": 1}
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    key: tuple[int, int]
+    value: tuple[int, int]
+    per_batch: int
+    max_headers: int
+    mib: int  # uncompressed records per corpus
+
+
+SHAPES = (
+    Shape("small", (8, 16), (20, 100), 500, 0, 24),
+    Shape("medium", (16, 32), (100, 500), 200, 2, 48),
+    Shape("large", (16, 32), (4096, 65536), 16, 0, 96),
+)
+
+_WORDS = ("order", "user", "payment", "created", "updated", "status", "region", "amount",
+          "currency", "EUR", "USD", "item", "quantity", "price", "session", "device", "mobile",
+          "web", "click", "view", "checkout", "cart", "sku", "country", "city", "ok", "failed")
+
+
+def _text_pool(rng: random.Random, size: int) -> bytes:
+    parts, n = [], 0
+    while n < size:
+        word = f'"{rng.choice(_WORDS)}":{rng.randint(0, 10**rng.randint(1, 9))},'
+        parts.append(word)
+        n += len(word)
+    return "".join(parts).encode()
+
+
+def corpus(data_dir: Path, shape: Shape, codec: str, seed: int = 11) -> Path:
+    """The ``.log`` of ``shape`` compressed with ``codec`` (built once, cached in ``data_dir``)."""
+    path = data_dir / f"shape-{shape.name}-{codec}-{shape.mib}m.log"
+    if path.exists():
+        return path
+    from aiokafka.record._crecords import DefaultRecordBatchBuilder
+
+    rng = random.Random(seed)
+    pool = _text_pool(rng, 4 * MIB)
+    out = bytearray()
+    raw = offset = 0
+    ts = 1_700_000_000_000
+    while raw < shape.mib * MIB:
+        builder = DefaultRecordBatchBuilder(2, CODECS[codec], 0, -1, -1, -1, 1 << 30)
+        for delta in range(shape.per_batch):
+            key = f"user-{rng.randrange(10**15):015d}".encode()[: rng.randint(*shape.key)]
+            size = rng.randint(*shape.value)
+            at = rng.randrange(len(pool) - size)
+            value = pool[at:at + size]
+            headers = [("trace-id", rng.randbytes(8).hex().encode()), ("source", b"checkout")]
+            builder.append(delta, ts + delta, key, value, headers[: rng.randint(0, shape.max_headers)])
+            raw += len(key) + size
+        batch = bytearray(builder.build())
+        struct.pack_into(">q", batch, 0, offset)  # base offset: not covered by the CRC
+        offset += shape.per_batch
+        ts += shape.per_batch
+        out += batch
+    data_dir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(bytes(out))
+    tmp.rename(path)
+    return path
+
+
+def _best(fns: dict[str, Callable[[], int]], repeats: int) -> dict[str, tuple[int, float]]:
+    """Warm-up, then ``repeats`` rounds running every function in turn: (result, best CPU s)."""
+    out: dict[str, tuple[int, float]] = {}
+    for name, fn in fns.items():
+        out[name] = (fn(), float("inf"))
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.thread_time()
+            n = fn()
+            dt = time.thread_time() - t0
+            out[name] = (n, min(out[name][1], dt))
+    return out
+
+
+def _ours(path: Path) -> Callable[[], int]:
+    from kafka_format.api import decode_segment
+    from kafka_format.fast import FastDecoder
+    from kafka_format.records.columns import FileContext
+
+    dec = FastDecoder()
+
+    def run() -> int:
+        return sum(b.num_rows for b in decode_segment(str(path), decoder=dec,
+                                                       context=FileContext(path=str(path))))
+    return run
+
+
+def _aiokafka(data: bytes) -> Callable[[], int]:
+    from aiokafka.record._crecords import MemoryRecords
+
+    def run() -> int:
+        n = 0
+        records = MemoryRecords(data)
+        while records.has_next():
+            batch = records.next_batch()
+            if not batch.validate_crc():
+                raise AssertionError("aiokafka: CRC mismatch")
+            for rec in batch:
+                rec.offset, rec.timestamp, rec.key, rec.value, rec.headers  # noqa: B018
+                n += 1
+        return n
+    return run
+
+
+def _chunk_meta(data: bytes) -> np.ndarray:
+    """decode_v2_chunk meta of every batch of ``data`` (no CRC check requested)."""
+    from kafka_format import fast
+    from kafka_format.records import batch_v2
+
+    table = fast.FastDecoder().scan(data, verify_crc=False)
+    rows = np.arange(len(table.position))
+    meta = np.zeros((len(rows), fast._CHUNK_META_COLUMNS), dtype=np.int64)
+    meta[:, :fast._META_COLUMNS] = fast._meta(table, rows)
+    codec = (table.attributes & batch_v2.CODEC_MASK).astype(np.int64)
+    meta[:, fast._META_FLAGS] |= codec << fast._fastdecode.FLAG_CODEC_SHIFT
+    meta[:, fast._CHUNK_START] = table.position + batch_v2.RECORDS_OFFSET
+    meta[:, fast._CHUNK_END] = table.position + table.size
+    return meta
+
+
+def _chunk(data: bytes, meta: np.ndarray, options: int) -> Callable[[], int]:
+    """decode_v2_chunk over ``data`` in 16 MiB parts (the read size of decode_segment, so that
+    output blocks are recycled as in the real path)."""
+    from kafka_format import _fastdecode
+    from kafka_format.fast import _CHUNK_START
+
+    cap = 256 * MIB
+    part = (meta[:, _CHUNK_START] // (16 * MIB)).astype(np.int64)
+    cuts = [0, *(np.flatnonzero(np.diff(part)) + 1).tolist(), len(meta)]
+    groups = [np.ascontiguousarray(meta[a:b]) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+    def run() -> int:
+        n = 0
+        for group in groups:
+            i = 0
+            while i < len(group):
+                cols, done, held = _fastdecode.decode_v2_chunk(data, group[i:], cap, options)
+                n += held if options & _fastdecode.OPT_DECOMPRESS_ONLY else len(cols[1]) // 8
+                i += done
+                del cols
+        return n
+    return run
+
+
+def _scan(data: bytes, verify: int) -> Callable[[], int]:
+    from kafka_format import _fastdecode
+
+    def run() -> int:
+        return _fastdecode.scan(data, 0, len(data), verify)[3]
+    return run
+
+
+@dataclass
+class Row:
+    shape: str
+    codec: str
+    log_bytes: int
+    records: int
+    value_bytes: int
+    times: dict[str, float] = field(default_factory=dict)  # CPU s per measurement
+    decompressed: int = 0
+
+    def ns(self, name: str) -> float:
+        return self.times[name] / self.records * 1e9
+
+
+def measure(data_dir: Path, shape: Shape, codec: str, repeats: int) -> Row:
+    from kafka_format import _fastdecode
+
+    path = corpus(data_dir, shape, codec)
+    data = path.read_bytes()
+    meta = _chunk_meta(data)
+    fns: dict[str, Callable[[], int]] = {
+        "ours": _ours(path),
+        "aiokafka": _aiokafka(data),
+        "scan": _scan(data, 0),
+        "scan_crc": _scan(data, 1),
+        "records": _chunk(data, meta, 0),
+        "records_no_copy": _chunk(data, meta, _fastdecode.OPT_NO_COPY),
+    }
+    if codec != "none":
+        fns["decompress"] = _chunk(data, meta, _fastdecode.OPT_DECOMPRESS_ONLY)
+    best = _best(fns, repeats)
+    records = best["ours"][0]
+    assert best["aiokafka"][0] == records == best["records"][0], (best["aiokafka"][0], records)
+    row = Row(shape.name, codec, len(data), records, 0, {k: v[1] for k, v in best.items()})
+    if codec != "none":
+        row.decompressed = best["decompress"][0]
+    print(f"{shape.name:6} {codec:6} ours {row.ns('ours'):7.1f} ns/rec  aiokafka {row.ns('aiokafka'):7.1f}"
+          f"  ({row.times['aiokafka'] / row.times['ours']:.2f}x)", flush=True)
+    return row
+
+
+def breakdown(row: Row) -> dict[str, float]:
+    """ns per record of each phase (see the module doc)."""
+    t = row.times
+    decompress = t.get("decompress", 0.0)
+    parts = {
+        "framing": t["scan"],
+        "CRC": max(t["scan_crc"] - t["scan"], 0.0),
+        "decompression": decompress,
+        "varints": max(t["records_no_copy"] - decompress, 0.0),
+        "key/value copies": max(t["records"] - t["records_no_copy"], 0.0),
+        "Arrow + Python": max(t["ours"] - t["scan_crc"] - t["records"], 0.0),
+    }
+    return {k: v / row.records * 1e9 for k, v in parts.items()}
+
+
+def _fmt_rate(row: Row) -> str:
+    s = row.times["ours"]
+    return f"{row.records / s / 1e6:.2f} M rec/s, {row.log_bytes / s / 1e9:.2f} GB/s"
+
+
+def markdown(rows: list[Row]) -> list[str]:
+    by = {(r.shape, r.codec): r for r in rows}
+    lines = ["## Decode by corpus shape (tests/benchmarks/shapes.py)", "",
+             "One core, CPU time of the measuring thread, CRC verified, warm page cache, every field of every "
+             "record decoded (ours: into Arrow; aiokafka: C reader, offset/timestamp/key/value/headers "
+             "touched), best round of interleaved runs.  Shapes: small (keys 8-16 B, values 20-100 B, 500 "
+             "records/batch), medium (keys 16-32 B, values 100-500 B, 0-2 headers, 200 records/batch), large "
+             "(values 4-64 KiB, 16 records/batch).  Floor = the codec's C decompression into a reused buffer "
+             "+ our uncompressed decode of the same records.", "",
+             "| shape | codec | records | log MB | ours ns/rec | ours rate | aiokafka ns/rec | vs aiokafka "
+             "| floor ns/rec | ours / floor | codec C GB/s (output) |",
+             "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        plain = by.get((r.shape, "none"))
+        floor = ""
+        ratio = ""
+        codec_rate = ""
+        if r.codec != "none" and plain is not None:
+            f = (r.times["decompress"] + plain.times["ours"]) / r.records * 1e9
+            floor, ratio = f"{f:.1f}", f"{r.ns('ours') / f:.2f}x"
+            codec_rate = f"{r.decompressed / r.times['decompress'] / 1e9:.2f}"
+        lines.append(f"| {r.shape} | {r.codec} | {r.records:,} | {r.log_bytes / 1e6:.1f} | {r.ns('ours'):.1f} | "
+                     f"{_fmt_rate(r)} | {r.ns('aiokafka'):.1f} | {r.times['aiokafka'] / r.times['ours']:.2f}x | "
+                     f"{floor} | {ratio} | {codec_rate} |")
+    lines += ["", "Where the time goes (ns per record; phases timed with parts of the C decoder switched off, "
+              "so each is a difference of two runs and carries their noise):", "",
+              "| shape | codec | framing | CRC | decompression | varints | key/value copies | Arrow + Python "
+              "| total (ours) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        b = breakdown(r)
+        lines.append(f"| {r.shape} | {r.codec} | " + " | ".join(f"{v:.1f}" for v in b.values())
+                     + f" | {r.ns('ours'):.1f} |")
+    lines += ["", *targets(by), ""]
+    return lines
+
+
+def targets(by: dict[tuple[str, str], Row]) -> list[str]:
+    """The issue's targets, met or not."""
+    lines = ["| target | measured | met |", "|---|---|---|"]
+
+    def vs(r: Row) -> float:
+        return r.times["aiokafka"] / r.times["ours"]
+
+    def add(name: str, measured: str, ok: bool) -> None:
+        lines.append(f"| {name} | {measured} | {'yes' if ok else 'no'} |")
+
+    if (r := by.get(("small", "none"))) is not None:
+        rate = r.records / r.times["ours"]
+        add("uncompressed small >= 10 M records/s", f"{rate / 1e6:.2f} M records/s", rate >= 10e6)
+    if (r := by.get(("medium", "none"))) is not None:
+        gbs = r.log_bytes / r.times["ours"] / 1e9
+        add("uncompressed medium >= 3.5 GB/s", f"{gbs:.2f} GB/s", gbs >= 3.5)
+    if (r := by.get(("large", "none"))) is not None:
+        gbs = r.log_bytes / r.times["ours"] / 1e9
+        add("uncompressed large >= 5 GB/s", f"{gbs:.2f} GB/s", gbs >= 5)
+    for shape in ("small", "medium", "large"):
+        if (r := by.get((shape, "none"))) is not None:
+            add(f"uncompressed {shape} >= 4x aiokafka", f"{vs(r):.2f}x", vs(r) >= 4)
+    for codec, want in (("lz4", 4.0), ("zstd", 3.0), ("snappy", 2.0), ("gzip", 1.25)):
+        for shape in ("small", "medium", "large"):
+            if (r := by.get((shape, codec))) is not None:
+                add(f"{codec} {shape} >= {want}x aiokafka", f"{vs(r):.2f}x", vs(r) >= want)
+    for codec in ("lz4", "zstd", "snappy", "gzip"):
+        for shape in ("small", "medium", "large"):
+            r, plain = by.get((shape, codec)), by.get((shape, "none"))
+            if r is not None and plain is not None:
+                ratio = r.times["ours"] / (r.times["decompress"] + plain.times["ours"])
+                add(f"{codec} {shape} within 1.2x of the floor", f"{ratio:.2f}x", ratio <= 1.2)
+    return lines
+
+
+def run(data_dir: Path, *, shapes: list[str] | None = None, codecs: list[str] | None = None,
+        repeats: int = 3) -> list[Row]:
+    rows = []
+    for shape in SHAPES:
+        if shapes and shape.name not in shapes:
+            continue
+        for codec in codecs or list(CODECS):
+            rows.append(measure(data_dir, shape, codec, repeats))
+    return rows
+
+
+def update_section(path: Path, lines: list[str], before: str = "## Split planning") -> None:
+    """Replace the section of ``path`` whose heading is ``lines[0]`` (up to the next ``## ``
+    heading) with ``lines``, or insert it before the ``before`` heading (else at the end)."""
+    text = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    heading = lines[0]
+    if heading in text:
+        start = text.index(heading)
+        end = next((i for i in range(start + 1, len(text)) if text[i].startswith("## ")), len(text))
+    else:
+        start = end = text.index(before) if before in text else len(text)
+    text[start:end] = lines
+    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=Path("build/bench-data"))
+    parser.add_argument("--shapes", default="small,medium,large")
+    parser.add_argument("--codecs", default=",".join(CODECS))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--update", type=Path, help="write the section into this BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    rows = run(args.data_dir, shapes=args.shapes.split(","), codecs=args.codecs.split(","),
+               repeats=args.repeats)
+    lines = markdown(rows)
+    print("\n".join(lines))
+    if args.update:
+        update_section(args.update, lines)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,120 @@
+"""``--engine``: which engine a run uses, the line ``auto`` prints, and the local engine's promise of
+no JVM (pyspark never imported).  The outputs of both engines are compared in
+tests/jobs/test_engine_parity.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafka_format.engine import LOCAL_MAX_BYTES, choose_engine, input_bytes, run_tasks
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "data_samples" / "logdirs"
+RUN = "import sys; from kafka_format.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _klogs(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", RUN, *args], capture_output=True, text=True, timeout=300,
+                          cwd=REPO, env={**os.environ, "KLOGS_LOG_DIR": str(tmp_path / "logs"), **env})
+
+
+def test_auto_picks_local_for_small_inputs_without_master() -> None:
+    choice = choose_engine("auto", master=None, logdirs=[str(SAMPLES)])
+    size = sum(p.stat().st_size for p in SAMPLES.rglob("*.log"))
+    assert input_bytes([str(SAMPLES)]) == size < LOCAL_MAX_BYTES
+    assert choice.engine == "local" and "1.0 GiB" in choice.reason and "no --master" in choice.reason
+
+
+@pytest.mark.parametrize(("kwargs", "env", "reason"), [
+    ({"master": "local[2]"}, {}, "--master local[2]"),
+    ({"master": None, "needs_spark": "Delta output (delta-spark)"}, {}, "Delta output (delta-spark)"),
+    ({"master": None}, {"KLOGS_LOCAL_MAX_BYTES": "1000"}, "of segments > 1000 B"),
+], ids=["master", "needs-spark", "over-threshold"])
+def test_auto_picks_spark(kwargs: dict, env: dict[str, str], reason: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    choice = choose_engine("auto", logdirs=[str(SAMPLES)], **kwargs)
+    assert choice.engine == "spark" and reason in choice.reason
+
+
+def test_local_is_refused_where_spark_is_needed() -> None:
+    with pytest.raises(ValueError, match="drop --master"):
+        choose_engine("local", master="local[2]", logdirs=[str(SAMPLES)])
+    with pytest.raises(ValueError, match="Delta output"):
+        choose_engine("local", master=None, logdirs=[str(SAMPLES)], needs_spark="Delta output (delta-spark)")
+    assert choose_engine("spark", master=None, logdirs=[str(SAMPLES)]).engine == "spark"
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def test_run_tasks_keeps_order_serial_and_over_a_pool() -> None:
+    tasks = list(range(20))
+    serial = run_tasks(_square, tasks, weights=[1] * 20)                 # little work: in this process
+    pooled = run_tasks(_square, tasks, weights=[1 << 30] * 20, max_workers=2)
+    assert serial == pooled == [x * x for x in tasks]
+
+
+def test_the_local_engine_never_imports_pyspark(tmp_path: Path) -> None:
+    """Every job on data_samples with the default engine, in one fresh process: the choice is local,
+    said once per run on stderr, and neither pyspark nor py4j (nor pandas) is ever imported."""
+    script = f"""
+import contextlib, io, sys
+from kafka_format.cli import main
+out = {str(tmp_path)!r}
+runs = [["offsets", {str(SAMPLES)!r}, "--timestamp", "latest"],
+        ["retention", {str(SAMPLES)!r}],
+        ["compaction", {str(SAMPLES)!r}, "--out", out + "/c", "--config", "*:cleanup.policy=compact", "--force"],
+        ["audit", {str(SAMPLES)!r}, "--out", out + "/a", "--fail-on", "never"],
+        ["export", {str(SAMPLES)!r}, "--out", out + "/e", "--key-as", "string"]]
+for argv in runs:
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(argv) == 0, argv
+print(sorted(m for m in ("pyspark", "py4j", "pandas") if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=REPO,
+                          env={**os.environ, "KLOGS_LOG_DIR": str(tmp_path / "logs")})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    lines = done.stderr.splitlines()
+    assert len(lines) == 5 and all(line.startswith("klogs: engine: local (") for line in lines), lines
+    assert not (tmp_path / "logs").exists()                  # no JVM log: no Spark session
+
+
+def test_local_with_what_needs_spark_is_one_line_exit_2(tmp_path: Path) -> None:
+    done = _klogs(["export", str(SAMPLES), "--out", str(tmp_path / "e"), "--format", "delta", "--engine", "local"],
+                  tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["klogs export: --engine local cannot run this: Delta output "
+                                        "(delta-spark); use --engine spark"]
+    assert not (tmp_path / "e").exists() or not any((tmp_path / "e").iterdir())
+
+
+def test_a_failed_local_cleaner_task_names_its_partition(tmp_path: Path) -> None:
+    from kafka_format.writer import LogDirWriter, Record, build_v2_batch
+
+    ld = LogDirWriter(tmp_path / "broker", node_id=1, cluster_id="S2xhU2FtcGxlc0NsdXN0ZQ")
+    w = ld.partition("t", 3, topic_id=b"\x07" * 16)
+    for base in range(0, 40, 10):
+        w.append(build_v2_batch([Record(b"k%d" % (i % 3), b"v", 1_700_000_000_000) for i in range(10)],
+                                base_offset=base))
+    w.close()
+    ld.close(written_at_ms=1_700_000_000_000)
+    log = tmp_path / "broker" / "t-3" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    second = len(data) // 4 + 1
+    data[second:second + 40] = b"\xff" * 40           # the batches after the first one are garbage
+    log.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    done = _klogs(["compaction", str(tmp_path / "broker"), "--config", "*:cleanup.policy=compact", "--force",
+                   "--out", str(out), "--engine", "local"], tmp_path)
+    assert done.returncode == 2 and not out.exists()
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"klogs compaction: failed in partition t-3 ({tmp_path / 'broker'})")
+    assert "00000000000000000000.log" in line

@@ -1,0 +1,274 @@
+"""The compiled decoder's C codecs (``_fastcodecs.c``) equal the Python decompression path.
+
+The fused path (:meth:`FastDecoder.decode_v2_region`) decompresses Kafka's payloads in C and
+declines everything it does not decode (corrupt, unusual framing, over the cap) to the Python
+path.  These tests protect that split: valid payloads of every codec are decoded in C (the
+Python codecs are switched off to prove it) into the reference decoder's table; corrupt,
+truncated, oversized and unusually framed payloads give the reference decoder's outcome
+(same table, or the same error type, message and file position).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from builders import CODECS, build_v2, raw_v2, sample_records
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafka_format import compression
+from kafka_format.api import decode_segment
+from kafka_format.decoder import Decoder
+from kafka_format.errors import DecompressionLimitError, KafkaFormatError
+from kafka_format.records.columns import FileContext
+from kafka_format.schema import RECORD_SCHEMA
+
+pytest.importorskip("kafka_format._fastdecode", reason="compiled decoder not built")
+from kafka_format.fast import C_CODECS, FastDecoder  # noqa: E402  (after the importorskip)
+
+PROFILE = settings(max_examples=int(os.environ.get("KAFKA_FORMAT_CODEC_EXAMPLES", "60")), deadline=None,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+REFERENCE = Decoder()
+FAST = FastDecoder()
+COMPRESSED = sorted(name for name in CODECS if name != "none")
+VARIANTS = [*COMPRESSED, "lz4-frame"]  # lz4-frame: python-lz4's frames (block checksums, content size)
+
+
+def _compress(variant: str, plain: bytes, flags: int = 0) -> bytes:
+    """``plain`` compressed as Kafka's producer writes it, or for "lz4-frame" as python-lz4 writes
+    a frame with independent blocks (aiokafka's and kafka-python's lz4 framing): block checksums,
+    and by ``flags`` content size / content checksum / 256 KiB blocks."""
+    if variant != "lz4-frame":
+        return compression.compress(CODECS[variant], plain)
+    import lz4.frame
+
+    return lz4.frame.compress(plain, block_linked=False, block_checksum=True,
+                              content_checksum=bool(flags & 1), store_size=bool(flags & 2),
+                              block_size=lz4.frame.BLOCKSIZE_MAX256KB if flags & 4 else lz4.frame.BLOCKSIZE_MAX64KB)
+RECORDS_AT = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
+
+
+def _plain_records(n: int, seed: int = 0) -> tuple[bytes, int]:
+    """The uncompressed records region of a batch of ``n`` sample records, and its count."""
+    records = sample_records(n)
+    for i, r in enumerate(records):
+        if r["value"] is not None:
+            r["value"] = r["value"] * (1 + (i + seed) % 5)
+    return build_v2(records)[RECORDS_AT:], n
+
+
+def _batch(codec: str, payload: bytes, count: int, base_offset: int = 0) -> bytes:
+    return raw_v2(payload, count, base_offset=base_offset, attributes=CODECS[codec])
+
+
+def _outcome(data: bytes, decoder: Decoder, **kw: Any) -> tuple[str, Any]:
+    try:
+        batches = list(decode_segment(data, decoder=decoder, context=FileContext(path="t.log"), **kw))
+    except KafkaFormatError as exc:
+        return "error", (type(exc), str(exc), exc.position)
+    return "ok", pa.Table.from_batches(batches, schema=RECORD_SCHEMA)
+
+
+def _assert_same(data: bytes, **kw: Any) -> tuple[str, Any]:
+    ref = _outcome(data, REFERENCE, **kw)
+    fast = _outcome(data, FAST, **kw)
+    assert ref[0] == fast[0], (ref, fast)
+    if ref[0] == "ok":
+        assert ref[1].equals(fast[1]), "Arrow output differs"
+    else:
+        assert ref[1] == fast[1]
+    return fast
+
+
+def _need_c(codec: str) -> None:
+    if CODECS[codec] not in C_CODECS:
+        pytest.skip(f"{codec} not compiled in (its library was missing at build time)")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_valid_payloads_are_decoded_in_c(variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    codec = "lz4" if variant == "lz4-frame" else variant
+    _need_c(codec)
+    data = b"".join(_batch(codec, _compress(variant, plain, i % 8), n, base_offset=10 * i)
+                    for i, (plain, n) in enumerate(_plain_records(1 + i % 9, seed=i) for i in range(30)))
+    expected = _outcome(data, REFERENCE)
+    assert expected[0] == "ok"
+
+    def no_python(*args: Any, **kw: Any) -> bytes:
+        raise AssertionError("the Python codec path was taken")
+
+    monkeypatch.setattr(compression, "decompress", no_python)
+    got = _outcome(data, FAST)
+    assert got[0] == "ok" and got[1].equals(expected[1])
+    assert got[1].num_rows == sum(1 + i % 9 for i in range(30))
+
+
+@st.composite
+def damaged(draw: st.DrawFn) -> tuple[str, bytes]:
+    """A log of 1-3 batches of one codec, one compressed payload damaged (CRC recomputed, so the
+    damage reaches the decompressor)."""
+    variant = draw(st.sampled_from(VARIANTS))
+    codec = "lz4" if variant == "lz4-frame" else variant
+    flags = draw(st.integers(0, 7))
+    batches = []
+    for i in range(draw(st.integers(1, 3))):
+        plain, n = _plain_records(draw(st.integers(1, 8)), seed=i)
+        batches.append((_compress(variant, plain, flags), n))
+    k = draw(st.integers(0, len(batches) - 1))
+    payload = bytearray(batches[k][0])
+    kind = draw(st.sampled_from(["flip", "byte", "truncate", "append", "count"]))
+    count = batches[k][1]
+    if kind == "flip":
+        for _ in range(draw(st.integers(1, 3))):
+            i = draw(st.integers(0, len(payload) - 1))
+            payload[i] ^= 1 << draw(st.integers(0, 7))
+    elif kind == "byte":
+        i = draw(st.integers(0, len(payload) - 1))
+        payload[i] = draw(st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFF]))
+    elif kind == "truncate":
+        del payload[draw(st.integers(0, len(payload) - 1)):]
+    elif kind == "append":
+        payload += draw(st.binary(min_size=1, max_size=24))
+    else:
+        count = draw(st.sampled_from([0, count - 1, count + 1, 2**31 - 1, -1]))
+    batches[k] = (bytes(payload), count)
+    return codec, b"".join(_batch(codec, p, n, base_offset=100 * i) for i, (p, n) in enumerate(batches))
+
+
+@PROFILE
+@given(damaged())
+def test_damaged_payloads_fail_identically(case: tuple[str, bytes]) -> None:
+    _codec, data = case
+    _assert_same(data)
+
+
+@PROFILE
+@given(damaged())
+def test_damaged_payloads_permissive_identically(case: tuple[str, bytes]) -> None:
+    _codec, data = case
+    _assert_same(data, mode="PERMISSIVE")
+
+
+@pytest.mark.parametrize("codec", COMPRESSED)
+def test_decompressed_size_is_capped(codec: str) -> None:
+    """A payload expanding past max_decompressed: the same DecompressionLimitError (the C path
+    stops at the cap and hands the batch to the Python path, which raises)."""
+    _need_c(codec)
+    plain, n = _plain_records(40)
+    data = _batch(codec, compression.compress(CODECS[codec], plain), n)
+    kind, (cls, message, position) = _assert_same(data, max_decompressed=len(plain) - 1)
+    assert kind == "error" and cls is DecompressionLimitError and position is not None, message
+    assert "t.log" in message
+    _assert_same(data, max_decompressed=len(plain))  # exactly at the cap: decoded
+
+
+@pytest.mark.parametrize("codec", COMPRESSED)
+def test_held_bytes_split_calls_as_the_python_path(codec: str) -> None:
+    """Batches are taken until max_decompressed bytes are held: same rows either way."""
+    _need_c(codec)
+    parts = [_plain_records(6, seed=i) for i in range(12)]
+    data = b"".join(_batch(codec, compression.compress(CODECS[codec], p), n, base_offset=10 * i)
+                    for i, (p, n) in enumerate(parts))
+    cap = max(len(p) for p, _ in parts) + 1
+    kind, table = _assert_same(data, max_decompressed=cap)
+    assert kind == "ok" and table.num_rows == 72
+
+
+def _gzip_member(plain: bytes, flags: int = 0, extra: bytes = b"") -> bytes:
+    deflater = zlib.compressobj(6, zlib.DEFLATED, -15)
+    body = deflater.compress(plain) + deflater.flush()
+    header = b"\x1f\x8b\x08" + bytes([flags]) + b"\x00\x00\x00\x00\x00\xff" + extra
+    return header + body + struct.pack("<II", zlib.crc32(plain), len(plain))
+
+
+def _unusual_payloads(plain: bytes) -> list[tuple[str, bytes]]:
+    """Legal framings the C path declines (the Python path decodes them)."""
+    lz4_frame = compression.compress(compression.LZ4, plain)
+    zstd_frame = compression.compress(compression.ZSTD, plain)
+    xerial = compression.compress(compression.SNAPPY, plain)
+    import cramjam
+
+    half = len(plain) // 2
+    return [
+        ("gzip", _gzip_member(plain, flags=0x08, extra=b"name\x00")),           # FNAME
+        ("gzip", _gzip_member(plain[:half]) + _gzip_member(plain[half:])),     # two members
+        ("gzip", _gzip_member(plain) + b"\x00garbage"),                        # ignored trailer
+        ("snappy", bytes(cramjam.snappy.compress_raw(plain))),                 # one raw block
+        ("snappy", xerial + xerial),            # concatenated stream: the records twice (an error)
+        ("snappy", xerial + b"\x00\x01"),                                      # 1-3 bytes ignored
+        ("lz4", lz4_frame + b"trailing bytes are ignored"),
+        ("zstd", zstd_frame + compression.compress(compression.ZSTD, b"")),    # two frames
+        ("zstd", struct.pack("<II", 0x184D2A50, 3) + b"abc" + zstd_frame),     # skippable frame
+    ]
+
+
+@pytest.mark.parametrize("index", range(9))
+def test_unusual_framings_decode_identically(index: int) -> None:
+    plain, n = _plain_records(12)
+    codec, payload = _unusual_payloads(plain)[index]
+    kind, table = _assert_same(_batch(codec, payload, n))
+    if index == 4:
+        assert kind == "error" and "records still remaining" in table[1], table
+    else:
+        assert kind == "ok" and table.num_rows == n, table
+
+
+def test_codec_missing_from_the_build_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without C codecs (a build without the libraries) the Python path decodes the same."""
+    import kafka_format._fastdecode as native
+
+    plain, n = _plain_records(9)
+    data = b"".join(_batch(c, compression.compress(CODECS[c], plain), n, base_offset=20 * i)
+                    for i, c in enumerate(COMPRESSED))
+    expected = _outcome(data, REFERENCE)
+    real = native.decode_v2_chunk
+
+    def no_codecs(buf: Any, meta: Any, cap: int, options: int) -> Any:
+        codecs = (memoryview(meta).cast("B").cast("q").tolist()[6::native.CHUNK_META_COLUMNS])
+        if any(flags >> native.FLAG_CODEC_SHIFT & 7 for flags in codecs):
+            raise native.FormatViolation(0, "decompress", 0)
+        return real(buf, meta, cap, options)
+
+    monkeypatch.setattr(native, "decode_v2_chunk", no_codecs)
+    got = _outcome(data, FAST)
+    assert got[0] == expected[0] == "ok" and got[1].equals(expected[1])
+
+
+def test_arrow_assembly_compiled_fills_equal_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``to_arrow``'s compiled fills (per-record batch fields, constant columns) give the same
+    table as its numpy expressions, for mixed codecs, nulls and every context field."""
+    from kafka_format.records import columns as columns_module
+
+    plain, n = _plain_records(7)
+    data = b"".join(_batch(c, compression.compress(CODECS[c], plain), n, base_offset=10 * i)
+                    for i, c in enumerate(["none", *COMPRESSED, "none"]))
+    context = FileContext(path="/x/t-3/00000000000000000000.log", topic="tøpic", partition=3, segment=0,
+                          log_dir="/x", broker_id=7)
+    native = pa.Table.from_batches(list(decode_segment(data, decoder=FAST, context=context)))
+    monkeypatch.setattr(columns_module, "_native", None)
+    plain_numpy = pa.Table.from_batches(list(decode_segment(data, decoder=FAST, context=context)))
+    assert native.num_rows == 6 * n and native.equals(plain_numpy)
+    empty = FileContext()
+    assert pa.Table.from_batches(list(decode_segment(data, decoder=FAST, context=empty))).num_rows == 6 * n
+
+
+def test_crc32c_every_path_equals_the_portable_one() -> None:
+    """The compiled CRC-32C (carry-less multiplication folding from 256 bytes, crc32 instructions
+    below, tables without either) equals the portable table loop for every length around the
+    thresholds, misaligned starts and chained initial values."""
+    import random
+
+    from kafka_format import _fastdecode as native
+
+    rng = random.Random(5)
+    data = rng.randbytes((1 << 16) + 300)
+    for n in [*range(0, 600), 4095, 4096, 24 * 1024 + 5, 1 << 16]:
+        off = n % 9
+        value = rng.getrandbits(32)
+        chunk = data[off:off + n]
+        assert native.crc32c(chunk, value) == native.crc32c_portable(chunk, value), n
