@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="cleaner mode: also write the cleaned partitions in Kafka's format to DIR/segments/")
     parser.add_argument("--force", action="store_true",
                         help="cleaner mode: clean partitions the cleaner would not pick now (dirty ratio)")
+    parser.add_argument("--cleaner-batch-rows", type=int, default=8192, metavar="N",
+                        help="cleaner mode: records a cleaner task decodes at a time (default 8192); with the "
+                             "offset map (log.cleaner.dedupe.buffer.size) and the read buffer "
+                             "(log.cleaner.io.buffer.size) it bounds a task's memory, whatever the partition's size")
     return parser
 
 
@@ -61,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _body(args: argparse.Namespace) -> int:
+    if args.cleaner_batch_rows < 1:
+        raise UsageError(f"--cleaner-batch-rows must be at least 1, not {args.cleaner_batch_rows}")
     if args.write_segments and args.mode != "cleaner":
         raise UsageError("--write-segments needs --mode cleaner (the table view has no log format)")
     try:
@@ -109,7 +115,7 @@ def _cleaner(ctx: JobContext, args: argparse.Namespace, records_dir: str, segmen
     """Run the cleaner on every selected replica (records and segments written by the tasks);
     the summary rows."""
     common = dict(records_dir=records_dir, topics=ctx.topics, topic_pattern=ctx.topic_pattern, force=args.force,
-                  segments_dir=segments_dir)
+                  segments_dir=segments_dir, batch_rows=args.cleaner_batch_rows)
     if local:
         from kafka_format.engine.compaction import cleaner_pass_local
 

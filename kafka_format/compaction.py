@@ -32,9 +32,9 @@ removed
   ``marker-removed``       a control record removed (its txn's data gone, horizon passed)
   ``below-log-start``      reserved: the table has no rows below logStartOffset
 
-Key identity is exact byte equality (keys become ids by a dictionary encoding of the partition's
-key bytes).  Kafka compares 16-byte MD5 digests of keys (``SkimpyOffsetMap``); an MD5 collision
-would merge two keys there and not here.  The map holds
+Key identity is Kafka's: the offset map holds 16-byte MD5 digests of keys (``SkimpyOffsetMap``,
+``CleanerConfig.HASH_ALGORITHM``), at most its capacity of them: two keys with one digest are one
+key, as in Kafka.  The map holds
 ``int(slots * log.cleaner.io.buffer.load.factor)`` keys, ``slots = min(dedupe.buffer.size /
 log.cleaner.threads, Int.MAX) // 24`` (``LogCleaner``: one map per cleaner thread).
 
@@ -47,10 +47,12 @@ Rewritten segments get indexes by the per-batch rule (KAFKA-806, as :mod:`kafka_
 the mtime of the group's last segment, and a ``.txnindex`` of the aborted transactions whose
 ABORT marker was kept while their data was still seen (``cleanedIndex``).
 
-Memory: the model holds batch headers and, per record, its offset, key id and flags (about 30
-bytes a record; key bytes only while the ids are made; values and headers are read again, batch
-by batch, only for batches that must be rebuilt).  Decisions are numpy operations over a round's
-records, the walk over batches (transaction state, retention) is per batch.
+Memory is bounded by configuration, not by the partition: the model holds batch headers only
+(one small entry per batch), the offset map (its capacity), ``batch_rows`` decoded records and a
+read buffer (``log.cleaner.io.buffer.size``).  Records stay on disk: every round re-reads the
+segments batch by batch (the original bytes, or the bytes an earlier round rebuilt, which go to a
+``spill`` work file as Kafka writes a cleaned segment); each round appends its records' decisions
+to a work file, and :meth:`CleanResult.iter_decisions` merges them in offset order.
 
 Offline inputs: LEO = next offset of the last segment (batch scan); HW = replication checkpoint
 capped at LEO (LEO when absent); LSO = min(HW, first offset of the earliest open transaction or of a
@@ -62,8 +64,12 @@ batches after it; the same replay gives ``lastRecordsOfActiveProducers`` (produc
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import shutil
+import tempfile
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -182,11 +188,15 @@ class CleanResult:
     every batch of the partition: ``bytes_after`` sums the batches the cleaner would leave (copied
     batches exactly; rebuilt ones as :mod:`kafka_format.writer` encodes them at the codec's default
     level; empty batches 61).  ``first_dirty_after`` = the new cleaner checkpoint.
+
+    The per-record decisions stay on disk (the cleaner's work files) until asked for:
+    :meth:`iter_decisions` streams them in offset order, ``decisions`` builds the whole table
+    (small partitions, tests).  :meth:`close` removes the work files (also done when the result
+    is garbage-collected).
     """
 
     plan: CleanerPlan
     rounds: int
-    decisions: pa.Table
     records_before: int
     records_after: int
     bytes_before: int
@@ -198,18 +208,53 @@ class CleanResult:
     empty_batches_kept: int
     first_dirty_after: int
     _model: Any = field(default=None, repr=False, compare=False)
+    _decisions: pa.Table | None = field(default=None, repr=False, compare=False)
+
+    def iter_decisions(self, max_rows: int | None = None) -> Iterator[pa.RecordBatch]:
+        """The decisions (:data:`DECISION_SCHEMA`) in offset order, ``max_rows`` at most a batch."""
+        if self._decisions is not None:
+            yield from self._decisions.to_batches(max_chunksize=max_rows)
+            return
+        if self._model is None:
+            raise RuntimeError("the cleaner's work files are gone (result closed)")
+        m: _Model = self._model
+        bases = _batch_bases(m)
+        for chunk in _decision_chunks(m, self.plan.log_start_offset, self.rounds > 0 or m.ran,
+                                      max_rows or m.max_rows):
+            yield _decision_batch(chunk, bases)
+
+    @property
+    def decisions(self) -> pa.Table:
+        """Every decision as one table (materialised: use :meth:`iter_decisions` for big partitions)."""
+        if self._decisions is not None:
+            return self._decisions
+        return pa.Table.from_batches(list(self.iter_decisions()), schema=DECISION_SCHEMA)
+
+    def close(self) -> None:
+        """Remove the cleaner's work files (the decisions and rebuilt batches on disk)."""
+        if self._model is not None:
+            self._model.close()
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_model"] = None  # the in-memory cleaner model stays where it was built
+        if self._decisions is None and self._model is not None:
+            state["_decisions"] = self.decisions   # a pickled result carries its decisions, not the work files
+        state["_model"] = None
         return state
 
 
 # ---------------------------------------------------------------------------------------------
-# the partition model: batch headers + record metadata (no values), mutable per round
+# the partition model: batch headers (no records), mutable per round; records stay on disk
+
+SPILL = -1                   # _Batch.src of a batch rebuilt into the model's spill file
+_BASE_DTYPE = np.dtype([("off", "<i8"), ("flags", "u1"), ("bi", "<i8")])   # one per original record
+_DEC_DTYPE = np.dtype([("off", "<i8"), ("dec", "i1"), ("rsn", "i1"), ("sup", "<i8")])  # one per decided record
+_TOMB, _CTRL, _NULLKEY = 1, 2, 4
+
+DEFAULT_BATCH_ROWS = 8192    # records decoded at a time (the cleaner's working set of records)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Batch:
     seg: int                 # index of the original segment holding its bytes
     position: int
@@ -227,14 +272,14 @@ class _Batch:
     leader_epoch: int
     max_timestamp: int
     horizon: int | None      # current delete horizon (None = bit clear)
-    r_lo: int
-    r_hi: int
     count: int
     alive: bool = True
-    state: str = "orig"      # "orig" (original bytes), "rebuilt", "empty"
+    state: str = "orig"      # "orig" (original bytes), "rebuilt" (bytes in the spill file), "empty"
     cur_size: int = 0
     cur_max_timestamp: int = -1
     orig_base_offset: int = -1   # set when a legacy re-wrap moves base_offset
+    cur_pos: int = 0         # position of the current bytes in the spill file (state "rebuilt")
+    n_alive: int = 0         # records in the current bytes
 
     @property
     def has_producer_id(self) -> bool:
@@ -252,26 +297,42 @@ class _Seg:
     size: int = 0
     index_size: int = 0
     timeindex_size: int = 0
-    index_entries: list[tuple[int, int]] = field(default_factory=list)  # (offset, position)
+    index_offsets: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    index_positions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
-@dataclass
 class _Model:
-    replica: PartitionLog
-    segments: list[Segment]
-    batches: list[_Batch]
-    offsets: np.ndarray
-    key_ids: np.ndarray            # per record: id of its key bytes (exact equality), -1 = null key
-    n_keys: int                    # distinct key ids
-    tomb: np.ndarray
-    control: np.ndarray
-    batch_of: np.ndarray
-    alive: np.ndarray
-    decision: np.ndarray
-    reason: np.ndarray
-    superseded: np.ndarray
-    segs: list[_Seg]
-    control_type: dict[int, int]   # batch index -> control type of its record
+    """Batch headers of a partition and the cleaner's work files: ``base`` (offset, flags, batch of
+    every original record), ``spill`` (bytes of rebuilt batches, appended round by round, as Kafka
+    writes a cleaned segment) and one ``round-N`` file of decisions per round."""
+
+    def __init__(self, replica: PartitionLog, work_dir: str | None, read_size: int, max_rows: int) -> None:
+        self.replica = replica
+        self.segments: list[Segment] = list(replica.segments)
+        self.batches: list[_Batch] = []
+        self.segs: list[_Seg] = []
+        self.control_type: dict[int, int] = {}     # batch index -> control type of its record
+        self.read_size = read_size
+        self.max_rows = max_rows
+        self.ran = False
+        self.dir = tempfile.mkdtemp(prefix="klogs-cleaner-", dir=work_dir)
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self.dir, True)
+        self.base_path = os.path.join(self.dir, "base")
+        self.spill_path = os.path.join(self.dir, "spill")
+        self.spill = open(self.spill_path, "w+b")  # noqa: SIM115  (closed by close())
+        self.spill_end = 0
+        self.rounds: list[str] = []
+
+    def close(self) -> None:
+        if not self.spill.closed:
+            self.spill.close()
+        self._finalizer()
+
+    def append_spill(self, data: bytes) -> int:
+        pos = self.spill_end
+        self.spill.write(data)
+        self.spill_end += len(data)
+        return pos
 
 
 def _fs(replica: PartitionLog, location: str) -> str:
@@ -300,96 +361,177 @@ def _named(exc: KafkaFormatError, path: str) -> KafkaFormatError:
     return exc
 
 
-def _load_model(replica: PartitionLog, headers: list[list[Any]]) -> _Model:
-    batches: list[_Batch] = []
-    offs: list[np.ndarray] = []
-    key_chunks: list[pa.Array] = []
-    tombs: list[np.ndarray] = []
-    ctrls: list[np.ndarray] = []
-    bof: list[np.ndarray] = []
-    segs: list[_Seg] = []
-    control_type: dict[int, int] = {}
-    n = 0
-    for si, seg in enumerate(replica.segments):
-        hdrs = headers[si]
-        b0 = len(batches)
-        pos_to_batch: dict[int, int] = {}
-        for h in hdrs:
-            pos_to_batch[h.position] = len(batches)
-            batches.append(_Batch(
-                seg=si, position=h.position, size=h.size, magic=h.magic,
-                base_offset=h.base_offset if h.base_offset is not None else h.last_offset,
-                last_offset=h.last_offset, codec=_codec_id(h.compression), timestamp_type=h.timestamp_type,
-                transactional=bool(h.is_transactional), control=bool(h.is_control),
-                producer_id=h.producer_id if h.producer_id is not None else -1,
-                producer_epoch=h.producer_epoch if h.producer_epoch is not None else -1,
-                base_sequence=h.base_sequence if h.base_sequence is not None else -1,
-                leader_epoch=h.partition_leader_epoch if h.partition_leader_epoch is not None else -1,
-                max_timestamp=h.max_timestamp, horizon=h.delete_horizon_ms, r_lo=0, r_hi=0,
-                count=h.count if h.count is not None else 0, cur_size=h.size,
-                cur_max_timestamp=h.max_timestamp))
-        positions = np.array([h.position for h in hdrs], dtype=np.int64)
-        if seg.log_path is not None and hdrs:
-            with replica.filesystem.opened(_fs(replica, seg.log_path)) as f:
-                for rb in decode_segment(f, include_headers=False):
-                    o = rb.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)
-                    p = rb.column("position").to_numpy(zero_copy_only=False).astype(np.int64)
-                    idx = np.searchsorted(positions, p) + b0
-                    offs.append(o)
-                    bof.append(idx.astype(np.int64))
-                    kcol = rb.column("key")
-                    key_chunks.append(pa.concat_arrays([kcol]))   # own buffers: not the batch's values
-                    tombs.append(rb.column("value").is_null().to_numpy(zero_copy_only=False))
-                    c = rb.column("isControl").to_numpy(zero_copy_only=False).astype(bool)
-                    ctrls.append(c)
-                    bbo = rb.column("batchBaseOffset").to_numpy(zero_copy_only=False)
-                    for j in np.nonzero(c)[0]:
-                        control_type[int(idx[j])] = int(parse_control_key(kcol[int(j)].as_py())[1])
-                    # legacy wrappers: base offset = first inner offset (not in the header)
-                    legacy = rb.column("magic").to_numpy(zero_copy_only=False) < MAGIC_V2
-                    for j in np.nonzero(legacy)[0]:
-                        b = batches[int(idx[j])]
-                        if b.base_offset > int(bbo[j]):
-                            b.base_offset = int(bbo[j])
-        oi = replica.offset_index(seg)
-        entries = list(zip(oi.offsets.tolist(), oi.positions.tolist())) if oi is not None else []
-        segs.append(_Seg(base=seg.base_offset, b_lo=b0, b_hi=len(batches), mtime=seg.log_mtime_ms or 0,
-                         txns=list(replica.txn_index(seg).entries), orig=si, size=seg.log_size or 0,
-                         index_size=seg.index_size or 0, timeindex_size=seg.timeindex_size or 0,
-                         index_entries=entries))
-    offsets = np.concatenate(offs) if offs else np.zeros(0, np.int64)
-    batch_of = np.concatenate(bof) if bof else np.zeros(0, np.int64)
-    tomb = np.concatenate(tombs) if tombs else np.zeros(0, bool)
-    control = np.concatenate(ctrls) if ctrls else np.zeros(0, bool)
-    n = len(offsets)
-    # record ranges per batch (records are in batch order)
-    if n:
-        starts = np.searchsorted(batch_of, np.arange(len(batches)), side="left")
-        ends = np.searchsorted(batch_of, np.arange(len(batches)), side="right")
-        for i, b in enumerate(batches):
-            b.r_lo, b.r_hi = int(starts[i]), int(ends[i])
-    tomb = tomb & ~control
-    reason = np.full(n, _R["uncleanable"], np.int8)
-    key_ids, n_keys = _key_ids(key_chunks, n)
-    del key_chunks
-    null_key = (key_ids < 0) & ~control
-    reason[null_key] = _R["null-key-uncleanable"]
-    return _Model(replica=replica, segments=list(replica.segments), batches=batches, offsets=offsets,
-                  key_ids=key_ids, n_keys=n_keys, tomb=tomb, control=control, batch_of=batch_of, alive=np.ones(n, bool),
-                  decision=np.full(n, _KEEP, np.int8), reason=reason,
-                  superseded=np.full(n, -1, np.int64), segs=segs, control_type=control_type)
+class _Appender:
+    """Fixed-width rows appended to a file, ``flush_rows`` at a time."""
+
+    def __init__(self, path: str, dtype: np.dtype, flush_rows: int) -> None:
+        self.f = open(path, "wb")  # noqa: SIM115  (closed by close())
+        self.dtype = dtype
+        self.parts: list[np.ndarray] = []
+        self.n = 0
+        self.flush_rows = flush_rows
+
+    def add(self, rows: np.ndarray) -> None:
+        self.parts.append(rows)
+        self.n += len(rows)
+        if self.n >= self.flush_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.parts:
+            np.concatenate(self.parts).tofile(self.f)
+        self.parts, self.n = [], 0
+
+    def close(self) -> None:
+        self.flush()
+        self.f.close()
 
 
-def _key_ids(chunks: list[pa.Array], n: int) -> tuple[np.ndarray, int]:
-    """One id per record for its key's exact bytes (a dictionary encoding over the partition: equal
-    bytes, equal id), -1 for a null key; and the number of distinct keys."""
-    if not n:
-        return np.zeros(0, np.int64), 0
-    encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=pa.binary()))
-    n_keys = len(encoded.chunks[0].dictionary) if encoded.num_chunks else 0
-    ids = np.concatenate([c.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-                          for c in encoded.chunks])
-    return ids, n_keys
+def _load_model(replica: PartitionLog, work_dir: str | None, read_size: int, max_rows: int) -> _Model:
+    """Batches from the header scan; one streaming decode of every segment (``max_rows`` records at
+    a time) writes each record's offset, flags and batch to the ``base`` work file and settles what
+    the headers do not tell (record counts, control types, legacy wrappers' first offsets)."""
+    m = _Model(replica, work_dir, read_size, max_rows)
+    batches = m.batches
+    base = _Appender(m.base_path, _BASE_DTYPE, max_rows)
+    try:
+        for si, seg in enumerate(replica.segments):
+            hdrs = _scan_headers(replica, seg)      # this segment's headers only
+            b0 = len(batches)
+            for h in hdrs:
+                batches.append(_Batch(
+                    seg=si, position=h.position, size=h.size, magic=h.magic,
+                    base_offset=h.base_offset if h.base_offset is not None else h.last_offset,
+                    last_offset=h.last_offset, codec=_codec_id(h.compression), timestamp_type=h.timestamp_type,
+                    transactional=bool(h.is_transactional), control=bool(h.is_control),
+                    producer_id=h.producer_id if h.producer_id is not None else -1,
+                    producer_epoch=h.producer_epoch if h.producer_epoch is not None else -1,
+                    base_sequence=h.base_sequence if h.base_sequence is not None else -1,
+                    leader_epoch=h.partition_leader_epoch if h.partition_leader_epoch is not None else -1,
+                    max_timestamp=h.max_timestamp, horizon=h.delete_horizon_ms,
+                    count=h.count if h.count is not None else 0, cur_size=h.size,
+                    cur_max_timestamp=h.max_timestamp))
+            positions = np.array([h.position for h in hdrs], dtype=np.int64)
+            if seg.log_path is not None and hdrs:
+                with replica.filesystem.opened(_fs(replica, seg.log_path)) as f:
+                    for rb in decode_segment(f, include_headers=False, max_rows_per_batch=max_rows,
+                                             read_size=read_size):
+                        o = rb.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)
+                        p = rb.column("position").to_numpy(zero_copy_only=False).astype(np.int64)
+                        idx = np.searchsorted(positions, p) + b0
+                        kcol = rb.column("key")
+                        c = rb.column("isControl").to_numpy(zero_copy_only=False).astype(bool)
+                        null_key = kcol.is_null().to_numpy(zero_copy_only=False)
+                        tomb = rb.column("value").is_null().to_numpy(zero_copy_only=False) & ~c
+                        rows = np.empty(len(o), _BASE_DTYPE)
+                        rows["off"] = o
+                        rows["bi"] = idx
+                        rows["flags"] = (tomb * _TOMB) | (c * _CTRL) | ((null_key & ~c) * _NULLKEY)
+                        base.add(rows)
+                        ids, counts = np.unique(idx, return_counts=True)
+                        for bi, n in zip(ids.tolist(), counts.tolist()):
+                            batches[bi].n_alive += n
+                        for j in np.nonzero(c)[0]:
+                            m.control_type[int(idx[j])] = int(parse_control_key(kcol[int(j)].as_py())[1])
+                        # legacy wrappers: base offset = first inner offset (not in the header)
+                        legacy = rb.column("magic").to_numpy(zero_copy_only=False) < MAGIC_V2
+                        if legacy.any():
+                            bbo = rb.column("batchBaseOffset").to_numpy(zero_copy_only=False)
+                            for j in np.nonzero(legacy)[0]:
+                                b = batches[int(idx[j])]
+                                if b.base_offset > int(bbo[j]):
+                                    b.base_offset = int(bbo[j])
+            oi = replica.offset_index(seg)
+            m.segs.append(_Seg(
+                base=seg.base_offset, b_lo=b0, b_hi=len(batches), mtime=seg.log_mtime_ms or 0,
+                txns=list(replica.txn_index(seg).entries), orig=si, size=seg.log_size or 0,
+                index_size=seg.index_size or 0, timeindex_size=seg.timeindex_size or 0,
+                index_offsets=(np.asarray(oi.offsets, np.int64) if oi is not None else np.zeros(0, np.int64)),
+                index_positions=(np.asarray(oi.positions, np.int64) if oi is not None else np.zeros(0, np.int64))))
+    except BaseException:
+        base.close()
+        m.close()
+        raise
+    base.close()
+    return m
+
+
+_Rows = Any   # a pa.RecordBatch of one batch's current records (RECORD_SCHEMA columns), or None: no records
+
+
+def _batch_rows(m: _Model, ids: Sequence[int], *, headers: bool) -> Iterator[tuple[int, _Rows]]:
+    """``(batch index, its current records)`` for batches ``ids`` in order, decoded from their
+    current bytes (original segment or spill file) ``m.max_rows`` records at a time; a batch split
+    over decoded chunks is joined (one batch's records: bounded by the broker's max message size)."""
+    run: list[int] = []
+    run_src: tuple[int, int] | None = None   # (source, last position)
+    for bi in ids:
+        b = m.batches[bi]
+        if b.state == "empty" or b.n_alive == 0:
+            yield from _decode_run(m, run, headers)
+            run, run_src = [], None
+            yield bi, None
+            continue
+        src = SPILL if b.state == "rebuilt" else b.seg
+        pos = b.cur_pos if b.state == "rebuilt" else b.position
+        if run_src is not None and (run_src[0] != src or pos <= run_src[1]):
+            yield from _decode_run(m, run, headers)
+            run = []
+        run.append(bi)
+        run_src = (src, pos)
+    yield from _decode_run(m, run, headers)
+
+
+def _decode_run(m: _Model, run: list[int], headers: bool) -> Iterator[tuple[int, _Rows]]:
+    if not run:
+        return
+    first = m.batches[run[0]]
+    rebuilt = first.state == "rebuilt"
+    pos_of = {(m.batches[bi].cur_pos if rebuilt else m.batches[bi].position): bi for bi in run}
+    start, last = min(pos_of), max(pos_of)
+    if rebuilt:
+        m.spill.flush()
+        opened: Any = open(m.spill_path, "rb")  # noqa: SIM115
+        path = m.spill_path
+    else:
+        loc = m.segments[first.seg].log_path
+        assert loc is not None
+        path = loc
+        opened = m.replica.filesystem.opened(_fs(m.replica, loc))
+    got: dict[int, list[pa.RecordBatch]] = {}
+    order = iter(run)
+    pending = next(order)
+    with opened as f:
+        try:
+            for rb in decode_segment(f, start=start, end=last + 1, include_headers=headers,
+                                     max_rows_per_batch=m.max_rows, read_size=m.read_size):
+                pos = rb.column("position").to_numpy(zero_copy_only=False)
+                cuts = np.concatenate(([0], np.flatnonzero(pos[1:] != pos[:-1]) + 1, [len(pos)]))
+                for a, z in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+                    bi = pos_of.get(int(pos[a]))
+                    if bi is None:
+                        continue           # a batch between wanted ones (dead, or not asked for)
+                    while pending != bi:   # wanted batches before it had no records
+                        if pending in got:
+                            yield pending, _joined(got.pop(pending))
+                        else:
+                            yield pending, None
+                        pending = next(order)
+                    got.setdefault(bi, []).append(rb.slice(a, z - a))
+        except KafkaFormatError as exc:
+            raise _named(exc, path) from None
+    while True:
+        yield pending, (_joined(got.pop(pending)) if pending in got else None)
+        nxt = next(order, None)
+        if nxt is None:
+            return
+        pending = nxt
+
+
+def _joined(parts: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(parts) == 1:
+        return parts[0]
+    return pa.Table.from_batches(parts).combine_chunks().to_batches()[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,7 +546,7 @@ class _Producer:
     txn_first_offset: int = -1
 
 
-def _replay_producers(replica: PartitionLog, headers: list[list[Any]], leo: int, hw: int, now_ms: int,
+def _replay_producers(replica: PartitionLog, headers: Iterable[list[Any]], leo: int, hw: int, now_ms: int,
                       expiration_ms: int) -> tuple[dict[int, _Producer], int | None]:
     """(active producers at ``now``, first unstable offset) from the latest snapshot <= LEO plus the
     batches after it."""
@@ -471,7 +613,8 @@ def _segments_overlapping(bases: Sequence[int], start: int, end: int) -> list[in
 
 @dataclass
 class _PlanInputs:
-    headers: list[list[Any]]
+    seg_max_ts: list[int]            # per segment: its batches' largest timestamp, -1 when none
+    seg_first_ts: list[int | None]   # per segment: its first batch's max timestamp, None when empty
     leo: int
     hw: int | None
     lso: int
@@ -479,19 +622,32 @@ class _PlanInputs:
 
 
 def _plan_inputs(replica: PartitionLog, config: TopicConfig, now_ms: int) -> _PlanInputs:
-    headers = [_scan_headers(replica, s) for s in replica.segments]
-    leo = replica.segments[-1].base_offset if replica.segments else 0
-    if headers and headers[-1]:
-        leo = headers[-1][-1].last_offset + 1
+    """One streaming header scan (one segment's headers held at a time): LEO, HW, LSO, the producer
+    state and the per-segment timestamps the plan needs."""
+    segs = replica.segments
+    last = _scan_headers(replica, segs[-1]) if segs else []
+    leo = segs[-1].base_offset if segs else 0
+    if last:
+        leo = last[-1].last_offset + 1
     elif replica.log_end_offset is not None:
         leo = replica.log_end_offset
     hw_ck = replica.high_watermark_checkpoint
     hw_eff = partition_state.high_watermark(replica, log_end_offset=leo, missing=leo)
     expiration = int(config.broker("producer.id.expiration.ms"))
-    active, first_unstable = _replay_producers(replica, headers, leo, hw_eff, now_ms, expiration)
+    max_ts: list[int] = []
+    first_ts: list[int | None] = []
+
+    def scanned() -> Iterator[list[Any]]:
+        for i, seg in enumerate(segs):
+            hdrs = last if i == len(segs) - 1 else _scan_headers(replica, seg)
+            max_ts.append(max((h.max_timestamp for h in hdrs), default=-1))
+            first_ts.append(hdrs[0].max_timestamp if hdrs else None)
+            yield hdrs
+
+    active, first_unstable = _replay_producers(replica, scanned(), leo, hw_eff, now_ms, expiration)
     lso = partition_state.last_stable_offset_from(first_unstable, high_watermark=hw_eff,
                                                   log_start_offset=replica.log_start_offset)
-    return _PlanInputs(headers, leo, None if hw_ck is None else hw_eff, lso, active)
+    return _PlanInputs(max_ts, first_ts, leo, None if hw_ck is None else hw_eff, lso, active)
 
 
 def _plan(replica: PartitionLog, config: TopicConfig, now_ms: int, inp: _PlanInputs,
@@ -512,7 +668,7 @@ def _plan(replica: PartitionLog, config: TopicConfig, now_ms: int, inp: _PlanInp
     min_lag = max(config.min_compaction_lag_ms, 0)
     if min_lag > 0:
         for i in non_active_from(dirty):
-            ts = max((h.max_timestamp for h in inp.headers[i]), default=-1)
+            ts = inp.seg_max_ts[i]
             largest = ts if ts >= 0 else (segs[i].log_mtime_ms or 0)
             if largest > now_ms - min_lag:
                 candidates.append(bases[i])
@@ -526,7 +682,7 @@ def _plan(replica: PartitionLog, config: TopicConfig, now_ms: int, inp: _PlanInp
     total = clean_bytes + cleanable_bytes
     ratio = cleanable_bytes / total if total > 0 else 0.0
     max_lag = max(config.max_compaction_lag_ms, 0)
-    first_ts = [inp.headers[i][0].max_timestamp if inp.headers[i] else LONG_MAX for i in non_active_from(dirty)]
+    first_ts = [LONG_MAX if inp.seg_first_ts[i] is None else inp.seg_first_ts[i] for i in non_active_from(dirty)]
     first_ts = [t for t in first_ts if t > 0]
     earliest = min(first_ts) if first_ts else LONG_MAX
     need_now = earliest < now_ms - max_lag
@@ -668,11 +824,17 @@ def _empty_batch(b: _Batch) -> BuiltBatch:
 _Row = tuple[int, Any, Any, int, Any]   # offset, key, value, timestamp ms, headers
 
 
-def _rebuild(m: _Model, b: _Batch, rows: list[_Row]) -> BuiltBatch:
-    """``buildRetainedRecordsInto``: batch ``b`` rebuilt around its alive records (``rows`` = all
-    records of the source batch, in order)."""
-    keep = set(m.offsets[b.r_lo:b.r_hi][m.alive[b.r_lo:b.r_hi]].tolist())
-    sel = [r for r in rows if r[0] in keep]
+def _rows_of(rows: pa.RecordBatch, keep: np.ndarray) -> list[_Row]:
+    """The kept records of one batch as rows for :func:`_rebuild`."""
+    sub = rows.filter(pa.array(keep))
+    ts = pc.cast(sub.column("timestamp"), pa.int64()).to_pylist()
+    return [(o, k, v, t // 1000, hs) for o, k, v, t, hs in zip(
+        sub.column("offset").to_pylist(), sub.column("key").to_pylist(), sub.column("value").to_pylist(), ts,
+        sub.column("headers").to_pylist())]
+
+
+def _rebuild(b: _Batch, sel: list[_Row]) -> BuiltBatch:
+    """``buildRetainedRecordsInto``: batch ``b`` rebuilt around its retained records ``sel``."""
     if b.magic >= MAGIC_V2:
         recs = [Record(k, v, t, tuple((h["key"], h["value"]) for h in hs), o - b.base_offset)
                 for o, k, v, t, hs in sel]
@@ -706,81 +868,41 @@ def _rebuild(m: _Model, b: _Batch, rows: list[_Row]) -> BuiltBatch:
 
 
 def _batch_stream(m: _Model, ids: Sequence[int]) -> Iterator[tuple[int, BuiltBatch]]:
-    """What the cleaner writes for batches ``ids`` (global order): original bytes, empty headers or
-    rebuilt batches.  One streaming read per original segment; a batch's records are held only
-    until it is built."""
-    by_seg: dict[int, list[int]] = {}
-    for bi in ids:
-        by_seg.setdefault(m.batches[bi].seg, []).append(bi)
-    for si in sorted(by_seg):
-        group = by_seg[si]
-        loc = m.segments[si].log_path
-        assert loc is not None
-        fs = m.replica.filesystem
-        with fs.opened(_fs(m.replica, loc)) as f, fs.opened(_fs(m.replica, loc)) as g:
-            rebuilt = {m.batches[bi].position: bi for bi in group if m.batches[bi].state == "rebuilt"}
-            made = _rebuild_in_segment(m, g, rebuilt) if rebuilt else iter(())
-            for bi in group:
-                b = m.batches[bi]
-                if b.state == "orig":
-                    f.seek(b.position)
-                    yield bi, BuiltBatch(data=f.read(b.size), magic=b.magic, base_offset=b.base_offset,
-                                         last_offset=b.last_offset, max_timestamp=b.max_timestamp,
-                                         offset_of_max_timestamp=b.last_offset, record_count=b.count)
-                elif b.state == "empty":
-                    yield bi, _empty_batch(b)
+    """What the cleaner writes for batches ``ids`` (in order): original bytes, rebuilt bytes from
+    the spill file, or empty headers; one batch in memory at a time."""
+    fs = m.replica.filesystem
+    with contextlib.ExitStack() as stack:
+        handles: dict[int, Any] = {}
+        for bi in ids:
+            b = m.batches[bi]
+            if b.state == "empty":
+                yield bi, _empty_batch(b)
+                continue
+            src = SPILL if b.state == "rebuilt" else b.seg
+            f = handles.get(src)
+            if f is None:
+                if src == SPILL:
+                    m.spill.flush()
+                    f = stack.enter_context(open(m.spill_path, "rb"))
                 else:
-                    got, built = next(made)
-                    assert got == bi
-                    yield bi, built
-
-
-def _rebuild_in_segment(m: _Model, f: Any, wanted: dict[int, int]) -> Iterator[tuple[int, BuiltBatch]]:
-    positions = np.array(sorted(wanted), dtype=np.int64)
-    cur: int | None = None
-    rows: list[_Row] = []
-    for rb in decode_segment(f, start=int(positions[0]), end=int(positions[-1]) + 1):
-        pos = rb.column("position").to_numpy(zero_copy_only=False)
-        mask = np.isin(pos, positions)
-        if not mask.any():
-            continue
-        sub = rb.filter(pa.array(mask))
-        cols = zip(sub.column("position").to_pylist(), sub.column("offset").to_pylist(),
-                   sub.column("key").to_pylist(), sub.column("value").to_pylist(),
-                   pc.cast(sub.column("timestamp"), pa.int64()).to_pylist(), sub.column("headers").to_pylist())
-        for p, o, k, v, t, hs in cols:
-            if p != cur:
-                if cur is not None:
-                    yield wanted[cur], _rebuild(m, m.batches[wanted[cur]], rows)
-                cur, rows = p, []
-            rows.append((o, k, v, t // 1000, hs))
-    if cur is not None:
-        yield wanted[cur], _rebuild(m, m.batches[wanted[cur]], rows)
-
-
-def _refresh_sizes(m: _Model, ids: Sequence[int]) -> None:
-    """Current size / max timestamp of batches ``ids`` as the cleaner would write them."""
-    rebuilt = [bi for bi in ids if m.batches[bi].state == "rebuilt"]
-    for bi in ids:
-        b = m.batches[bi]
-        if b.state == "orig":
-            b.cur_size, b.cur_max_timestamp = b.size, b.max_timestamp
-        elif b.state == "empty":
-            b.cur_size, b.cur_max_timestamp = EMPTY_BATCH_SIZE, b.max_timestamp
-    for bi, built in _batch_stream(m, rebuilt):
-        b = m.batches[bi]
-        b.cur_size, b.cur_max_timestamp = built.size, built.max_timestamp
-        if b.magic < MAGIC_V2:
-            if b.orig_base_offset < 0:
-                b.orig_base_offset = b.base_offset
-            b.base_offset = built.base_offset
+                    loc = m.segments[src].log_path
+                    assert loc is not None
+                    f = stack.enter_context(fs.opened(_fs(m.replica, loc)))
+                handles[src] = f
+            f.seek(b.cur_pos if src == SPILL else b.position)
+            data = f.read(b.cur_size)
+            yield bi, BuiltBatch(data=data, magic=b.magic, base_offset=b.base_offset, last_offset=b.last_offset,
+                                 max_timestamp=b.cur_max_timestamp, offset_of_max_timestamp=b.last_offset,
+                                 record_count=b.n_alive if src == SPILL else b.count)
 
 
 def _index_layout(sizes: Sequence[int], last_offsets: Sequence[int], max_ts: Sequence[int],
-                  interval: int) -> tuple[list[tuple[int, int]], int]:
-    """Offset-index entries and time-index entry count of a cleaned segment (per-batch rule +
-    final time entry), as :class:`kafka_format.writer.segments.SegmentWriter` writes them."""
-    entries: list[tuple[int, int]] = []
+                  interval: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Offset-index entries (offsets, positions) and time-index entry count of a cleaned segment
+    (per-batch rule + final time entry), as :class:`kafka_format.writer.segments.SegmentWriter`
+    writes them."""
+    offsets: list[int] = []
+    positions: list[int] = []
     times = 0
     last_t = -1
     max_so_far = -1
@@ -790,7 +912,8 @@ def _index_layout(sizes: Sequence[int], last_offsets: Sequence[int], max_ts: Seq
         if t > max_so_far:
             max_so_far = t
         if since > interval:
-            entries.append((lo, pos))
+            offsets.append(lo)
+            positions.append(pos)
             if max_so_far > last_t:
                 times += 1
                 last_t = max_so_far
@@ -799,7 +922,7 @@ def _index_layout(sizes: Sequence[int], last_offsets: Sequence[int], max_ts: Seq
         since += size
     if max_so_far > last_t:
         times += 1
-    return entries, times
+    return np.array(offsets, np.int64), np.array(positions, np.int64), times
 
 
 # ---------------------------------------------------------------------------------------------
@@ -833,6 +956,8 @@ def group_segments_by_size(sizes: Sequence[int], index_sizes: Sequence[int], tim
     return groups
 
 
+
+
 def _seg_next_offset(m: _Model, s: _Seg) -> int:
     for bi in range(s.b_hi - 1, s.b_lo - 1, -1):
         if m.batches[bi].alive:
@@ -840,24 +965,14 @@ def _seg_next_offset(m: _Model, s: _Seg) -> int:
     return s.base
 
 
-def _alive_records(m: _Model, b: _Batch) -> np.ndarray:
-    r = np.arange(b.r_lo, b.r_hi)
-    return r[m.alive[b.r_lo:b.r_hi]]
-
-
-def _ctype(m: _Model, bi: int, b: _Batch) -> tuple[bool, int | None]:
-    recs = _alive_records(m, b)
-    return len(recs) > 0, m.control_type.get(bi)
+def _alive_ids(m: _Model, lo: int, hi: int) -> list[int]:
+    return [bi for bi in range(lo, hi) if m.batches[bi].alive]
 
 
 def _index_lookup_batch(m: _Model, s: _Seg, target: int) -> int:
     """First batch index to scan: position of ``OffsetIndex.lookup(target)``."""
-    pos = 0
-    for off, p in s.index_entries:
-        if off <= target:
-            pos = p
-        else:
-            break
+    k = int(np.searchsorted(s.index_offsets, target, side="right"))
+    pos = int(s.index_positions[k - 1]) if k else 0
     cur = 0
     for bi in range(s.b_lo, s.b_hi):
         b = m.batches[bi]
@@ -869,9 +984,14 @@ def _index_lookup_batch(m: _Model, s: _Seg, target: int) -> int:
     return s.b_hi
 
 
+def _digest(key: bytes) -> bytes:
+    """The offset map's key: the key's MD5 digest (``SkimpyOffsetMap``, ``CleanerConfig.HASH_ALGORITHM``)."""
+    return hashlib.md5(key).digest()  # noqa: S324  (Kafka's choice, not a security use)
+
+
 def _round(m: _Model, config: TopicConfig, now_ms: int, first_dirty: int, first_uncleanable: int,
            capacity: int, active: dict[int, _Producer], log_start: int) -> int:
-    """One cleaning round; mutates the model; returns endOffset."""
+    """One cleaning round; mutates the model, writes this round's decisions; returns endOffset."""
     bases = [s.base for s in m.segs]
     offset_map, latest = _build_offset_map(m, bases, first_dirty, first_uncleanable, capacity, log_start)
     end_offset = latest + 1
@@ -888,88 +1008,76 @@ def _round(m: _Model, config: TopicConfig, now_ms: int, first_dirty: int, first_
     txn = _TxnState()
     drm = config.delete_retention_ms
     new_segs: list[_Seg] = []
-    for g in groups:
-        group = [cs[i] for i in g]
-        cleaned_txns: list[AbortedTxn] = []
-        txn.cleaned_index = cleaned_txns
-        plans: list[_BatchPlan] = []
-        for j, s in enumerate(group):
-            upper = group[j + 1].base if j + 1 < len(group) else _seg_next_offset(m, s)
-            txn.add(_collect_aborted(m, log_start, s.base, upper))
-            retain_legacy = s.mtime > legacy_horizon
-            for bi in range(s.b_lo, s.b_hi):
-                b = m.batches[bi]
-                if b.alive:
-                    plans.append(_plan_batch(m, bi, b, txn, retain_legacy, now_ms, first_uncleanable, active))
-        _filter_batches(m, plans, offset_map, latest, now_ms, drm)
-        merged = _Seg(base=group[0].base, b_lo=group[0].b_lo, b_hi=group[-1].b_hi, mtime=group[-1].mtime,
-                      txns=cleaned_txns, orig=None)
-        _refresh_seg(m, merged, config.index_interval_bytes)
-        new_segs.append(merged)
+    out = _Appender(os.path.join(m.dir, f"round-{len(m.rounds)}"), _DEC_DTYPE, m.max_rows)
+    m.rounds.append(out.f.name)
+    try:
+        for g in groups:
+            group = [cs[i] for i in g]
+            cleaned_txns: list[AbortedTxn] = []
+            txn.cleaned_index = cleaned_txns
+            for j, s in enumerate(group):
+                upper = group[j + 1].base if j + 1 < len(group) else _seg_next_offset(m, s)
+                txn.add(_collect_aborted(m, log_start, s.base, upper))
+                retain_legacy = s.mtime > legacy_horizon
+                for bi, rows in _batch_rows(m, _alive_ids(m, s.b_lo, s.b_hi), headers=True):
+                    p = _plan_batch(m, bi, m.batches[bi], txn, retain_legacy, now_ms, first_uncleanable, active)
+                    _filter_batch(m, p, rows, offset_map, latest, now_ms, drm, out)
+            merged = _Seg(base=group[0].base, b_lo=group[0].b_lo, b_hi=group[-1].b_hi, mtime=group[-1].mtime,
+                          txns=cleaned_txns, orig=None)
+            _refresh_seg(m, merged, config.index_interval_bytes)
+            new_segs.append(merged)
+    finally:
+        out.close()
+    m.spill.flush()
     m.segs = new_segs + m.segs[to_clean[-1] + 1:]
     return end_offset
 
 
 def _build_offset_map(m: _Model, bases: list[int], first_dirty: int, first_uncleanable: int, capacity: int,
-                      log_start: int) -> tuple[np.ndarray, int]:
-    """``Cleaner.buildOffsetMap``: (latest offset per key id, -1 = not in the map; the map's
-    latestOffset).  Batches are walked in order for the transaction state and ``latest``; the
-    records of every mapped batch are decided at once: the map is full when it already holds
-    ``capacity`` distinct keys before a put (checked for every keyed record at/after firstDirty)."""
+                      log_start: int) -> tuple[dict[bytes, int], int]:
+    """``Cleaner.buildOffsetMap``: (key digest -> latest offset, at most ``capacity`` keys; the map's
+    latestOffset).  Batches are walked in order for the transaction state and ``latest``; the map is
+    full when it already holds ``capacity`` keys before a put (checked for every keyed record
+    at/after firstDirty, even one whose key it holds): the round then ends inside that batch."""
     txn = _TxnState()
     txn.add(_collect_aborted(m, log_start, first_dirty, first_uncleanable))
     dirty = _segments_overlapping(bases, first_dirty, first_uncleanable)
-    candidates: list[np.ndarray] = []   # per mapped batch: its keyed alive records at/after firstDirty
-    latest_before: list[int] = []       # ``latest`` when that batch was reached
+    offset_map: dict[bytes, int] = {}
     latest = -1
     for k, si in enumerate(dirty):
         s = m.segs[si]
         next_start = m.segs[dirty[k + 1]].base if k + 1 < len(dirty) else first_uncleanable
-        for bi in range(_index_lookup_batch(m, s, first_dirty), s.b_hi):
+        for bi, rows in _batch_rows(m, _alive_ids(m, _index_lookup_batch(m, s, first_dirty), s.b_hi),
+                                    headers=False):
             b = m.batches[bi]
-            if not b.alive:
-                continue
             if b.control:
-                has, ct = _ctype(m, bi, b)
-                txn.on_control(b, has, ct)
-            elif not txn.on_data(b):
-                recs = _alive_records(m, b)
-                recs = recs[(m.key_ids[recs] >= 0) & (m.offsets[recs] >= first_dirty)]
-                if len(recs):
-                    candidates.append(recs)
-                    latest_before.append(latest)
+                txn.on_control(b, b.n_alive > 0, m.control_type.get(bi))
+            elif not txn.on_data(b) and rows is not None:
+                pairs = [(_digest(key), o) for o, key in zip(rows.column("offset").to_pylist(),
+                                                             rows.column("key").to_pylist())
+                         if key is not None and o >= first_dirty]
+                if len(offset_map) + len(pairs) <= capacity:
+                    offset_map.update(pairs)      # never full before a put in this batch
+                else:
+                    put = -1
+                    for digest, o in pairs:
+                        if len(offset_map) >= capacity:
+                            return offset_map, (put if put >= 0 else latest)
+                        offset_map[digest] = o
+                        put = o
             if b.last_offset >= first_dirty:
                 latest = b.last_offset
         latest = next_start - 1
-    offset_map = np.full(m.n_keys, -1, np.int64)
-    if not candidates:
-        return offset_map, latest
-    recs = np.concatenate(candidates)
-    ids = m.key_ids[recs]
-    first_seen = np.zeros(len(ids), bool)
-    first_seen[np.unique(ids, return_index=True)[1]] = True
-    size_before = np.cumsum(first_seen) - first_seen
-    over = np.nonzero(size_before >= capacity)[0]
-    if len(over):                                   # full: the round ends inside batch j
-        cut = int(over[0])
-        ends = np.cumsum([len(c) for c in candidates])
-        j = int(np.searchsorted(ends, cut, side="right"))
-        start_j = int(ends[j]) - len(candidates[j])
-        latest = int(m.offsets[recs[cut - 1]]) if cut > start_j else latest_before[j]
-        recs, ids = recs[:cut], ids[:cut]
-    np.maximum.at(offset_map, ids, m.offsets[recs])
     return offset_map, latest
 
 
 def _refresh_seg(m: _Model, s: _Seg, interval: int) -> None:
-    ids = [bi for bi in range(s.b_lo, s.b_hi) if m.batches[bi].alive]
-    _refresh_sizes(m, ids)
-    live = [m.batches[bi] for bi in ids]
-    entries, times = _index_layout([b.cur_size for b in live], [b.last_offset for b in live],
-                                   [b.cur_max_timestamp for b in live], interval)
+    live = [m.batches[bi] for bi in _alive_ids(m, s.b_lo, s.b_hi)]
+    offsets, positions, times = _index_layout([b.cur_size for b in live], [b.last_offset for b in live],
+                                              [b.cur_max_timestamp for b in live], interval)
     s.size = sum(b.cur_size for b in live)
-    s.index_entries = entries
-    s.index_size = len(entries) * OFFSET_INDEX_ENTRY
+    s.index_offsets, s.index_positions = offsets, positions
+    s.index_size = len(offsets) * OFFSET_INDEX_ENTRY
     s.timeindex_size = times * TIME_INDEX_ENTRY
 
 
@@ -997,9 +1105,8 @@ class _BatchPlan:
 def _plan_batch(m: _Model, bi: int, b: _Batch, txn: _TxnState, retain_legacy: bool, now_ms: int,
                 first_uncleanable: int, active: dict[int, _Producer]) -> _BatchPlan:
     """``cleanInto``'s ``checkBatchRetention`` for one batch (walks the transaction state in order)."""
-    recs = _alive_records(m, b)
     if b.control:
-        can = txn.on_control(b, len(recs) > 0, m.control_type.get(bi))
+        can = txn.on_control(b, b.n_alive > 0, m.control_type.get(bi))
         discard = can and b.horizon is not None and b.horizon <= now_ms
     else:
         can = txn.on_data(b)
@@ -1015,80 +1122,97 @@ def _plan_batch(m: _Model, bi: int, b: _Batch, txn: _TxnState, retain_legacy: bo
     return _BatchPlan(bi, b, discard, can and b.control, retention, retain_legacy)
 
 
-def _filter_batches(m: _Model, plans: Sequence[_BatchPlan], offset_map: np.ndarray, latest: int, now_ms: int,
-                    drm: int) -> None:
-    """``cleanInto``'s record filter (``shouldRetainRecord``) and ``MemoryRecords.filterTo`` for the
-    batches of one group: every record decided at once (numpy), then each batch's outcome."""
-    if not plans:
-        return
-    parts = [_alive_records(m, p.batch) for p in plans]
-    counts = np.array([len(r) for r in parts], np.int64)
-    recs = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    local = np.repeat(np.arange(len(plans)), counts)
-    per_batch = np.array([(p.discard, p.batch.control, p.batch.magic >= MAGIC_V2, p.batch.horizon is not None,
-                           p.retain_legacy) for p in plans], dtype=bool).reshape(len(plans), 5)
-    horizon_b = np.array([p.batch.horizon if p.batch.horizon is not None else 0 for p in plans], np.int64)
-    discard, control, v2, has_h, legacy_keep = (per_batch[local, i] for i in range(5))
-    off = m.offsets[recs]
-    key = m.key_ids[recs]
-    tomb = m.tomb[recs]
-    found = (offset_map[np.maximum(key, 0)] if m.n_keys else np.zeros(len(key), np.int64))
-    found = np.where(key >= 0, found, -1)
-    keep = np.zeros(len(recs), bool)
-    reason = np.zeros(len(recs), np.int8)
-    # the conditions in shouldRetainRecord's order; each record takes the first that applies
-    reason[discard] = np.where(control[discard], _R["marker-removed"], _R["aborted"])
-    marker = ~discard & control
-    keep[marker] = True
-    reason[marker] = _R["marker-retained"]
-    rest = ~discard & ~control
-    above = rest & (off > latest)                     # beyond the map: kept without looking at the key
-    keep[above] = True
-    reason[above] = np.where(key[above] < 0, _R["null-key-uncleanable"], _R["uncleanable"])
-    rest &= ~above
-    null = rest & (key < 0)
-    reason[null] = _R["null-key"]
-    rest &= ~null
-    superseded = rest & (off < found)
-    reason[superseded] = _R["superseded"]
-    rest &= ~superseded
-    live = rest & ~tomb
-    keep[live] = True
-    reason[live] = np.where(found[live] >= 0, _R["latest"], _R["not-in-map"])
-    tombs = rest & tomb
-    tomb_keep = np.where(v2, ~has_h | (now_ms < horizon_b[local]), legacy_keep)
-    keep[tombs] = tomb_keep[tombs]
-    reason[tombs] = np.where(tomb_keep[tombs], _R["tombstone-horizon"], _R["tombstone-expired"])
-    m.reason[recs] = reason
-    gone = recs[~keep]
-    m.alive[gone] = False
-    m.decision[gone] = _REMOVE
-    m.superseded[recs[superseded]] = found[superseded]
-    kept_n = np.bincount(local, weights=keep, minlength=len(plans)).astype(np.int64)
-    tombs_kept = np.bincount(local, weights=keep & tomb, minlength=len(plans)).astype(np.int64)
-    for k, p in enumerate(plans):
-        b = p.batch
-        if p.retention == "DELETE":
-            b.alive = False
-            continue
-        if kept_n[k]:
-            write_original = kept_n[k] == counts[k]
-            need_horizon = b.magic >= MAGIC_V2 and (bool(tombs_kept[k]) or p.marker_empty_txn) and b.horizon is None
-            if write_original and not need_horizon:
-                continue  # copied as it is (original bytes, or the same rebuilt bytes again)
-            if need_horizon:
-                b.horizon = now_ms + drm
-            b.state = "rebuilt"
-        elif p.retention == "RETAIN_EMPTY":
-            if b.magic < MAGIC_V2:
-                raise CleanerError("Empty batches are only supported for magic v2 and above",
-                                   path=m.segments[b.seg].log_path, position=b.position,
-                                   expected="magic >= 2 for a batch the cleaner keeps empty",
-                                   found=f"magic {b.magic}", base_offset=b.base_offset)
-            b.state = "empty"
-            b.horizon = None
+def _filter_batch(m: _Model, p: _BatchPlan, rows: _Rows, offset_map: dict[bytes, int], latest: int, now_ms: int,
+                  drm: int, out: _Appender) -> None:
+    """``cleanInto``'s record filter (``shouldRetainRecord``) and ``MemoryRecords.filterTo`` for one
+    batch: its records decided (appended to the round's decisions), then the batch's outcome
+    (copied, rebuilt into the spill file, emptied or dropped)."""
+    b = p.batch
+    n = 0 if rows is None else rows.num_rows
+    keep = np.zeros(n, bool)
+    tomb_kept = 0
+    if n:
+        off = rows.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)
+        key_list = rows.column("key").to_pylist()
+        null = np.fromiter((k is None for k in key_list), bool, n)
+        tomb = rows.column("value").is_null().to_numpy(zero_copy_only=False)
+        if b.control:
+            tomb = np.zeros(n, bool)
+        reason = np.zeros(n, np.int8)
+        found = np.full(n, -1, np.int64)
+        # the conditions in shouldRetainRecord's order; each record takes the first that applies
+        if p.discard:
+            reason[:] = _R["marker-removed"] if b.control else _R["aborted"]
+        elif b.control:
+            keep[:] = True
+            reason[:] = _R["marker-retained"]
         else:
-            b.alive = False
+            above = off > latest                      # beyond the map: kept without looking at the key
+            keep[above] = True
+            reason[above] = np.where(null[above], _R["null-key-uncleanable"], _R["uncleanable"])
+            rest = ~above
+            look = rest & ~null
+            if look.any():
+                get = offset_map.get
+                found[look] = np.fromiter((get(_digest(key_list[i]), -1) for i in np.flatnonzero(look).tolist()),
+                                          np.int64, int(look.sum()))
+            null_here = rest & null
+            reason[null_here] = _R["null-key"]
+            rest &= ~null
+            superseded = rest & (off < found)
+            reason[superseded] = _R["superseded"]
+            rest &= ~superseded
+            live = rest & ~tomb
+            keep[live] = True
+            reason[live] = np.where(found[live] >= 0, _R["latest"], _R["not-in-map"])
+            tombs = rest & tomb
+            if tombs.any():
+                if b.magic >= MAGIC_V2:
+                    tk = b.horizon is None or now_ms < b.horizon
+                else:
+                    tk = p.retain_legacy
+                keep[tombs] = tk
+                reason[tombs] = _R["tombstone-horizon"] if tk else _R["tombstone-expired"]
+            found[~superseded] = -1
+        dec = np.empty(n, _DEC_DTYPE)
+        dec["off"] = off
+        dec["dec"] = np.where(keep, _KEEP, _REMOVE)
+        dec["rsn"] = reason
+        dec["sup"] = found
+        out.add(dec)
+        tomb_kept = int((keep & tomb).sum())
+    kept_n = int(keep.sum())
+    if p.retention == "DELETE":
+        b.alive = False
+        return
+    if kept_n:
+        write_original = kept_n == n
+        need_horizon = b.magic >= MAGIC_V2 and (bool(tomb_kept) or p.marker_empty_txn) and b.horizon is None
+        if write_original and not need_horizon:
+            return  # copied as it is (original bytes, or the same rebuilt bytes again)
+        if need_horizon:
+            b.horizon = now_ms + drm
+        built = _rebuild(b, _rows_of(rows, keep))
+        b.state = "rebuilt"
+        b.cur_pos = m.append_spill(built.data)
+        b.cur_size, b.cur_max_timestamp = built.size, built.max_timestamp
+        b.n_alive = kept_n
+        if b.magic < MAGIC_V2:
+            if b.orig_base_offset < 0:
+                b.orig_base_offset = b.base_offset
+            b.base_offset = built.base_offset
+    elif p.retention == "RETAIN_EMPTY":
+        if b.magic < MAGIC_V2:
+            raise CleanerError("Empty batches are only supported for magic v2 and above",
+                               path=m.segments[b.seg].log_path, position=b.position,
+                               expected="magic >= 2 for a batch the cleaner keeps empty",
+                               found=f"magic {b.magic}", base_offset=b.base_offset)
+        b.state = "empty"
+        b.horizon = None
+        b.n_alive = 0
+        b.cur_size, b.cur_max_timestamp = EMPTY_BATCH_SIZE, b.max_timestamp
+    else:
+        b.alive = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1096,70 +1220,170 @@ def _filter_batches(m: _Model, plans: Sequence[_BatchPlan], offset_map: np.ndarr
 
 
 def clean_partition(replica: PartitionLog, config: TopicConfig, now_ms: int, *, map_slots: int | None = None,
-                    rounds: str = "all", force: bool = False) -> CleanResult:
+                    rounds: str = "all", force: bool = False, batch_rows: int = DEFAULT_BATCH_ROWS,
+                    read_buffer: int | None = None, work_dir: str | None = None) -> CleanResult:
     """What the log cleaner keeps after cleaning everything cleanable at ``now_ms``.
 
     ``map_slots``: slots of the offset map (default from the broker settings, :func:`map_slots_for`;
     it takes ``int(slots * load factor)`` keys, :func:`map_capacity`); ``rounds``: ``"all"``
     repeats rounds (same ``now``) while the map fills before firstUncleanable, ``"one"`` stops after
     the first; ``force`` cleans a compacted partition even when the dirty ratio does not qualify.
+
+    Memory is bounded by configuration, not by the partition: the offset map (its capacity),
+    ``batch_rows`` records decoded at a time, ``read_buffer`` bytes read at a time (default
+    ``log.cleaner.io.buffer.size``; a batch larger than that is read whole), plus the batch
+    headers.  Per-record decisions and rebuilt batches go to work files in ``work_dir`` (default:
+    the system temp dir), removed when the result is closed or collected.
     """
     if rounds not in ("all", "one"):
         raise ValueError("rounds must be 'all' or 'one'")
+    if batch_rows < 1:
+        raise ValueError("batch_rows must be >= 1")
+    read_size = int(config.broker("log.cleaner.io.buffer.size")) if read_buffer is None else int(read_buffer)
     inp = _plan_inputs(replica, config, now_ms)
     plan = _plan(replica, config, now_ms, inp, replica.cleaner_offset_checkpoint)
-    m = _load_model(replica, inp.headers)
     capacity = map_capacity(config, map_slots)
+    m = _load_model(replica, work_dir, read_size, batch_rows)
+    active = inp.active_producers
+    del inp
     n_rounds = 0
     first_dirty = plan.first_dirty_offset
     run = plan.compact and (plan.would_clean_now or (force and plan.first_uncleanable_offset > first_dirty))
-    if not run:
-        m.reason[:] = _R["not-eligible"]
-    else:
-        uncleanable = plan.first_uncleanable_offset
+    m.ran = bool(run)
+    try:
+        if run:
+            uncleanable = plan.first_uncleanable_offset
+            while True:
+                end = _round(m, config, now_ms, first_dirty, uncleanable, capacity, active, plan.log_start_offset)
+                n_rounds += 1
+                progressed = end > first_dirty
+                first_dirty = max(end, first_dirty)
+                if rounds == "one" or end >= uncleanable or not progressed:
+                    break
+        return _result(m, plan, n_rounds, first_dirty if run else plan.first_dirty_offset)
+    except BaseException:
+        m.close()
+        raise
+
+
+class _SortedReader:
+    """Rows of a work file (sorted by ``off``) taken in order, ``block`` rows read at a time."""
+
+    def __init__(self, path: str, dtype: np.dtype, block: int) -> None:
+        self.f = open(path, "rb")  # noqa: SIM115  (closed by close())
+        self.dtype = dtype
+        self.block = block
+        self.buf = np.zeros(0, dtype)
+
+    def upto(self, hi: int) -> np.ndarray:
+        """The next rows with ``off <= hi``."""
+        out = []
         while True:
-            end = _round(m, config, now_ms, first_dirty, uncleanable, capacity, inp.active_producers,
-                         plan.log_start_offset)
-            n_rounds += 1
-            progressed = end > first_dirty
-            first_dirty = max(end, first_dirty)
-            if rounds == "one" or end >= uncleanable or not progressed:
+            if not len(self.buf):
+                self.buf = np.fromfile(self.f, self.dtype, count=self.block)
+                if not len(self.buf):
+                    break
+            k = int(np.searchsorted(self.buf["off"], hi, side="right"))
+            out.append(self.buf[:k])
+            self.buf = self.buf[k:]
+            if len(self.buf):
                 break
-    return _result(m, plan, n_rounds, first_dirty if run else plan.first_dirty_offset)
+        return np.concatenate(out) if len(out) > 1 else (out[0] if out else np.zeros(0, self.dtype))
+
+    def close(self) -> None:
+        self.f.close()
+
+
+@dataclass
+class _Chunk:
+    off: np.ndarray
+    dec: np.ndarray
+    rsn: np.ndarray
+    sup: np.ndarray
+    flags: np.ndarray
+    bi: np.ndarray
+
+
+def _decision_chunks(m: _Model, log_start: int, ran: bool, max_rows: int) -> Iterator[_Chunk]:
+    """Every record at/after ``log_start`` with its final decision, in offset order: the ``base``
+    work file merged with each round's decisions (a later round's decision replaces an earlier one:
+    a record a round keeps is looked at again by the next)."""
+    base = _SortedReader(m.base_path, _BASE_DTYPE, max_rows)
+    readers = [_SortedReader(p, _DEC_DTYPE, max_rows) for p in m.rounds]
+    last = None
+    try:
+        while True:
+            rows = np.fromfile(base.f, _BASE_DTYPE, count=max_rows)
+            if not len(rows):
+                return
+            off = rows["off"]
+            if (last is not None and off[0] <= last) or (len(off) > 1 and not bool((off[1:] > off[:-1]).all())):
+                raise CleanerError("offsets do not increase", path=m.replica.path,
+                                   expected="strictly increasing record offsets", found=f"offset {int(off[0])}")
+            last = int(off[-1])
+            flags = rows["flags"]
+            dec = np.full(len(rows), _KEEP, np.int8)
+            if ran:
+                rsn = np.where(flags & _NULLKEY, _R["null-key-uncleanable"], _R["uncleanable"]).astype(np.int8)
+            else:
+                rsn = np.full(len(rows), _R["not-eligible"], np.int8)
+            sup = np.full(len(rows), -1, np.int64)
+            for r in readers:
+                got = r.upto(last)
+                if len(got):
+                    at = np.searchsorted(off, got["off"])
+                    dec[at], rsn[at], sup[at] = got["dec"], got["rsn"], got["sup"]
+            sel = off >= log_start
+            if not sel.all():
+                rows, dec, rsn, sup = rows[sel], dec[sel], rsn[sel], sup[sel]
+            if len(rows):
+                yield _Chunk(rows["off"], dec, rsn, sup, rows["flags"], rows["bi"])
+    finally:
+        base.close()
+        for r in readers:
+            r.close()
+
+
+_DECISION_STR = pa.array(DECISIONS, pa.string())
+_REASON_STR = pa.array(REASONS, pa.string())
+
+
+def _decision_batch(c: _Chunk, bases: np.ndarray) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([
+        pa.array(c.off, pa.int64()),
+        _DECISION_STR.take(pa.array(c.dec.astype(np.int32))),
+        _REASON_STR.take(pa.array(c.rsn.astype(np.int32))),
+        pa.array(c.sup, pa.int64(), mask=c.sup < 0),
+        pa.array((c.flags & _TOMB).astype(bool), pa.bool_()),
+        pa.array(bases[c.bi], pa.int64()),
+    ], schema=DECISION_SCHEMA)
+
+
+def _batch_bases(m: _Model) -> np.ndarray:
+    """Per batch: the base offset of the source batch (a legacy re-wrap's original one)."""
+    return np.fromiter((b.orig_base_offset if b.orig_base_offset >= 0 else b.base_offset for b in m.batches),
+                       np.int64, len(m.batches))
 
 
 def _result(m: _Model, plan: CleanerPlan, n_rounds: int, first_dirty_after: int) -> CleanResult:
-    sel = m.offsets >= plan.log_start_offset
-    idx = np.nonzero(sel)[0]
-    order = idx[np.argsort(m.offsets[idx], kind="stable")]
-    dec = np.array(DECISIONS, dtype=object)[m.decision[order]]
-    rsn = np.array(REASONS, dtype=object)[m.reason[order]]
-    sup = m.superseded[order]
-    bases = np.array([b.orig_base_offset if b.orig_base_offset >= 0 else b.base_offset for b in m.batches],
-                     dtype=np.int64)
-    bbo = bases[m.batch_of[order]] if len(order) else np.zeros(0, np.int64)
-    table = pa.table({
-        "offset": pa.array(m.offsets[order], pa.int64()),
-        "decision": pa.array(dec.tolist(), pa.string()),
-        "reason": pa.array(rsn.tolist(), pa.string()),
-        "supersededBy": pa.array(sup, pa.int64(), mask=sup < 0),
-        "isTombstone": pa.array(m.tomb[order], pa.bool_()),
-        "batchBaseOffset": pa.array(bbo, pa.int64()),
-    }, schema=DECISION_SCHEMA)
-    kept = m.alive[order]
-    tomb = m.tomb[order]
-    ctrl = m.control[order]
-    empty = 0
-    for b in m.batches:
-        if b.alive and not m.alive[b.r_lo:b.r_hi].any():
-            empty += 1
+    before = after = tk = tr = mk = mr = 0
+    for c in _decision_chunks(m, plan.log_start_offset, m.ran, m.max_rows):
+        kept = c.dec == _KEEP
+        tomb = (c.flags & _TOMB).astype(bool)
+        ctrl = (c.flags & _CTRL).astype(bool)
+        before += len(kept)
+        after += int(kept.sum())
+        tk += int((kept & tomb).sum())
+        tr += int((~kept & tomb).sum())
+        mk += int((kept & ctrl).sum())
+        mr += int((~kept & ctrl).sum())
+    empty = sum(1 for b in m.batches if b.alive and b.n_alive == 0)
     return CleanResult(
-        plan=plan, rounds=n_rounds, decisions=table,
-        records_before=len(order), records_after=int(kept.sum()),
+        plan=plan, rounds=n_rounds,
+        records_before=before, records_after=after,
         bytes_before=sum(b.size for b in m.batches),
         bytes_after=sum(b.cur_size for b in m.batches if b.alive),
-        tombstones_kept=int((kept & tomb).sum()), tombstones_removed=int((~kept & tomb).sum()),
-        markers_kept=int((kept & ctrl).sum()), markers_removed=int((~kept & ctrl).sum()),
+        tombstones_kept=tk, tombstones_removed=tr, markers_kept=mk, markers_removed=mr,
         empty_batches_kept=empty, first_dirty_after=first_dirty_after, _model=m)
 
 
@@ -1174,7 +1398,8 @@ def write_cleaned_partition(replica: PartitionLog, config: TopicConfig, now_ms: 
     Rewritten segments: one per cleaning group, batches copied byte for byte or rebuilt as
     ``filterTo`` does, indexes by the per-batch rule, ``.txnindex`` with the aborted txns whose
     ABORT marker the cleaner kept with data; untouched segments, producer snapshots,
-    ``leader-epoch-checkpoint`` and ``partition.metadata`` are copied; mtimes kept.
+    ``leader-epoch-checkpoint`` and ``partition.metadata`` are copied; mtimes kept.  Batches are
+    streamed one at a time.
     """
     if result is None or result._model is None:
         result = clean_partition(replica, config, now_ms)
@@ -1198,7 +1423,7 @@ def write_cleaned_partition(replica: PartitionLog, config: TopicConfig, now_ms: 
             continue
         w = SegmentWriter(dest_partition_dir, s.base, index_interval_bytes=config.index_interval_bytes,
                           segment_index_bytes=config.segment_index_bytes)
-        for _, built in _batch_stream(m, [bi for bi in range(s.b_lo, s.b_hi) if m.batches[bi].alive]):
+        for _, built in _batch_stream(m, _alive_ids(m, s.b_lo, s.b_hi)):
             w.append([built])
         for t in s.txns:
             w.add_aborted_txn(t)

@@ -130,6 +130,8 @@ class CleanerTask:
     force: bool = False
     segments_dest: str | None = None      # <segments dir>/<log-dir name>/<topic>-<partition>, or None
     records_path: str | None = None       # the Parquet file this task writes its record rows to, or None
+    batch_rows: int = 8192                # records the cleaner decodes at a time (its working set)
+    read_buffer: int | None = None        # bytes read at a time (None: log.cleaner.io.buffer.size)
 
 
 def _log_dir_names(log_dirs: Iterable[str]) -> dict[str, str]:
@@ -149,7 +151,8 @@ def _log_dir_names(log_dirs: Iterable[str]) -> dict[str, str]:
 
 def cleaner_tasks(logdirs: str | Sequence[str] | LogDirSet, configs: TopicConfigs, now_ms: int, *,
                   topics: Sequence[str] | None = None, topic_pattern: str | None = None, force: bool = False,
-                  segments_dir: str | None = None, records_dir: str | None = None) -> list[CleanerTask]:
+                  segments_dir: str | None = None, records_dir: str | None = None,
+                  batch_rows: int = 8192) -> list[CleanerTask]:
     """Driver: one task per live partition replica selected (every log dir: each broker's cleaner
     works on its own replica), in (topic, partition, log dir) order.  With ``records_dir`` task
     ``i`` writes its record rows to ``records_dir/part-<i>.parquet``."""
@@ -166,6 +169,7 @@ def cleaner_tasks(logdirs: str | Sequence[str] | LogDirSet, configs: TopicConfig
         segments_dest=(None if segments_dir is None
                        else os.path.join(segments_dir, names[p.log_dir], f"{p.topic}-{p.partition}")),
         records_path=None if records_dir is None else os.path.join(records_dir, f"part-{i:05d}.parquet"),
+        batch_rows=batch_rows,
     ) for i, p in enumerate(replicas)]
 
 
@@ -275,7 +279,12 @@ def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
     }
     if plan.compact:
         try:
-            result = core.clean_partition(replica, task.config, task.now_ms, force=task.force)
+            # work files in Spark's own local dir (SPARK_LOCAL_DIRS, set for Python workers): removed with
+            # it even when the worker is killed before the result is closed
+            local_dirs = [d for d in os.environ.get("SPARK_LOCAL_DIRS", "").split(",") if d and os.path.isdir(d)]
+            result = core.clean_partition(replica, task.config, task.now_ms, force=task.force,
+                                          batch_rows=task.batch_rows, read_buffer=task.read_buffer,
+                                          work_dir=local_dirs[0] if local_dirs else None)
         except KafkaFormatError as exc:
             # LogCleaner.cleanFilthiestLog: a failed cleaning marks the partition uncleanable and the
             # log stays as it is.  Reported in the summary (the error names file and position);
@@ -283,24 +292,27 @@ def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
             summary.update({"wouldCleanNow": False, "reason": f"uncleanable: {exc}"})
             yield _summary_row(summary)
             return
-        joined = _joined_records(replica, result.decisions, plan.log_start_offset)
-        if task.records_path is None:
-            for batch in joined:
-                yield pa.RecordBatch.from_arrays([*batch.columns, pa.nulls(batch.num_rows, _SUMMARY_TYPE)],
-                                                 schema=_COMBINED_SCHEMA)
-        else:
-            _write_parquet(task.records_path, joined)
-        summary.update({
-            "cleaned": result.rounds > 0, "rounds": result.rounds,
-            "recordsBefore": result.records_before, "recordsAfter": result.records_after,
-            "bytesBefore": result.bytes_before, "bytesAfter": result.bytes_after,
-            "tombstonesKept": result.tombstones_kept, "tombstonesRemoved": result.tombstones_removed,
-            "markersKept": result.markers_kept, "markersRemoved": result.markers_removed,
-            "emptyBatchesKept": result.empty_batches_kept, "firstDirtyAfter": result.first_dirty_after,
-        })
-        if task.segments_dest is not None:
-            _write_segments(replica, task, result)
-            summary["segmentsDir"] = task.segments_dest
+        try:
+            joined = _joined_records(replica, result, plan.log_start_offset, task.batch_rows)
+            if task.records_path is None:
+                for batch in joined:
+                    yield pa.RecordBatch.from_arrays([*batch.columns, pa.nulls(batch.num_rows, _SUMMARY_TYPE)],
+                                                     schema=_COMBINED_SCHEMA)
+            else:
+                _write_parquet(task.records_path, joined)
+            summary.update({
+                "cleaned": result.rounds > 0, "rounds": result.rounds,
+                "recordsBefore": result.records_before, "recordsAfter": result.records_after,
+                "bytesBefore": result.bytes_before, "bytesAfter": result.bytes_after,
+                "tombstonesKept": result.tombstones_kept, "tombstonesRemoved": result.tombstones_removed,
+                "markersKept": result.markers_kept, "markersRemoved": result.markers_removed,
+                "emptyBatchesKept": result.empty_batches_kept, "firstDirtyAfter": result.first_dirty_after,
+            })
+            if task.segments_dest is not None:
+                _write_segments(replica, task, result)
+                summary["segmentsDir"] = task.segments_dest
+        finally:
+            result.close()                    # the cleaner's work files (decisions, rebuilt batches)
     yield _summary_row(summary)
 
 
@@ -329,36 +341,56 @@ def _write_segments(replica: PartitionLog, task: CleanerTask, result: Any) -> No
         remove_tree(tmp)
 
 
-def _decisions_arrays(decisions: pa.Table) -> tuple[np.ndarray, pa.Table]:
-    order = pc.sort_indices(decisions, sort_keys=[("offset", "ascending")])
-    table = decisions.take(order)
-    offsets = table.column("offset").to_numpy()
-    if offsets.size > 1 and not bool((offsets[1:] > offsets[:-1]).all()):
-        raise RuntimeError("cleaner decisions hold duplicate offsets")
-    return offsets, table
+class _DecisionCursor:
+    """The cleaner's decisions (offset order, streamed from its work files) taken ``n`` rows at a time."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch]) -> None:
+        self.batches = batches
+        self.buf: pa.RecordBatch | None = None
+        self.taken = 0
+
+    def take(self, n: int) -> pa.Table:
+        from kafka_format.compaction import DECISION_SCHEMA
+
+        parts: list[pa.RecordBatch] = []
+        while n > 0:
+            if self.buf is None or self.buf.num_rows == 0:
+                self.buf = next(self.batches, None)
+                if self.buf is None:
+                    break
+            part = self.buf.slice(0, n)
+            self.buf = self.buf.slice(part.num_rows)
+            parts.append(part)
+            n -= part.num_rows
+        self.taken += sum(p.num_rows for p in parts)
+        return pa.Table.from_batches(parts, schema=DECISION_SCHEMA)
+
+    def rest(self) -> int:
+        left = 0 if self.buf is None else self.buf.num_rows
+        for batch in self.batches:
+            left += batch.num_rows
+        return left
 
 
-def _joined_records(replica: PartitionLog, decisions: pa.Table, log_start_offset: int) -> Iterator[pa.RecordBatch]:
+def _joined_records(replica: PartitionLog, result: Any, log_start_offset: int,
+                    batch_rows: int = 65536) -> Iterator[pa.RecordBatch]:
     """Decode the replica's segments (streaming, FAILFAST) and attach each record's decision.
 
-    Every decoded record at or above ``log_start_offset`` must have exactly one decision row
-    (the core decides every record there, control records included)."""
+    Both streams are in offset order: every decoded record at or above ``log_start_offset`` must
+    meet its own decision row (the core decides every record there, control records included)."""
     from kafka_format.api import decode_segment
     from kafka_format.planning import open_input
     from kafka_format.records.columns import FileContext
 
-    offsets, table = _decisions_arrays(decisions)
-    decision = table.column("decision").combine_chunks()
-    reason = table.column("reason").combine_chunks()
-    superseded = table.column("supersededBy").combine_chunks().cast(pa.int64())
-    matched = 0
+    cursor = _DecisionCursor(result.iter_decisions())
+    name = f"{replica.topic}-{replica.partition} ({redact(replica.log_dir)})"
     for seg in replica.segments:
         if seg.log_path is None:
             continue
         ctx = FileContext(path=redact(seg.log_path), topic=replica.topic, partition=replica.partition,
                           segment=seg.base_offset, log_dir=redact(replica.log_dir), broker_id=replica.broker_id)
         with open_input(seg.log_path) as f:
-            for batch in decode_segment(f, context=ctx):
+            for batch in decode_segment(f, context=ctx, max_rows_per_batch=batch_rows):
                 off = batch.column("offset").to_numpy(zero_copy_only=False)
                 keep = off >= log_start_offset
                 if not keep.all():
@@ -366,21 +398,19 @@ def _joined_records(replica: PartitionLog, decisions: pa.Table, log_start_offset
                     off = off[keep]
                 if batch.num_rows == 0:
                     continue
-                idx = np.searchsorted(offsets, off)
-                ok = idx < offsets.size
-                ok[ok] = offsets[idx[ok]] == off[ok]
-                if not ok.all():
-                    missing = int(off[~ok][0])
-                    raise RuntimeError(f"{replica.topic}-{replica.partition} ({redact(replica.log_dir)}): the cleaner "
-                                       f"core gave no decision for offset {missing}")
-                take = pa.array(idx)
-                matched += batch.num_rows
+                dec = cursor.take(batch.num_rows)
+                got = dec.column("offset").to_numpy()
+                if len(got) != len(off) or not bool((got == off).all()):
+                    bad = next((int(o) for i, o in enumerate(off) if i >= len(got) or got[i] != o), int(off[0]))
+                    raise RuntimeError(f"{name}: the cleaner core gave no decision for offset {bad}")
                 yield pa.RecordBatch.from_arrays(
-                    [*batch.columns, decision.take(take), reason.take(take), superseded.take(take)],
+                    [*batch.columns, dec.column("decision").combine_chunks(), dec.column("reason").combine_chunks(),
+                     dec.column("supersededBy").combine_chunks().cast(pa.int64())],
                     schema=CLEANER_RECORD_SCHEMA)
-    if matched != offsets.size:
-        raise RuntimeError(f"{replica.topic}-{replica.partition} ({redact(replica.log_dir)}): the cleaner core decided "
-                           f"{offsets.size} records, the log holds {matched} at or above {log_start_offset}")
+    left = cursor.rest()
+    if left:
+        raise RuntimeError(f"{name}: the cleaner core decided {cursor.taken + left} records, the log holds "
+                           f"{cursor.taken} at or above {log_start_offset}")
 
 
 PARQUET_ROW_GROUP_BYTES = 32 << 20   # record rows buffered before a row group is written
@@ -436,14 +466,15 @@ def _summary_row(summary: dict[str, Any]) -> pa.RecordBatch:
 # --- cleaner mode: the local engine -----------------------------------------------------------------
 def cleaner_pass_local(logdirs: str | Sequence[str], configs: TopicConfigs, now_ms: int, *, records_dir: str,
                        topics: Sequence[str] | None = None, topic_pattern: str | None = None,
-                       force: bool = False, segments_dir: str | None = None) -> list[dict[str, Any]]:
+                       force: bool = False, segments_dir: str | None = None,
+                       batch_rows: int = 8192) -> list[dict[str, Any]]:
     """:func:`kafka_format.spark.compaction.run_cleaner_pass` in this process: the same tasks, the
     same files (``records_dir/part-<i>.parquet``, segments under ``segments_dir``), the summary
     rows as dicts (task order)."""
     from kafka_format.engine import run_tasks
 
     tasks = cleaner_tasks(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern, force=force,
-                          segments_dir=segments_dir, records_dir=records_dir)
+                          segments_dir=segments_dir, records_dir=records_dir, batch_rows=batch_rows)
     os.makedirs(records_dir, exist_ok=True)
     from kafka_format.engine import TaskFailed
 

@@ -142,7 +142,7 @@ def compaction_full_summary(decisions: DataFrame) -> DataFrame:
 # --- cleaner mode: driver side ---------------------------------------------------------------------
 def run_cleaner_pass(spark: SparkSession, logdirs: str | Sequence[str], configs: TopicConfigs, now_ms: int, *,
                      records_dir: str, topics: Sequence[str] | None = None, topic_pattern: str | None = None,
-                     force: bool = False, segments_dir: str | None = None) -> list[Any]:
+                     force: bool = False, segments_dir: str | None = None, batch_rows: int = 8192) -> list[Any]:
     """Run the log cleaner on every selected replica; return the summary rows (``SUMMARY_SCHEMA``).
 
     One Spark task per replica, on the executors.  Each task streams its replica's records with
@@ -153,7 +153,7 @@ def run_cleaner_pass(spark: SparkSession, logdirs: str | Sequence[str], configs:
     ``segments_dir`` must be paths the executors can write (local mode or a shared file system).
     A directory where no task wrote records gets one empty file with the schema."""
     tasks = cleaner_tasks(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern, force=force,
-                          segments_dir=segments_dir, records_dir=records_dir)
+                          segments_dir=segments_dir, records_dir=records_dir, batch_rows=batch_rows)
     os.makedirs(records_dir, exist_ok=True)
     payload = [(i, pickle.dumps(t)) for i, t in enumerate(tasks)]
     rdd = spark.sparkContext.parallelize(payload, numSlices=max(1, len(payload)))

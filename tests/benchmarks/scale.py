@@ -13,6 +13,7 @@ Generated data lives under ``--data`` and is removed after each size unless ``--
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -83,12 +84,16 @@ def _rss_and_cmd(pid: int) -> tuple[int, str]:
         return 0, ""
 
 
-def _watch(proc: subprocess.Popen[bytes], peaks: dict[str, int], stop: threading.Event) -> None:
+def _watch(proc: subprocess.Popen[bytes], peaks: dict[str, int], stop: threading.Event,
+           extra_roots: tuple[int, ...] = ()) -> None:
+    """Sample the job's process tree (and, on a standalone cluster, the worker's children: the
+    executor JVM and its Python workers; the cluster's own daemons are not counted)."""
+    roots = (proc.pid, *extra_roots)
     while not stop.is_set():
         jvm = py = 0
-        for pid in _tree(proc.pid):
-            if pid == proc.pid:
-                continue                      # the klogs driver process itself (its Python)
+        for pid in (p for root in roots for p in _tree(root)):
+            if pid in roots:
+                continue                      # the klogs driver process itself (its Python), the worker daemon
             rss, cmd = _rss_and_cmd(pid)
             if "java" in cmd.split(" ")[0]:
                 jvm += rss
@@ -99,7 +104,8 @@ def _watch(proc: subprocess.Popen[bytes], peaks: dict[str, int], stop: threading
         stop.wait(0.2)
 
 
-def run_job(size: str, job: str, argv: list[str], conf_dir: Path, records: int) -> Run:
+def run_job(size: str, job: str, argv: list[str], conf_dir: Path, records: int,
+            extra_roots: tuple[int, ...] = ()) -> Run:
     env = {**os.environ, "KLOGS_SPARK_CONF_DIR": str(conf_dir), "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable}
     klogs = Path(sys.executable).parent / "klogs"
@@ -108,7 +114,7 @@ def run_job(size: str, job: str, argv: list[str], conf_dir: Path, records: int) 
                             stderr=subprocess.PIPE)
     peaks = {"jvm": 0, "py": 0}
     stop = threading.Event()
-    watcher = threading.Thread(target=_watch, args=(proc, peaks, stop), daemon=True)
+    watcher = threading.Thread(target=_watch, args=(proc, peaks, stop, extra_roots), daemon=True)
     watcher.start()
     _, err = proc.communicate()
     wall = time.monotonic() - start
@@ -157,41 +163,77 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default=None, help="where to generate (default: a temp dir)")
     parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"))
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
+    parser.add_argument("--standalone", action="store_true",
+                        help="run on a standalone master + worker (2 cores, 1 GB executor) started from the pyspark "
+                             "install on 127.0.0.1, stopped at the end")
     args = parser.parse_args(argv)
     sizes = [s for s in args.sizes.split(",") if s]
     data = Path(args.data or tempfile.mkdtemp(prefix="klogs-scale-"))
     runs: list[Run] = []
     notes: list[str] = []
-    conf_dir = data / "conf"
+    conf_dir = data / ("conf-standalone" if args.standalone else "conf")
     conf_dir.mkdir(parents=True, exist_ok=True)
-    (conf_dir / "local.conf").write_text(CONF)
-    for size in sizes:
-        root = data / size
-        t0 = time.monotonic()
-        totals = scale_gen.generate(root, scale_gen.LAYOUTS[size])
-        notes.append(f"- {size}: {totals['records']:,} records, {totals['record_bytes'] / 2**30:.2f} GiB of keys+values, "
-                     f"{totals['log_bytes'] / 2**30:.2f} GiB of lz4 segments, partitions of "
-                     f"{', '.join(f'{b / 2**30:.2f}' for b in scale_gen.LAYOUTS[size].partition_bytes)} GiB "
-                     f"(generated in {time.monotonic() - t0:.0f} s)")
-        out = data / f"out-{size}"
-        out.mkdir(exist_ok=True)
-        for label, job_argv in jobs(root / "broker-1", out):
-            if args.jobs and label not in args.jobs.split(","):
-                continue
-            run = run_job(size, label, job_argv, conf_dir, totals["records"])
-            print(f"{size} {label}: {run.wall_s:.1f} s exit {run.exit_code} jvm {run.jvm_peak_mb:.0f} MB "
-                  f"py {run.python_peak_mb:.0f} MB {run.error}", flush=True)
-            runs.append(run)
-            shutil.rmtree(out, ignore_errors=True)
-            out.mkdir(exist_ok=True)
-        if not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
-            shutil.rmtree(out, ignore_errors=True)
+    cluster = None
+    extra_roots: tuple[int, ...] = ()
+    if args.standalone:
+        sys.path.insert(0, str(REPO / "tests" / "spark"))
+        from clusters import StandaloneCluster
+
+        (data / "cluster").mkdir(exist_ok=True)
+        cluster = StandaloneCluster(data / "cluster", cores=CORES, memory="1g").start()
+        extra_roots = (cluster.procs[-1].pid,)       # the worker: its executors are its children
+        (conf_dir / "local.conf").write_text(CONF.replace("local[2]", str(cluster.url))
+                                             + "spark.executor.memory                           1g\n")
+    else:
+        (conf_dir / "local.conf").write_text(CONF)
+    try:
+        _run_sizes(args, sizes, data, conf_dir, runs, notes, extra_roots)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+    if args.standalone:
+        notes.append("- on a standalone cluster (master + one worker with 2 cores, executor memory 1 GB, 127.0.0.1); "
+                     "memory columns: the driver JVM plus the executor JVM, the executor's Python workers")
     with open(args.out, "a", encoding="utf-8") as f:
         f.write(markdown(runs, sizes, notes))
     if not args.keep and args.data is None:
         shutil.rmtree(data, ignore_errors=True)
     return 0
+
+
+def _run_sizes(args: argparse.Namespace, sizes: list[str], data: Path, conf_dir: Path, runs: list[Run],
+               notes: list[str], extra_roots: tuple[int, ...]) -> None:
+    for size in sizes:
+        root = data / size
+        t0 = time.monotonic()
+        cached = data / f"{size}.totals.json"
+        if args.keep and cached.is_file() and root.is_dir():
+            totals = json.loads(cached.read_text())          # kept from an earlier --keep run
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+            totals = scale_gen.generate(root, scale_gen.LAYOUTS[size])
+            totals["generated_s"] = int(time.monotonic() - t0)
+            cached.write_text(json.dumps(totals))
+        notes.append(f"- {size}: {totals['records']:,} records, {totals['record_bytes'] / 2**30:.2f} GiB of keys+values, "
+                     f"{totals['log_bytes'] / 2**30:.2f} GiB of lz4 segments, partitions of "
+                     f"{', '.join(f'{b / 2**30:.2f}' for b in scale_gen.LAYOUTS[size].partition_bytes)} GiB "
+                     f"(generated in {totals.get('generated_s', 0)} s)")
+        out = data / (f"out-{size}-standalone" if args.standalone else f"out-{size}")
+        out.mkdir(exist_ok=True)
+        for label, job_argv in jobs(root / "broker-1", out):
+            if args.jobs and label not in args.jobs.split(","):
+                continue
+            run = run_job(size, label, job_argv, conf_dir, totals["records"], extra_roots)
+            print(f"{size} {label}: {run.wall_s:.1f} s exit {run.exit_code} jvm {run.jvm_peak_mb:.0f} MB "
+                  f"py {run.python_peak_mb:.0f} MB {run.error}", flush=True)
+            runs.append(run)
+            with open(data / "runs.jsonl", "a", encoding="utf-8") as log:   # survives an interrupted run
+                log.write(json.dumps({**run.__dict__, "standalone": bool(args.standalone)}) + "\n")
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir(exist_ok=True)
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+            shutil.rmtree(out, ignore_errors=True)
 
 
 if __name__ == "__main__":
