@@ -363,6 +363,25 @@ def _delta_version(out: str) -> int | None:
     return DeltaTable(out).version() if DeltaTable.is_deltatable(out) else None
 
 
+def _delta_written(out: str, after: int | None) -> tuple[int, int, bool]:
+    """``(rows, files, committed)`` of the commits Spark's Delta writer made after version ``after``
+    (their ``commitInfo.operationMetrics``: ``numOutputRows``, ``numFiles``); ``committed`` False
+    when there is no new commit (an idempotent ``txnVersion`` already in the table: nothing written)."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(out)
+    if after is not None and table.version() <= after:
+        return 0, 0, False
+    rows = files = 0
+    for entry in table.history(None if after is None else table.version() - after):
+        if after is not None and int(entry.get("version", after + 1)) <= after:
+            continue
+        metrics = entry.get("operationMetrics") or {}
+        rows += int(metrics.get("numOutputRows", 0) or 0)
+        files += int(metrics.get("numFiles", metrics.get("numAddedFiles", 0)) or 0)
+    return rows, files, True
+
+
 # --- reading --------------------------------------------------------------------------
 def read_source(spark: SparkSession, logdirs: Sequence[str], options: Mapping[str, str] | None = None) -> DataFrame:
     """Batch ``kafka-log`` DataFrame over ``logdirs``; options are validated here first, so a bad
@@ -437,6 +456,7 @@ def _export(df: DataFrame, out: str, *, format: str, partition_by: str | Sequenc
                                 files=len(files))
         _prepare_delta(out)
         if delta_spark_available(spark):
+            before = _delta_version(out)
             try:
                 data.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
                     .partitionBy(*cols).save(out)
@@ -445,8 +465,9 @@ def _export(df: DataFrame, out: str, *, format: str, partition_by: str | Sequenc
                 if err is not None:
                     raise err from None
                 raise
-            return ExportResult(out=out, format=format, partition_by=cols, version=_delta_version(out),
-                                engine="delta-spark")
+            rows, nfiles, _ = _delta_written(out, before)
+            return ExportResult(out=out, format=format, partition_by=cols, rows=rows, files=nfiles,
+                                version=_delta_version(out), engine="delta-spark")
         rows, nfiles, version = _delta_commit(out, data, cols, "overwrite", None)
         return ExportResult(out=out, format=format, partition_by=cols, rows=rows, files=nfiles, version=version,
                             engine="delta-rs")
@@ -488,8 +509,15 @@ def _commit_delta_batch(batch_df: DataFrame, out: str, batch_id: int, query_id: 
 
     app_id = DELTA_APP_PREFIX + query_id
     if delta_spark:
+        before = _delta_version(out)
         batch_df.write.format("delta").mode("append").option("txnAppId", app_id) \
             .option("txnVersion", batch_id).partitionBy(*partition_by).save(out)
+        rows, nfiles, committed = _delta_written(out, before)
+        if not committed:                   # Delta skipped it: this (txnAppId, txnVersion) is in the table
+            run.skipped.append(batch_id)
+            return
+        run.rows += rows
+        run.files += nfiles
         run.batches.append(batch_id)
         return
     if DeltaTable.is_deltatable(out):

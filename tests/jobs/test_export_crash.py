@@ -146,7 +146,7 @@ def test_delta_batch_killed_before_commit_has_no_version(spark, crashed, monkeyp
     assert not hidden_parquet(c.out)
 
 
-def test_delta_incremental_killed_after_commit_is_not_committed_twice(spark, crashed) -> None:  # type: ignore[no-untyped-def]
+def test_delta_incremental_killed_after_commit_is_not_committed_twice(spark, crashed, capsys) -> None:  # type: ignore[no-untyped-def]
     from deltalake import DeltaTable
 
     c = crashed["delta-incremental-committed"]
@@ -156,7 +156,10 @@ def test_delta_incremental_killed_after_commit_is_not_committed_twice(spark, cra
     assert not (c.ckpt / "commits" / "0").exists()
     query_id = json.loads((c.ckpt / "metadata").read_text())["id"]          # Spark's streaming query id
     assert table.transaction_version(f"klogs-export-{query_id}") == 0       # the batch id rode the commit
+    capsys.readouterr()
     assert rerun(c) == 0
     assert DeltaTable(str(c.out)).version() == 0                 # the replayed batch made no commit
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (result["skipped"], result["batches"], result["rows"]) == ([0], [], 0)   # and says so
     assert (c.ckpt / "commits" / "0").is_file()
     assert_exactly(read_delta(c.out), oracle(c.logs))
