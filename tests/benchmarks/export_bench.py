@@ -1,4 +1,4 @@
-"""``klogs export`` throughput next to Spark copying the same rows Parquet -> Parquet (DESIGN §5: within 2x).
+"""``klogs export`` throughput next to Spark copying the same rows Parquet -> Parquet (target: within 2x).
 
 ``python tests/benchmarks/export_bench.py [--size-mib 256] [--master local[2]]`` prints a Markdown
 section; :func:`run_export_benchmark` returns the numbers for ``tests/benchmarks/run.py``.
@@ -32,7 +32,7 @@ from spark_scan import _timed, make_log_dir  # noqa: E402  (benchmark-local modu
 
 __all__ = ["run_export_benchmark", "markdown", "main"]
 
-BAR = 2.0                                   # DESIGN §5: export within 2x of Parquet -> Parquet
+BAR = 2.0                                   # target: export within 2x of Parquet -> Parquet
 
 
 def run_export_benchmark(spark: Any, size_mb: int, *, data_dir: Path = Path("build/bench-data"),

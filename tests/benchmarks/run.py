@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def export_notes(data_dir: Path, sizes_mib: tuple[int, ...], master: str = "local[2]") -> list[str]:
-    """``klogs export`` vs Spark's Parquet -> Parquet copy of the same rows (DESIGN §5: within 2x)."""
+    """``klogs export`` vs Spark's Parquet -> Parquet copy of the same rows (the target: within 2x)."""
     import export_bench  # noqa: PLC0415  (benchmark-local module; starts Spark)
 
     from kafka_format.spark.session import build_session
@@ -303,7 +303,7 @@ def export_notes(data_dir: Path, sizes_mib: tuple[int, ...], master: str = "loca
 
 
 def planning_notes(segments: int = 10_000) -> list[str]:
-    """Driver-side planning of a synthetic log dir of ``segments`` segments (DESIGN.md §5: < 5 s)."""
+    """Driver-side planning of a synthetic log dir of ``segments`` segments (target: < 5 s)."""
     import tempfile
 
     from kafka_format.planning import benchmark_planning
@@ -361,11 +361,11 @@ def _write(out: Path, results: list[Result], notes: list[str], crc_impl: str, ar
 
 
 def _bars(by_corpus: dict[str, list[Result]]) -> list[str]:
-    """DESIGN.md §5 decode bars against the numbers above."""
+    """The decode targets against the numbers above."""
     def find(corpus: str, prefix: str) -> Result | None:
         return next((r for r in by_corpus.get(corpus, []) if r.name.startswith(prefix)), None)
 
-    lines = ["## Bars (DESIGN.md §5)", "", "| bar | target | measured (CPU time) | met |", "|---|---|---|---|"]
+    lines = ["## Bars (the product's performance targets)", "", "| bar | target | measured (CPU time) | met |", "|---|---|---|---|"]
     fast, aio = find("none", "kafka_format fast (file)"), find("none", "aiokafka")
     if fast and aio:
         ratio = fast.mb_s / aio.mb_s

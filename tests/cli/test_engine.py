@@ -97,20 +97,9 @@ def test_local_with_what_needs_spark_is_one_line_exit_2(tmp_path: Path) -> None:
 
 
 def test_a_failed_local_cleaner_task_names_its_partition(tmp_path: Path) -> None:
-    from kafka_format.writer import LogDirWriter, Record, build_v2_batch
+    from test_spark_failures import write_garbled_partition
 
-    ld = LogDirWriter(tmp_path / "broker", node_id=1, cluster_id="S2xhU2FtcGxlc0NsdXN0ZQ")
-    w = ld.partition("t", 3, topic_id=b"\x07" * 16)
-    for base in range(0, 40, 10):
-        w.append(build_v2_batch([Record(b"k%d" % (i % 3), b"v", 1_700_000_000_000) for i in range(10)],
-                                base_offset=base))
-    w.close()
-    ld.close(written_at_ms=1_700_000_000_000)
-    log = tmp_path / "broker" / "t-3" / "00000000000000000000.log"
-    data = bytearray(log.read_bytes())
-    second = len(data) // 4 + 1
-    data[second:second + 40] = b"\xff" * 40           # the batches after the first one are garbage
-    log.write_bytes(bytes(data))
+    write_garbled_partition(tmp_path / "broker")
     out = tmp_path / "out"
     done = _klogs(["compaction", str(tmp_path / "broker"), "--config", "*:cleanup.policy=compact", "--force",
                    "--out", str(out), "--engine", "local"], tmp_path)

@@ -44,24 +44,31 @@ def test_python_worker_out_of_memory_is_one_line(spark, capsys: pytest.CaptureFi
     assert "MemoryError" in lines[0] and lines[0].endswith(PYTHON_MEMORY_KNOB)
 
 
-@pytest.mark.spark
-def test_a_failed_cleaner_task_names_its_partition(spark, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from kafka_format.cli import main
+def write_garbled_partition(log_dir: Path) -> None:
+    """A log dir whose ``t-3`` holds four batches of which only the first decodes (40 bytes of
+    0xff over the second): a cleaner task on it fails, naming the partition and segment."""
     from kafka_format.writer import LogDirWriter, Record, build_v2_batch
 
-    ld = LogDirWriter(tmp_path / "broker", node_id=1, cluster_id="S2xhU2FtcGxlc0NsdXN0ZQ")
+    ld = LogDirWriter(log_dir, node_id=1, cluster_id="S2xhU2FtcGxlc0NsdXN0ZQ")
     w = ld.partition("t", 3, topic_id=b"\x07" * 16)
     for base in range(0, 40, 10):
         w.append(build_v2_batch([Record(b"k%d" % (i % 3), b"v", 1_700_000_000_000) for i in range(10)],
                                 base_offset=base))
     w.close()
     ld.close(written_at_ms=1_700_000_000_000)
-    log = tmp_path / "broker" / "t-3" / "00000000000000000000.log"
+    log = log_dir / "t-3" / "00000000000000000000.log"
     data = bytearray(log.read_bytes())
     second = len(data) // 4 + 1
     data[second:second + 40] = b"\xff" * 40           # the batches after the first one are garbage
     log.write_bytes(bytes(data))
+
+
+@pytest.mark.spark
+def test_a_failed_cleaner_task_names_its_partition(spark, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from kafka_format.cli import main
+
+    write_garbled_partition(tmp_path / "broker")
     out = tmp_path / "out"
     code = main(["compaction", str(tmp_path / "broker"), "--config", "*:cleanup.policy=compact", "--force",
                  "--out", str(out)])
