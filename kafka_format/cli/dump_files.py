@@ -4,7 +4,7 @@ producer ``.snapshot`` and ``.txnindex``, with the end-of-run reports they feed.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,70 +262,63 @@ class IndexDump(DumpBase):
     def _dump_index(self, path: str) -> None:
         opts = self.opts
         base = _base_offset_of(path)
-        log_path = _sibling(path, ".log")
-        if not os.path.isfile(log_path):
-            raise DumpAbort(JAVA_NO_SUCH_FILE, _java_file(log_path), path, None)
+        log_path = _segment_log_of(path)
         parsed = _read_offset_index(path, base)
         if parsed.raw_entries == 0:
             if not opts.json:
                 self.text.line(f"{_java_file(path)} is empty.")
             return
-        if opts.index_sanity_check:
-            _sanity(parsed, path)
-            self._sanity_passed(path)
+        if self._sanity_checked(parsed, path):
             return
         abs_path = _java_abs_path(path)
         log_size = os.path.getsize(log_path)
         found: list[tuple[int, int]] = []
         try:
-            for i, (offset, position) in enumerate(_raw_slots(parsed, "relative_offset", "position",
-                                                              base, offset_first=True)):
-                if offset == base and i > 0:
-                    return  # sparse file: after a crash the rest may be zero entries
+            for offset, position in _live_slots(parsed, "relative_offset", "position", base, offset_first=True):
                 last = _first_batch_last_offset(log_path, position, opts.max_message_size, log_size, path)
                 if last != offset:
                     found.append((offset, last))
-                if opts.verify_index_only:
-                    continue
-                if opts.json:
-                    self.json.obj({"type": "indexEntry", "file": path, "offset": offset,
-                                   "position": position})
-                else:
-                    self.text.line(f"offset: {offset} position: {position}")
+                if not opts.verify_index_only:
+                    self._entry("indexEntry", path, "offset", offset, "position", position)
         finally:
             self.reports.add_index_mismatches(abs_path, found)
 
-    def _sanity_passed(self, path: str) -> None:
+    def _sanity_checked(self, parsed: Any, path: str) -> bool:
+        """``--index-sanity-check``: check ``parsed`` (raises on failure), say it passed, and skip the dump."""
+        if not self.opts.index_sanity_check:
+            return False
+        _sanity(parsed, path)
         if self.opts.json:
             self.json.obj({"type": "sanityCheck", "file": path, "passed": True})
         else:
             self.text.line(f"{_java_file(path)} passed sanity check.")
+        return True
+
+    def _entry(self, kind: str, path: str, first: str, a: int, second: str, b: int) -> None:
+        """One index entry line: ``first: a second: b`` as the Java tool prints it, or one JSON object."""
+        if self.opts.json:
+            self.json.obj({"type": kind, "file": path, first: a, second: b})
+        else:
+            self.text.line(f"{first}: {a} {second}: {b}")
 
     # -- .timeindex --------------------------------------------------------------------------------
 
     def _dump_time_index(self, path: str) -> None:
         opts = self.opts
         base = _base_offset_of(path)
-        log_path = _sibling(path, ".log")
+        log_path = _segment_log_of(path)
         index_path = _sibling(path, ".index")
-        if not os.path.isfile(log_path):
-            raise DumpAbort(JAVA_NO_SUCH_FILE, _java_file(log_path), path, None)
         if not os.path.isfile(index_path):
             # new OffsetIndex(file, base, maxIndexSize = -1) tries to create the missing file
             raise DumpAbort("java.lang.IllegalArgumentException", "Invalid max index size: -1", path, None)
         offsets = _read_offset_index(index_path, base)
         parsed = _read_time_index(path, base)
-        if opts.index_sanity_check:
-            _sanity(parsed, path)
-            self._sanity_passed(path)
+        if self._sanity_checked(parsed, path):
             return
         abs_path = _java_abs_path(path)
         log_size = os.path.getsize(log_path)
         prev_timestamp = -1  # RecordBatch.NO_TIMESTAMP
-        for i, (timestamp, offset) in enumerate(_raw_slots(parsed, "timestamp", "relative_offset",
-                                                           base, offset_first=False)):
-            if offset == base and i > 0:
-                return
+        for timestamp, offset in _live_slots(parsed, "timestamp", "relative_offset", base, offset_first=False):
             position = _index_lookup(offsets, offset)
             batch_last, max_ts = _max_timestamp_of_batch_at(log_path, position, offset, log_size)
             if batch_last is None:
@@ -339,11 +332,7 @@ class IndexDump(DumpBase):
                     self.reports.time_out_of_order.setdefault(abs_path, []).append(
                         (timestamp, prev_timestamp))
             if not opts.verify_index_only:
-                if opts.json:
-                    self.json.obj({"type": "timeIndexEntry", "file": path, "timestamp": timestamp,
-                                   "offset": offset})
-                else:
-                    self.text.line(f"timestamp: {timestamp} offset: {offset}")
+                self._entry("timeIndexEntry", path, "timestamp", timestamp, "offset", offset)
             prev_timestamp = timestamp
 
     # -- .snapshot / .txnindex -----------------------------------------------------------------------
@@ -378,6 +367,24 @@ class IndexDump(DumpBase):
                 self.text.line(txn.dump_line())
 
     # -- end-of-run reports (stderr, in DumpLogSegments.main's order) -------------------------------------
+
+
+def _segment_log_of(path: str) -> str:
+    """The ``.log`` beside an index file; DumpLogSegments fails on a missing one before reading the index."""
+    log_path = _sibling(path, ".log")
+    if not os.path.isfile(log_path):
+        raise DumpAbort(JAVA_NO_SUCH_FILE, _java_file(log_path), path, None)
+    return log_path
+
+
+def _live_slots(parsed: Any, first: str, second: str, base: int, *,
+                offset_first: bool) -> Iterator[tuple[int, int]]:
+    """The index's entries up to the first slot (after the first) that points back at the base offset: after a
+    crash the rest of a preallocated index file may be zero entries."""
+    for i, (a, b) in enumerate(_raw_slots(parsed, first, second, base, offset_first=offset_first)):
+        if (a if offset_first else b) == base and i > 0:
+            return
+        yield a, b
 
 
 def _sibling(path: str, suffix: str) -> str:
