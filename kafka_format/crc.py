@@ -6,20 +6,19 @@
   of message`` (``LegacyRecord.computeChecksum``).
 * producer ``.snapshot`` files: CRC-32C over everything after the crc field.
 
-The accelerated functions (``crc32c`` package: SSE4.2 / ARMv8 CRC
-instructions; ``zlib.crc32``) are what the library uses.  Plain-Python twins
+The accelerated functions (the compiled decoder's CRC-32C, else the ``crc32c``
+package's: SSE4.2 / ARMv8 CRC instructions; ``zlib.crc32``) are what the
+library uses.  Plain-Python twins
 (``crc32c_py``, ``crc32_py``) are kept as the readable definition and to test
 the accelerated ones against.
 """
 
 from __future__ import annotations
 
+import os
 import zlib
-
-try:  # hardware CRC-32C
-    from crc32c import crc32c as _crc32c_hw
-except ImportError:  # pragma: no cover - dependency is declared; fallback keeps the library usable
-    _crc32c_hw = None
+from functools import cache
+from typing import Any
 
 __all__ = ["crc32c", "crc32", "crc32c_py", "crc32_py", "CRC32C_ACCELERATED"]
 
@@ -27,7 +26,8 @@ _CASTAGNOLI_REFLECTED = 0x82F63B78
 _IEEE_REFLECTED = 0xEDB88320
 
 
-def _make_table(poly: int) -> tuple[int, ...]:
+@cache
+def _table(poly: int) -> tuple[int, ...]:
     table = []
     for n in range(256):
         c = n
@@ -35,10 +35,6 @@ def _make_table(poly: int) -> tuple[int, ...]:
             c = (c >> 1) ^ poly if c & 1 else c >> 1
         table.append(c)
     return tuple(table)
-
-
-_CRC32C_TABLE = _make_table(_CASTAGNOLI_REFLECTED)
-_CRC32_TABLE = _make_table(_IEEE_REFLECTED)
 
 
 def _crc_py(table: tuple[int, ...], data: bytes | bytearray | memoryview, value: int) -> int:
@@ -50,24 +46,48 @@ def _crc_py(table: tuple[int, ...], data: bytes | bytearray | memoryview, value:
 
 def crc32c_py(data: bytes | bytearray | memoryview, value: int = 0) -> int:
     """CRC-32C of ``data`` continuing from ``value``, in plain Python."""
-    return _crc_py(_CRC32C_TABLE, data, value)
+    return _crc_py(_table(_CASTAGNOLI_REFLECTED), data, value)
 
 
 def crc32_py(data: bytes | bytearray | memoryview, value: int = 0) -> int:
     """CRC-32 (IEEE) of ``data`` continuing from ``value``, in plain Python."""
-    return _crc_py(_CRC32_TABLE, data, value)
+    return _crc_py(_table(_IEEE_REFLECTED), data, value)
 
 
-CRC32C_ACCELERATED = _crc32c_hw is not None
+@cache
+def _crc32c_hw() -> Any:
+    """An accelerated CRC-32C, chosen on first use: the compiled decoder's (SSE4.2 / CLMUL; loaded
+    anyway where that decoder runs), else the ``crc32c`` package's (whose import reads package
+    metadata: a tenth of a small job's start-up, so not at import), else None.  With
+    ``KAFKA_FORMAT_DECODER=reference`` the compiled decoder's is not used."""
+    if os.environ.get("KAFKA_FORMAT_DECODER", "").lower() != "reference":
+        try:
+            from kafka_format._fastdecode import crc32c as compiled
+        except ImportError:
+            pass
+        else:
+            return compiled
+    try:  # hardware CRC-32C
+        from crc32c import crc32c as hw
+    except ImportError:  # pragma: no cover - dependency is declared; fallback keeps the library usable
+        return None
+    return hw
 
 
 def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
     """CRC-32C (Castagnoli) of ``data``, continuing from ``value``."""
-    if _crc32c_hw is not None:
-        return _crc32c_hw(data, value)
+    hw = _crc32c_hw()
+    if hw is not None:
+        return int(hw(data, value))
     return crc32c_py(data, value)  # pragma: no cover
 
 
 def crc32(data: bytes | bytearray | memoryview, value: int = 0) -> int:
     """CRC-32 (IEEE, as ``java.util.zip.CRC32``) of ``data``."""
     return zlib.crc32(data, value) & 0xFFFFFFFF
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CRC32C_ACCELERATED":     # whether the hardware function is there (imports it)
+        return _crc32c_hw() is not None
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -263,13 +263,16 @@ def run_job(body: Callable[[], int], *, prog: str) -> int:
     of memory or gone: :mod:`kafka_format.cli.sparkerrors`) become one line on stderr and exit 2."""
     from kafka_format.cli.sparkerrors import spark_failure
 
+    from kafka_format.fsio import listing_cache
+
     py4j = logging.getLogger("py4j")
     handler = _Py4JToSparkLog()
     saved = py4j.propagate
     py4j.addHandler(handler)
     py4j.propagate = False
     try:
-        return _run_body(body, prog, spark_failure)
+        with listing_cache():        # the input dirs are listed and their state files read once per run
+            return _run_body(body, prog, spark_failure)
     finally:
         py4j.removeHandler(handler)
         py4j.propagate = saved
