@@ -1,8 +1,8 @@
 """``klogs export`` without Spark: a batch Parquet export from the local engine, and the parts of
 an export both engines share (the options, the output claims, the published file listing).
 
-:func:`export_local` reads the ``kafka-log`` rows with :func:`kafka_format.engine.read.read_table`
-(the data source's own plan and split reader), converts the columns as
+:func:`export_local` reads the ``kafka-log`` rows split by split (the data source's own plan and
+split reader, :func:`kafka_format.reading.read_split`), streaming, and converts the columns as
 :func:`kafka_format.spark.export.convert_columns` does -- ``key``/``value`` as Kafka's
 ``StringDeserializer`` (:func:`kafka_format.records.batch_v2.java_utf8`), ``date`` the UTC day of
 ``timestamp`` (null for ``NO_TIMESTAMP``) -- and writes ``OUT/topic=T/partition=P/part-*.parquet``
@@ -238,33 +238,83 @@ def convert_table(table: pa.Table, *, partition_by: Sequence[str], key_as: str, 
     return out
 
 
+@dataclass(frozen=True)
+class _SplitExport:
+    """One split of a local export: read, converted and written under ``root`` by one task."""
+
+    split: Any                    # kafka_format.planning.Split
+    options: Any                  # the parsed read options
+    root: str                     # the staging directory
+    index: int                    # names its files part-<index>-<i>.parquet
+    partition_by: tuple[str, ...]
+    key_as: str
+    value_as: str
+
+
+def _export_split(task: _SplitExport) -> int:
+    """Stream one split's rows into Parquet files under ``task.root`` (hive directories of
+    ``partition_by``); the rows written.  Holds one decoded chunk at a time."""
+    import pyarrow.dataset as ds
+
+    from kafka_format.reading import arrow_schema, read_split
+
+    def convert(table: pa.Table) -> pa.Table:
+        return convert_table(table, partition_by=task.partition_by, key_as=task.key_as, value_as=task.value_as)
+
+    schema = convert(arrow_schema(task.options).empty_table()).schema
+    rows = 0
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        nonlocal rows
+        for batch in read_split(task.split, task.options):
+            if batch.num_rows:
+                rows += batch.num_rows
+                yield from convert(pa.Table.from_batches([batch])).to_batches()
+
+    part_schema = pa.schema([schema.field(c) for c in task.partition_by])
+    ds.write_dataset(pa.RecordBatchReader.from_batches(schema, batches()), task.root, format="parquet",
+                     partitioning=ds.partitioning(part_schema, flavor="hive"),
+                     basename_template=f"part-{task.index:05d}-{{i}}.parquet",
+                     existing_data_behavior="overwrite_or_ignore", preserve_order=True,
+                     file_options=ds.ParquetFileFormat().make_write_options(
+                         coerce_timestamps="us", allow_truncated_timestamps=False))
+    return rows
+
+
 def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str] | None = None,
                  partition_by: str | Sequence[str] = ("topic", "partition"), key_as: str = "binary",
                  value_as: str = "binary") -> ExportResult:
     """A batch Parquet export of ``logdirs`` in this process, published atomically (``out``
-    replaced by one rename, as :func:`kafka_format.spark.export.export` does)."""
+    replaced by one rename, as :func:`kafka_format.spark.export.export` does).  One task per
+    planned split (the data source's plan), each streaming its rows to its own files, over a
+    process pool where there is more than one split's worth of work (:func:`kafka_format.engine.run_tasks`)."""
     import json
 
-    import pyarrow.dataset as ds
-
-    from kafka_format.engine.read import read_table
+    from kafka_format.engine import run_tasks
+    from kafka_format.engine.read import _split_bytes, read_splits
 
     cols = parse_partition_by(partition_by)
+    _check_choice("key_as", key_as, KEY_AS)
+    _check_choice("value_as", value_as, VALUE_AS)
     local_path(out)             # ValueError for object stores: no atomic rename there
     opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
     with hold_outputs(out, format="parquet", incremental=False, inputs=logdirs):
-        data = convert_table(read_table(opts), partition_by=cols, key_as=key_as, value_as=value_as)
+        parsed, splits = read_splits(opts)
+        convert_table(_probe(parsed), partition_by=cols, key_as=key_as,
+                      value_as=value_as)        # refuses what it cannot convert before any work
         with staging_dir(out, PARQUET_OWNER) as tmp:
-            if data.num_rows:
-                part_schema = pa.schema([data.schema.field(c) for c in cols])
-                ds.write_dataset(data, tmp, format="parquet", partitioning=ds.partitioning(part_schema,
-                                 flavor="hive"), basename_template="part-{i}.parquet",
-                                 existing_data_behavior="overwrite_or_ignore", preserve_order=True,
-                                 file_options=ds.ParquetFileFormat().make_write_options(
-                                     coerce_timestamps="us", allow_truncated_timestamps=False))
+            tasks = [_SplitExport(s, parsed, tmp, i, cols, key_as, value_as) for i, s in enumerate(splits)]
+            run_tasks(_export_split, tasks, weights=[_split_bytes(s) for s in splits])
             with open(os.path.join(tmp, "_SUCCESS"), "wb"):
                 pass
             files = _data_files(pafs.LocalFileSystem(), tmp)
             crash_point("export:files-written")
     return ExportResult(out=out, format="parquet", partition_by=cols, rows=sum(f.rows for f in files),
                         files=len(files), engine="local")
+
+
+def _probe(options: Any) -> pa.Table:
+    """An empty table of the rows a read with ``options`` yields."""
+    from kafka_format.reading import arrow_schema
+
+    return arrow_schema(options).empty_table()

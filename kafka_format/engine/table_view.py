@@ -42,7 +42,7 @@ FULL_GROUP = ("topic", "partition", "logDir")
 COUNT_COLUMNS = ("recordsBefore", "recordsAfter", "keys", "keysDeleted", "recordsSuperseded", "nullKeyRecords")
 FULL_SUMMARY_COLUMNS = (*FULL_GROUP, *COUNT_COLUMNS)
 FULL_SUMMARY_INPUT = (*FULL_GROUP, "decision", "reason")     # the columns summary_counts reads
-SORT_BUFFER = 256 << 20          # bytes of rows a local task sorts in memory at a time
+SORT_BUFFER = 64 << 20           # bytes of rows a local task sorts in memory at a time
 SPILL_CHUNK_BYTES = 1 << 20      # at most this much of a spilled run is read at a time
 
 
@@ -191,6 +191,7 @@ def sorted_by_key(batches: Iterable[pa.RecordBatch], schema: pa.Schema, *, sort_
                 runs.append(_spill(pa.Table.from_batches(pending, schema=schema).sort_by(_ORDER), tmp.name,
                                    len(runs), chunk_bytes))
                 pending, size = [], 0
+                pa.default_memory_pool().release_unused()     # the sorted copy's memory back to the system
         last = pa.Table.from_batches(pending, schema=schema).sort_by(_ORDER)
         if not runs:
             yield from last.to_batches()
@@ -222,7 +223,7 @@ class _Run:
     def __init__(self, path: str, block_bytes: int) -> None:
         import pyarrow.ipc as ipc
 
-        self.reader = ipc.open_file(pa.memory_map(path, "r"))
+        self.reader = ipc.open_file(pa.OSFile(path, "rb"))     # read, not mapped: resident memory stays bounded
         self.next_batch = 0
         self.block_bytes = block_bytes
         self.head: pa.Table | None = None
