@@ -160,12 +160,21 @@ def _print_summary(parts: list[dict[str, object]], mode: str) -> None:
 
 
 def _cell(value: object, header: str) -> object:
+    """A summary value as a person reads it (summary.json keeps the exact numbers)."""
+    from kafka_format.units import human_bytes
+
     if value is None:
         return "-"
     if header == "logDir":
         return os.path.basename(str(value).rstrip("/"))
-    if isinstance(value, float):
-        return f"{value:.3f}"
+    if header in ("bytesBefore", "bytesAfter"):
+        return human_bytes(int(value))  # type: ignore[call-overload]
+    if header == "dirtyRatio":
+        return f"{float(value):.1%}"  # type: ignore[arg-type]
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
     return value
 
 
