@@ -14,23 +14,25 @@ Two measurements, printed as a Markdown section (``tests/benchmarks/run.py`` put
   compaction cleaner ``--force``, compaction ``--mode full``, export to Parquet) over one
   partition of ``--size-mib`` MiB of record bytes (:mod:`scale_gen`: lz4 batches of ~16 KiB,
   repeating keys, 5 % tombstones, 128 MiB segments with indexes), on ``--engine local`` and on
-  ``--engine spark --master local[1]``.  Per core = log bytes / CPU seconds of the whole process
-  tree (the JVM and Spark's Python workers included: sampled from ``/proc`` every 50 ms, a
-  lower bound off by at most that much per process), each engine's fixed start-up (the same job
-  on a one-batch partition) subtracted.  CPU time, not wall time, so that other work on a shared
-  machine does not count.  The bar is the local engine within 1.2x of Spark per core.
+  ``--engine spark`` in a ``local[1]`` session.  Each engine runs in one warm process (the
+  session started once) that runs every job on a one-batch partition and on the large one;
+  per core = log bytes / (CPU seconds of the large run - of the one-batch run), CPU seconds of
+  the whole process tree (the JVM and Spark's Python workers included, read from ``/proc``:
+  live processes plus what they reaped).  CPU time, not wall time, so that other work on a
+  shared machine does not count, and start-up (JVM, session, imports) is left out on both
+  sides.  The bar is the local engine within 1.2x of Spark per core.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -58,7 +60,6 @@ LARGE_JOBS: dict[str, tuple[str, list[str]]] = {
     "compaction full": ("compaction", ["--now", NOW, "--out", "{out}", "--mode", "full"]),
     "export": ("export", ["--out", "{out}"]),
 }
-PROC_SAMPLE_S = 0.05
 
 __all__ = ["sample_times", "throughput", "markdown", "main"]
 
@@ -68,59 +69,20 @@ def _env() -> dict[str, str]:
     return {**env, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 
-def _tree_cpu(root: int, seen: dict[int, float]) -> None:
-    """Record user + system seconds of ``root`` and its descendants (by /proc) into ``seen``."""
-    tick = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(name)] = int(fields[1])
-        times[int(name)] = (int(fields[11]) + int(fields[12])) / tick
-    tree, frontier = {root}, [root]
-    while frontier:
-        pid = frontier.pop()
-        for child, parent in parents.items():
-            if parent == pid and child not in tree:
-                tree.add(child)
-                frontier.append(child)
-    for pid in tree:
-        if pid in times:
-            seen[pid] = max(seen.get(pid, 0.0), times[pid])
-
-
 def _klogs(args: list[str]) -> tuple[float, float]:
-    """(wall, CPU) seconds of ``klogs ARGS`` in a fresh interpreter (output discarded; must exit 0).
-    CPU: the larger of the reaped children's rusage and the /proc samples of the process tree."""
+    """(wall, CPU) seconds of ``klogs ARGS`` in a fresh interpreter (output discarded; must exit
+    0).  CPU: user + system of the process and the children it waited for (the local engine's)."""
     cmd = [sys.executable, "-c", "import sys; from kafka_format.cli import main; sys.exit(main(sys.argv[1:]))",
            *args]
-    seen: dict[int, float] = {}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), cwd=REPO)
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.wait(PROC_SAMPLE_S):
-            _tree_cpu(proc.pid, seen)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    _, err = proc.communicate()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), cwd=REPO)
     wall = time.perf_counter() - start
-    done.set()
-    sampler.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        raise RuntimeError(f"klogs {' '.join(args)} exited {proc.returncode}: {err.decode(errors='replace')[-800:]}")
-    rusage = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, max(rusage, sum(seen.values()))
+        raise RuntimeError(f"klogs {' '.join(args)} exited {proc.returncode}: "
+                           f"{proc.stderr.decode(errors='replace')[-800:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _args(job: str, logdir: Path, extra: list[str], out: Path) -> list[str]:
@@ -160,35 +122,110 @@ def large_partition(data_dir: Path, size_mib: int) -> Path:
     return log_dir
 
 
-def throughput(data_dir: Path, size_mib: int, repeats: int = 1, jobs: list[str] | None = None
+def _tree_total(root: int) -> float:
+    """CPU seconds spent so far by ``root`` and every descendant: the live processes' own time plus
+    what they reaped from finished children (``/proc/PID/stat`` utime, stime, cutime, cstime)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(name)] = int(fields[1])
+        times[int(name)] = sum(int(x) for x in fields[11:15]) / tick
+    tree, frontier = {root}, [root]
+    while frontier:
+        pid = frontier.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return sum(times.get(pid, 0.0) for pid in tree)
+
+
+def _inner(engine: str, jobs: list[str], big: Path, tiny: Path, repeats: int) -> None:
+    """In one process (a warm interpreter; for Spark one ``local[1]`` session started once): each
+    job on the one-batch partition and on the large one, ``repeats`` times; one JSON line per job
+    with the best CPU seconds of the process tree for each (and the wall seconds of the large run)."""
+    import json
+
+    from kafka_format.cli import main as klogs
+
+    if engine == "spark":
+        from kafka_format.spark import register
+        from kafka_format.spark.session import build_session
+
+        register(build_session(master="local[1]", profile="local", app_name="klogs engine bench",
+                               extra_conf={"spark.ui.enabled": "false"}))
+    flags = ["--engine", engine]
+    me = os.getpid()
+    with tempfile.TemporaryDirectory(dir=big.parent.parent) as tmp:
+        out = Path(tmp) / "o"
+
+        def run(job: str, extra: list[str], logdir: Path) -> tuple[float, float]:
+            args = _args(job, logdir, extra, out)
+            c0, w0 = _tree_total(me), time.perf_counter()
+            with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+                code = klogs([*args, *flags])
+            c1, w1 = _tree_total(me), time.perf_counter()
+            if code not in (0, 1):
+                raise RuntimeError(f"klogs {' '.join(args)} exited {code}")
+            return c1 - c0, w1 - w0
+
+        for name in jobs:
+            job, extra = LARGE_JOBS[name]
+            run(job, extra, tiny)                                     # warm-up: imports, JIT, caches
+            best = {"tiny": float("inf"), "big": float("inf"), "wall": float("inf")}
+            for _ in range(repeats):
+                best["tiny"] = min(best["tiny"], run(job, extra, tiny)[0])
+                cpu, wall = run(job, extra, big)
+                best["big"], best["wall"] = min(best["big"], cpu), min(best["wall"], wall)
+            print("RESULT " + json.dumps({"job": name, **best}), flush=True)
+
+
+def throughput(data_dir: Path, size_mib: int, repeats: int = 2, jobs: list[str] | None = None
                ) -> list[dict[str, Any]]:
-    """Per-core MB/s (log bytes per CPU second) of every job on one partition, both engines."""
+    """Per-core MB/s (log bytes per CPU second of the whole process tree) of every job on one
+    partition, both engines: each engine in its own warm process (:func:`_inner`), the same job
+    on a one-batch partition subtracted, so that start-up (the JVM, the session, imports) is not
+    counted."""
+    import json
+
     import spark_scan  # noqa: PLC0415  (benchmark-local module)
 
     big = large_partition(data_dir, size_mib)
     tiny = spark_scan._tiny_log_dir(data_dir)
     size = sum(p.stat().st_size for p in big.rglob("*.log"))
-    engines = {"local": ["--engine", "local"], "spark": ["--engine", "spark", "--master", "local[1]"]}
+    names = jobs or list(LARGE_JOBS)
+    measured: dict[str, dict[str, dict[str, float]]] = {}
+    for engine in ("local", "spark"):
+        cmd = [sys.executable, __file__, "--inner", engine, "--jobs", ",".join(names), "--big", str(big),
+               "--tiny", str(tiny), "--large-repeats", str(repeats)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=REPO)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{engine} engine bench failed: {proc.stderr[-2000:]}")
+        for line in proc.stdout.splitlines():
+            if line.startswith("RESULT "):
+                r = json.loads(line[7:])
+                measured.setdefault(r["job"], {})[engine] = r
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(dir=data_dir) as tmp:
-        for name in jobs or list(LARGE_JOBS):
-            job, extra = LARGE_JOBS[name]
-            row: dict[str, Any] = {"job": name, "bytes": size}
-            for _ in range(repeats):                  # engines in turn: the machine's load hits both
-                for engine, flags in engines.items():
-                    wall0, cpu0 = _klogs([*_args(job, tiny, extra, Path(tmp) / "o"), *flags])
-                    wall, cpu = _klogs([*_args(job, big, extra, Path(tmp) / "o"), *flags])
-                    for key, value in ((f"{engine}_overhead_cpu_s", cpu0), (f"{engine}_cpu_s", cpu),
-                                       (f"{engine}_wall_s", wall), (f"{engine}_overhead_wall_s", wall0)):
-                        row[key] = min(row.get(key, float("inf")), value)
-            for engine in engines:
-                row[f"{engine}_mb_s"] = size / max(1e-3, row[f"{engine}_cpu_s"] - row[f"{engine}_overhead_cpu_s"]) / 1e6
-            rows.append(row)
-            print(f"{name:18} one {size / MIB:.0f} MiB partition: local {row['local_mb_s']:.1f} MB/s per core "
-                  f"(CPU {row['local_cpu_s']:.1f} s - {row['local_overhead_cpu_s']:.1f} s), spark "
-                  f"{row['spark_mb_s']:.1f} MB/s per core (CPU {row['spark_cpu_s']:.1f} s - "
-                  f"{row['spark_overhead_cpu_s']:.1f} s); wall {row['local_wall_s']:.1f} s vs "
-                  f"{row['spark_wall_s']:.1f} s", flush=True)
+    for name in names:
+        row: dict[str, Any] = {"job": name, "bytes": size}
+        for engine in ("local", "spark"):
+            r = measured[name][engine]
+            row[f"{engine}_cpu_s"], row[f"{engine}_overhead_cpu_s"], row[f"{engine}_wall_s"] = r["big"], r["tiny"], r["wall"]
+            row[f"{engine}_mb_s"] = size / max(1e-3, r["big"] - r["tiny"]) / 1e6
+        rows.append(row)
+        print(f"{name:18} one {size / MIB:.0f} MiB partition: local {row['local_mb_s']:.1f} MB/s per core "
+              f"(CPU {row['local_cpu_s']:.1f} s - {row['local_overhead_cpu_s']:.2f} s), spark "
+              f"{row['spark_mb_s']:.1f} MB/s per core (CPU {row['spark_cpu_s']:.1f} s - "
+              f"{row['spark_overhead_cpu_s']:.2f} s); wall {row['local_wall_s']:.1f} s vs "
+              f"{row['spark_wall_s']:.1f} s", flush=True)
     return rows
 
 
@@ -205,10 +242,10 @@ def markdown(samples: dict[str, tuple[float, float]], rows: list[dict[str, Any]]
     for job, (wall, cpu) in samples.items():
         lines.append(f"| {job} | {wall:.2f} | {cpu:.2f} | {'met' if wall <= 1.0 else 'NOT met'} |")
     if rows:
-        lines += ["", f"One partition of {size_mib} MiB of record bytes (lz4 on disk; one task, so one core, on "
-                  "either engine; Spark `--master local[1]`). Per core = log bytes / CPU seconds of the whole "
-                  "process tree (Spark: the JVM and its Python workers), each engine's fixed start-up (the "
-                  "same job on a one-batch partition) subtracted (bar: local within 1.2x of Spark):", "",
+        lines += ["", f"One partition of {size_mib} MiB of record bytes (lz4 on disk). Each engine in one warm "
+                  "process (Spark: one `local[1]` session); per core = log bytes / CPU seconds of the whole "
+                  "process tree (Spark: the JVM and its Python workers) of the run, minus the same job's on a "
+                  "one-batch partition (bar: local within 1.2x of Spark):", "",
                   "| job | log bytes | local MB/s per core | Spark MB/s per core | Spark / local | local CPU (s) "
                   "| Spark CPU (s) | local wall (s) | Spark wall (s) | bar |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -226,14 +263,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=REPO / "build" / "bench-data")
     parser.add_argument("--size-mib", type=int, default=1024, help="record bytes of the large partition")
     parser.add_argument("--repeats", type=int, default=5, help="rounds on data_samples/")
-    parser.add_argument("--large-repeats", type=int, default=1, help="rounds on the large partition")
+    parser.add_argument("--large-repeats", type=int, default=2, help="rounds on the large partition")
     parser.add_argument("--jobs", default=None, help="comma-separated subset of the large-partition jobs")
     parser.add_argument("--no-spark", action="store_true", help="only the data_samples timings")
+    parser.add_argument("--no-samples", action="store_true", help="only the large partition")
+    parser.add_argument("--inner", choices=("local", "spark"), help=argparse.SUPPRESS)
+    parser.add_argument("--big", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--tiny", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    jobs = args.jobs.split(",") if args.jobs else list(LARGE_JOBS)
+    if args.inner:
+        _inner(args.inner, jobs, args.big, args.tiny, args.large_repeats)
+        return 0
     args.data_dir.mkdir(parents=True, exist_ok=True)
-    samples = sample_times(args.repeats)
-    rows = [] if args.no_spark else throughput(args.data_dir, args.size_mib, args.large_repeats,
-                                               args.jobs.split(",") if args.jobs else None)
+    samples = {} if args.no_samples else sample_times(args.repeats)
+    rows = [] if args.no_spark else throughput(args.data_dir, args.size_mib, args.large_repeats, jobs)
     print("\n".join(markdown(samples, rows, size_mib=args.size_mib)))
     return 0
 
