@@ -1,4 +1,4 @@
-"""``klogs audit`` work without Spark (:mod:`kafka_format.audit` holds the checks).
+"""``klogs audit`` work without Spark (:mod:`kafka_format.log.audit.auditor` holds the checks).
 
 :func:`audit_tasks` (driver: one task per partition replica, per log dir and per replica group)
 and :func:`run_audit_task` (one task: its findings and per-file accounting rows) are what the Spark
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_format.audit import (
+from kafka_format.log.audit.auditor import (
     Finding,
     audit_log_dir,
     audit_partition_report,
@@ -23,9 +23,9 @@ from kafka_format.audit import (
     replica_groups,
     sort_findings,
 )
-from kafka_format.errors import KafkaFormatError, LogDirError
-from kafka_format.logdir import LogDir, PartitionLog, open_log_dirs
-from kafka_format.planning import longest_replicas
+from kafka_format.common.errors import KafkaFormatError, LogDirError
+from kafka_format.storage.logdir import LogDir, PartitionLog, open_log_dirs
+from kafka_format.read.planning import longest_replicas
 
 __all__ = ["AuditTask", "audit_tasks", "run_audit_task", "collect_rows", "audit_local"]
 
@@ -142,7 +142,7 @@ def audit_local(logdirs: Sequence[str], *, topics: Sequence[str] | None = None, 
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """:func:`kafka_format.spark.audit.audit_rows` in this process (a process pool for large inputs)."""
     from kafka_format.engine import run_tasks
-    from kafka_format.planning import open_partitions
+    from kafka_format.read.planning import open_partitions
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
     tasks = audit_tasks(logdirs, topics, topic_pattern, configs, deep, now)

@@ -1,4 +1,4 @@
-"""``klogs offsets`` work without Spark: ListOffsets answers per partition (:mod:`kafka_format.offsets`).
+"""``klogs offsets`` work without Spark: ListOffsets answers per partition (:mod:`kafka_format.log.list_offsets`).
 
 :func:`lookup_targets` (driver: which replicas, in output order) and :func:`lookup_group`
 (one task: re-open a few partitions, answer every timestamp spec) are what the Spark job
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from kafka_format.fsio import redact
-from kafka_format.errors import LogDirError
-from kafka_format.logdir import LogDirSet, PartitionLog, open_log_dirs
-from kafka_format.offsets import ISOLATION_LEVELS, PartitionLookup, parse_timestamp_spec
-from kafka_format.planning import longest_replicas, open_partitions
+from kafka_format.storage.fsio import redact
+from kafka_format.common.errors import LogDirError
+from kafka_format.storage.logdir import LogDirSet, PartitionLog, open_log_dirs
+from kafka_format.log.list_offsets import ISOLATION_LEVELS, PartitionLookup, parse_timestamp_spec
+from kafka_format.read.planning import longest_replicas, open_partitions
 
 __all__ = ["COLUMNS", "REPLICA_COLUMNS", "Target", "lookup_targets", "lookup_group", "group_targets",
            "list_offsets_local"]
