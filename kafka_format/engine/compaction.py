@@ -36,6 +36,7 @@ from kafka_format.storage.logdir import LogDirSet, PartitionLog, open_log_dirs
 from kafka_format.output.ownership import Owner
 from kafka_format.records.schema import RECORD_SCHEMA
 from kafka_format.log.topicconfig import TopicConfig, TopicConfigs
+from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
 __all__ = [
     "DECISION_FIELDS", "CLEANER_RECORD_SCHEMA", "SUMMARY_SCHEMA", "FULL_SUMMARY_COLUMNS", "FULL_SUMMARY_INPUT",
@@ -105,26 +106,18 @@ FULL_SUMMARY_INPUT = (*_GROUP, "decision", "reason")
 
 # --- topic selection -----------------------------------------------------------------------------
 def topic_selector(topics: Sequence[str] | None = None, topic_pattern: str | None = None) -> str:
-    """One regex (``re.fullmatch``) selecting ``topics`` or ``topic_pattern`` (either matches, as the
-    job's ``--topic``/``--topic-pattern``); with neither, every topic but ``__cluster_metadata``."""
-    alternatives = [re.escape(t) for t in (topics or ())]
-    if topic_pattern is not None:
-        alternatives.append(f"(?:{topic_pattern})")
-    if not alternatives:
-        return f"(?!{re.escape(METADATA_TOPIC)}$).*"
-    return "(?:" + "|".join(alternatives) + ")"
+    """The cleaner's topics as one ``re.fullmatch`` pattern: ``--topic``/``--topic-pattern``
+    (:class:`TopicSelection`); with neither, every topic but ``__cluster_metadata`` (KRaft cleans its
+    metadata log with snapshots, not the log cleaner)."""
+    return TopicSelection.of(topics, topic_pattern).regex(unless_named=(METADATA_TOPIC,))
 
 
 # --- cleaner mode: driver side ---------------------------------------------------------------------
 @dataclass(frozen=True)
-class CleanerTask:
+class CleanerTask(PartitionRef):
     """What one executor task needs to clean one partition replica (picklable, no open files):
-    the replica is re-opened from ``partition_dir`` on the executor."""
+    the replica is re-opened from its directory on the executor."""
 
-    partition_dir: str
-    log_dir: str
-    topic: str
-    partition: int
     config: TopicConfig
     now_ms: int
     force: bool = False
@@ -163,7 +156,7 @@ def cleaner_tasks(logdirs: str | Sequence[str] | LogDirSet, configs: TopicConfig
                       key=lambda p: (p.topic, p.partition, p.log_dir))
     names = _log_dir_names(p.log_dir for p in replicas)
     return [CleanerTask(
-        partition_dir=p.path, log_dir=p.log_dir, topic=p.topic, partition=p.partition,
+        topic=p.topic, partition=p.partition, path=p.path, log_dir=p.log_dir,
         config=configs[p.topic],
         now_ms=now_ms, force=force,
         segments_dest=(None if segments_dir is None
@@ -246,16 +239,6 @@ class ReplicaTaskError(RuntimeError):
     """A cleaner task failed; the message starts with ``<topic>-<partition> (<log dir>)``."""
 
 
-def _open_replica(task: CleanerTask) -> PartitionLog:
-    for p in open_log_dirs(task.partition_dir).all_partitions():
-        if p.topic == task.topic and p.partition == task.partition and p.kind == "live":
-            return p
-    from kafka_format.common.errors import LogDirError
-
-    raise LogDirError("partition directory no longer holds the partition", path=task.partition_dir,
-                      expected=f"{task.topic}-{task.partition}", found="nothing")
-
-
 def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
     """Executor: plan and clean one replica, then yield its records joined with the decisions
     (``CLEANER_RECORD_SCHEMA`` columns + a null ``_summary``) and finally one summary row (record
@@ -263,7 +246,7 @@ def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
     says so."""
     from kafka_format.log import cleaner as core
 
-    replica = _open_replica(task)
+    replica = task.open()
     plan = core.plan_cleaning(replica, task.config, task.now_ms)
     policy = ",".join(sorted(task.config.cleanup_policy))
     summary: dict[str, Any] = {
@@ -478,7 +461,7 @@ def cleaner_pass_local(logdirs: str | Sequence[str], configs: TopicConfigs, now_
     os.makedirs(records_dir, exist_ok=True)
     from kafka_format.engine import TaskFailed
 
-    weights = [_replica_bytes(t.partition_dir) for t in tasks]
+    weights = [_replica_bytes(t.path) for t in tasks]
     try:
         rows = [row for out in run_tasks(run_cleaner_file_task, tasks, weights=weights) for row in out]
     except ReplicaTaskError as exc:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.log.topicconfig import ConfigError, TopicConfigs, load_topic_configs, parse_time
+from kafka_format.storage.partition_state import TopicSelection
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -93,11 +94,7 @@ class JobContext:
 
     def selects(self, topic: str) -> bool:
         """--topic / --topic-pattern (full match); with neither, every topic."""
-        if not self.topics and self.topic_pattern is None:
-            return True
-        if topic in self.topics:
-            return True
-        return self.topic_pattern is not None and re.fullmatch(self.topic_pattern, topic) is not None
+        return TopicSelection.of(self.topics, self.topic_pattern).matches(topic)
 
 
 def job_context(args: argparse.Namespace) -> JobContext:

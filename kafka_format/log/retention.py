@@ -52,15 +52,14 @@ Nothing here decodes records: index files and batch headers only.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kafka_format.storage import partition_state
-from kafka_format.common.errors import KafkaFormatError
 from kafka_format.storage.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
 from kafka_format.output.ownership import Owner
+from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
 __all__ = [
     "REPORT_OWNER",
@@ -368,26 +367,12 @@ def partition_facts(replica: PartitionLog, *, missing_hw: str = "leo") -> Partit
 
 
 @dataclass(frozen=True)
-class RetentionTask:
-    """Picklable description of one partition replica to evaluate (re-opened where it runs)."""
+class RetentionTask(PartitionRef):
+    """One partition replica to evaluate (re-opened where it runs) with its topic's policy."""
 
-    topic: str
-    partition: int
-    partition_path: str          # location (local path or URI) of the partition dir
     policy: RetentionPolicy
     now_ms: int
     missing_hw: str = "leo"
-    log_dir: str = ""
-
-
-def _selects(topic: str, topics: Sequence[str] | None, topic_pattern: str | None) -> bool:
-    if topic in _NOT_RETAINED:
-        return False
-    if not topics and topic_pattern is None:
-        return True
-    if topics and topic in topics:
-        return True
-    return topic_pattern is not None and re.fullmatch(topic_pattern, topic) is not None
 
 
 def plan_retention(logdirs: LogDirSet | str | Sequence[str], configs: Mapping[str, Any] | Any, now_ms: int, *,
@@ -398,30 +383,22 @@ def plan_retention(logdirs: LogDirSet | str | Sequence[str], configs: Mapping[st
     if missing_hw not in _MISSING_HW:
         raise ValueError(f"missing_hw must be one of {_MISSING_HW}, not {missing_hw!r}")
     dirs = logdirs if isinstance(logdirs, LogDirSet) else open_log_dirs(logdirs)
+    selection = TopicSelection.of(topics, topic_pattern)
     policies: dict[str, RetentionPolicy] = {}
     tasks = []
     for replica in sorted(dirs.all_partitions(), key=lambda p: (p.topic, p.partition, p.log_dir)):
-        if replica.kind != "live" or not _selects(replica.topic, topics, topic_pattern):
+        if replica.kind != "live" or replica.topic in _NOT_RETAINED or not selection.matches(replica.topic):
             continue
         if replica.topic not in policies:
             policies[replica.topic] = RetentionPolicy.from_config(replica.topic, configs[replica.topic])
-        tasks.append(RetentionTask(replica.topic, replica.partition, replica.path, policies[replica.topic],
-                                   int(now_ms), missing_hw, replica.log_dir))
+        tasks.append(RetentionTask(replica.topic, replica.partition, replica.path, replica.log_dir,
+                                   policies[replica.topic], int(now_ms), missing_hw))
     return tasks
-
-
-def _reopen(task: RetentionTask) -> PartitionLog:
-    dirs = open_log_dirs(task.partition_path)
-    for replica in dirs.all_partitions():
-        if replica.topic == task.topic and replica.partition == task.partition:
-            return replica
-    raise KafkaFormatError("partition dir no longer holds the partition", path=task.partition_path,
-                           expected=f"{task.topic}-{task.partition}", found="nothing")
 
 
 def run_task(task: RetentionTask) -> tuple[PartitionFacts, list[SegmentDecision]]:
     """Evaluate one task: re-open the partition, gather facts, walk."""
-    facts = partition_facts(_reopen(task), missing_hw=task.missing_hw)
+    facts = partition_facts(task.open(), missing_hw=task.missing_hw)
     decisions = retention_walk(facts.segments, log_start_offset=facts.log_start_offset,
                                log_end_offset=facts.log_end_offset, high_watermark=facts.high_watermark,
                                policy=task.policy, now_ms=task.now_ms)

@@ -2,6 +2,9 @@
 
 One home for the values every job, the planner and the data source need of a replica:
 
+* :class:`PartitionRef` — a replica as picklable data, re-opened from its directory where a task runs;
+  :class:`TopicSelection` — ``--topic`` / ``--topic-pattern`` (the data source's ``topics`` /
+  ``topicPattern``) as every job applies them;
 * :func:`iter_batch_heads` / :func:`walk_batch_heads` — the one batch-header walker
   (``FileLogInputStream.nextBatch``: header bytes only, no decompression, no CRC);
 * :func:`log_end_offset` — ``LogSegment.readNextOffset`` of the last segment;
@@ -16,18 +19,21 @@ The log start offset is :attr:`kafka_format.storage.logdir.PartitionLog.log_star
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from kafka_format.common.errors import CorruptRecordError, KafkaFormatError
-from kafka_format.storage.logdir import PartitionLog, Segment
+from kafka_format.common.errors import CorruptRecordError, KafkaFormatError, LogDirError
+from kafka_format.storage.logdir import PartitionLog, Segment, open_log_dirs
 from kafka_format.records import batch_v2, legacy
 from kafka_format.records.entry import ENTRY, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_OFFSET
 from kafka_format.storage.watermarks import MISSING_HIGH_WATERMARK, high_watermark_on_load, last_stable_offset_from
 
 __all__ = [
+    "PartitionRef",
+    "TopicSelection",
     "BatchHead",
     "SCAN_CHUNK",
     "parse_batch_head",
@@ -49,6 +55,77 @@ NO_PRODUCER_ID = -1               # RecordBatch.NO_PRODUCER_ID
 SCAN_CHUNK = 1 << 20              # read size of a walk over a whole segment
 _MIN_ENTRY_SIZE = legacy.RECORD_OVERHEAD_V0      # LegacyRecord.RECORD_OVERHEAD_V0 = 14
 _MIN_V2_BATCH_SIZE = batch_v2.HEADER_SIZE        # DefaultRecordBatch.RECORD_BATCH_OVERHEAD = 61
+
+@dataclass(frozen=True)
+class PartitionRef:
+    """One replica as picklable data (names and locations, no open file, no file system): what a driver
+    hands a task, re-opened from its directory wherever the task runs (:meth:`open`).  Job tasks
+    extend it with what else they need."""
+
+    topic: str
+    partition: int
+    path: str            # the partition dir (a local path or a URI)
+    log_dir: str         # the log dir holding it
+
+    @classmethod
+    def of(cls, replica: PartitionLog) -> PartitionRef:
+        """The reference of an open replica."""
+        return cls(replica.topic, replica.partition, replica.path, replica.log_dir)
+
+    def open(self) -> PartitionLog:
+        """The live replica in :attr:`path`, read again from its files and its log dir's checkpoints;
+        :class:`LogDirError` when the directory no longer holds it."""
+        for replica in open_log_dirs(self.path).all_partitions():
+            if (replica.topic, replica.partition, replica.kind) == (self.topic, self.partition, "live"):
+                return replica
+        raise LogDirError("partition dir no longer holds the partition", path=self.path,
+                          expected=f"{self.topic}-{self.partition}", found="nothing")
+
+
+@dataclass(frozen=True)
+class TopicSelection:
+    """The topics a run reads: one of ``topics`` or a whole-name match (``re.fullmatch``) of
+    ``pattern``; with neither, every topic.  ``--topic`` / ``--topic-pattern`` of every job and the
+    data source's ``topics`` / ``topicPattern`` mean this."""
+
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+
+    @classmethod
+    def of(cls, topics: Sequence[str] | None = None, pattern: str | None = None) -> TopicSelection:
+        """From the flags' values (``None`` or empty: no list)."""
+        return cls(tuple(topics or ()), pattern)
+
+    @property
+    def everything(self) -> bool:
+        """True when neither a list nor a pattern narrows the run."""
+        return not self.topics and self.pattern is None
+
+    def matches(self, topic: str) -> bool:
+        """Whether ``topic`` is selected."""
+        if self.everything or topic in self.topics:
+            return True
+        return self.pattern is not None and _fullmatch(self.pattern, topic)
+
+    def select(self, replicas: Iterable[PartitionLog]) -> list[PartitionLog]:
+        """The replicas whose topic is selected, in their order."""
+        return [r for r in replicas if self.matches(r.topic)]
+
+    def regex(self, *, unless_named: Sequence[str] = ()) -> str:
+        """One ``re.fullmatch`` pattern equal to :meth:`matches` (for a reader that takes a pattern,
+        e.g. the data source's ``topicPattern``); with no list and no pattern, every topic but
+        ``unless_named``."""
+        alternatives = [re.escape(t) for t in self.topics]
+        if self.pattern is not None:
+            alternatives.append(f"(?:{self.pattern})")
+        if not alternatives:
+            return "".join(f"(?!{re.escape(t)}$)" for t in unless_named) + ".*"
+        return "(?:" + "|".join(alternatives) + ")"
+
+
+def _fullmatch(pattern: str, topic: str) -> bool:
+    return re.fullmatch(pattern, topic) is not None
+
 
 ReadAt = Callable[[int, int], bytes]
 """``read_at(nbytes, offset)`` of a file open for positioned reads (pyarrow ``NativeFile``)."""

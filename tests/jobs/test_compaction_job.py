@@ -408,7 +408,7 @@ def test_a_partition_the_cleaner_cannot_clean_is_reported_uncleanable(tmp_path: 
     w.close()
     ld.close(written_at_ms=1_700_000_000_000)
     cfg = load_topic_configs(None, overrides=["t:cleanup.policy=compact"])["t"]
-    task = CleanerTask(partition_dir=str(tmp_path / "broker" / "t-0"), log_dir=str(tmp_path / "broker"),
+    task = CleanerTask(path=str(tmp_path / "broker" / "t-0"), log_dir=str(tmp_path / "broker"),
                        topic="t", partition=0, config=cfg, now_ms=1_700_086_400_000, force=True)
     rows = [b for b in run_cleaner_task(task)]
     assert len(rows) == 1 and rows[0].num_rows == 1              # the summary row only
