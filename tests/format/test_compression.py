@@ -31,6 +31,7 @@ with warnings.catch_warnings():  # kafka-python's package import uses deprecated
     import kafka.codec as kp_codec
 
 from kafka_format.records import compression as comp
+from kafka_format.records.compression import gzip as gzip_codec
 from kafka_format.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, compress, decompress
 from kafka_format.common.errors import (
     CompressionError,
@@ -358,7 +359,7 @@ class TestGzipRules:
         data = b"header fields " * 50
         body = zlib.compressobj(6, zlib.DEFLATED, -15)
         deflated = body.compress(data) + body.flush()
-        flags = comp.GZIP_FEXTRA | comp.GZIP_FNAME | comp.GZIP_FCOMMENT | comp.GZIP_FHCRC
+        flags = gzip_codec.GZIP_FEXTRA | gzip_codec.GZIP_FNAME | gzip_codec.GZIP_FCOMMENT | gzip_codec.GZIP_FHCRC
         header = b"\x1f\x8b\x08" + bytes([flags]) + b"\x00" * 4 + b"\x00\xff"
         header += struct.pack("<H", 4) + b"ab\x02\x00" + b"name.txt\x00" + b"a comment\x00"
         header += struct.pack("<H", zlib.crc32(header) & 0xFFFF)
