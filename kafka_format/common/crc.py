@@ -6,16 +6,15 @@
   of message`` (``LegacyRecord.computeChecksum``).
 * producer ``.snapshot`` files: CRC-32C over everything after the crc field.
 
-The accelerated functions (the compiled decoder's CRC-32C, else the ``crc32c``
-package's: SSE4.2 / ARMv8 CRC instructions; ``zlib.crc32``) are what the
-library uses.  Plain-Python twins
+The accelerated functions (``crc32c`` package: SSE4.2 / ARMv8 CRC
+instructions, imported on first use; ``zlib.crc32``) are what the library
+uses.  Plain-Python twins
 (``crc32c_py``, ``crc32_py``) are kept as the readable definition and to test
 the accelerated ones against.
 """
 
 from __future__ import annotations
 
-import os
 import zlib
 from functools import cache
 from typing import Any
@@ -56,17 +55,9 @@ def crc32_py(data: bytes | bytearray | memoryview, value: int = 0) -> int:
 
 @cache
 def _crc32c_hw() -> Any:
-    """An accelerated CRC-32C, chosen on first use: the compiled decoder's (SSE4.2 / CLMUL; loaded
-    anyway where that decoder runs), else the ``crc32c`` package's (whose import reads package
-    metadata: a tenth of a small job's start-up, so not at import), else None.  With
-    ``KAFKA_FORMAT_DECODER=reference`` the compiled decoder's is not used."""
-    if os.environ.get("KAFKA_FORMAT_DECODER", "").lower() != "reference":
-        try:
-            from kafka_format._fastdecode import crc32c as compiled
-        except ImportError:
-            pass
-        else:
-            return compiled
+    """The ``crc32c`` package's function, imported on first use (its import reads package
+    metadata: a tenth of a small job's start-up), or None where it is missing.  Where the compiled
+    decoder runs, :func:`kafka_format.records.implementation.crc32c` uses its CRC-32C instead."""
     try:  # hardware CRC-32C
         from crc32c import crc32c as hw
     except ImportError:  # pragma: no cover - dependency is declared; fallback keeps the library usable

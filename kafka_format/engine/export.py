@@ -2,7 +2,7 @@
 an export both engines share (the options, the output claims, the published file listing).
 
 :func:`export_local` reads the ``kafka-log`` rows split by split (the data source's own plan and
-split reader, :func:`kafka_format.reading.read_split`), streaming, and converts the columns as
+split reader, :func:`kafka_format.read.split_reader.read_split`), streaming, and converts the columns as
 :func:`kafka_format.spark.export.convert_columns` does -- ``key``/``value`` as Kafka's
 ``StringDeserializer`` (:func:`kafka_format.records.batch_v2.java_utf8`), ``date`` the UTC day of
 ``timestamp`` (null for ``NO_TIMESTAMP``) -- and writes ``OUT/topic=T/partition=P/part-*.parquet``
@@ -242,7 +242,7 @@ def convert_table(table: pa.Table, *, partition_by: Sequence[str], key_as: str, 
 class _SplitExport:
     """One split of a local export: read, converted and written under ``root`` by one task."""
 
-    split: Any                    # kafka_format.planning.Split
+    split: Any                    # kafka_format.read.planning.Split
     options: Any                  # the parsed read options
     root: str                     # the staging directory
     index: int                    # names its files part-<index>-<i>.parquet
@@ -256,7 +256,7 @@ def _export_split(task: _SplitExport) -> int:
     ``partition_by``); the rows written.  Holds one decoded chunk at a time."""
     import pyarrow.dataset as ds
 
-    from kafka_format.reading import arrow_schema, read_split
+    from kafka_format.read.split_reader import arrow_schema, read_split
 
     def convert(table: pa.Table) -> pa.Table:
         return convert_table(table, partition_by=task.partition_by, key_as=task.key_as, value_as=task.value_as)
@@ -315,6 +315,6 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
 
 def _probe(options: Any) -> pa.Table:
     """An empty table of the rows a read with ``options`` yields."""
-    from kafka_format.reading import arrow_schema
+    from kafka_format.read.split_reader import arrow_schema
 
     return arrow_schema(options).empty_table()

@@ -297,7 +297,7 @@ def full_tasks(options: dict[str, str], records_dir: str, *, sort_buffer: int = 
                ) -> tuple[list[FullTask], list[int], pa.Schema]:
     """One task per partition replica read (its splits in order), their bytes, the rows' schema."""
     from kafka_format.engine.read import _split_bytes, read_splits
-    from kafka_format.reading import arrow_schema
+    from kafka_format.read.split_reader import arrow_schema
 
     opts, splits = read_splits(options)
     groups: dict[tuple[Any, ...], list[Any]] = {}
@@ -314,7 +314,7 @@ def run_full_task(task: FullTask) -> list[dict[str, Any]]:
     there are rows); its partial counts (:func:`summary_counts` rows)."""
     import pyarrow.parquet as pq
 
-    from kafka_format.reading import arrow_schema, read_split
+    from kafka_format.read.split_reader import arrow_schema, read_split
 
     schema = arrow_schema(task.options)
     rows = (b for s in task.splits for b in read_split(s, task.options))

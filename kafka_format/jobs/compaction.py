@@ -161,7 +161,7 @@ def _print_summary(parts: list[dict[str, object]], mode: str) -> None:
 
 def _cell(value: object, header: str) -> object:
     """A summary value as a person reads it (summary.json keeps the exact numbers)."""
-    from kafka_format.units import human_bytes
+    from kafka_format.common.units import human_bytes
 
     if value is None:
         return "-"

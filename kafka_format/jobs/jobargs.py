@@ -260,7 +260,7 @@ def run_job(body: Callable[[], int], *, prog: str) -> int:
     of memory or gone: :mod:`kafka_format.jobs.sparkerrors`) become one line on stderr and exit 2."""
     from kafka_format.jobs.sparkerrors import spark_failure
 
-    from kafka_format.fsio import listing_cache
+    from kafka_format.storage.fsio import listing_cache
 
     py4j = logging.getLogger("py4j")
     handler = _Py4JToSparkLog()

@@ -13,7 +13,7 @@ from typing import Any
 
 from kafka_format.records.decoder import REFERENCE, Decoder
 
-__all__ = ["get_decoder", "IMPLEMENTATION", "ENV_VAR"]  # noqa: F822 (IMPLEMENTATION: module __getattr__)
+__all__ = ["get_decoder", "crc32c", "IMPLEMENTATION", "ENV_VAR"]  # noqa: F822 (IMPLEMENTATION: module __getattr__)
 
 ENV_VAR = "KAFKA_FORMAT_DECODER"
 FAST = "fast"
@@ -42,6 +42,27 @@ def get_decoder() -> Decoder:
     if _chosen is None:
         _chosen, _implementation = _choose()
     return _chosen
+
+
+def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
+    """CRC-32C (Castagnoli) of ``data`` continuing from ``value``, computed by the active decoder's
+    code: the compiled decoder's (already loaded) where it runs, else
+    :func:`kafka_format.common.crc.crc32c`."""
+    global _crc32c
+    if _crc32c is None:
+        get_decoder()
+        if _implementation == FAST:
+            from kafka_format.records.fast import crc32c as compiled
+
+            _crc32c = compiled
+        else:
+            from kafka_format.common.crc import crc32c as portable
+
+            _crc32c = portable
+    return int(_crc32c(data, value))
+
+
+_crc32c: Any = None
 
 
 def __getattr__(name: str) -> Any:

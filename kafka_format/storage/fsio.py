@@ -185,7 +185,7 @@ _RUN_MEMO: dict[tuple[Any, ...], Any] | None = None
 @contextmanager
 def listing_cache() -> Iterator[None]:
     """Inside the block -- one job run, whose input directories do not change under it -- a local
-    directory listed, or a log dir or partition read (:mod:`kafka_format.logdir`), once is not
+    directory listed, or a log dir or partition read (:mod:`kafka_format.storage.logdir`), once is not
     listed or read again.  Nested blocks share the outermost one's memory, dropped when it ends."""
     global _RUN_MEMO
     outer = _RUN_MEMO

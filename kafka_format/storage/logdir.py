@@ -413,7 +413,7 @@ class _Walk:
 
 
 def _list_dir(h: FileSystemHandle, fs_path: str) -> list[FileStat]:
-    """``h.list_dir``; a local directory once per :func:`kafka_format.fsio.listing_cache` block."""
+    """``h.list_dir``; a local directory once per :func:`kafka_format.storage.fsio.listing_cache` block."""
     return list(fsio.run_memo(("ls", fs_path) if h.is_local else None, lambda: h.list_dir(fs_path)))
 
 
@@ -446,7 +446,7 @@ def _problem(walk: _Walk, err: KafkaFormatError, problems: list[KafkaFormatError
 
 def _read_log_dir(walk: _Walk, fs_path: str, entries: list[FileStat], only: str | None = None) -> LogDir:
     """Read a log dir; ``only`` restricts partitions to one child dir name (once per
-    :func:`kafka_format.fsio.listing_cache` block for a local one)."""
+    :func:`kafka_format.storage.fsio.listing_cache` block for a local one)."""
     if not walk.handle.is_local or walk.next_offset is not None:
         return _read_log_dir_now(walk, fs_path, entries, only)
     return fsio.run_memo(("log dir", fs_path, only, walk.include_special, walk.strict),  # type: ignore[no-any-return]

@@ -174,7 +174,7 @@ def test_spark_start_up_output_goes_to_a_log_file_unless_verbose(verbose: bool, 
     JVM's lines really land there: test_job_errors' Spark run.)"""
     pytest.importorskip("pyspark")
     import kafka_format.spark.session as session
-    from kafka_format.cli import jobargs
+    from kafka_format.jobs import jobargs
 
     seen: dict[str, object] = {}
     monkeypatch.setenv("KLOGS_LOG_DIR", str(tmp_path))

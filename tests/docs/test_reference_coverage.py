@@ -22,9 +22,9 @@ def _page(name: str) -> str:
 
 
 def test_every_data_source_option_and_column_is_documented() -> None:
-    from kafka_format.read_options import KNOWN_OPTIONS
-    from kafka_format.reading import CORRUPT_COLUMN
-    from kafka_format.schema import BATCH_SCHEMA, RECORD_SCHEMA
+    from kafka_format.read.options import KNOWN_OPTIONS
+    from kafka_format.read.split_reader import CORRUPT_COLUMN
+    from kafka_format.records.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
     page = _page("datasource.md")
     missing = [o for o in KNOWN_OPTIONS.values() if f"`{o}`" not in page and f'.option("{o}"' not in page]
@@ -33,11 +33,11 @@ def test_every_data_source_option_and_column_is_documented() -> None:
 
 
 def _output_columns() -> dict[str, tuple[str, ...]]:
-    from kafka_format.audit import ACCOUNTING_COLUMNS, FINDING_COLUMNS
+    from kafka_format.log.audit.auditor import ACCOUNTING_COLUMNS, FINDING_COLUMNS
     from kafka_format.engine.compaction import DECISION_FIELDS, SUMMARY_SCHEMA
     from kafka_format.engine.offsets import COLUMNS as OFFSET_COLUMNS
     from kafka_format.engine.table_view import FULL_SUMMARY_COLUMNS
-    from kafka_format.retention import SEGMENT_FIELDS
+    from kafka_format.log.retention import SEGMENT_FIELDS
 
     return {
         "offsets": OFFSET_COLUMNS,

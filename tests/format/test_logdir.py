@@ -535,7 +535,7 @@ def test_listing_cache_reads_each_dir_once_per_run(tmp_path: Path) -> None:
     """Inside one run (``listing_cache``) a log dir, and a partition dir re-opened alone, are read
     once: a segment added meanwhile is not seen, and the re-opened partition is the same value;
     outside the block every open reads the files again."""
-    from kafka_format.fsio import listing_cache
+    from kafka_format.storage.fsio import listing_cache
 
     root = _log_dir(tmp_path / "b")
     touch(root / "t-0" / seg_name(0, ".log"))
