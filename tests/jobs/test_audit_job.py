@@ -195,7 +195,7 @@ def test_klogs_audit_killed_before_publish_leaves_no_output(tmp_path: Path) -> N
 def test_a_terminal_gets_problems_in_full_and_expected_facts_folded() -> None:
     """On a TTY (``fold``) errors and warnings keep their lines, a check's informational findings
     become one line with their count; piped output keeps one line per finding."""
-    module = load_module("_audit_job_lines", REPO / "jobs" / "audit.py")
+    module = importlib.import_module("kafka_format.jobs.audit")
 
     def row(sev: str, check: str, part: int, offset: int) -> dict[str, Any]:
         return {"severity": sev, "check": check, "topic": "t", "partition": part, "file": "/d/t-0/0.log",

@@ -22,7 +22,6 @@ import pytest
 
 from kafka_format.output import publish
 from test_compaction_full import committed_records, oracle_decisions, oracle_table, read_checkpoint, write_table_topic
-from testhelpers import load_module
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -421,7 +420,7 @@ def test_a_partition_the_cleaner_cannot_clean_is_reported_uncleanable(tmp_path: 
 def test_terminal_summary_uses_human_units(capsys: pytest.CaptureFixture[str]) -> None:
     """The per-partition lines a person reads: sizes in binary units, the dirty ratio in percent,
     counts grouped; summary.json keeps the exact numbers."""
-    job = load_module("_compaction_job_cells", REPO / "jobs" / "compaction.py")
+    from kafka_format.jobs import compaction as job
     job._print_summary([{"topic": "t", "partition": 0, "logDir": "/d/broker-1/", "recordsBefore": 1234567,
                          "recordsAfter": 10, "bytesBefore": 3 << 30, "bytesAfter": 1536, "dirtyRatio": 0.4567,
                          "wouldCleanNow": True, "reason": "dirty"}], "cleaner")
