@@ -291,7 +291,7 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
     import json
 
     from kafka_format.engine import run_tasks
-    from kafka_format.engine.read import _split_bytes, read_splits
+    from kafka_format.engine.read import split_bytes, read_splits
 
     cols = parse_partition_by(partition_by)
     _check_choice("key_as", key_as, KEY_AS)
@@ -304,7 +304,7 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
                       value_as=value_as)        # refuses what it cannot convert before any work
         with staging_dir(out, PARQUET_OWNER) as tmp:
             tasks = [_SplitExport(s, parsed, tmp, i, cols, key_as, value_as) for i, s in enumerate(splits)]
-            run_tasks(_export_split, tasks, weights=[_split_bytes(s) for s in splits])
+            run_tasks(_export_split, tasks, weights=[split_bytes(s) for s in splits])
             with open(os.path.join(tmp, "_SUCCESS"), "wb"):
                 pass
             files = _data_files(pafs.LocalFileSystem(), tmp)
