@@ -43,11 +43,12 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data_samples" / "logdirs"
 NOW = "2023-11-16T22:13:20Z"
 MIB = 1 << 20
-SAMPLE_JOBS: dict[str, list[str]] = {
-    "offsets": ["--timestamp", "latest", "--timestamp", "earliest"],
-    "retention": ["--now", NOW],
-    "compaction": ["--now", NOW, "--out", "{out}"],
-    "audit": ["--now", NOW, "--out", "{out}", "--fail-on", "never"],
+SAMPLE_JOBS: dict[str, tuple[str, list[str]]] = {
+    "offsets": ("offsets", ["--timestamp", "latest", "--timestamp", "earliest"]),
+    "retention": ("retention", ["--now", NOW]),
+    "retention --out (PNG chart)": ("retention", ["--now", NOW, "--out", "{out}"]),
+    "compaction": ("compaction", ["--now", NOW, "--out", "{out}"]),
+    "audit": ("audit", ["--now", NOW, "--out", "{out}", "--fail-on", "never"]),
 }
 # the jobs on one large partition: name -> (subcommand, flags)
 LARGE_JOBS: dict[str, tuple[str, list[str]]] = {
@@ -97,14 +98,14 @@ def sample_times(repeats: int = 5) -> dict[str, tuple[float, float]]:
     best: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(repeats + 1):
-            for job, extra in SAMPLE_JOBS.items():
+            for name, (job, extra) in SAMPLE_JOBS.items():
                 wall, cpu = _klogs([*_args(job, SAMPLES, extra, Path(tmp) / job), "--engine", "local"])
                 if round_ == 0:
                     continue                  # warm-up: bytecode, page cache
-                w0, c0 = best.get(job, (float("inf"), float("inf")))
-                best[job] = (min(w0, wall), min(c0, cpu))
+                w0, c0 = best.get(name, (float("inf"), float("inf")))
+                best[name] = (min(w0, wall), min(c0, cpu))
     for job, (wall, cpu) in best.items():
-        print(f"data_samples {job:10} local wall {wall:.2f} s, CPU {cpu:.2f} s", flush=True)
+        print(f"data_samples {job:28} local wall {wall:.2f} s, CPU {cpu:.2f} s", flush=True)
     return best
 
 
