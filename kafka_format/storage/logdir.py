@@ -28,6 +28,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import pyarrow.fs as pafs
 
@@ -503,8 +504,8 @@ def _read_log_dir_now(walk: _Walk, fs_path: str, entries: list[FileStat], only: 
         memo = (("partition", e.path, kind, fs_path, broker_id, walk.strict, *checkpointed.values())
                 if h.is_local and walk.next_offset is None else None)  # a partition dir re-opened alone: read once
         try:
-            part = fsio.run_memo(memo, lambda: _read_partition(walk, e.path, topic, partition, kind,
-                                                               h.location(fs_path), broker_id, **checkpointed))
+            part = fsio.run_memo(memo, partial(_read_partition, walk, e.path, topic, partition, kind,
+                                               h.location(fs_path), broker_id, **checkpointed))
         except KafkaFormatError as err:  # e.g. an unreadable partition dir
             _problem(walk, err, problems)
             notes.append(f"skipped directory {e.name}: {err.reason}")
