@@ -77,8 +77,9 @@ def _extensions() -> list[Extension]:
     return [
         Extension(
             "kafka_format._fastdecode",
-            sources=["kafka_format/_fastdecode.c", "kafka_format/_fastcodecs.c"],
-            depends=["kafka_format/_fastcodecs.h"],
+            sources=["kafka_format/_fastdecode.c", "kafka_format/_fastcodecs.c", "kafka_format/_fastcrc.c",
+                     "kafka_format/_fastbuf.c", "kafka_format/_fastarrow.c"],
+            depends=["kafka_format/_fastcodecs.h", "kafka_format/_fastcrc.h", "kafka_format/_fastbuf.h"],
             define_macros=macros,
             libraries=libraries,
             extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],

@@ -37,7 +37,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_fastbuf.h"
 #include "_fastcodecs.h"
+#include "_fastcrc.h"
 
 /* ------------------------------------------------------------------ constants */
 
@@ -78,74 +80,6 @@ enum {
 #define CRC_REGION_HEADER (V2_HEADER_SIZE - V2_ATTRIBUTES_OFFSET)
 #define NO_SEQUENCE (-1)
 
-/* ------------------------------------------------------------------ CRC-32C */
-
-#define CRC32C_POLY 0x82F63B78u     /* Castagnoli, reflected */
-#define CRC_LONG 8192               /* block size of the 3-way interleaved hardware loop */
-#define CRC_SHORT 256
-
-static uint32_t crc_table[8][256];            /* slicing-by-8 */
-static uint32_t crc_zeros_long[4][256];       /* register shift by CRC_LONG zero bytes */
-static uint32_t crc_zeros_short[4][256];      /* register shift by CRC_SHORT zero bytes */
-static int crc_have_hw = 0;
-static int crc_have_clmul = 0;
-#define CRC_CLMUL_MIN 256            /* shorter inputs: the crc32 instructions alone */
-
-/* Advance a raw CRC register over n zero bytes, bytewise (init only). */
-static uint32_t crc_feed_zeros_slow(uint32_t reg, size_t n)
-{
-    while (n--)
-        reg = crc_table[0][reg & 0xff] ^ (reg >> 8);
-    return reg;
-}
-
-/* Tabulate the linear map reg -> reg advanced over n zero bytes. */
-static void crc_make_shift_table(uint32_t table[4][256], size_t n)
-{
-    uint32_t basis[32];
-    for (int bit = 0; bit < 32; bit++)
-        basis[bit] = crc_feed_zeros_slow((uint32_t)1 << bit, n);
-    for (int k = 0; k < 4; k++) {
-        for (int b = 0; b < 256; b++) {
-            uint32_t v = 0;
-            for (int i = 0; i < 8; i++)
-                if (b & (1 << i))
-                    v ^= basis[8 * k + i];
-            table[k][b] = v;
-        }
-    }
-}
-
-static inline uint32_t crc_shift(const uint32_t table[4][256], uint32_t reg)
-{
-    return table[0][reg & 0xff] ^ table[1][(reg >> 8) & 0xff] ^
-           table[2][(reg >> 16) & 0xff] ^ table[3][reg >> 24];
-}
-
-static void crc_init(void)
-{
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = n;
-        for (int k = 0; k < 8; k++)
-            c = (c & 1) ? (c >> 1) ^ CRC32C_POLY : c >> 1;
-        crc_table[0][n] = c;
-    }
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = crc_table[0][n];
-        for (int k = 1; k < 8; k++) {
-            c = crc_table[0][c & 0xff] ^ (c >> 8);
-            crc_table[k][n] = c;
-        }
-    }
-    crc_make_shift_table(crc_zeros_long, CRC_LONG);
-    crc_make_shift_table(crc_zeros_short, CRC_SHORT);
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    crc_have_hw = __builtin_cpu_supports("sse4.2");
-    crc_have_clmul = crc_have_hw && __builtin_cpu_supports("pclmul");
-#endif
-}
-
 static inline uint64_t load_le64(const unsigned char *p)
 {
     uint64_t v;
@@ -154,335 +88,6 @@ static inline uint64_t load_le64(const unsigned char *p)
     v = __builtin_bswap64(v);
 #endif
     return v;
-}
-
-/* Portable slicing-by-8 over a raw register. */
-static uint32_t crc32c_sw(uint32_t reg, const unsigned char *p, size_t n)
-{
-    while (n && ((uintptr_t)p & 7)) {
-        reg = crc_table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
-        n--;
-    }
-    while (n >= 8) {
-        uint64_t w = load_le64(p) ^ reg;
-        reg = crc_table[7][w & 0xff] ^ crc_table[6][(w >> 8) & 0xff] ^
-              crc_table[5][(w >> 16) & 0xff] ^ crc_table[4][(w >> 24) & 0xff] ^
-              crc_table[3][(w >> 32) & 0xff] ^ crc_table[2][(w >> 40) & 0xff] ^
-              crc_table[1][(w >> 48) & 0xff] ^ crc_table[0][w >> 56];
-        p += 8;
-        n -= 8;
-    }
-    while (n--)
-        reg = crc_table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
-    return reg;
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-/* SSE4.2 crc32 instructions; three independent streams hide the 3-cycle latency. */
-__attribute__((target("sse4.2")))
-static uint32_t crc32c_hw(uint32_t reg, const unsigned char *p, size_t n)
-{
-    uint64_t c0 = reg;
-    while (n && ((uintptr_t)p & 7)) {
-        c0 = __builtin_ia32_crc32qi((uint32_t)c0, *p++);
-        n--;
-    }
-    while (n >= 3 * CRC_LONG) {
-        uint64_t c1 = 0, c2 = 0;
-        const unsigned char *end = p + CRC_LONG;
-        do {
-            c0 = __builtin_ia32_crc32di(c0, load_le64(p));
-            c1 = __builtin_ia32_crc32di(c1, load_le64(p + CRC_LONG));
-            c2 = __builtin_ia32_crc32di(c2, load_le64(p + 2 * CRC_LONG));
-            p += 8;
-        } while (p < end);
-        c0 = crc_shift(crc_zeros_long, (uint32_t)c0) ^ (uint32_t)c1;
-        c0 = crc_shift(crc_zeros_long, (uint32_t)c0) ^ (uint32_t)c2;
-        p += 2 * CRC_LONG;
-        n -= 3 * CRC_LONG;
-    }
-    while (n >= 3 * CRC_SHORT) {
-        uint64_t c1 = 0, c2 = 0;
-        const unsigned char *end = p + CRC_SHORT;
-        do {
-            c0 = __builtin_ia32_crc32di(c0, load_le64(p));
-            c1 = __builtin_ia32_crc32di(c1, load_le64(p + CRC_SHORT));
-            c2 = __builtin_ia32_crc32di(c2, load_le64(p + 2 * CRC_SHORT));
-            p += 8;
-        } while (p < end);
-        c0 = crc_shift(crc_zeros_short, (uint32_t)c0) ^ (uint32_t)c1;
-        c0 = crc_shift(crc_zeros_short, (uint32_t)c0) ^ (uint32_t)c2;
-        p += 2 * CRC_SHORT;
-        n -= 3 * CRC_SHORT;
-    }
-    while (n >= 8) {
-        c0 = __builtin_ia32_crc32di(c0, load_le64(p));
-        p += 8;
-        n -= 8;
-    }
-    while (n--)
-        c0 = __builtin_ia32_crc32qi((uint32_t)c0, *p++);
-    return (uint32_t)c0;
-}
-#endif
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-/* Carry-less multiplication folding (PCLMULQDQ), for CPUs whose crc32 instruction is the limit:
- * four 16-byte lanes; a lane block A is replaced by F(A) XOR the lane's next block, where
- * F(A) = clmul(A.lo, K(8D+63)) ^ clmul(A.hi, K(8D-1)) is congruent to A * x^(8D) mod P for a
- * distance of D bytes (K(e) = x^e mod P, bit-reflected into 64 bits; a product of reflected
- * operands carries one extra factor x, hence the -1).  The folded 16 bytes then go through the
- * crc32 instruction from register 0: the same register as the whole input.  The initial
- * register is XORed into the first 4 bytes (the CRC of a message is linear in its first bits). */
-#define CLMUL_K575 0x1c19243b00000000ull   /* D = 64: lo lane */
-#define CLMUL_K511 0x75bba45b00000000ull   /* D = 64: hi lane */
-#define CLMUL_K191 0x3743f7bd00000000ull   /* D = 16: lo lane */
-#define CLMUL_K127 0x3171d43000000000ull   /* D = 16: hi lane */
-
-__attribute__((target("pclmul,sse4.2")))
-static inline __m128i clmul_fold(__m128i x, __m128i k)
-{
-    return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
-}
-
-__attribute__((target("pclmul,sse4.2")))
-static uint32_t crc32c_clmul(uint32_t reg, const unsigned char *p, size_t n)
-{
-    const __m128i k64 = _mm_set_epi64x((long long)CLMUL_K511, (long long)CLMUL_K575);
-    const __m128i k16 = _mm_set_epi64x((long long)CLMUL_K127, (long long)CLMUL_K191);
-    __m128i x0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_cvtsi32_si128((int)reg));
-    __m128i x1 = _mm_loadu_si128((const __m128i *)(p + 16));
-    __m128i x2 = _mm_loadu_si128((const __m128i *)(p + 32));
-    __m128i x3 = _mm_loadu_si128((const __m128i *)(p + 48));
-    p += 64;
-    n -= 64;
-    while (n >= 64) {
-        x0 = _mm_xor_si128(clmul_fold(x0, k64), _mm_loadu_si128((const __m128i *)p));
-        x1 = _mm_xor_si128(clmul_fold(x1, k64), _mm_loadu_si128((const __m128i *)(p + 16)));
-        x2 = _mm_xor_si128(clmul_fold(x2, k64), _mm_loadu_si128((const __m128i *)(p + 32)));
-        x3 = _mm_xor_si128(clmul_fold(x3, k64), _mm_loadu_si128((const __m128i *)(p + 48)));
-        p += 64;
-        n -= 64;
-    }
-    __m128i x = _mm_xor_si128(clmul_fold(x0, k16), x1);
-    x = _mm_xor_si128(clmul_fold(x, k16), x2);
-    x = _mm_xor_si128(clmul_fold(x, k16), x3);
-    uint64_t c = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(x));
-    c = _mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(x, 1));
-    return crc32c_hw((uint32_t)c, p, n);
-}
-#endif
-
-/* CRC-32C as Kafka's Crc32C: register starts at ~value, result is inverted. */
-static uint32_t crc32c_update(uint32_t value, const unsigned char *p, size_t n)
-{
-    uint32_t reg = ~value;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (crc_have_clmul && n >= CRC_CLMUL_MIN)
-        return ~crc32c_clmul(reg, p, n);
-    if (crc_have_hw)
-        return ~crc32c_hw(reg, p, n);
-#endif
-    return ~crc32c_sw(reg, p, n);
-}
-
-/* ------------------------------------------------------------------ memory blocks */
-
-/* Fresh pages cost a page fault each (expensive under virtualisation: a fresh 8 MiB
- * column was measured slower than the decode loop itself), so large blocks released
- * by dead Buffers are kept in a small cache and handed to the next call.  The cache
- * is only touched with the GIL held. */
-#define BLOCK_CACHE_SLOTS 32
-#define BLOCK_CACHE_MIN ((size_t)64 << 10)       /* smaller blocks: plain malloc reuse */
-#define BLOCK_CACHE_MAX_BYTES ((size_t)64 << 20)     /* retained at most, per process */
-
-static struct {
-    char *data;
-    size_t capacity;
-} block_cache[BLOCK_CACHE_SLOTS];
-static int block_cache_count = 0;
-static size_t block_cache_bytes = 0;
-static unsigned long long block_cache_hits = 0, block_cache_misses = 0;
-
-/* A block of at least `want` bytes (GIL held); *capacity receives its real size. */
-static char *block_get(size_t want, size_t *capacity)
-{
-    if (want == 0)
-        want = 1;
-    if (want >= BLOCK_CACHE_MIN) {
-        /* round up so that chunks of similar size reuse each other's blocks */
-        size_t grain = want >= ((size_t)1 << 20) ? ((size_t)1 << 20) : BLOCK_CACHE_MIN;
-        want = (want + grain - 1) / grain * grain;
-        int best = -1;
-        for (int i = 0; i < block_cache_count; i++) {
-            size_t cap = block_cache[i].capacity;
-            if (cap >= want && cap <= 2 * want &&
-                (best < 0 || cap < block_cache[best].capacity))
-                best = i;
-        }
-        if (best >= 0) {
-            char *data = block_cache[best].data;
-            *capacity = block_cache[best].capacity;
-            block_cache_bytes -= *capacity;
-            block_cache_hits++;
-            block_cache_count--;
-            memmove(&block_cache[best], &block_cache[best + 1],
-                    (size_t)(block_cache_count - best) * sizeof block_cache[0]);
-            return data;
-        }
-    }
-    if (want >= BLOCK_CACHE_MIN)
-        block_cache_misses++;
-    *capacity = want;
-    return PyMem_RawMalloc(want);
-}
-
-/* Give a block back (GIL held): large blocks are cached, the oldest cached ones freed
- * to make room (the newest are the likeliest to fit the next chunk). */
-static void block_put(char *data, size_t capacity)
-{
-    if (!data)
-        return;
-    if (capacity < BLOCK_CACHE_MIN || capacity > BLOCK_CACHE_MAX_BYTES) {
-        PyMem_RawFree(data);
-        return;
-    }
-    while (block_cache_count == BLOCK_CACHE_SLOTS ||
-           block_cache_bytes + capacity > BLOCK_CACHE_MAX_BYTES) {
-        PyMem_RawFree(block_cache[0].data);
-        block_cache_bytes -= block_cache[0].capacity;
-        block_cache_count--;
-        memmove(&block_cache[0], &block_cache[1], (size_t)block_cache_count * sizeof block_cache[0]);
-    }
-    block_cache[block_cache_count].data = data;
-    block_cache[block_cache_count].capacity = capacity;
-    block_cache_count++;
-    block_cache_bytes += capacity;
-}
-
-/* ------------------------------------------------------------------ Buffer type */
-
-/* A block of memory exposed read-write through the buffer protocol. */
-typedef struct {
-    PyObject_HEAD
-    char *data;
-    Py_ssize_t size;
-    size_t capacity;
-} BufferObject;
-
-static void Buffer_dealloc(BufferObject *self)
-{
-    block_put(self->data, self->capacity);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static int Buffer_getbuffer(BufferObject *self, Py_buffer *view, int flags)
-{
-    return PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->size, 0, flags);
-}
-
-static Py_ssize_t Buffer_length(BufferObject *self)
-{
-    return self->size;
-}
-
-static PyBufferProcs Buffer_as_buffer = {
-    (getbufferproc)Buffer_getbuffer,
-    NULL,
-};
-
-static PySequenceMethods Buffer_as_sequence = {
-    .sq_length = (lenfunc)Buffer_length,
-};
-
-static PyTypeObject BufferType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kafka_format._fastdecode.Buffer",
-    .tp_doc = PyDoc_STR("Column memory filled by the decoder (buffer protocol, zero copy)."),
-    .tp_basicsize = sizeof(BufferObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_dealloc = (destructor)Buffer_dealloc,
-    .tp_as_buffer = &Buffer_as_buffer,
-    .tp_as_sequence = &Buffer_as_sequence,
-};
-
-/* Working state of one output column while the loop runs (not a Python object yet). */
-typedef struct {
-    char *data;
-    size_t size;
-    size_t capacity;
-} Column;
-
-/* GIL held. */
-static int column_init(Column *c, size_t capacity)
-{
-    c->size = 0;
-    c->data = block_get(capacity, &c->capacity);
-    if (!c->data) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    return 0;
-}
-
-/* Grow so that `extra` more bytes fit; amortised doubling.  Safe without the GIL:
- * sets no Python error (the caller reports V_NO_MEMORY). */
-static int column_reserve_slow(Column *c, size_t extra)
-{
-    size_t need = c->size + extra;
-    size_t cap = c->capacity * 2;
-    if (cap < need)
-        cap = need;
-    char *p = PyMem_RawRealloc(c->data, cap);
-    if (!p)
-        return -1;
-    c->data = p;
-    c->capacity = cap;
-    return 0;
-}
-
-static inline int column_reserve(Column *c, size_t extra)
-{
-    if (c->capacity - c->size >= extra)
-        return 0;
-    return column_reserve_slow(c, extra);
-}
-
-/* GIL held. */
-static void column_free(Column *c)
-{
-    block_put(c->data, c->capacity);
-    c->data = NULL;
-}
-
-/* Hand the memory to a Buffer object; the column is emptied (GIL held).  A block
- * mostly unused (e.g. keys sized by the payload bound) is shrunk so that a
- * long-lived Arrow array does not pin it, unless the waste is small (at most
- * SHRINK_SLACK): such blocks go back to the cache at their full size and fit the
- * next chunk's request (a shrunk block never would, costing fresh pages). */
-#define SHRINK_SLACK ((size_t)1 << 20)
-static PyObject *column_finish(Column *c)
-{
-    BufferObject *b = PyObject_New(BufferObject, &BufferType);
-    if (!b) {
-        column_free(c);
-        return NULL;
-    }
-    if (c->capacity >= BLOCK_CACHE_MIN && c->size < c->capacity / 2 &&
-        c->capacity - c->size > SHRINK_SLACK) {
-        size_t keep = c->size ? c->size : 1;
-        char *p = PyMem_RawRealloc(c->data, keep);
-        if (p) {
-            c->data = p;
-            c->capacity = keep;
-        }
-    }
-    b->data = c->data;
-    b->size = (Py_ssize_t)c->size;
-    b->capacity = c->capacity;
-    c->data = NULL;
-    return (PyObject *)b;
 }
 
 /* ------------------------------------------------------------------ errors */
@@ -526,10 +131,28 @@ static void raise_violation(Py_ssize_t batch, Violation code, Py_ssize_t offset)
 /* ------------------------------------------------------------------ varints */
 
 /* ByteUtils.readVarint: <= 5 bytes, bits past 32 of the fifth byte are dropped. */
+static Violation read_varint_slow(const unsigned char **pp, const unsigned char *end, int32_t *out)
+{
+    const unsigned char *p = *pp;
+    uint32_t raw = 0;
+    for (int shift = 0; shift < 35; shift += 7) {
+        if (p >= end)
+            return V_TRUNCATED;
+        uint32_t b = *p++;
+        raw |= (b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = (int32_t)((raw >> 1) ^ (0u - (raw & 1)));
+            *pp = p;
+            return V_OK;
+        }
+    }
+    return V_VARINT_TOO_LONG;
+}
+
 static inline Violation read_varint(const unsigned char **pp, const unsigned char *end, int32_t *out)
 {
     const unsigned char *p = *pp;
-    if (end - p >= 2) {                            /* one- and two-byte fast paths */
+    if (__builtin_expect(end - p >= 2, 1)) {       /* one- and two-byte fast paths */
         uint32_t b0 = p[0];
         if (!(b0 & 0x80)) {
             *out = (int32_t)((b0 >> 1) ^ (0u - (b0 & 1)));
@@ -544,19 +167,7 @@ static inline Violation read_varint(const unsigned char **pp, const unsigned cha
             return V_OK;
         }
     }
-    uint32_t raw = 0;
-    for (int shift = 0; shift < 35; shift += 7) {
-        if (p >= end)
-            return V_TRUNCATED;
-        uint32_t b = *p++;
-        raw |= (b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *out = (int32_t)((raw >> 1) ^ (0u - (raw & 1)));
-            *pp = p;
-            return V_OK;
-        }
-    }
-    return V_VARINT_TOO_LONG;
+    return read_varint_slow(pp, end, out);
 }
 
 /* ByteUtils.readVarlong: <= 10 bytes, bits past 64 are dropped. */
@@ -708,7 +319,7 @@ static PyObject *fd_scan(PyObject *self, PyObject *args)
             !(verify_crc == SCAN_VERIFY_DEFER && (buf[pos + V2_ATTRIBUTES_OFFSET + 1] & V2_CODEC_MASK) == 0
               && be32(buf + pos + V2_COUNT_OFFSET) != 0)) {
             uint32_t stored = be32(buf + pos + V2_CRC_OFFSET);
-            uint32_t actual = crc32c_update(0, buf + pos + V2_ATTRIBUTES_OFFSET,
+            uint32_t actual = kf_crc32c(0, buf + pos + V2_ATTRIBUTES_OFFSET,
                                             (size_t)(entry_len - V2_ATTRIBUTES_OFFSET));
             ok = stored == actual;
         }
@@ -788,7 +399,7 @@ static void decode_state_free(DecodeState *st)
 
 /* Copy n bytes; short fields (<= 32 bytes, the common key and small value) are copied as two
  * 16-byte moves instead of a libc call when 32 bytes are readable at src (src_end) and the
- * destination has COPY_SLACK bytes of room past its data (reserve_batch, key reserve). */
+ * destination has COPY_SLACK bytes of room past its data (reserve_batch, reserve_headers). */
 #define COPY_SLACK 32
 static inline void copy_field(char *dst, const unsigned char *src, size_t n, const unsigned char *src_end)
 {
@@ -804,37 +415,11 @@ static inline void copy_field(char *dst, const unsigned char *src, size_t n, con
 typedef struct {
     size_t n;                /* records written */
     size_t h;                /* headers written */
-    size_t key_pos, val_pos;
+    size_t key_pos, val_pos, hkey_pos, hval_pos;
 } Out;
 
-/* Grow to at least `bytes` (amortised doubling), called without the GIL: the new block comes
- * from the block cache (taking the GIL for the moment of the exchange), so that a column grown
- * while decompressed batches are decoded reuses the blocks of earlier calls instead of faulting
- * in fresh pages and filling the cache with blocks nobody asks for. */
-static int column_grow(Column *c, size_t bytes)
-{
-    size_t cap = c->capacity * 2;
-    if (cap < bytes)
-        cap = bytes;
-    PyGILState_STATE gil = PyGILState_Ensure();
-    size_t got;
-    char *p = block_get(cap, &got);
-    if (p) {
-        memcpy(p, c->data, c->capacity);
-        block_put(c->data, c->capacity);
-        c->data = p;
-        c->capacity = got;
-    }
-    PyGILState_Release(gil);
-    return p ? 0 : -1;
-}
-
-static inline int column_ensure(Column *c, size_t bytes)
-{
-    return c->capacity >= bytes ? 0 : column_grow(c, bytes);
-}
-
-/* Room for `rows` more records after o->n and `data_bytes` more value bytes. */
+/* Room for `rows` more records after o->n and `data_bytes` more value bytes (keys are usually
+ * short: their column grows as needed, so that its block stays small). */
 static int reserve_batch(DecodeState *st, const Out *o, size_t rows, size_t data_bytes)
 {
     Column *c = st->cols;
@@ -849,32 +434,82 @@ static int reserve_batch(DecodeState *st, const Out *o, size_t rows, size_t data
     return 0;
 }
 
+/* Room for `count` more headers taking at most `body` bytes of keys and of values (the bytes of
+ * their record). */
+static int reserve_headers(DecodeState *st, const Out *o, size_t count, size_t body)
+{
+    Column *c = st->cols;
+    size_t h = o->h + count;
+    if (column_ensure(&c[C_HKEY_OFFSETS], (h + 1) * 4) || column_ensure(&c[C_HVALUE_OFFSETS], (h + 1) * 4) ||
+        column_ensure(&c[C_HVALUE_VALID], h) ||
+        column_ensure(&c[C_HKEY_DATA], o->hkey_pos + body + COPY_SLACK) ||
+        column_ensure(&c[C_HVALUE_DATA], o->hval_pos + body + COPY_SLACK))
+        return -1;
+    return 0;
+}
+
 /* Decoding options (benchmarks only: phases switched off to see where time goes). */
 #define OPT_NO_COPY 1            /* keys and values not copied (lengths still checked) */
 #define OPT_DECOMPRESS_ONLY 2    /* decompress (and CRC), decode nothing: the codec floor */
 
-/* Decode the `count` records of one batch in [start, end) into the columns at o.  The
- * columns have room for the records and the value bytes (reserve_batch).  Returns V_OK
- * or the violation with *bad_offset (relative to start).  Runs without the GIL. */
 /* CRC-32C computed while the records are decoded (the fused path): the bytes are checksummed
  * in pieces of CRC_PIECE right after the record loop has read them, while they are in cache,
- * so a batch larger than the cache is read from memory once, not twice. */
+ * so a batch larger than the cache is read from memory once, not twice.  A key or value of at
+ * least CRC_FUSE_MIN bytes is checksummed by the copy itself (kf_crc32c_copy: each block is
+ * loaded once, stored and folded). */
 #define CRC_PIECE 8192
+#define CRC_FUSE_MIN 1024
 typedef struct {
     int on;
     uint32_t value;                  /* Kafka-style running CRC of [region start, from) */
     const unsigned char *from;
 } RunningCrc;
 
+/* Copy a key or value of n bytes at src to dst; with a running CRC, large fields are copied
+ * and checksummed in one pass (the bytes before them first). */
+static inline void copy_value(char *dst, const unsigned char *src, size_t n, const unsigned char *src_end,
+                              RunningCrc *crc)
+{
+    if (crc && n >= CRC_FUSE_MIN) {
+        crc->value = kf_crc32c(crc->value, crc->from, (size_t)(src - crc->from));
+        crc->value = kf_crc32c_copy(crc->value, (unsigned char *)dst, src, n);
+        crc->from = src + n;
+    } else {
+        copy_field(dst, src, n, src_end);
+    }
+}
+
+/* Strict UTF-8 of a header key of n bytes at s (readable up to `readable`): the all-ASCII key of
+ * at most 16 bytes (nearly every key) is checked with one or two 8-byte loads. */
+static inline int header_key_valid(const unsigned char *s, size_t n, const unsigned char *readable)
+{
+    const uint64_t high = 0x8080808080808080ull;
+    if (n <= 8 && readable - s >= 8) {
+        uint64_t keep = n == 8 ? ~0ull : ((uint64_t)1 << (8 * n)) - 1;
+        if (!(load_le64(s) & keep & high))
+            return 1;
+    } else if (n > 8 && n <= 16) {
+        if (!((load_le64(s) | load_le64(s + n - 8)) & high))
+            return 1;
+    }
+    return utf8_valid(s, n);
+}
+
+/* Decode the `count` records of one batch in [start, end) into the columns at o.  The columns
+ * have room for the records, their keys and values (reserve_batch).  Returns V_OK or the
+ * violation with *bad_offset (relative to start).  Runs without the GIL.
+ *
+ * Keys, values and headers are copied only from within the record's declared length (rec_end);
+ * a record whose fields run past it, or that ends before it, is a violation (the reference
+ * decoder then reports which rule it broke: DefaultRecord.readFrom).  Varints are read within
+ * the payload (their own violations keep their names). */
 static Violation decode_records(DecodeState *st, Out *o, const unsigned char *start,
                                 const unsigned char *end, const int64_t *m, int opts,
                                 Py_ssize_t *bad_offset, RunningCrc *crc)
 {
     Column *cols = st->cols;
-    int32_t *batch_row = (int32_t *)cols[C_BATCH_ROW].data;
     int64_t *offset_out = (int64_t *)cols[C_OFFSET].data;
     int64_t *ts_out = (int64_t *)cols[C_TIMESTAMP].data;
-    int8_t *tstype_out = (int8_t *)cols[C_TIMESTAMP_TYPE].data;
     int32_t *seq_out = (int32_t *)cols[C_SEQUENCE].data;
     int32_t *key_off = (int32_t *)cols[C_KEY_OFFSETS].data;
     uint8_t *key_valid = (uint8_t *)cols[C_KEY_VALID].data;
@@ -882,22 +517,20 @@ static Violation decode_records(DecodeState *st, Out *o, const unsigned char *st
     uint8_t *val_valid = (uint8_t *)cols[C_VALUE_VALID].data;
     int32_t *hdr_off = (int32_t *)cols[C_HEADER_OFFSETS].data;
     Column *key_col = &cols[C_KEY_DATA];
+    char *key_data = key_col->data;
     char *val_data = cols[C_VALUE_DATA].data;
-    Column *hk_off = &cols[C_HKEY_OFFSETS], *hk_data = &cols[C_HKEY_DATA];
-    Column *hv_off = &cols[C_HVALUE_OFFSETS], *hv_data = &cols[C_HVALUE_DATA];
-    Column *hv_valid = &cols[C_HVALUE_VALID];
     const int copy = !(opts & OPT_NO_COPY);
 
+    const size_t n0 = o->n;
     size_t n = o->n, h = o->h, key_pos = o->key_pos, val_pos = o->val_pos;
+    size_t hkey_pos = o->hkey_pos, hval_pos = o->hval_pos;
     const unsigned char *p = start;
-    int32_t row = (int32_t)m[META_ROW];
     int64_t base_offset = m[META_BASE_OFFSET];
     int64_t base_ts = m[META_BASE_TIMESTAMP];
     int64_t max_ts = m[META_MAX_TIMESTAMP];
     int32_t base_seq = (int32_t)m[META_BASE_SEQUENCE];
     int64_t count = m[META_COUNT];
     int log_append = (m[META_FLAGS] & FLAG_LOG_APPEND_TIME) != 0;
-    int8_t ts_type = (int8_t)log_append;
     Violation v = V_OK;
 
     for (int64_t r = 0; r < count; r++) {
@@ -905,15 +538,11 @@ static Violation decode_records(DecodeState *st, Out *o, const unsigned char *st
         int64_t ts_delta;
         if ((v = read_varint(&p, end, &length)) != V_OK)
             goto fail;
-        const unsigned char *body = p;
-        if (length > end - p) {          /* DefaultRecord.readFrom: remaining < size */
-            v = V_TRUNCATED;
+        if (length < 1 || length > end - p) {  /* DefaultRecord.readFrom: remaining < size */
+            v = length < 1 ? V_RECORD_LENGTH : V_TRUNCATED;
             goto fail;
         }
-        if (p >= end) {
-            v = V_TRUNCATED;
-            goto fail;
-        }
+        const unsigned char *rec_end = p + length;
         p++;                             /* attributes */
         if ((v = read_varlong(&p, end, &ts_delta)) != V_OK)
             goto fail;
@@ -922,17 +551,17 @@ static Violation decode_records(DecodeState *st, Out *o, const unsigned char *st
         if ((v = read_varint(&p, end, &key_len)) != V_OK)
             goto fail;
         if (key_len >= 0) {
-            if (key_len > end - p) {
+            if (key_len > rec_end - p) {
                 v = V_TRUNCATED;
                 goto fail;
             }
             if (copy) {
-                if (key_col->capacity - key_pos < (size_t)key_len + COPY_SLACK) {
-                    key_col->size = key_pos;
-                    if (column_reserve_slow(key_col, (size_t)key_len + COPY_SLACK) < 0)
+                if (__builtin_expect(key_col->capacity < key_pos + (size_t)key_len + COPY_SLACK, 0)) {
+                    if (column_grow(key_col, key_pos + (size_t)key_len + COPY_SLACK) < 0)
                         return V_NO_MEMORY;
+                    key_data = key_col->data;
                 }
-                copy_field(key_col->data + key_pos, p, (size_t)key_len, end);
+                copy_value(key_data + key_pos, p, (size_t)key_len, end, crc);
                 key_pos += (size_t)key_len;
             }
             p += key_len;
@@ -943,12 +572,12 @@ static Violation decode_records(DecodeState *st, Out *o, const unsigned char *st
         if ((v = read_varint(&p, end, &val_len)) != V_OK)
             goto fail;
         if (val_len >= 0) {
-            if (val_len > end - p) {
+            if (val_len > rec_end - p) {
                 v = V_TRUNCATED;
                 goto fail;
             }
             if (copy) {
-                copy_field(val_data + val_pos, p, (size_t)val_len, end);
+                copy_value(val_data + val_pos, p, (size_t)val_len, end, crc);
                 val_pos += (size_t)val_len;
             }
             p += val_len;
@@ -958,19 +587,20 @@ static Violation decode_records(DecodeState *st, Out *o, const unsigned char *st
         }
         if ((v = read_varint(&p, end, &hcount)) != V_OK)
             goto fail;
-        if (hcount < 0 || hcount > end - p) {
-            v = V_HEADER_COUNT;
-            goto fail;
-        }
-        if (hcount > 0) {
-            /* each header takes >= 2 bytes, so hcount is backed by the payload */
-            if (column_reserve(hk_off, (size_t)hcount * 4) < 0 ||
-                column_reserve(hv_off, (size_t)hcount * 4) < 0 ||
-                column_reserve(hv_valid, (size_t)hcount) < 0)
+        if (hcount != 0) {
+            /* each header takes >= 2 bytes of its record, so hcount is backed by the payload */
+            if (hcount < 0 || hcount > (rec_end - p) / 2) {
+                v = V_HEADER_COUNT;
+                goto fail;
+            }
+            Out at = {n, h, key_pos, val_pos, hkey_pos, hval_pos};
+            if (reserve_headers(st, &at, (size_t)hcount, (size_t)length) < 0)
                 return V_NO_MEMORY;
-            int32_t *hko = (int32_t *)hk_off->data;
-            int32_t *hvo = (int32_t *)hv_off->data;
-            uint8_t *hvv = (uint8_t *)hv_valid->data;
+            int32_t *hko = (int32_t *)cols[C_HKEY_OFFSETS].data;
+            int32_t *hvo = (int32_t *)cols[C_HVALUE_OFFSETS].data;
+            uint8_t *hvv = (uint8_t *)cols[C_HVALUE_VALID].data;
+            char *hkd = cols[C_HKEY_DATA].data;
+            char *hvd = cols[C_HVALUE_DATA].data;
             for (int32_t k = 0; k < hcount; k++) {
                 int32_t hk_len, hv_len;
                 if ((v = read_varint(&p, end, &hk_len)) != V_OK)
@@ -979,51 +609,42 @@ static Violation decode_records(DecodeState *st, Out *o, const unsigned char *st
                     v = V_HEADER_KEY_LENGTH;
                     goto fail;
                 }
-                if (hk_len > end - p) {
+                if (hk_len > rec_end - p) {
                     v = V_TRUNCATED;
                     goto fail;
                 }
-                if (!utf8_valid(p, (size_t)hk_len)) {
+                if (!header_key_valid(p, (size_t)hk_len, end)) {
                     v = V_HEADER_KEY_UTF8;
                     goto fail;
                 }
-                if (column_reserve(hk_data, (size_t)hk_len) < 0)
-                    return V_NO_MEMORY;
-                memcpy(hk_data->data + hk_data->size, p, (size_t)hk_len);
-                hk_data->size += (size_t)hk_len;
+                copy_field(hkd + hkey_pos, p, (size_t)hk_len, end);
+                hkey_pos += (size_t)hk_len;
                 p += hk_len;
                 if ((v = read_varint(&p, end, &hv_len)) != V_OK)
                     goto fail;
                 if (hv_len >= 0) {
-                    if (hv_len > end - p) {
+                    if (hv_len > rec_end - p) {
                         v = V_TRUNCATED;
                         goto fail;
                     }
-                    if (column_reserve(hv_data, (size_t)hv_len) < 0)
-                        return V_NO_MEMORY;
-                    memcpy(hv_data->data + hv_data->size, p, (size_t)hv_len);
-                    hv_data->size += (size_t)hv_len;
+                    copy_field(hvd + hval_pos, p, (size_t)hv_len, end);
+                    hval_pos += (size_t)hv_len;
                     p += hv_len;
                     hvv[h] = 1;
                 } else {                     /* any negative length is a null value */
                     hvv[h] = 0;
                 }
                 h++;
-                hko[h] = (int32_t)hk_data->size;
-                hvo[h] = (int32_t)hv_data->size;
+                hko[h] = (int32_t)hkey_pos;
+                hvo[h] = (int32_t)hval_pos;
             }
-            hk_off->size = (h + 1) * 4;
-            hv_off->size = (h + 1) * 4;
-            hv_valid->size = h;
         }
-        if (p - body != length) {
+        if (p != rec_end) {
             v = V_RECORD_LENGTH;
             goto fail;
         }
-        batch_row[n] = row;
         offset_out[n] = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)offset_delta);
         ts_out[n] = log_append ? max_ts : (int64_t)((uint64_t)base_ts + (uint64_t)ts_delta);
-        tstype_out[n] = ts_type;
         /* DefaultRecord.readFrom: baseSequence >= 0 ? incrementSequence(...) : NO_SEQUENCE */
         seq_out[n] = base_seq < 0 ? NO_SEQUENCE : increment_sequence(base_seq, offset_delta);
         n++;
@@ -1031,7 +652,7 @@ static Violation decode_records(DecodeState *st, Out *o, const unsigned char *st
         val_off[n] = (int32_t)val_pos;
         hdr_off[n] = (int32_t)h;
         if (crc && p - crc->from >= CRC_PIECE) {
-            crc->value = crc32c_update(crc->value, crc->from, (size_t)(p - crc->from));
+            crc->value = kf_crc32c(crc->value, crc->from, (size_t)(p - crc->from));
             crc->from = p;
         }
     }
@@ -1039,17 +660,25 @@ static Violation decode_records(DecodeState *st, Out *o, const unsigned char *st
         v = V_TRAILING_BYTES;
         goto fail;
     }
+    /* the batch's own fields, the same for each of its records */
+    int32_t *batch_row = (int32_t *)cols[C_BATCH_ROW].data;
+    int32_t row = (int32_t)m[META_ROW];
+    for (size_t i = n0; i < n; i++)
+        batch_row[i] = row;
+    memset(cols[C_TIMESTAMP_TYPE].data + n0, log_append, n - n0);
     o->n = n;
     o->h = h;
     o->key_pos = key_pos;
     o->val_pos = val_pos;
+    o->hkey_pos = hkey_pos;
+    o->hval_pos = hval_pos;
     return V_OK;
 fail:
     *bad_offset = p - start;
     return v;
 }
 
-/* Start the output: the leading zeros of the offset columns. */
+/* Start the output: the leading zeros of the offset columns (every column has room for them). */
 static void out_start(DecodeState *st, Out *o)
 {
     Column *cols = st->cols;
@@ -1057,10 +686,8 @@ static void out_start(DecodeState *st, Out *o)
     ((int32_t *)cols[C_KEY_OFFSETS].data)[0] = 0;
     ((int32_t *)cols[C_VALUE_OFFSETS].data)[0] = 0;
     ((int32_t *)cols[C_HEADER_OFFSETS].data)[0] = 0;
-    ((int32_t *)cols[C_HKEY_OFFSETS].data)[0] = 0;      /* capacity >= 256 entries */
+    ((int32_t *)cols[C_HKEY_OFFSETS].data)[0] = 0;
     ((int32_t *)cols[C_HVALUE_OFFSETS].data)[0] = 0;
-    cols[C_HKEY_OFFSETS].size = 4;                       /* the leading 0 counts for column_reserve */
-    cols[C_HVALUE_OFFSETS].size = 4;
 }
 
 /* Final column sizes. */
@@ -1081,12 +708,21 @@ static void out_finish(DecodeState *st, const Out *o)
     cols[C_VALUE_VALID].size = n;
     cols[C_HEADER_OFFSETS].size = (n + 1) * 4;
     cols[C_HKEY_OFFSETS].size = (h + 1) * 4;
+    cols[C_HKEY_DATA].size = o->hkey_pos;
     cols[C_HVALUE_OFFSETS].size = (h + 1) * 4;
+    cols[C_HVALUE_DATA].size = o->hval_pos;
     cols[C_HVALUE_VALID].size = h;
 }
 
-/* Inner loop over all batches of decode_v2 (columns pre-sized by the caller).  Returns
- * V_OK or the violation, with *bad_batch and *bad_offset set.  Runs without the GIL. */
+/* int32 Arrow offsets: whether `len` more payload bytes could pass them in some column. */
+static inline int out_would_overflow(const Out *o, size_t len)
+{
+    return o->val_pos + len > (size_t)INT32_MAX || o->key_pos + len > (size_t)INT32_MAX ||
+           o->hkey_pos + len > (size_t)INT32_MAX || o->hval_pos + len > (size_t)INT32_MAX;
+}
+
+/* Inner loop over all batches of decode_v2.  Returns V_OK or the violation, with *bad_batch and
+ * *bad_offset set.  Runs without the GIL. */
 static Violation decode_all(DecodeState *st, const int64_t *meta, Py_ssize_t nbatches,
                             Py_ssize_t *bad_batch, Py_ssize_t *bad_offset)
 {
@@ -1097,16 +733,21 @@ static Violation decode_all(DecodeState *st, const int64_t *meta, Py_ssize_t nba
         const unsigned char *start = st->views[b].buf;
         const unsigned char *end = start + st->views[b].len;
         *bad_batch = b;
+        *bad_offset = 0;
+        RunningCrc crc = {0, 0, start};
         if (m[META_FLAGS] & FLAG_CHECK_CRC) {    /* length >= CRC_REGION_HEADER: decode_v2 */
-            if (crc32c_update(0, start, (size_t)(end - start)) != (uint32_t)m[META_CRC]) {
-                *bad_offset = 0;
-                return V_CRC;
-            }
+            crc.on = 1;
             start += CRC_REGION_HEADER;
         }
-        Violation v = decode_records(st, &o, start, end, m, 0, bad_offset, NULL);
+        if (reserve_batch(st, &o, (size_t)m[META_COUNT], (size_t)(end - start)) < 0)
+            return V_NO_MEMORY;
+        Violation v = decode_records(st, &o, start, end, m, 0, bad_offset, crc.on ? &crc : NULL);
         if (v != V_OK)
             return v;
+        if (crc.on && kf_crc32c(crc.value, crc.from, (size_t)(end - crc.from)) != (uint32_t)m[META_CRC]) {
+            *bad_offset = 0;
+            return V_CRC;
+        }
     }
     out_finish(st, &o);
     return V_OK;
@@ -1380,9 +1021,7 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
             continue;
         }
         /* int32 Arrow offsets: a batch that could pass them starts the next call */
-        if (o.val_pos + len > (size_t)INT32_MAX || o.key_pos + len > (size_t)INT32_MAX ||
-            st.cols[C_HKEY_DATA].size + len > (size_t)INT32_MAX ||
-            st.cols[C_HVALUE_DATA].size + len > (size_t)INT32_MAX) {
+        if (out_would_overflow(&o, len)) {
             if (b == 0)
                 v = V_TOO_LARGE;
             break;
@@ -1394,7 +1033,7 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
         v = decode_records(&st, &o, start, end, m, opts, &bad_offset, crc.on ? &crc : NULL);
         if (v != V_OK)
             break;                    /* with a bad CRC too: the general path decides which */
-        if (crc.on && crc32c_update(crc.value, crc.from, (size_t)(end - crc.from)) != (uint32_t)m[META_CRC]) {
+        if (crc.on && kf_crc32c(crc.value, crc.from, (size_t)(end - crc.from)) != (uint32_t)m[META_CRC]) {
             v = V_CRC;
             break;
         }
@@ -1431,86 +1070,6 @@ done:
 }
 
 
-/* ------------------------------------------------------------------ Arrow assembly helpers */
-
-/* A Buffer of `size` bytes from the block cache (GIL held), or NULL with an exception. */
-static BufferObject *buffer_new(size_t size)
-{
-    BufferObject *b = PyObject_New(BufferObject, &BufferType);
-    if (!b)
-        return NULL;
-    b->data = block_get(size, &b->capacity);
-    if (!b->data) {
-        b->capacity = 0;
-        b->size = 0;
-        Py_DECREF(b);
-        PyErr_NoMemory();
-        return NULL;
-    }
-    b->size = (Py_ssize_t)size;
-    return b;
-}
-
-PyDoc_STRVAR(repeat_doc,
-"repeat(pattern, n) -> Buffer\n\n"
-"n copies of the bytes `pattern` (constant columns: a fixed-width value, a string's bytes).");
-
-static PyObject *fd_repeat(PyObject *self, PyObject *args)
-{
-    (void)self;
-    Py_buffer pat;
-    Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "y*n", &pat, &n))
-        return NULL;
-    PyObject *result = NULL;
-    size_t w = (size_t)pat.len;
-    if (n < 0 || (w && (size_t)n > ((size_t)PY_SSIZE_T_MAX) / w)) {
-        PyErr_SetString(PyExc_ValueError, "repeat: bad count");
-        goto done;
-    }
-    BufferObject *out = buffer_new(w * (size_t)n);
-    if (!out)
-        goto done;
-    size_t total = w * (size_t)n;
-    if (total) {                                  /* doubling copies */
-        memcpy(out->data, pat.buf, w);
-        size_t have = w;
-        while (have < total) {
-            size_t step = have < total - have ? have : total - have;
-            memcpy(out->data + have, out->data, step);
-            have += step;
-        }
-    }
-    result = (PyObject *)out;
-done:
-    PyBuffer_Release(&pat);
-    return result;
-}
-
-PyDoc_STRVAR(offsets32_doc,
-"offsets32(n, width) -> Buffer\n\n"
-"int32 [0, width, 2*width, ..., n*width]: the offsets of n equal strings (n*width < 2^31).");
-
-static PyObject *fd_offsets32(PyObject *self, PyObject *args)
-{
-    (void)self;
-    Py_ssize_t n, width;
-    if (!PyArg_ParseTuple(args, "nn", &n, &width))
-        return NULL;
-    if (n < 0 || width < 0 || (width && n > INT32_MAX / width)) {
-        PyErr_SetString(PyExc_OverflowError, "offsets32: n * width must fit an int32");
-        return NULL;
-    }
-    BufferObject *out = buffer_new((size_t)(n + 1) * 4);
-    if (!out)
-        return NULL;
-    int32_t *o = (int32_t *)out->data;
-    int32_t v = 0;
-    for (Py_ssize_t i = 0; i <= n; i++, v += (int32_t)width)
-        o[i] = v;
-    return (PyObject *)out;
-}
-
 /* ------------------------------------------------------------------ crc32c */
 
 PyDoc_STRVAR(crc32c_doc,
@@ -1525,50 +1084,79 @@ static PyObject *fd_crc32c(PyObject *self, PyObject *args)
         return NULL;
     uint32_t crc;
     Py_BEGIN_ALLOW_THREADS
-    crc = crc32c_update((uint32_t)value, view.buf, (size_t)view.len);
+    crc = kf_crc32c((uint32_t)value, view.buf, (size_t)view.len);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLong(crc);
 }
 
-PyDoc_STRVAR(crc32c_sw_doc,
+PyDoc_STRVAR(crc32c_at_doc,
+"crc32c_at(data, value, level) -> int\n\nCRC-32C at implementation level <= level (0 tables, 1 SSE4.2,\n"
+"2 PCLMULQDQ, 3 AVX-512 VPCLMULQDQ; clamped to the CPU's CRC_LEVEL): the tests compare every level.");
+
+static PyObject *fd_crc32c_at(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer view;
+    unsigned long value = 0;
+    int level;
+    if (!PyArg_ParseTuple(args, "y*ki", &view, &value, &level))
+        return NULL;
+    uint32_t crc = kf_crc32c_at(level, (uint32_t)value, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+PyDoc_STRVAR(crc32c_portable_doc,
 "crc32c_portable(data, value=0) -> int\n\nCRC-32C with the portable table loop (tests).");
 
-static PyObject *fd_crc32c_sw(PyObject *self, PyObject *args)
+static PyObject *fd_crc32c_portable(PyObject *self, PyObject *args)
 {
     (void)self;
     Py_buffer view;
     unsigned long value = 0;
     if (!PyArg_ParseTuple(args, "y*|k", &view, &value))
         return NULL;
-    uint32_t crc = ~crc32c_sw(~(uint32_t)value, view.buf, (size_t)view.len);
+    uint32_t crc = kf_crc32c_at(KF_CRC_PORTABLE, (uint32_t)value, view.buf, (size_t)view.len);
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLong(crc);
 }
 
-PyDoc_STRVAR(block_cache_info_doc,
-"block_cache_info() -> (hits, misses, cached_blocks, cached_bytes)\n\n"
-"Statistics of the cache of large output blocks (tests, benchmarks).");
+PyDoc_STRVAR(crc32c_copy_doc,
+"crc32c_copy(data, value, level) -> (int, bytes)\n\nThe fused copy of large keys and values: the\n"
+"CRC-32C of data continuing from value, and the copy made in the same pass (tests).");
 
-static PyObject *fd_block_cache_info(PyObject *self, PyObject *noargs)
+static PyObject *fd_crc32c_copy(PyObject *self, PyObject *args)
 {
     (void)self;
-    (void)noargs;
-    return Py_BuildValue("(KKin)", block_cache_hits, block_cache_misses, block_cache_count,
-                         (Py_ssize_t)block_cache_bytes);
+    Py_buffer view;
+    unsigned long value = 0;
+    int level;
+    if (!PyArg_ParseTuple(args, "y*ki", &view, &value, &level))
+        return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, view.len);
+    if (!out) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    uint32_t crc = kf_crc32c_copy_at(level, (uint32_t)value, (unsigned char *)PyBytes_AS_STRING(out), view.buf,
+                                     (size_t)view.len);
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(kN)", (unsigned long)crc, out);
 }
 
 /* ------------------------------------------------------------------ module */
+
+extern PyMethodDef kf_arrow_methods[];     /* _fastarrow.c */
 
 static PyMethodDef fd_methods[] = {
     {"scan", fd_scan, METH_VARARGS, scan_doc},
     {"decode_v2", fd_decode_v2, METH_VARARGS, decode_v2_doc},
     {"decode_v2_chunk", fd_decode_v2_chunk, METH_VARARGS, decode_v2_chunk_doc},
-    {"repeat", fd_repeat, METH_VARARGS, repeat_doc},
-    {"offsets32", fd_offsets32, METH_VARARGS, offsets32_doc},
     {"crc32c", fd_crc32c, METH_VARARGS, crc32c_doc},
-    {"crc32c_portable", fd_crc32c_sw, METH_VARARGS, crc32c_sw_doc},
-    {"block_cache_info", fd_block_cache_info, METH_NOARGS, block_cache_info_doc},
+    {"crc32c_portable", fd_crc32c_portable, METH_VARARGS, crc32c_portable_doc},
+    {"crc32c_at", fd_crc32c_at, METH_VARARGS, crc32c_at_doc},
+    {"crc32c_copy", fd_crc32c_copy, METH_VARARGS, crc32c_copy_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1582,12 +1170,16 @@ static struct PyModuleDef fd_module = {
 
 PyMODINIT_FUNC PyInit__fastdecode(void)
 {
-    crc_init();
+    kf_crc_init();
     if (PyType_Ready(&BufferType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&fd_module);
     if (!m)
         return NULL;
+    if (PyModule_AddFunctions(m, kf_arrow_methods) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     FormatViolation = PyErr_NewExceptionWithDoc(
         "kafka_format._fastdecode.FormatViolation",
         "A batch broke a format rule: args are (batch_index, code, payload_offset).",
@@ -1597,8 +1189,8 @@ PyMODINIT_FUNC PyInit__fastdecode(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "Buffer", (PyObject *)&BufferType) < 0 ||
-        PyModule_AddStringConstant(m, "CRC32C_IMPLEMENTATION",
-                                   crc_have_clmul ? "pclmul+sse4.2" : crc_have_hw ? "sse4.2" : "table") < 0 ||
+        PyModule_AddStringConstant(m, "CRC32C_IMPLEMENTATION", kf_crc_implementation()) < 0 ||
+        PyModule_AddIntConstant(m, "CRC_LEVEL", kf_crc_level()) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_END", SCAN_END) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_ZERO_TAIL", SCAN_ZERO_TAIL) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_CORRUPT_SIZE", SCAN_CORRUPT_SIZE) < 0 ||

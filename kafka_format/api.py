@@ -37,12 +37,8 @@ from kafka_format.crc import crc32, crc32c
 from kafka_format.decoder import Decoder, decompress, get_decoder, locate
 from kafka_format.errors import ChecksumError, CorruptRecordError, KafkaFormatError
 from kafka_format.records import batch_v2, framing, legacy
-from kafka_format.records.columns import (
-    FileContext,
-    RecordColumns,
-    batch_table_to_arrow,
-    to_arrow,
-)
+from kafka_format.records.assembly import batch_table_to_arrow, to_arrow_batches
+from kafka_format.records.columns import FileContext, RecordColumns
 from kafka_format.records.framing import BatchTable
 
 __all__ = [
@@ -665,9 +661,8 @@ def decode_segment(
             shifted = table.shifted(base)
             for columns in records.decode(buf, table, base):
                 if len(columns):
-                    batch = to_arrow(shifted, columns, ctx, include_headers=include_headers)
-                    for lo in range(0, batch.num_rows, max_rows_per_batch):
-                        yield batch.slice(lo, max_rows_per_batch)
+                    yield from to_arrow_batches(shifted, columns, ctx, include_headers=include_headers,
+                                                max_rows=max_rows_per_batch)
             if records.failure is not None:
                 raise records.take_failure()
             walker.deferred_bad, records.crc_bad = records.crc_bad, None

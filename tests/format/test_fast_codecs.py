@@ -242,7 +242,7 @@ def test_codec_missing_from_the_build_falls_back(monkeypatch: pytest.MonkeyPatch
 def test_arrow_assembly_compiled_fills_equal_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     """``to_arrow``'s compiled fills (per-record batch fields, constant columns) give the same
     table as its numpy expressions, for mixed codecs, nulls and every context field."""
-    from kafka_format.records import columns as columns_module
+    from kafka_format.records import assembly as columns_module
 
     plain, n = _plain_records(7)
     data = b"".join(_batch(c, compression.compress(CODECS[c], plain), n, base_offset=10 * i)
