@@ -8,7 +8,7 @@
 #include <string.h>
 
 
-#define BLOCK_CACHE_SLOTS 32
+#define BLOCK_CACHE_SLOTS 128
 #define BLOCK_CACHE_MAX_BYTES ((size_t)64 << 20)     /* retained at most, per process */
 
 static struct {

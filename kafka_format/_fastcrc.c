@@ -247,34 +247,55 @@ static inline __m512i clmul_fold512(__m512i x, __m512i k, __m512i next)
                                      next, 0x96);                          /* a ^ b ^ c */
 }
 
+/* Load 64 bytes, and store them to *dst first when copying: a non-temporal store (no read for
+ * ownership, nothing evicted for data the caller will not read soon) when `stream`, dst then
+ * being 64-byte aligned. */
 __attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2")))
-static inline __m512i load64(const unsigned char *p, unsigned char *dst)
+static inline __m512i load64(const unsigned char *p, unsigned char *dst, int stream)
 {
     __m512i v = _mm512_loadu_si512((const void *)p);
-    if (dst)
-        _mm512_storeu_si512((void *)dst, v);
+    if (dst) {
+        if (stream)
+            _mm512_stream_si512((void *)dst, v);
+        else
+            _mm512_storeu_si512((void *)dst, v);
+    }
     return v;
 }
 
 __attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2")))
-static uint32_t crc32c_avx512(uint32_t reg, const unsigned char *p, size_t n, unsigned char *dst)
+static uint32_t crc32c_avx512(uint32_t reg, const unsigned char *p, size_t n, unsigned char *dst, int stream)
 {
     const __m512i k256 = _mm512_broadcast_i32x4(_mm_set_epi64x((long long)CLMUL_K2047, (long long)CLMUL_K2111));
     const __m512i k64 = _mm512_broadcast_i32x4(_mm_set_epi64x((long long)CLMUL_K511, (long long)CLMUL_K575));
-    __m512i x0 = load64(p, dst);
-    __m512i x1 = load64(p + 64, dst ? dst + 64 : NULL);
-    __m512i x2 = load64(p + 128, dst ? dst + 128 : NULL);
-    __m512i x3 = load64(p + 192, dst ? dst + 192 : NULL);
+    stream = stream && dst && !((uintptr_t)dst & 63);
+    __m512i x0 = load64(p, dst, stream);
+    __m512i x1 = load64(p + 64, dst ? dst + 64 : NULL, stream);
+    __m512i x2 = load64(p + 128, dst ? dst + 128 : NULL, stream);
+    __m512i x3 = load64(p + 192, dst ? dst + 192 : NULL, stream);
     x0 = _mm512_xor_si512(x0, _mm512_inserti32x4(_mm512_setzero_si512(), _mm_cvtsi32_si128((int)reg), 0));
     p += 256;
     n -= 256;
-    if (dst) {
+    if (dst && stream) {
         dst += 256;
         while (n >= 256) {
-            x0 = clmul_fold512(x0, k256, load64(p, dst));
-            x1 = clmul_fold512(x1, k256, load64(p + 64, dst + 64));
-            x2 = clmul_fold512(x2, k256, load64(p + 128, dst + 128));
-            x3 = clmul_fold512(x3, k256, load64(p + 192, dst + 192));
+            x0 = clmul_fold512(x0, k256, load64(p, dst, 1));
+            x1 = clmul_fold512(x1, k256, load64(p + 64, dst + 64, 1));
+            x2 = clmul_fold512(x2, k256, load64(p + 128, dst + 128, 1));
+            x3 = clmul_fold512(x3, k256, load64(p + 192, dst + 192, 1));
+            p += 256;
+            dst += 256;
+            n -= 256;
+        }
+        _mm_sfence();               /* the streamed stores ordered before anything after */
+        memcpy(dst, p, n);
+    } else if (dst) {
+        dst += 256;
+        while (n >= 256) {
+            x0 = clmul_fold512(x0, k256, load64(p, dst, 0));
+            x1 = clmul_fold512(x1, k256, load64(p + 64, dst + 64, 0));
+            x2 = clmul_fold512(x2, k256, load64(p + 128, dst + 128, 0));
+            x3 = clmul_fold512(x3, k256, load64(p + 192, dst + 192, 0));
             p += 256;
             dst += 256;
             n -= 256;
@@ -282,10 +303,10 @@ static uint32_t crc32c_avx512(uint32_t reg, const unsigned char *p, size_t n, un
         memcpy(dst, p, n);
     } else {
         while (n >= 256) {
-            x0 = clmul_fold512(x0, k256, load64(p, NULL));
-            x1 = clmul_fold512(x1, k256, load64(p + 64, NULL));
-            x2 = clmul_fold512(x2, k256, load64(p + 128, NULL));
-            x3 = clmul_fold512(x3, k256, load64(p + 192, NULL));
+            x0 = clmul_fold512(x0, k256, load64(p, NULL, 0));
+            x1 = clmul_fold512(x1, k256, load64(p + 64, NULL, 0));
+            x2 = clmul_fold512(x2, k256, load64(p + 128, NULL, 0));
+            x3 = clmul_fold512(x3, k256, load64(p + 192, NULL, 0));
             p += 256;
             n -= 256;
         }
@@ -307,6 +328,7 @@ static uint32_t crc32c_avx512(uint32_t reg, const unsigned char *p, size_t n, un
 /* ------------------------------------------------------------------ dispatch */
 
 #define CRC_LONG_MIN 1024            /* from here the level picked by calibration (crc_long_level) */
+#define CRC_STREAM_MIN 4096          /* fused copies from here store non-temporally (AVX-512 level) */
 #define CRC_CALIBRATE_BYTES 16384
 #define CRC_CALIBRATE_ROUNDS 5
 
@@ -394,8 +416,14 @@ static uint32_t crc_at(int level, uint32_t reg, const unsigned char *p, size_t n
     if (level > crc_level)
         level = crc_level;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (level >= KF_CRC_AVX512 && n >= CRC_LONG_MIN)
-        return crc32c_avx512(reg, p, n, dst);
+    if (level >= KF_CRC_AVX512 && n >= CRC_LONG_MIN) {
+        if (dst && n >= CRC_STREAM_MIN) {           /* stores streamed from a 64-byte boundary */
+            size_t head = (size_t)(-(uintptr_t)dst & 63);
+            reg = crc_at(KF_CRC_SSE42, reg, p, head, dst);
+            return crc32c_avx512(reg, p + head, n - head, dst + head, 1);
+        }
+        return crc32c_avx512(reg, p, n, dst, 0);
+    }
     if (level >= KF_CRC_PCLMUL && n >= CRC_CLMUL_MIN)
         return crc32c_clmul(reg, p, n, dst);
     if (dst)
