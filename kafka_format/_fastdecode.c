@@ -892,19 +892,45 @@ done:
 
 /* ------------------------------------------------------------------ decode_v2_chunk */
 
+/* Decompression buffers (and codec contexts) kept between calls: a fresh buffer is fresh pages
+ * every call (a 560 KiB large-value batch: a page fault per 4 KiB).  Taken and given back with
+ * the GIL held; larger than SCRATCH_KEEP_MAX they are freed. */
+#define SCRATCH_POOL 2
+#define SCRATCH_KEEP_MAX ((size_t)64 << 20)
+static KfScratch scratch_pool[SCRATCH_POOL];
+static int scratch_pool_count = 0;
+
+static void scratch_take(KfScratch *s)
+{
+    if (scratch_pool_count > 0)
+        *s = scratch_pool[--scratch_pool_count];
+    else
+        memset(s, 0, sizeof *s);
+}
+
+static void scratch_put(KfScratch *s)
+{
+    if (scratch_pool_count < SCRATCH_POOL && s->capacity <= SCRATCH_KEEP_MAX)
+        scratch_pool[scratch_pool_count++] = *s;
+    else
+        kf_scratch_free(s);
+    memset(s, 0, sizeof *s);
+}
+
 #define CM_START META_NCOLS          /* first byte of the batch's region in buf */
 #define CM_END (META_NCOLS + 1)      /* end of the region */
 #define CM_NCOLS (META_NCOLS + 2)
 #define FLAG_CODEC_SHIFT 4           /* flags bits 4-6: the batch's codec id */
 
 PyDoc_STRVAR(decode_v2_chunk_doc,
-"decode_v2_chunk(buf, meta, max_decompressed, options) -> (columns, done, held)\n\n"
+"decode_v2_chunk(buf, meta, max_decompressed, options, max_held=max_decompressed)\n"
+"    -> (columns, done, held)\n\n"
 "Decode the records of v2 batches lying in one buffer, decompressing in C into one\n"
 "reused buffer.  meta: C-contiguous int64 rows of CHUNK_META_COLUMNS columns: the\n"
 "decode_v2 columns, then start and end of the batch's region in buf (the records\n"
 "region; from the attributes field with FLAG_CHECK_CRC, uncompressed only).  flags\n"
 "bits 4-6 hold the codec.  Each payload decompresses to at most max_decompressed bytes;\n"
-"batches are taken in order until the decompressed bytes held reach max_decompressed\n"
+"batches are taken in order until the decompressed bytes held reach max_held\n"
 "(at least one): `done` batches were decoded, `held` bytes decompressed.  Any batch the\n"
 "C codecs do not decode (corrupt, unusual framing, over the cap, codec not compiled in)\n"
 "raises FormatViolation(batch, 'decompress', 0): the caller takes the Python path.\n"
@@ -914,24 +940,26 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
 {
     (void)self;
     Py_buffer buf_view, meta_view;
-    Py_ssize_t max_held;
+    Py_ssize_t max_output, max_held = -1;
     int opts;
-    if (!PyArg_ParseTuple(args, "y*y*ni", &buf_view, &meta_view, &max_held, &opts))
+    if (!PyArg_ParseTuple(args, "y*y*ni|n", &buf_view, &meta_view, &max_output, &opts, &max_held))
         return NULL;
+    if (max_held < 0 || max_held > max_output)
+        max_held = max_output;
     DecodeState st;
     memset(&st, 0, sizeof st);
     KfScratch scratch;
-    memset(&scratch, 0, sizeof scratch);
+    scratch_take(&scratch);
     PyObject *result = NULL;
     Py_ssize_t nb = meta_view.len / (Py_ssize_t)(CM_NCOLS * sizeof(int64_t));
-    if (meta_view.len != nb * CM_NCOLS * (Py_ssize_t)sizeof(int64_t) || max_held < 0) {
+    if (meta_view.len != nb * CM_NCOLS * (Py_ssize_t)sizeof(int64_t) || max_output < 0) {
         PyErr_SetString(PyExc_ValueError, "meta must hold CHUNK_META_COLUMNS int64 per batch");
         goto done;
     }
     const int64_t *meta = meta_view.buf;
     const unsigned char *base = buf_view.buf;
     unsigned available = kf_codecs_available();
-    size_t rows_est = 0, data_est = 0;
+    size_t rows_est = 0, data_est = 0, compressed_est = 0;
     for (Py_ssize_t i = 0; i < nb; i++) {
         const int64_t *m = meta + i * CM_NCOLS;
         int64_t a = m[CM_START], e = m[CM_END], count = m[META_COUNT];
@@ -953,7 +981,7 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
             }
             size_t backed = len * 4 / MIN_V2_RECORD_SIZE + 1;  /* a first guess; grows */
             rows_est += (size_t)count < backed ? (size_t)count : backed;
-            data_est += len * 4;
+            compressed_est += len * 4;
             continue;
         }
         if (check) {
@@ -970,6 +998,11 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
         rows_est += (size_t)count;
         data_est += len;
     }
+    /* compressed batches are taken until max_held decompressed bytes: size for that, not for
+     * every batch of the chunk (a column larger than the block cache is fresh pages each call) */
+    if (compressed_est > (size_t)max_held + (size_t)max_held / 4)
+        compressed_est = (size_t)max_held + (size_t)max_held / 4;
+    data_est += compressed_est;
     if (opts & OPT_DECOMPRESS_ONLY)
         rows_est = data_est = 0;
     size_t n1 = rows_est + 1;
@@ -1013,7 +1046,7 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
         size_t len = (size_t)(end - start);
         if (codec != 0) {
             size_t dlen = 0;
-            int rc = kf_decompress(&scratch, codec, start, len, (size_t)max_held, &dlen);
+            int rc = kf_decompress(&scratch, codec, start, len, (size_t)max_output, &dlen);
             if (rc != KF_OK) {
                 v = rc == KF_NO_MEMORY ? V_NO_MEMORY : V_DECOMPRESS;
                 break;
@@ -1073,7 +1106,7 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
     }
     result = Py_BuildValue("(Nnn)", cols, ndone, (Py_ssize_t)held);
 done:
-    kf_scratch_free(&scratch);
+    scratch_put(&scratch);
     decode_state_free(&st);
     PyBuffer_Release(&buf_view);
     PyBuffer_Release(&meta_view);

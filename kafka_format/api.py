@@ -93,6 +93,8 @@ def _may_be_active_segment(path: str) -> bool:
         return True
     return name >= hit[1]
 _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)  # populate: one pass, not a fault per page
+# Decoded parts of a chunk are handed on once they hold this many bytes (smaller ones are merged).
+_PART_BYTES = 16 << 20
 # Chunks of other sources are read into one reused buffer up to this size (larger: fresh bytes).
 _REUSE_LIMIT = 64 << 20
 _MAGIC_V2 = 2
@@ -569,8 +571,9 @@ class _RecordDecoder:
         return hit[0], located
 
     def decode(self, buf: bytes | memoryview, table: BatchTable, base: int) -> Iterator[RecordColumns]:
-        """Records of the entries of ``table`` in order, in parts holding about ``max_decompressed``
-        bytes each (so memory stays bounded by the cap, not by the number of batches in a chunk)."""
+        """Records of the entries of ``table`` in order, in parts of about ``_PART_BYTES`` (at most
+        ``max_decompressed``) decoded bytes each: memory stays bounded by the cap, not by the
+        number of batches in a chunk, and small parts (legacy wrappers) are merged."""
         is_v2 = table.magic == _MAGIC_V2
         # Empty v2 batches (compaction leftovers) have no rows and nothing to decompress.
         rows = np.flatnonzero(~(is_v2 & (table.count == 0)))
@@ -578,13 +581,14 @@ class _RecordDecoder:
         cuts = (np.flatnonzero(kinds[1:] != kinds[:-1]) + 1).tolist()
         held: list[RecordColumns] = []
         size = 0
+        part_bytes = min(self.max_decompressed, _PART_BYTES)
         for lo, hi in zip([0, *cuts], [*cuts, len(rows)], strict=True):
             if hi > lo:
                 run = rows[lo:hi].tolist()
                 for part in self._run(self._v2 if kinds[lo] else self._legacy, buf, table, run, base):
                     held.append(part)
                     size += _nbytes(part)
-                    if size >= self.max_decompressed:
+                    if size >= part_bytes:
                         yield RecordColumns.concat(held)
                         held, size = [], 0
                 if self.failure is not None or self.crc_bad is not None:

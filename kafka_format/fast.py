@@ -77,6 +77,9 @@ _META_BASE_SEQUENCE, _META_COUNT, _META_FLAGS, _META_CRC = 4, 5, 6, 7
 _META_COLUMNS: int = _fastdecode.META_COLUMNS
 _CHUNK_META_COLUMNS: int = _fastdecode.CHUNK_META_COLUMNS
 _CHUNK_START, _CHUNK_END = _META_COLUMNS, _META_COLUMNS + 1
+#: Decompressed bytes one fused call decodes at most (then the next call goes on): output columns
+#: stay the size of the decoder's recycled blocks (~ a read chunk) instead of fresh pages.
+REGION_HELD_BYTES = 16 << 20
 #: Codec ids decompressed in C by :meth:`FastDecoder.decode_v2_region` (bit i = codec i), as built.
 C_CODECS: frozenset[int] = frozenset(i for i in range(8) if _fastdecode.C_CODECS >> i & 1)
 
@@ -197,7 +200,8 @@ class FastDecoder(Decoder):
         Same contract as the general path of ``api`` (decompress, then :meth:`decode_v2_records`
         or, with ``check_crc``, :meth:`decode_v2_checked` for the uncompressed batches): batches
         are taken until ``max_decompressed`` decompressed bytes are held (at least one), each
-        payload capped at ``max_decompressed``.  Returns ``(columns, done)``, or None when the C
+        payload capped at ``max_decompressed`` (a call holds at most ``REGION_HELD_BYTES``: the
+        caller asks again for the rest).  Returns ``(columns, done)``, or None when the C
         path declines (a codec not compiled in, an unusual or broken payload, a bad CRC, a format
         violation): the caller then takes the general path, which decides and reports exactly."""
         row_index = np.asarray(rows, dtype=np.intp)
@@ -215,7 +219,8 @@ class FastDecoder(Decoder):
             meta[plain, _CHUNK_START] = position[plain] + batch_v2.ATTRIBUTES_OFFSET
             meta[:, _META_CRC] = table.crc[row_index]
         try:
-            buffers, done, _held = _fastdecode.decode_v2_chunk(buf, meta, max_decompressed, 0)
+            buffers, done, _held = _fastdecode.decode_v2_chunk(buf, meta, max_decompressed, 0,
+                                                               min(max_decompressed, REGION_HELD_BYTES))
         except _fastdecode.FormatViolation:
             return None
         return _columns(buffers), done

@@ -228,11 +228,11 @@ def test_codec_missing_from_the_build_falls_back(monkeypatch: pytest.MonkeyPatch
     expected = _outcome(data, REFERENCE)
     real = native.decode_v2_chunk
 
-    def no_codecs(buf: Any, meta: Any, cap: int, options: int) -> Any:
+    def no_codecs(buf: Any, meta: Any, cap: int, options: int, *held: int) -> Any:
         codecs = (memoryview(meta).cast("B").cast("q").tolist()[6::native.CHUNK_META_COLUMNS])
         if any(flags >> native.FLAG_CODEC_SHIFT & 7 for flags in codecs):
             raise native.FormatViolation(0, "decompress", 0)
-        return real(buf, meta, cap, options)
+        return real(buf, meta, cap, options, *held)
 
     monkeypatch.setattr(native, "decode_v2_chunk", no_codecs)
     got = _outcome(data, FAST)
