@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("record formats", ("kafka_format.records", "kafka_format.records.", "kafka_format.compression",
                         "kafka_format.decoder", "kafka_format.fast", "kafka_format.api")),
     ("log-dir files", ("kafka_format.fsio", "kafka_format.index", "kafka_format.txnindex",
-                       "kafka_format.snapshot", "kafka_format.checkpoints", "kafka_format.logdir",
+                       "kafka_format.snapshot", "kafka_format.checkpoints", "kafka_format.logdir", "kafka_format.partition_files",
                        "kafka_format.internal", "kafka_format.internal.", "kafka_format.ownership",
                        "kafka_format.runlock", "kafka_format.publish", "kafka_format.writer",
                        "kafka_format.writer.")),
