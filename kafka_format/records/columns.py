@@ -103,7 +103,7 @@ class RecordColumns:
 
 def _as_int32_offsets(offsets: np.ndarray) -> np.ndarray:
     if len(offsets) and int(offsets[-1]) > np.iinfo(np.int32).max:
-        from kafka_format.errors import KafkaFormatError
+        from kafka_format.common.errors import KafkaFormatError
 
         raise KafkaFormatError("decoded data exceed 2 GiB in one Arrow batch",
                                expected="< 2 GiB per column", found=str(int(offsets[-1])))

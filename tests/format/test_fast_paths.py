@@ -25,17 +25,17 @@ import pyarrow as pa
 import pytest
 from builders import CODECS, build_legacy, build_v2, kafka_python_records, patch_v2, sample_records
 
-from kafka_format import api
-from kafka_format.api import decode_segment
-from kafka_format.decoder import Decoder
-from kafka_format.errors import ChecksumError, KafkaFormatError
+from kafka_format.records import file_records as api
+from kafka_format.records.file_records import decode_segment
+from kafka_format.records.decoder import Decoder
+from kafka_format.common.errors import ChecksumError, KafkaFormatError
 from kafka_format.records import assembly
 from kafka_format.records.columns import FileContext, codec_name
-from kafka_format.schema import RECORD_SCHEMA
+from kafka_format.records.schema import RECORD_SCHEMA
 
-native = pytest.importorskip("kafka_format._fastdecode", reason="compiled decoder not built")
-from kafka_format import fast  # noqa: E402  (after the importorskip)
-from kafka_format.fast import FastDecoder  # noqa: E402
+native = pytest.importorskip("kafka_format.records._fastdecode", reason="compiled decoder not built")
+from kafka_format.records import fast  # noqa: E402  (after the importorskip)
+from kafka_format.records.fast import FastDecoder  # noqa: E402
 
 REFERENCE = Decoder()
 FAST = FastDecoder()
