@@ -66,4 +66,4 @@ docs-cli: $(STAMP) ## Regenerate docs/cli.md from the argparse definitions
 	$(PY) -m kafka_format.cli.reference --out docs/cli.md
 
 clean: ## Remove build outputs (keeps .venv)
-	rm -rf build dist *.egg-info kafka_format/*.so
+	rm -rf build dist *.egg-info kafka_format/*.so kafka_format/records/*.so

@@ -79,7 +79,7 @@ def _extensions() -> list[Extension]:
             "kafka_format.records._fastdecode",
             sources=["kafka_format/records/_fastdecode.c", "kafka_format/records/_fastcodecs.c",
                      "kafka_format/records/_fastcrc.c", "kafka_format/records/_fastbuf.c",
-                     "kafka_format/records/_fastarrow.c"],
+                     "kafka_format/records/_fastarrow.c", "kafka_format/records/_fastdir.c"],
             depends=["kafka_format/records/_fastcodecs.h", "kafka_format/records/_fastcrc.h",
                      "kafka_format/records/_fastbuf.h"],
             define_macros=macros,

@@ -1202,6 +1202,7 @@ done:
 /* ------------------------------------------------------------------ module */
 
 extern PyMethodDef kf_arrow_methods[];     /* _fastarrow.c */
+extern PyMethodDef kf_dir_methods[];       /* _fastdir.c */
 
 static PyMethodDef fd_methods[] = {
     {"scan", fd_scan, METH_VARARGS, scan_doc},
@@ -1230,7 +1231,7 @@ PyMODINIT_FUNC PyInit__fastdecode(void)
     PyObject *m = PyModule_Create(&fd_module);
     if (!m)
         return NULL;
-    if (PyModule_AddFunctions(m, kf_arrow_methods) < 0) {
+    if (PyModule_AddFunctions(m, kf_arrow_methods) < 0 || PyModule_AddFunctions(m, kf_dir_methods) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -63,9 +63,11 @@ from kafka_format.storage.partition_files import (  # noqa: F401  (suffixes and 
     MetadataSnapshotFile,
     PartitionFiles,
     Segment,
+    SegmentTable,
     SnapshotFile,
     classify_files,
     filename_prefix_from_offset,
+    scan_local_partition,
     offset_from_name,
     table_from_listing,
     take_rows,
@@ -183,7 +185,8 @@ class PartitionLog:
     @property
     def log_start_offset(self) -> int:
         """``max(log-start-offset-checkpoint or 0, first segment base)`` (``LogLoader``, non-tiered)."""
-        first = self.segments[0].base_offset if self.segments else 0
+        segs = self.segments
+        first = (int(segs.base_offsets[0]) if isinstance(segs, SegmentTable) else segs[0].base_offset) if len(segs) else 0
         return max(self.log_start_offset_checkpoint or 0, first)
 
     @property
@@ -470,25 +473,35 @@ def _read_partition(walk: _Walk, fs_path: str, topic: str, partition: int, kind:
                     listing: tuple[str, list[fsio.DirRow]] | None = None) -> PartitionLog:
     """One partition dir (``listing``: its rows when the caller listed it already)."""
     h = walk.handle
-    listing = listing if listing is not None else h.list_dir_rows(fs_path)
+    tail = "?" + h.query if h.query else ""
     fast = None
-    if listing is not None:
-        prefix, rows = listing
-        fast = table_from_listing(rows, h.prefix + prefix, "?" + h.query if h.query else "")
+    subdirs: list[str] = []
+    if listing is None and h.is_local and type(h.filesystem) is pafs.LocalFileSystem:
+        base = fs_path.rstrip("/") or "/"
+        prefix = base if base.endswith("/") else base + "/"
+        scanned = scan_local_partition(fs_path, h.prefix + prefix, tail)   # listing and table in one pass
+        if scanned is not None:
+            fast, subdirs = scanned
+    else:
+        listing = listing if listing is not None else h.list_dir_rows(fs_path)
+        if listing is not None:
+            prefix, rows = listing
+            fast = table_from_listing(rows, h.prefix + prefix, tail)
+            subdirs = [name for name, is_dir, _size, _mtime in rows if is_dir]
     if fast is None:      # .swap/.cleaned/.deleted files (or odd paths): LogLoader's reconciliation
         return _read_partition_reconciled(walk, fs_path, topic, partition, kind, log_dir, broker_id,
                                           recovery_point=recovery_point, log_start=log_start, hw=hw,
                                           cleaner=cleaner)
-    notes = [f"ignored subdirectory {name}" for name, is_dir, _size, _mtime in rows if is_dir]
+    notes = [f"ignored subdirectory {name}" for name in subdirs]
     problems: list[KafkaFormatError] = []
     state = classify_files(h, [(name, FileStat(name, prefix + name, False, size, mtime))
                                for name, _d, size, mtime in fast.others], notes,
                            lambda err: _problem(walk, err, problems))
     table = fast.table
     orphan_rows = set(fast.orphans)
-    no_index = ~table.has_file(INDEX_SUFFIX)
+    no_index = [] if fast.all_indexed else np.flatnonzero(~table.has_file(INDEX_SUFFIX)).tolist()
     orphans: list[Segment] = []
-    for i in sorted(orphan_rows | set(np.flatnonzero(no_index).tolist())):
+    for i in sorted(orphan_rows.union(no_index)):
         seg = table[i]
         name = filename_prefix_from_offset(seg.base_offset)
         if i in orphan_rows:

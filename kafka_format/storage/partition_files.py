@@ -18,6 +18,7 @@ reconciliation of ``.swap``/``.cleaned``/``.deleted`` files is :mod:`kafka_forma
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -124,6 +125,7 @@ class MetadataSnapshotFile:
 FILE_KINDS = (".log", ".index", ".timeindex", ".txnindex")
 _BASE, _LOG, _MTIME, _INDEX, _TIMEINDEX, _TXNINDEX = range(6)
 _SIZE_COLUMN = {".log": _LOG, ".index": _INDEX, ".timeindex": _TIMEINDEX, ".txnindex": _TXNINDEX}
+_KIND_OF = {column: kind for kind, column in _SIZE_COLUMN.items()}
 #: Value of a size column for an absent file (and of the mtime column for an unknown mtime).
 MISSING = np.iinfo(np.int64).min
 
@@ -195,6 +197,20 @@ class SegmentTable(Sequence["Segment"]):
             return path
         return self._head + _canonical(int(self._columns[i, _BASE]), kind) + self._tail
 
+    def log_locations(self) -> list[str]:
+        """Location of every segment's ``.log`` (\"\" where absent), in order: one string per
+        segment without making ``Segment`` values."""
+        head, tail = self._head, self._tail
+        out = [head + f"{b:020d}.log" + tail for b in self._columns[:, _BASE].tolist()]
+        if self._paths:
+            for (i, kind), path in self._paths.items():
+                if kind == ".log":
+                    out[i] = path
+        missing = np.flatnonzero(self._columns[:, _LOG] == MISSING)
+        for i in missing.tolist():
+            out[i] = ""
+        return out
+
     @property
     def nbytes(self) -> int:
         """Bytes held (the table and its side tables)."""
@@ -259,6 +275,7 @@ class SegmentTable(Sequence["Segment"]):
 
 _SEGMENT_FILE = re.compile(r"([0-9]+)(\.log|\.index|\.timeindex|\.txnindex)")
 _INT64_MAX = (1 << 63) - 1
+_ABOVE_INT64 = f"{_INT64_MAX + 1:020d}"   # 20-digit names sort below this iff their offset fits an int64
 _RECONCILED = (".deleted", ".cleaned", ".swap")   # names LogLoader reconciles: the general path
 
 
@@ -269,7 +286,64 @@ class Listing:
 
     table: SegmentTable
     orphans: list[int]                                 # rows of segments without a .log
-    others: list[DirRow]                                  # every other file, in name order
+    others: list[DirRow]                               # every other file, in name order
+    all_indexed: bool = True                           # every segment has its .index
+
+
+class _TableBuilder:
+    """Segment files gathered by base offset (one ``add`` per file of the listing)."""
+
+    def __init__(self) -> None:
+        self.by_base: dict[int, list[int]] = {}
+        self.odd: dict[tuple[int, str], str] = {}       # (base, kind) -> a name not 20 digits
+        self.logs = self.indexes = 0                    # files of each kind (orphans, notes: rare)
+        self.any_odd = False                            # a name not in 20 digits was seen
+
+    def add(self, name: str, size: int | None, mtime: int | None) -> bool:
+        """Take ``name`` if it is a segment file (``<digits>.log|.index|.timeindex|.txnindex``)."""
+        column = _SIZE_COLUMN.get(name[20:])
+        if column is not None and name[:20].isdigit() and name[:20].isascii() and name < _ABOVE_INT64:
+            base = int(name[:20])                # the 20-digit names, <= Long.MAX_VALUE
+            odd = False
+        else:
+            m = _SEGMENT_FILE.fullmatch(name)
+            if m is None:
+                return False
+            digits, kind = m.groups()
+            base = int(digits)
+            if base > _INT64_MAX:                 # offsetFromFileName's parseLong throws: not a segment file
+                return False
+            column = _SIZE_COLUMN[kind]
+            odd = len(digits) != 20
+        cols = self.by_base.get(base)
+        if cols is None:
+            cols = self.by_base[base] = [base, MISSING, MISSING, MISSING, MISSING, MISSING]
+        if cols[column] == MISSING:
+            if column == _LOG:
+                self.logs += 1
+            elif column == _INDEX:
+                self.indexes += 1
+        cols[column] = -1 if size is None else size
+        if column == _LOG:
+            cols[_MTIME] = MISSING if mtime is None else mtime
+        if odd:
+            self.odd[(base, _KIND_OF[column])] = name
+            self.any_odd = True
+        elif self.odd:
+            self.odd.pop((base, _KIND_OF[column]), None)    # a later (name order) canonical name wins
+        return True
+
+    def listing(self, others: list[DirRow], head: str, tail: str) -> Listing:
+        by_base = self.by_base
+        n = len(by_base)
+        bases = sorted(by_base)
+        columns = np.array([by_base[b] for b in bases], dtype=np.int64).reshape(n, 6)
+        paths: dict[tuple[int, str], str] = {}
+        if self.odd:
+            rank = {b: i for i, b in enumerate(bases)}
+            paths = {(rank[b], kind): head + name + tail for (b, kind), name in self.odd.items()}
+        orphans = [] if self.logs == n else np.flatnonzero(columns[:, _LOG] == MISSING).tolist()
+        return Listing(SegmentTable(columns, head, tail, paths), orphans, others, all_indexed=self.indexes == n)
 
 
 def table_from_listing(rows: Sequence[DirRow], head: str, tail: str = "") -> Listing | None:
@@ -278,43 +352,80 @@ def table_from_listing(rows: Sequence[DirRow], head: str, tail: str = "") -> Lis
     are ``head + name + tail``; other files kept apart.  None when the dir holds ``.deleted``,
     ``.cleaned`` or ``.swap`` files: ``LogLoader``'s reconciliation decides then (the general
     path of :mod:`kafka_format.storage.logdir`)."""
-    by_base: dict[int, list[int]] = {}
-    odd: dict[tuple[int, str], str] = {}
+    builder = _TableBuilder()
     others: list[DirRow] = []
-    match = _SEGMENT_FILE.fullmatch
     for row in rows:
         name, is_dir, size, mtime = row
-        if is_dir:
+        if is_dir or builder.add(name, size, mtime):
             continue
-        m = match(name)
-        if m is None:
-            if name.endswith(_RECONCILED):
-                return None
-            others.append(row)
-            continue
-        digits, kind = m.groups()
-        base = int(digits)
-        if base > _INT64_MAX:                     # offsetFromFileName's parseLong throws: not a segment file
-            others.append(row)
-            continue
-        cols = by_base.get(base)
-        if cols is None:
-            cols = by_base[base] = [base, MISSING, MISSING, MISSING, MISSING, MISSING]
-        column = _SIZE_COLUMN[kind]
-        cols[column] = -1 if size is None else size
-        if column == _LOG:
-            cols[_MTIME] = MISSING if mtime is None else mtime
-        if len(digits) == 20:
-            odd.pop((base, kind), None)
-        else:
-            odd[(base, kind)] = name
-    bases = sorted(by_base)
-    columns = np.array([by_base[b] for b in bases], dtype=np.int64).reshape(-1, 6)
-    rank = {b: i for i, b in enumerate(bases)} if odd else {}
-    paths = {(rank[b], kind): head + name + tail for (b, kind), name in odd.items()}
-    table = SegmentTable(columns, head, tail, paths)
-    orphans = np.flatnonzero(columns[:, _LOG] == MISSING).tolist()
-    return Listing(table, orphans, others)
+        if name.endswith(_RECONCILED):
+            return None
+        others.append(row)
+    return builder.listing(others, head, tail)
+
+
+_S_IFMT, _S_IFDIR, _S_IFREG = 0o170000, 0o040000, 0o100000
+try:   # readdir + fstatat into the table's rows in C (Python's per-file work costs more than the calls)
+    from kafka_format.records._fastdecode import scan_partition_dir as _scan_dir
+except ImportError:  # pragma: no cover - a build without the compiled decoder
+    _scan_dir = None
+
+
+def scan_local_partition(fs_path: str, head: str, tail: str = "") -> tuple[Listing | None, list[str]] | None:
+    """:func:`table_from_listing` over a local directory in the same pass as ``os.scandir`` (the
+    listing rules of :meth:`kafka_format.storage.fsio.FileSystemHandle.list_dir`: symlinks
+    followed, broken ones left out).  Returns (listing or None as there, subdirectory names), or
+    None when the directory cannot be listed (the caller lists it the general way, which reports
+    why).  ``head`` is the location prefix of the directory's entries."""
+    if _scan_dir is not None:
+        scanned = _scan_dir(fs_path)
+        if scanned is not None:                        # the compiled twin of the loop below
+            rows, c_others, dirs, logs, indexes = scanned
+            dirs.sort()
+            if any(name.endswith(_RECONCILED) for name, *_ in c_others):
+                return None, dirs
+            c_others.sort()
+            columns = np.frombuffer(rows, dtype=np.int64).reshape(-1, 6)
+            n = len(columns)
+            orphans = [] if logs == n else np.flatnonzero(columns[:, _LOG] == MISSING).tolist()
+            return Listing(SegmentTable(columns, head, tail), orphans, c_others, all_indexed=indexes == n), dirs
+    builder = _TableBuilder()
+    files: list[DirRow] = []
+    others: list[DirRow] = []
+    dirs: list[str] = []
+    reconciled = False
+    add = builder.add
+    try:
+        with os.scandir(fs_path) as entries:
+            for e in entries:
+                name = e.name
+                try:
+                    st = e.stat()
+                except FileNotFoundError:
+                    continue  # a broken symlink: pyarrow leaves it out
+                kind = st.st_mode & _S_IFMT
+                if kind == _S_IFDIR:
+                    dirs.append(name)
+                    continue
+                size = st.st_size if kind == _S_IFREG else None
+                mtime = st.st_mtime_ns // 1_000_000
+                row = (name, False, size, mtime)
+                files.append(row)
+                if add(name, size, mtime):
+                    continue
+                reconciled = reconciled or name.endswith(_RECONCILED)
+                others.append(row)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    dirs.sort()
+    if reconciled:
+        return None, dirs
+    if builder.any_odd:   # names not in 20 digits: which of two names of one file wins is name order's
+        return table_from_listing(sorted(files), head, tail), dirs
+    others.sort()
+    return builder.listing(others, head, tail), dirs
 
 
 def take_rows(table: SegmentTable, rows: Sequence[int]) -> SegmentTable:
