@@ -452,6 +452,8 @@ static int reserve_headers(DecodeState *st, const Out *o, size_t count, size_t b
 #define OPT_NO_COPY 1            /* keys and values not copied (lengths still checked; their bytes
                                     are prefetched, so the loop still streams through memory) */
 #define OPT_DECOMPRESS_ONLY 2    /* decompress (and CRC), decode nothing: the codec floor */
+#define OPT_SKIP_HEADERS 4       /* headers not asked for: read (every length still checked) but
+                                    neither copied nor their keys' UTF-8 looked at; none output */
 
 /* CRC-32C computed while the records are decoded (the fused path): the bytes are checksummed
  * in pieces of CRC_PIECE right after the record loop has read them, while they are in cache,
@@ -598,7 +600,34 @@ static Violation decode_records(DecodeState *st, Out *o, const unsigned char *st
         }
         if ((v = read_varint(&p, end, &hcount)) != V_OK)
             goto fail;
-        if (hcount != 0) {
+        if (hcount != 0 && (opts & OPT_SKIP_HEADERS)) {
+            if (hcount < 0 || hcount > (rec_end - p) / 2) {
+                v = V_HEADER_COUNT;
+                goto fail;
+            }
+            for (int32_t k = 0; k < hcount; k++) {
+                int32_t hk_len, hv_len;
+                if ((v = read_varint(&p, end, &hk_len)) != V_OK)
+                    goto fail;
+                if (hk_len < 0) {
+                    v = V_HEADER_KEY_LENGTH;
+                    goto fail;
+                }
+                if (hk_len > rec_end - p) {
+                    v = V_TRUNCATED;
+                    goto fail;
+                }
+                p += hk_len;
+                if ((v = read_varint(&p, end, &hv_len)) != V_OK)
+                    goto fail;
+                if (hv_len > rec_end - p) {
+                    v = V_TRUNCATED;
+                    goto fail;
+                }
+                if (hv_len > 0)
+                    p += hv_len;
+            }
+        } else if (hcount != 0) {
             /* each header takes >= 2 bytes of its record, so hcount is backed by the payload */
             if (hcount < 0 || hcount > (rec_end - p) / 2) {
                 v = V_HEADER_COUNT;
@@ -934,7 +963,7 @@ PyDoc_STRVAR(decode_v2_chunk_doc,
 "(at least one): `done` batches were decoded, `held` bytes decompressed.  Any batch the\n"
 "C codecs do not decode (corrupt, unusual framing, over the cap, codec not compiled in)\n"
 "raises FormatViolation(batch, 'decompress', 0): the caller takes the Python path.\n"
-"options (benchmarks): OPT_NO_COPY, OPT_DECOMPRESS_ONLY.");
+"options: OPT_SKIP_HEADERS (headers read, not output); benchmarks: OPT_NO_COPY, OPT_DECOMPRESS_ONLY.");
 
 static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
 {
@@ -1258,7 +1287,8 @@ PyMODINIT_FUNC PyInit__fastdecode(void)
         PyModule_AddIntConstant(m, "FLAG_CODEC_SHIFT", FLAG_CODEC_SHIFT) < 0 ||
         PyModule_AddIntConstant(m, "C_CODECS", (int)kf_codecs_available()) < 0 ||
         PyModule_AddIntConstant(m, "OPT_NO_COPY", OPT_NO_COPY) < 0 ||
-        PyModule_AddIntConstant(m, "OPT_DECOMPRESS_ONLY", OPT_DECOMPRESS_ONLY) < 0) {
+        PyModule_AddIntConstant(m, "OPT_DECOMPRESS_ONLY", OPT_DECOMPRESS_ONLY) < 0 ||
+        PyModule_AddIntConstant(m, "OPT_SKIP_HEADERS", OPT_SKIP_HEADERS) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -192,7 +192,8 @@ class FastDecoder(Decoder):
 
 
     def decode_v2_region(self, buf: bytes | bytearray | memoryview, table: BatchTable, rows: Sequence[int], *,
-                         check_crc: bool, max_decompressed: int) -> tuple[RecordColumns, int] | None:
+                         check_crc: bool, max_decompressed: int,
+                         include_headers: bool = True) -> tuple[RecordColumns, int] | None:
         """The fused path: records of a prefix of the v2 batches ``rows`` of ``buf`` (positions of
         ``table`` relative to ``buf``) in one C call, compressed batches decompressed in C into one
         reused buffer (no Python call, no new bytes object per batch).
@@ -203,7 +204,8 @@ class FastDecoder(Decoder):
         payload capped at ``max_decompressed`` (a call holds at most ``REGION_HELD_BYTES``: the
         caller asks again for the rest).  Returns ``(columns, done)``, or None when the C
         path declines (a codec not compiled in, an unusual or broken payload, a bad CRC, a format
-        violation): the caller then takes the general path, which decides and reports exactly."""
+        violation): the caller then takes the general path, which decides and reports exactly.
+        ``include_headers=False``: headers are read and checked but not output (none in the columns)."""
         row_index = np.asarray(rows, dtype=np.intp)
         meta = np.empty((len(row_index), _CHUNK_META_COLUMNS), dtype=np.int64)
         meta[:, :_META_COLUMNS] = _meta(table, row_index)
@@ -218,8 +220,9 @@ class FastDecoder(Decoder):
             meta[plain, _META_FLAGS] |= _fastdecode.FLAG_CHECK_CRC
             meta[plain, _CHUNK_START] = position[plain] + batch_v2.ATTRIBUTES_OFFSET
             meta[:, _META_CRC] = table.crc[row_index]
+        options = 0 if include_headers else _fastdecode.OPT_SKIP_HEADERS
         try:
-            buffers, done, _held = _fastdecode.decode_v2_chunk(buf, meta, max_decompressed, 0,
+            buffers, done, _held = _fastdecode.decode_v2_chunk(buf, meta, max_decompressed, options,
                                                                min(max_decompressed, REGION_HELD_BYTES))
         except _fastdecode.FormatViolation:
             return None

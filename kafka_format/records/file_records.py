@@ -459,8 +459,9 @@ class _Walker:
 
 class _RecordDecoder:
     def __init__(self, dec: Decoder, *, path: str | None, verify_crc: bool, max_decompressed: int,
-                 permissive: bool, walker: _Walker) -> None:
+                 permissive: bool, walker: _Walker, include_headers: bool = True) -> None:
         self.dec = dec
+        self.include_headers = include_headers   # False: the fused path need not output headers
         self.path = path
         self.verify_crc = verify_crc
         self.max_decompressed = max_decompressed
@@ -476,7 +477,7 @@ class _RecordDecoder:
         fused = getattr(self.dec, "decode_v2_region", None)
         if fused is not None:  # compiled decoder: decompression and decoding in one C call
             got = fused(buf, table, rows, check_crc=self.walker.defer_crc,
-                        max_decompressed=self.max_decompressed)
+                        max_decompressed=self.max_decompressed, include_headers=self.include_headers)
             if got is not None:
                 return got
         mv = memoryview(buf)
@@ -658,7 +659,8 @@ def decode_segment(
                          read_size=read_size)
         records = _RecordDecoder(dec, path=path, verify_crc=verify_crc, permissive=permissive,
                                  max_decompressed=(_default_max_decompressed() if max_decompressed is None
-                                                   else max_decompressed), walker=walker)
+                                                   else max_decompressed), walker=walker,
+                                 include_headers=include_headers)
         for buf, table, base in walker:
             if granularity == "batch":
                 yield batch_table_to_arrow(table.shifted(base), ctx)

@@ -293,3 +293,24 @@ def test_assembly_of_many_batches_with_one_field_varying(monkeypatch: pytest.Mon
     got = pa.Table.from_batches(list(assembly.to_arrow_batches(table, columns, FileContext(), max_rows=7)))
     assert got.column("leaderEpoch").to_pylist() == [i % 3 for i in range(20) for _ in range(5)]
     assert got.equals(_plain_arrow(table, columns, FileContext()))
+
+
+# ---------------------------------------------------------------------------------------------
+# headers not asked for: read and checked, not output
+
+
+def test_headers_not_asked_for_are_checked_not_output() -> None:
+    from builders import raw_v2, varint
+
+    good = b"".join(build_v2(sample_records(30), codec=CODECS[c], base_offset=100 * i)
+                    for i, c in enumerate(["none", "lz4", "none"]))
+    state, (table, _) = _same(good, include_headers=False)
+    assert state == "ok" and table.num_rows == 90
+    assert table.column("headers").to_pylist() == [[]] * 90
+    assert table.drop_columns(["headers"]).equals(_same(good)[1][0].drop_columns(["headers"]))
+    record = varint(9) + b"\x00" + varint(0) + varint(0) + varint(-1) + varint(-1) + varint(1)
+    for broken in (record + varint(-1) + varint(-1),         # null header key: Kafka refuses it
+                   record + varint(5) + b"ab"):              # header key runs past the record
+        data = good + raw_v2(broken, count=1, base_offset=500)
+        for mode in ("FAILFAST", "PERMISSIVE"):
+            assert _same(data, include_headers=False, mode=mode)[0] == ("error" if mode == "FAILFAST" else "ok")
