@@ -39,8 +39,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import struct
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -49,6 +47,7 @@ import numpy as np
 import pyarrow as pa
 
 from kafka_format.storage import fsio
+from kafka_format.common.bulk import no_cyclic_gc
 from kafka_format.common.errors import LogDirError
 from kafka_format.storage.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
 from kafka_format.storage.partition_files import SegmentTable
@@ -76,7 +75,6 @@ __all__ = [
     "BatchHead",
     "iter_batch_heads",
     "open_input",
-    "benchmark_planning",
 ]
 
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024
@@ -641,8 +639,11 @@ def plan_splits(logdirs: Any, options: PlanOptions | None = None, bounds: Bounds
     :func:`kafka_format.open_log_dirs`, or ``PartitionLog`` values from :func:`open_partitions`.
     Splits come out ordered by topic, partition, log dir, offset.
     """
-    options = options or PlanOptions()
-    bounds = bounds or Bounds()
+    with no_cyclic_gc():          # hundreds of thousands of acyclic ranges at cluster scale
+        return _plan_splits(logdirs, options or PlanOptions(), bounds or Bounds())
+
+
+def _plan_splits(logdirs: Any, options: PlanOptions, bounds: Bounds) -> list[Split]:
     replicas = _as_partitions(logdirs)
     check_assignment(replicas, options, bounds)
     chosen = _select_replicas(replicas, options)
@@ -664,44 +665,6 @@ def plan_splits(logdirs: Any, options: PlanOptions | None = None, bounds: Bounds
                                                         plan.columns)
         target = smaller
     return [s for plan in plans for s in _splits(plan, options, target)]
-
-
-# --- benchmark ---------------------------------------------------------------------------
-def benchmark_planning(root: str, segments: int = 10_000, partitions: int = 10) -> dict[str, float]:
-    """Write a synthetic log dir of ``segments`` tiny segments (with indexes) and time planning.
-
-    For ``make bench``; returns ``{"segments", "splits", "discover_s", "plan_s"}``.
-    """
-    import os
-
-    batch = _tiny_batch()
-    per = max(1, segments // partitions)
-    with open(os.path.join(root, "meta.properties"), "w", encoding="utf-8") as f:
-        f.write("version=0\nbroker.id=0\n")
-    for p in range(partitions):
-        d = os.path.join(root, f"bench-{p}")
-        os.makedirs(d, exist_ok=True)
-        for s in range(per):
-            base = s
-            name = os.path.join(d, f"{base:020d}")
-            with open(name + ".log", "wb") as f:
-                f.write(struct.pack(">q", base) + batch[8:])
-            open(name + ".index", "wb").close()
-            open(name + ".timeindex", "wb").close()
-    t0 = time.perf_counter()
-    parts = open_partitions(root)
-    t1 = time.perf_counter()
-    splits = plan_splits(parts)
-    t2 = time.perf_counter()
-    return {"segments": float(sum(len(p.segments) for p in parts)), "splits": float(len(splits)),
-            "discover_s": t1 - t0, "plan_s": t2 - t1}
-
-
-def _tiny_batch() -> bytes:
-    """One small v2 batch (kafka_format.writer) used only to give benchmark segments content."""
-    from kafka_format.writer.batches import Record, build_v2_batch
-
-    return bytes(build_v2_batch([Record(key=b"k", value=b"v", timestamp=0)], base_offset=0).data)
 
 
 def splits_to_json(splits: Iterable[Split]) -> str:

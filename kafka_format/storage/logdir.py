@@ -34,6 +34,7 @@ import pyarrow.fs as pafs
 
 from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage import fsio
+from kafka_format.common.bulk import no_cyclic_gc
 from kafka_format.common.errors import KafkaFormatError, LogDirError
 from kafka_format.storage.fsio import FileStat, FileSystemHandle
 from kafka_format.storage.index import (
@@ -675,6 +676,13 @@ def open_log_dirs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     (e.g. a batch-header scan) gives each partition's ``log_end_offset`` and the swap ranges; by
     default swap ranges use :func:`kafka_format.records.file_records.iter_batches` and LEO stays unknown.
     """
+    with no_cyclic_gc():          # a cluster's partitions and segments: many acyclic values
+        return _open_log_dirs(paths, filesystem, include_special, max_depth, strict, next_offset)
+
+
+def _open_log_dirs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+                   filesystem: pafs.FileSystem | FileSystemHandle | None, include_special: bool, max_depth: int,
+                   strict: bool, next_offset: NextOffsetFn | None) -> LogDirSet:
     items: list[str | os.PathLike[str]] = (
         [paths] if isinstance(paths, (str, os.PathLike)) else list(paths))
     found: list[LogDir] = []
