@@ -181,10 +181,11 @@ def _chunk_meta(data: bytes) -> np.ndarray:
 
 
 def _chunk(data: bytes, meta: np.ndarray, options: int) -> Callable[[], int]:
-    """decode_v2_chunk over ``data`` in 16 MiB parts (the read size of decode_segment, so that
-    output blocks are recycled as in the real path)."""
+    """decode_v2_chunk over ``data`` in 16 MiB parts (the read size of decode_segment) holding at
+    most REGION_HELD_BYTES decompressed a call, so that output blocks are recycled as in the real
+    path."""
     from kafka_format.records import _fastdecode
-    from kafka_format.records.fast import _CHUNK_START
+    from kafka_format.records.fast import _CHUNK_START, REGION_HELD_BYTES
 
     cap = 256 * MIB
     part = (meta[:, _CHUNK_START] // (16 * MIB)).astype(np.int64)
@@ -196,7 +197,7 @@ def _chunk(data: bytes, meta: np.ndarray, options: int) -> Callable[[], int]:
         for group in groups:
             i = 0
             while i < len(group):
-                cols, done, held = _fastdecode.decode_v2_chunk(data, group[i:], cap, options)
+                cols, done, held = _fastdecode.decode_v2_chunk(data, group[i:], cap, options, REGION_HELD_BYTES)
                 n += held if options & _fastdecode.OPT_DECOMPRESS_ONLY else len(cols[1]) // 8
                 i += done
                 del cols
