@@ -506,7 +506,7 @@ def _replica_pieces(replica: PartitionLog, bound: _Bound, min_ts: int | None, ta
     bases, sizes = columns
     skip, whole = _whole_segments(bases, sizes, bound, min_ts, target)
     if whole.all():
-        return [_Piece(i, 0, size, base, size) for i, (base, size) in enumerate(zip(bases.tolist(), sizes.tolist()))
+        return [_Piece(i, 0, size, base, size) for i, (base, size) in enumerate(zip(bases.tolist(), sizes.tolist(), strict=True))
                 if size > 0], False
     pieces: list[_Piece] = []
     cut = False

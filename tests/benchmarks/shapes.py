@@ -190,7 +190,7 @@ def _chunk(data: bytes, meta: np.ndarray, options: int) -> Callable[[], int]:
     cap = 256 * MIB
     part = (meta[:, _CHUNK_START] // (16 * MIB)).astype(np.int64)
     cuts = [0, *(np.flatnonzero(np.diff(part)) + 1).tolist(), len(meta)]
-    groups = [np.ascontiguousarray(meta[a:b]) for a, b in zip(cuts, cuts[1:]) if b > a]
+    groups = [np.ascontiguousarray(meta[a:b]) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
     def run() -> int:
         n = 0
