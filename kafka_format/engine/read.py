@@ -1,7 +1,8 @@
 """The ``kafka-log`` source read without Spark: the same plan and the same split reader.
 
 :func:`read_splits` plans a batch read from the source's options
-(:func:`kafka_format.read.split_reader.plan_read`); the local engine's tasks (an export's splits,
+(:func:`kafka_format.read.split_reader.plan_read`) and :func:`read_table` decodes it into one table
+(for small inputs and interactive use); the local engine's tasks (an export's splits,
 the table view's partitions) decode their splits with :func:`kafka_format.read.split_reader.read_split`
 -- the code the Spark data source runs on its executors -- streaming, each in its own task.  Filters
 are not pushed (there is no query): the rows are those of ``spark.read.format("kafka-log")
@@ -16,9 +17,11 @@ from dataclasses import replace
 from typing import Any
 
 from kafka_format.read.planning import Split
-from kafka_format.read.split_reader import plan_read
+import pyarrow as pa
 
-__all__ = ["read_splits", "split_bytes"]
+from kafka_format.read.split_reader import arrow_schema, plan_read, read_split
+
+__all__ = ["read_table", "read_splits", "split_bytes"]
 
 
 def read_splits(options: Mapping[str, str]) -> tuple[Any, list[Split]]:
@@ -29,6 +32,25 @@ def read_splits(options: Mapping[str, str]) -> tuple[Any, list[Split]]:
     opts = parse_options(dict(options))
     opts = replace(opts, plan=replace(opts.plan, default_parallelism=workers()))
     return opts, plan_read(opts)
+
+
+def _read_one(args: tuple[Split, Any]) -> pa.Table:
+    split, opts = args
+    return pa.Table.from_batches(list(read_split(split, opts)), schema=arrow_schema(opts))
+
+
+def read_table(options: Mapping[str, str]) -> pa.Table:
+    """Every row of a batch read with these ``kafka-log`` options (``paths`` as JSON), in split order,
+    as one table in memory (a process pool decodes the splits where there is more than one split's
+    worth of work).  For small inputs and interactive use; the jobs stream split by split instead."""
+    from kafka_format.engine import run_tasks
+
+    opts, splits = read_splits(options)
+    schema = arrow_schema(opts)
+    if not splits:
+        return schema.empty_table()
+    tables = run_tasks(_read_one, [(s, opts) for s in splits], weights=[split_bytes(s) for s in splits])
+    return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
 def split_bytes(split: Split) -> int:
