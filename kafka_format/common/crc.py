@@ -6,9 +6,9 @@
   of message`` (``LegacyRecord.computeChecksum``).
 * producer ``.snapshot`` files: CRC-32C over everything after the crc field.
 
-The accelerated functions (``crc32c`` package: SSE4.2 / ARMv8 CRC
-instructions, imported on first use; ``zlib.crc32``) are what the library
-uses.  Plain-Python twins
+The accelerated functions (the compiled decoder's CRC-32C once it is loaded,
+else the ``crc32c`` package's: SSE4.2 / ARMv8 CRC instructions, imported on
+first use; ``zlib.crc32``) are what the library uses.  Plain-Python twins
 (``crc32c_py``, ``crc32_py``) are kept as the readable definition and to test
 the accelerated ones against.
 """
@@ -19,7 +19,7 @@ import zlib
 from functools import cache
 from typing import Any
 
-__all__ = ["crc32c", "crc32", "crc32c_py", "crc32_py", "CRC32C_ACCELERATED"]  # noqa: F822 (module __getattr__)
+__all__ = ["crc32c", "crc32", "crc32c_py", "crc32_py", "use_accelerated_crc32c", "CRC32C_ACCELERATED"]  # noqa: F822 (module __getattr__)
 
 _CASTAGNOLI_REFLECTED = 0x82F63B78
 _IEEE_REFLECTED = 0xEDB88320
@@ -53,11 +53,20 @@ def crc32_py(data: bytes | bytearray | memoryview, value: int = 0) -> int:
     return _crc_py(_table(_IEEE_REFLECTED), data, value)
 
 
+_accelerated: Any = None     # the compiled decoder's CRC-32C, registered when it loads
+
+
+def use_accelerated_crc32c(fn: Any) -> None:
+    """Compute :func:`crc32c` with ``fn`` (same arguments, same results) from now on: the compiled
+    decoder (:mod:`kafka_format.records.fast`) registers its own when it loads."""
+    global _accelerated
+    _accelerated = fn
+
+
 @cache
 def _crc32c_hw() -> Any:
     """The ``crc32c`` package's function, imported on first use (its import reads package
-    metadata: a tenth of a small job's start-up), or None where it is missing.  Where the compiled
-    decoder runs, :func:`kafka_format.records.implementation.crc32c` uses its CRC-32C instead."""
+    metadata: a tenth of a small job's start-up), or None where it is missing."""
     try:  # hardware CRC-32C
         from crc32c import crc32c as hw
     except ImportError:  # pragma: no cover - dependency is declared; fallback keeps the library usable
@@ -66,10 +75,11 @@ def _crc32c_hw() -> Any:
 
 
 def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
-    """CRC-32C (Castagnoli) of ``data``, continuing from ``value``."""
-    hw = _crc32c_hw()
-    if hw is not None:
-        return int(hw(data, value))
+    """CRC-32C (Castagnoli) of ``data``, continuing from ``value``: the compiled decoder's function
+    where it is loaded, else the ``crc32c`` package's, else plain Python."""
+    fn = _accelerated if _accelerated is not None else _crc32c_hw()
+    if fn is not None:
+        return int(fn(data, value))
     return crc32c_py(data, value)  # pragma: no cover
 
 
@@ -79,6 +89,6 @@ def crc32(data: bytes | bytearray | memoryview, value: int = 0) -> int:
 
 
 def __getattr__(name: str) -> Any:
-    if name == "CRC32C_ACCELERATED":     # whether the hardware function is there (imports it)
-        return _crc32c_hw() is not None
+    if name == "CRC32C_ACCELERATED":     # whether a hardware function is there (may import the package)
+        return _accelerated is not None or _crc32c_hw() is not None
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

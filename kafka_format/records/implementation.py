@@ -45,24 +45,13 @@ def get_decoder() -> Decoder:
 
 
 def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
-    """CRC-32C (Castagnoli) of ``data`` continuing from ``value``, computed by the active decoder's
-    code: the compiled decoder's (already loaded) where it runs, else
-    :func:`kafka_format.common.crc.crc32c`."""
-    global _crc32c
-    if _crc32c is None:
-        get_decoder()
-        if _implementation == FAST:
-            from kafka_format.records.fast import crc32c as compiled
+    """CRC-32C (Castagnoli) of ``data`` continuing from ``value`` with the active decoder chosen
+    first, so that the compiled decoder's function computes it where that decoder runs
+    (:func:`kafka_format.common.crc.crc32c`), even before any record was decoded."""
+    from kafka_format.common.crc import crc32c as compute
 
-            _crc32c = compiled
-        else:
-            from kafka_format.common.crc import crc32c as portable
-
-            _crc32c = portable
-    return int(_crc32c(data, value))
-
-
-_crc32c: Any = None
+    get_decoder()
+    return compute(data, value)
 
 
 def __getattr__(name: str) -> Any:
