@@ -17,7 +17,7 @@ from kafka_format.storage.logdir import PartitionLog
 
 __all__ = ["DEFAULT_BATCH_ROWS", "clean_partition", "write_cleaned_partition"]
 
-DEFAULT_BATCH_ROWS = 8192    # rows per work-file block and per decisions batch
+DEFAULT_BATCH_ROWS = 8192    # records decoded at a time (and rows per work-file block)
 
 
 def clean_partition(replica: PartitionLog, config: TopicConfig, now_ms: int, *, map_slots: int | None = None,
@@ -34,8 +34,8 @@ def clean_partition(replica: PartitionLog, config: TopicConfig, now_ms: int, *, 
 
     Memory is bounded by configuration, not by the partition: the offset map (its capacity, in
     Kafka's 24-byte slots), ``read_buffer`` bytes read at a time (default
-    ``log.cleaner.io.buffer.size``; a batch larger than that is read whole) and the records they
-    hold, ``batch_rows`` rows of work files at a time, and per segment a few numbers.  Decisions
+    ``log.cleaner.io.buffer.size``; a batch larger than that is read whole), ``batch_rows``
+    records decoded at a time (a batch is never cut), and per segment a few numbers.  Decisions
     and cleaned segments go to work files in ``work_dir`` (default: the system temp dir), removed
     when the result is closed or collected.  ``inputs``: the plan's header scan
     (:func:`~kafka_format.log.cleaner.plan_inputs` at the same ``now_ms``) when the caller made it.

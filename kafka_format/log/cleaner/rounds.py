@@ -61,7 +61,7 @@ def group_segments_by_size(sizes: Sequence[int], index_sizes: Sequence[int], tim
 def load(replica: PartitionLog, work: Work, read_size: int, stats: Sequence[SegmentStats]) -> LogView:
     """The replica's segments as a :class:`LogView` (per-segment facts from the plan's header scan:
     nothing is decoded here)."""
-    view = LogView(replica, work.dir, read_size)
+    view = LogView(replica, work.dir, read_size, work.max_rows)
     for seg, st in zip(replica.segments, stats, strict=True):
         view.segments.append(CleanerSegment(
             base=seg.base_offset, location=seg.log_path or "", written=False, size=seg.log_size or 0,

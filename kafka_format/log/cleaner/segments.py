@@ -57,10 +57,11 @@ class CleanerSegment:
 class LogView:
     """The segments of ``replica`` as the cleaner sees them between rounds (see the module doc)."""
 
-    def __init__(self, replica: PartitionLog, work_dir: str, read_size: int) -> None:
+    def __init__(self, replica: PartitionLog, work_dir: str, read_size: int, max_rows: int) -> None:
         self.replica = replica
         self.work_dir = work_dir
         self.read_size = read_size
+        self.max_rows = max_rows
         self.segments: list[CleanerSegment] = []
 
     @property
@@ -76,10 +77,12 @@ class LogView:
 
     def chunks(self, seg: CleanerSegment, start: int = 0) -> Iterator[DecodedChunk]:
         """Batches of ``seg`` from byte ``start`` with their records decoded, chunk by chunk
-        (``read_size`` bytes read at a time).  A corrupt batch raises, naming the file."""
+        (``read_size`` bytes read, ``max_rows`` records decoded at a time, one batch never cut).
+        A corrupt batch raises, naming the file."""
         with self.open(seg) as f:
             try:
-                yield from decoded_chunks(f, start=start, path=seg.location, read_size=self.read_size)
+                yield from decoded_chunks(f, start=start, path=seg.location, read_size=self.read_size,
+                                          max_rows=self.max_rows)
             except KafkaFormatError as exc:
                 raise named(exc, seg.location) from None
 
