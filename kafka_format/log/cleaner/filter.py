@@ -15,11 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kafka_format.common.errors import KafkaFormatError
 from kafka_format.log.cleaner import kernels
 from kafka_format.log.cleaner.result import DEC_DTYPE, KEEP, REMOVE, R, CleanerError
 from kafka_format.log.cleaner.transactions import TxnState
 from kafka_format.records.compression import compress
 from kafka_format.records.control import parse_control_key
+from kafka_format.records.decoder import locate
 from kafka_format.records.file_records import DecodedChunk
 from kafka_format.storage.partition_state import ProducerEntry
 from kafka_format.writer.batches import (
@@ -109,12 +111,8 @@ def control_types(chunk: DecodedChunk, control: np.ndarray, counts: np.ndarray, 
         key = c.key_data[c.key_offsets[r]:c.key_offsets[r + 1]].tobytes() if c.key_valid[r] else None
         try:
             out[b] = int(parse_control_key(key)[1])
-        except CleanerError:
-            raise
-        except Exception as exc:  # noqa: BLE001  (a format error, placed at its batch)
-            raise CleanerError(f"unreadable control record: {exc}", path=path,
-                               position=chunk.base + int(chunk.table.position[chunk.lo + b]),
-                               base_offset=int(chunk.table.base_offset[chunk.lo + b])) from exc
+        except KafkaFormatError as exc:             # placed at its batch
+            raise locate(exc, path=path, position=chunk.base + int(chunk.table.position[chunk.lo + b])) from None
     return out
 
 

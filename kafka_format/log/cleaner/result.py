@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.log.cleaner.plan import CleanerPlan
 
 __all__ = ["DECISIONS", "KEEP_REASONS", "REMOVE_REASONS", "REASONS", "DECISION_SCHEMA", "CleanerError",
            "CleanResult", "Work", "Appender", "BASE_DTYPE", "DEC_DTYPE", "KEEP", "REMOVE", "R", "TOMB", "CTRL",
@@ -228,7 +229,7 @@ class CleanResult:
     is garbage-collected).
     """
 
-    plan: Any
+    plan: CleanerPlan
     rounds: int
     records_before: int
     records_after: int
@@ -278,7 +279,7 @@ class CleanResult:
         return state
 
 
-def result_of(work: Work, plan: Any, n_rounds: int, first_dirty_after: int) -> CleanResult:
+def result_of(work: Work, plan: CleanerPlan, n_rounds: int, first_dirty_after: int) -> CleanResult:
     """The counts of a finished cleaning, from one pass over the merged decisions."""
     before = after = tk = tr = mk = mr = 0
     for c in decision_chunks(work, plan.log_start_offset, work.view.replica.path):

@@ -20,7 +20,7 @@ from kafka_format.log.cleaner import kernels
 from kafka_format.log.cleaner.filter import ActiveProducers, RoundRules, batch_flags, control_types, filter_chunk, \
     write_outcome
 from kafka_format.log.cleaner.plan import INT32_MAX, SegmentStats, segments_overlapping
-from kafka_format.log.cleaner.result import BASE_DTYPE, CTRL, NULLKEY, TOMB, Appender, CleanerError, Work
+from kafka_format.log.cleaner.result import BASE_DTYPE, CTRL, NULLKEY, TOMB, Appender, Work
 from kafka_format.log.cleaner.segments import CleanedSegmentWriter, CleanerSegment, LogView
 from kafka_format.log.cleaner.transactions import TxnState, collect_aborted
 from kafka_format.log.topicconfig import TopicConfig
@@ -221,10 +221,3 @@ def clean_round(view: LogView, work: Work, config: TopicConfig, now_ms: int, fir
     view.segments = cleaned + segs[to_clean[-1] + 1:]
     return end_offset
 
-
-def check_offsets(view: LogView) -> None:
-    """Raise when the view's segments are out of order (never expected: a guard for the merge)."""
-    bases = view.bases
-    if any(b <= a for a, b in zip(bases, bases[1:])):
-        raise CleanerError("segment base offsets do not increase", path=view.replica.path,
-                           expected="increasing base offsets", found=str(bases[:8]))
