@@ -791,3 +791,25 @@ def test_random_logs_any_map_size_match_brute_force(tmp_path: Path, seed: int) -
     got = kp_batches(out)
     assert all(b["crc_ok"] for b in got)
     assert [r["offset"] for b in got for r in b["records"]] == sorted(kept_offsets(res))
+
+
+def test_a_batch_emptied_by_a_later_round_keeps_its_rebuilt_max_timestamp(tmp_path: Path) -> None:
+    """A later round reads what the earlier one wrote, as Kafka's next cleaning reads the cleaned
+    segment: producer 21's batch [0, 2] is rebuilt by round one around B (its max timestamp now B's),
+    then emptied by round two and kept as an empty header (the producer's last batch), which carries
+    ``batch.maxTimestamp()`` of the batch it read: B's, not C's (``writeEmptyHeader``)."""
+    log = Log(tmp_path / "src")
+    log.data([(K[0], v(0)), (K[1], v(1)), (K[2], v(2))], pid=21)   # 0-2: A, B, C
+    log.data([(K[2], v(3))])                                         # 3: C
+    log.data([(K[0], v(4))])                                         # 4: A
+    log.data([(K[1], v(5))])                                         # 5: B
+    log.roll()
+    log.data([(K[3], v(6))])
+    rep = replica(log.close(cleaner_offset=3))
+    src = kp_batches(Path(rep.path))
+    ts = {r["offset"]: r["timestamp"] for b in src for r in b["records"]}
+    res = clean_partition(rep, config(), T0 + 60_000, map_slots=3, force=True)   # 2 keys a round
+    assert res.rounds == 2 and reasons(res)[1] == "superseded" and reasons(res)[2] == "superseded"
+    (empty,) = [b for b in written_batches(rep, res, tmp_path / "out") if b["count"] == 0]
+    assert (empty["base"], empty["last"], empty["pid"]) == (0, 2, 21)
+    assert empty["max_ts"] == ts[1] != ts[2]
