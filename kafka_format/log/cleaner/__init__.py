@@ -60,6 +60,8 @@ capped at LEO (LEO when absent); LSO as every job computes it
 (:func:`kafka_format.storage.partition_state.last_stable_offset`); the producer replay from the
 latest usable snapshot gives ``lastRecordsOfActiveProducers`` (producers expired at ``now`` per
 ``producer.id.expiration.ms`` dropped, as ``removeExpiredProducers`` would).
+
+May import: what :mod:`kafka_format.log` may, and :mod:`kafka_format.log.topicconfig`.
 """
 
 from __future__ import annotations
