@@ -1,4 +1,5 @@
-"""One face over local paths, ``file://`` and every ``pyarrow.fs`` URI (s3://, gs://, hdfs://).
+"""One face over local paths, ``file://``, every ``pyarrow.fs`` URI (s3://, gs://, hdfs://) and
+Hadoop's ``s3a://`` (opened as S3A would be: :mod:`kafka_format.s3a`).
 
 Everything that touches a log dir's files goes through :class:`FileSystemHandle`, so the same
 code reads a broker's disk, a backup in object storage or an in-memory test filesystem.
@@ -34,6 +35,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from kafka_format import s3a
 from kafka_format.redaction import REDACTED, redact
 from kafka_format.errors import LogDirError
 
@@ -247,6 +249,13 @@ def resolve(location: str | os.PathLike[str], filesystem: pafs.FileSystem | File
         except (OSError, pa.ArrowException, ValueError) as exc:
             raise _io_error(text, "open URI", exc) from exc
         return _LOCAL, path
+    if s3a.is_s3a(text):
+        try:
+            fs, path = s3a.filesystem(text)
+        except (OSError, pa.ArrowException, ValueError) as exc:
+            raise _io_error(text, "open URI", exc) from exc
+        bare = text.rstrip("/")
+        return FileSystemHandle(fs, bare[: len(bare) - len(path)]), path
     try:
         fs, path = pafs.FileSystem.from_uri(text)
     except (OSError, pa.ArrowException, ValueError) as exc:
