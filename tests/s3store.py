@@ -44,13 +44,17 @@ class MotoS3:
 
     def bucket(self, name: str, uploads: Mapping[str, Path] | None = None) -> str:
         """Create bucket ``name`` and upload each local tree under its prefix; returns ``name``."""
-        client = self.client()
-        client.create_bucket(Bucket=name)
+        self.client().create_bucket(Bucket=name)
         for prefix, local in (uploads or {}).items():
-            for f in sorted(local.rglob("*")):
-                if f.is_file():
-                    client.upload_file(str(f), name, f"{prefix}/{f.relative_to(local).as_posix()}")
+            self.upload(name, prefix, local)
         return name
+
+    def upload(self, bucket: str, prefix: str, local: Path) -> None:
+        """Every file under ``local`` to ``prefix/`` (existing objects overwritten)."""
+        client = self.client()
+        for f in sorted(local.rglob("*")):
+            if f.is_file():
+                client.upload_file(str(f), bucket, f"{prefix}/{f.relative_to(local).as_posix()}")
 
     @property
     def query(self) -> str:
@@ -89,8 +93,11 @@ class MotoS3:
 
 def start() -> Iterator[MotoS3]:
     """Run a moto server until the generator is closed."""
+    import logging
+
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)     # not a line per request on stderr
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     try:
