@@ -26,11 +26,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from kafka_format.fsio import redact
-from kafka_format.errors import KafkaFormatError
-from kafka_format.ownership import Owner, OutputRefused
-from kafka_format.publish import claim_output, crash_point, local_path, staging_dir
-from kafka_format.store_output import claim, is_store
+from kafka_format.storage.fsio import redact
+from kafka_format.common.errors import KafkaFormatError
+from kafka_format.output.ownership import Owner, OutputRefused
+from kafka_format.output.publish import claim_output, crash_point, local_path, staging_dir
+from kafka_format.output.store import claim, is_store
 
 __all__ = [
     "FORMATS", "PARTITION_LAYOUTS", "TYPED_AS", "KEY_AS", "VALUE_AS", "ExportError", "ExportResult", "source_options",
@@ -162,7 +162,7 @@ def output_owner(format: str, incremental: bool) -> Owner:
 
 def check_location(out: str, *, format: str, incremental: bool) -> None:
     """ValueError unless ``out`` can receive this export: Parquet goes to a local path (published by
-    one rename) or, batch only, to ``s3a://`` (:mod:`kafka_format.store_output`'s publish: the
+    one rename) or, batch only, to ``s3a://`` (:mod:`kafka_format.output.store`'s publish: the
     files copied into place, ``_SUCCESS`` and the marker last); Delta goes anywhere Spark writes."""
     if format != "parquet" or _is_local(out):
         return
@@ -180,9 +180,9 @@ def hold_outputs(out: str, *, format: str, incremental: bool, checkpoint: str | 
                  inputs: Sequence[str] = (), stores: bool = True) -> Iterator[None]:
     """Claim a local ``OUT`` (and a local ``checkpoint``) for the run: refused unless absent, empty
     or the same kind of klogs export output (:class:`OutputRefused`), locked against a second run
-    (:class:`~kafka_format.runlock.OutputBusy`).  Re-entrant: the job claims first, the library
+    (:class:`~kafka_format.output.runlock.OutputBusy`).  Re-entrant: the job claims first, the library
     functions again.  ``s3a://`` ones are checked by the same rules
-    (:func:`kafka_format.store_output.claim`; no lock there) when ``stores`` (False before a
+    (:func:`kafka_format.output.store.claim`; no lock there) when ``stores`` (False before a
     session holds S3A's settings); other URIs are not claimed."""
     from contextlib import ExitStack
 

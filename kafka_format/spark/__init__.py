@@ -2,13 +2,18 @@
 
 ``register(spark)`` makes ``spark.read.format("kafka-log")`` available in a session built
 elsewhere; :func:`kafka_format.spark.session.build_session` does it automatically.
+
+A thin adapter: the rules live below it (:mod:`kafka_format.read`, :mod:`kafka_format.engine`,
+:mod:`kafka_format.log`); this folder turns them into data sources, DataFrames and executor tasks.
+May import: every layer below it; never :mod:`kafka_format.jobs` or :mod:`kafka_format.cli`.
+The only folder (with :mod:`kafka_format.jobs`) that imports pyspark.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_format.redaction import URI_CREDENTIALS_REGEX
+from kafka_format.common.redaction import URI_CREDENTIALS_REGEX
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,7 +41,7 @@ def register(spark: SparkSession) -> None:
     on a cluster :class:`~kafka_format.spark.workers.WorkerPythonError` names it and the fix.
     The session's S3A settings (``fs.s3a.*``) go with the source to its workers, so ``s3a://``
     log dirs open as Hadoop's S3A would open them (:func:`kafka_format.spark.s3a.share_settings`)."""
-    from kafka_format.planning import DEFAULT_OPEN_COST_BYTES
+    from kafka_format.read.planning import DEFAULT_OPEN_COST_BYTES
     from kafka_format.spark.datasource import bind_session_sizing
     from kafka_format.spark.s3a import share_settings
     from kafka_format.spark.workers import source_python

@@ -13,7 +13,7 @@ Jars
 
 Settings
     The JVM reads Hadoop's ``fs.s3a.*`` (``spark.hadoop.fs.s3a.*``); :func:`share_settings` hands
-    the ones :mod:`kafka_format.s3a` uses to this process and to the Python workers Spark starts
+    the ones :mod:`kafka_format.storage.s3a` uses to this process and to the Python workers Spark starts
     afterwards (``$KLOGS_S3A_CONF`` through ``SparkContext.environment``).  :func:`prepare` moves
     the credentials of a ``s3a://KEY:SECRET@bucket`` URI into that bucket's own settings (Hadoop
     no longer reads them from URIs; Spark redacts ``*.secret.key`` wherever it shows settings) and
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_format import s3a
+from kafka_format.storage import s3a
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -100,7 +100,7 @@ def _hadoop_conf(spark: SparkSession) -> Any:
 
 
 def _settings(conf: Any) -> dict[str, str]:
-    """The ``fs.s3a.*`` settings :mod:`kafka_format.s3a` uses, global and per bucket."""
+    """The ``fs.s3a.*`` settings :mod:`kafka_format.storage.s3a` uses, global and per bucket."""
     props = conf.getPropsWithPrefix("fs.s3a.")
     out = {}
     for suffix in props.keySet().toArray():

@@ -249,7 +249,7 @@ def raise_typed(exc: BaseException) -> None:
 
 def topics_of(logdirs: Sequence[str], topics: Sequence[str] = (), pattern: str | None = None) -> list[str]:
     """Topics under ``logdirs`` a job's ``--topic``/``--topic-pattern`` select (all when neither)."""
-    from kafka_format.logdir import open_log_dirs
+    from kafka_format.storage.logdir import open_log_dirs
 
     found = open_log_dirs(list(logdirs)).topics()
     if not topics and pattern is None:

@@ -1,5 +1,5 @@
 """``s3a://`` without Spark: how a location and Hadoop's ``fs.s3a.*`` settings become the store
-pyarrow opens (:mod:`kafka_format.s3a`), and klogs' outputs on a store (:mod:`kafka_format.store_output`):
+pyarrow opens (:mod:`kafka_format.storage.s3a`), and klogs' outputs on a store (:mod:`kafka_format.output.store`):
 the ownership rules, the publish, and a publish killed half-way.
 
 The store is the run's moto server (tests/s3store.py), which refuses any request not signed with
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_format import s3a
-from kafka_format.ownership import Owner, OutputRefused
+from kafka_format.storage import s3a
+from kafka_format.output.ownership import Owner, OutputRefused
 from s3store import KEY, SECRET, SECRET_IN_URI
 
 BUCKET = "store-outputs"
@@ -116,7 +116,7 @@ def marker(objects: dict[str, bytes]) -> dict[str, object]:
 
 
 def test_publish_replaces_only_its_own_output(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from kafka_format import store_output
+    from kafka_format.output import store as store_output
 
     moto_s3, _ = store
     uri = f"s3a://{BUCKET}/reports/r1"
@@ -139,7 +139,7 @@ def test_publish_replaces_only_its_own_output(store, tmp_path: Path) -> None:  #
 @pytest.mark.parametrize("case", ["foreign objects", "an object", "inside an output", "an input log dir",
                                   "inside an input", "holding an input", "a Kafka log dir"])
 def test_claim_refuses_what_klogs_did_not_write(store, case: str) -> None:  # type: ignore[no-untyped-def]
-    from kafka_format import store_output
+    from kafka_format.output import store as store_output
 
     moto_s3, _ = store
     client = moto_s3.client()
@@ -168,13 +168,13 @@ def test_claim_refuses_what_klogs_did_not_write(store, case: str) -> None:  # ty
 def test_a_publish_killed_half_way_is_marked_and_replaced(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Killed after its first upload: the output's marker says ``publishing`` and no ``_SUCCESS``
     shows it complete; the next run takes it as its own and publishes the whole output."""
-    from kafka_format import store_output
+    from kafka_format.output import store as store_output
 
     moto_s3, settings = store
     uri = f"s3a://{BUCKET}/reports/crashed"
     files = {"_SUCCESS": b"", "a.json": b"1", "b.json": b"2", "c.json": b"3"}
     src = tree(tmp_path / "src", files)
-    code = ("import sys; from kafka_format.store_output import publish_local; from kafka_format.ownership import Owner;"
+    code = ("import sys; from kafka_format.output.store import publish_local; from kafka_format.output.ownership import Owner;"
             "publish_local(sys.argv[1], sys.argv[2], Owner('retention', 'report'))")
     env = {**os.environ, "KLA_CRASH_AT": store_output.FIRST_FILE_PUBLISHED, s3a.CONF_ENV: json.dumps(settings)}
     proc = subprocess.run([sys.executable, "-c", code, str(src), uri], env=env, capture_output=True, text=True,

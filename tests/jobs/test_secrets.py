@@ -13,6 +13,8 @@ writing nothing.
 
 from __future__ import annotations
 
+import importlib
+import importlib
 import os
 import subprocess
 import sys
@@ -21,7 +23,6 @@ from typing import Any
 
 import pytest
 from s3store import KEY, SECRET, SECRET_IN_URI, use_s3a
-from testhelpers import load_module
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data_samples" / "logdirs"
@@ -56,7 +57,7 @@ def shown(text: str) -> bool:
 
 
 def run_job(name: str, args: list[str], capfd: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    job: Any = load_module(f"{name}_job_secrets", REPO / "jobs" / f"{name}.py")
+    job: Any = importlib.import_module(f"kafka_format.jobs.{name}")
     code = int(job.main(args))
     out, err = capfd.readouterr()
     return code, out, err
@@ -67,7 +68,7 @@ PUBLISHED = ("retention", "audit", "compaction", "export", "delta", "delta-incre
 
 
 def test_redact_masks_the_secret_only() -> None:
-    from kafka_format.fsio import redact
+    from kafka_format.storage.fsio import redact
 
     assert redact(f"s3://{KEY}:{SECRET}@b/x?region=r") == f"s3://{KEY}:***@b/x?region=r"
     assert redact("see s3://K:a/b+c@b/x and gs://u:p%2F@c/d") == "see s3://K:***@b/x and gs://u:***@c/d"
@@ -79,7 +80,7 @@ def test_redact_masks_the_secret_only() -> None:
 def test_errors_never_carry_the_secret() -> None:
     import pickle
 
-    from kafka_format.errors import CorruptRecordError
+    from kafka_format.common.errors import CorruptRecordError
 
     err = CorruptRecordError("bad", path=f"s3://{KEY}:{SECRET}@b/t-0/0.log", position=3)
     assert err.path == f"s3://{KEY}:***@b/t-0/0.log" and not shown(str(err))
@@ -181,8 +182,8 @@ def test_a_java_error_is_one_line_without_the_secret(spark: Any, store: tuple[st
                                                      capfd: pytest.CaptureFixture[str]) -> None:
     """An unexpected Java exception naming the location (Py4J's error carries the Java message and
     stack trace, both with the secret): one line, redacted, exit 2."""
-    from kafka_format.cli.jobargs import EXIT_USAGE
-    from kafka_format.cli.jobargs import run_job as run
+    from kafka_format.jobs.jobargs import EXIT_USAGE
+    from kafka_format.jobs.jobargs import run_job as run
 
     _, uri = store
     jvm = spark.sparkContext._jvm
