@@ -172,7 +172,11 @@ def check_location(out: str, *, format: str, incremental: bool) -> None:
         raise ValueError(f"{out}: an incremental Parquet export publishes each micro-batch with one rename, "
                          f"which an object store lacks; use --format delta there (exactly once through "
                          f"Delta's commits) or a local --out")
-    local_path(out)             # ValueError naming what a Parquet output needs
+    try:
+        local_path(out)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; a Parquet export may go to s3a://, and Delta (--format delta) anywhere "
+                         f"Spark writes") from None
 
 
 @contextmanager

@@ -78,7 +78,7 @@ def _body(args: argparse.Namespace) -> int:
         try:
             out = os.path.abspath(publish.local_path(args.out))
         except ValueError as exc:
-            raise UsageError(f"--out: {exc} (or s3a:// for a directory of outputs)") from None
+            raise UsageError(f"--out: {exc}; a directory of outputs may also be s3a://") from None
     ctx = job_context(args)
     with claim_out(ctx, OWNER):          # refused or busy: exit 2 before any work; own leftovers removed
         return _run(ctx, args, out)

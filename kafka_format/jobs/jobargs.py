@@ -293,7 +293,8 @@ def claim_out(ctx: JobContext, owner: Owner, *, file: bool = False,
     try:
         local_path(target)
     except ValueError as exc:
-        raise UsageError(f"{flag}: {exc} (or s3a:// for a directory of outputs)") from None
+        hint = "" if file else "; a directory of outputs may also be s3a://"
+        raise UsageError(f"{flag}: {exc}{hint}") from None
     return claim_output(target, owner, inputs=ctx.logdirs, file=file, what="checkpoint" if flag == "--checkpoint" else "output")
 
 

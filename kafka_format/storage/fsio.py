@@ -291,4 +291,4 @@ def local_path(target: str | os.PathLike[str]) -> str:
     if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and text[1:3] in (":\\", ":/")):
         return parsed.path if parsed.scheme == "file" else text
     raise ValueError(f"{text}: atomic publishing needs a local path or file:// URI "
-                     f"(object stores have no atomic rename; use --format delta there)")
+                     f"(object stores have no atomic rename)")
