@@ -14,7 +14,6 @@ writing nothing.
 from __future__ import annotations
 
 import importlib
-import importlib
 import os
 import subprocess
 import sys
