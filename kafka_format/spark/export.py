@@ -87,8 +87,16 @@ Ownership and locks
     table klogs did not create, another kind of output) is refused with :class:`OutputRefused`
     before anything is written.  One run per ``OUT`` and per checkpoint: a second one gets
     :class:`~kafka_format.output.runlock.OutputBusy` naming the run that holds it (instead of Spark's
-    ``CONCURRENT_STREAM_LOG_UPDATE`` failure).  Object-store URIs have no lock or marker; there
-    the Delta target check below applies.
+    ``CONCURRENT_STREAM_LOG_UPDATE`` failure).  An ``s3a://`` ``OUT`` or checkpoint carries the same
+    marker and follows the same rules (:mod:`kafka_format.output.store`), without a lock; other
+    stores' URIs (``s3://`` through delta-rs) have neither, and the Delta target check below applies.
+
+Object stores (``s3a://``)
+    Delta is written by delta-spark to the URI without its credentials (they are the bucket's S3A
+    settings: :func:`kafka_format.spark.s3a.prepare`); its commits are atomic there too.  A batch
+    Parquet export is written by Spark under ``OUT/_klogs_staging/<run>/`` and published by
+    :func:`kafka_format.output.store.publish_staged` (copies, ``_SUCCESS`` and the marker last); an
+    incremental Parquet export is refused (:func:`kafka_format.engine.export.check_location`).
 """
 
 from __future__ import annotations
