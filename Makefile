@@ -8,7 +8,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 STAMP := $(VENV)/.installed
-SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/*.c kafka_format/*.h)
+SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/records/*.c kafka_format/records/*.h)
 
 .PHONY: help setup lint test test-reference test-cluster conformance demo bench bench-scale fuzz package samples clean docs docs-cli
 
@@ -66,4 +66,4 @@ docs-cli: $(STAMP) ## Regenerate docs/cli.md from the argparse definitions
 	$(PY) -m kafka_format.cli.reference --out docs/cli.md
 
 clean: ## Remove build outputs (keeps .venv)
-	rm -rf build dist *.egg-info kafka_format/*.so
+	rm -rf build dist *.egg-info kafka_format/*.so kafka_format/records/*.so

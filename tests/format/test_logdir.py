@@ -439,6 +439,7 @@ class _DenyListing(pafs.FileSystemHandler):
 
     def __init__(self) -> None:
         self.fs = pafs.LocalFileSystem()
+        self.listings: list[tuple[str, bool]] = []
 
     def get_type_name(self) -> str:
         return "deny-listing"
@@ -453,7 +454,9 @@ class _DenyListing(pafs.FileSystemHandler):
         return self.fs.get_file_info(paths)
 
     def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
-        if selector.base_dir.rstrip("/").endswith("/denied-0"):
+        self.listings.append((selector.base_dir, selector.recursive))
+        base = selector.base_dir.rstrip("/")
+        if base.endswith("/denied-0") or (selector.recursive and Path(base, "denied-0").exists()):
             raise PermissionError(f"listing {selector.base_dir} denied")
         return self.fs.get_file_info(selector)
 
@@ -501,6 +504,24 @@ def test_unlistable_partition_dir_is_a_problem(tmp_path: Path) -> None:
     assert found.problems[0].code == "IO_ERROR" and "denied-0" in str(found.problems[0].path)
     with pytest.raises(LogDirError):
         open_log_dirs(str(root), filesystem=fs, strict=True)
+
+
+def test_object_store_log_dir_is_listed_in_one_request(tmp_path: Path) -> None:
+    """A non-local filesystem: one recursive listing of the log dir, not one per partition (the
+    partition dirs themselves are still listed while the log dir is recognised)."""
+    root = _build(tmp_path) / "b1"
+    for p in range(1, 30):
+        touch(root / f"t-{p}" / seg_name(0, ".log"), b"ab")
+        touch(root / f"t-{p}" / seg_name(0, ".index"))
+    handler = _DenyListing()
+    found = open_log_dirs(str(root), filesystem=pafs.PyFileSystem(handler))
+    assert len(found.all_partitions()) == 30 and not found.problems
+    assert [s.log_size for s in found.replicas("t", 7)[0].segments] == [2]
+    recursive = [base for base, deep in handler.listings if deep]
+    assert recursive == [str(root)]
+    assert len(handler.listings) < 10        # the walk's own look at a few dirs, not 30 partitions
+    assert _shape(open_log_dirs(str(root), filesystem=pafs.PyFileSystem(_DenyListing()))) == _shape(
+        open_log_dirs(root))
 
 
 def _empty_v2_batch(base_offset: int, last_offset_delta: int) -> bytes:
