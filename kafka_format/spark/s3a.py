@@ -5,7 +5,7 @@ Python side reach the same store.
 Jars
     hadoop-aws must match the Hadoop Spark was built with (``hadoop-client-api-<version>.jar`` in
     pyspark's ``jars/``).  It depends on ``software.amazon.awssdk:bundle`` (every AWS service, about
-    600 MB); S3A needs only the S3 client, its transfer manager and what they pull in, about 12 MB
+    690 MB for 2.35.4); S3A needs only the S3 client, its transfer manager and what they pull in, about 12 MB
     (:data:`SDK_MODULES`), so the bundle and what Spark already has (Netty, Apache HttpClient,
     SLF4J, commons-logging/codec) are excluded (:data:`EXCLUDES`).  They come through Spark's own
     package resolution (``spark.jars.packages`` / ``spark.jars.excludes``, Ivy's cache outside any
