@@ -78,8 +78,12 @@ def _extensions() -> list[Extension]:
     return [
         Extension(
             "kafka_format.records._fastdecode",
-            sources=["kafka_format/records/_fastdecode.c", "kafka_format/records/_fastcodecs.c"],
-            depends=["kafka_format/records/_fastcodecs.h"],
+            sources=["kafka_format/records/_fastdecode.c", "kafka_format/records/_fastcodecs.c",
+                     "kafka_format/records/_fastcrc.c", "kafka_format/records/_fastbuf.c",
+                     "kafka_format/records/_fastarrow.c", "kafka_format/records/_fastdir.c",
+                     "kafka_format/records/_fastrecords.c", "kafka_format/records/_fastscan.c"],
+            depends=["kafka_format/records/_fastcodecs.h", "kafka_format/records/_fastcrc.h",
+                     "kafka_format/records/_fastbuf.h", "kafka_format/records/_fastdecode.h"],
             define_macros=macros,
             libraries=libraries,
             extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -208,10 +207,24 @@ def finish_segments_dir(segments_dir: str, summary_rows: Iterable[Any]) -> list[
         for file_name, entries in files.items():
             with open(os.path.join(target, file_name), "wb") as f:
                 f.write(encode_offset_checkpoint(entries))
-        source = os.path.join(rows[0]["logDir"], META_PROPERTIES)
-        if "://" not in rows[0]["logDir"] and os.path.isfile(source):
-            shutil.copyfile(source, os.path.join(target, META_PROPERTIES))
+        meta = _meta_properties(str(rows[0]["logDir"]))
+        if meta is not None:
+            with open(os.path.join(target, META_PROPERTIES), "wb") as f:
+                f.write(meta)
     return removed
+
+
+def _meta_properties(log_dir: str) -> bytes | None:
+    """The source log dir's ``meta.properties`` (None when it has none, or when ``log_dir`` is a
+    location shown with its secret redacted, which cannot be opened again)."""
+    from kafka_format.storage.fsio import REDACTED, resolve
+    from kafka_format.writer.logdir import META_PROPERTIES
+
+    if f":{REDACTED}@" in log_dir:
+        return None
+    handle, path = resolve(log_dir)
+    meta = handle.join(path, META_PROPERTIES)
+    return handle.read_bytes(meta) if handle.stat(meta) is not None else None
 
 
 def finish_records_dir(records_dir: str) -> None:

@@ -40,12 +40,8 @@ from kafka_format.records.decoder import Decoder, decompress, locate
 from kafka_format.records.implementation import get_decoder
 from kafka_format.common.errors import ChecksumError, CorruptRecordError, KafkaFormatError
 from kafka_format.records import batch_v2, framing, legacy
-from kafka_format.records.columns import (
-    FileContext,
-    RecordColumns,
-    batch_table_to_arrow,
-    to_arrow,
-)
+from kafka_format.records.assembly import batch_table_to_arrow, to_arrow_batches
+from kafka_format.records.columns import FileContext, RecordColumns
 from kafka_format.records.framing import BatchTable
 
 __all__ = [
@@ -102,6 +98,8 @@ def _may_be_active_segment(path: str) -> bool:
         return True
     return name >= hit[1]
 _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)  # populate: one pass, not a fault per page
+# Decoded parts of a chunk are handed on once they hold this many bytes (smaller ones are merged).
+_PART_BYTES = 16 << 20
 # Chunks of other sources are read into one reused buffer up to this size (larger: fresh bytes).
 _REUSE_LIMIT = 64 << 20
 _MAGIC_V2 = 2
@@ -465,8 +463,9 @@ class _Walker:
 
 class _RecordDecoder:
     def __init__(self, dec: Decoder, *, path: str | None, verify_crc: bool, max_decompressed: int,
-                 permissive: bool, walker: _Walker) -> None:
+                 permissive: bool, walker: _Walker, include_headers: bool = True) -> None:
         self.dec = dec
+        self.include_headers = include_headers   # False: the fused path need not output headers
         self.path = path
         self.verify_crc = verify_crc
         self.max_decompressed = max_decompressed
@@ -482,7 +481,7 @@ class _RecordDecoder:
         fused = getattr(self.dec, "decode_v2_region", None)
         if fused is not None:  # compiled decoder: decompression and decoding in one C call
             got = fused(buf, table, rows, check_crc=self.walker.defer_crc,
-                        max_decompressed=self.max_decompressed)
+                        max_decompressed=self.max_decompressed, include_headers=self.include_headers)
             if got is not None:
                 return got
         mv = memoryview(buf)
@@ -578,8 +577,9 @@ class _RecordDecoder:
         return hit[0], located
 
     def decode(self, buf: bytes | memoryview, table: BatchTable, base: int) -> Iterator[RecordColumns]:
-        """Records of the entries of ``table`` in order, in parts holding about ``max_decompressed``
-        bytes each (so memory stays bounded by the cap, not by the number of batches in a chunk)."""
+        """Records of the entries of ``table`` in order, in parts of about ``_PART_BYTES`` (at most
+        ``max_decompressed``) decoded bytes each: memory stays bounded by the cap, not by the
+        number of batches in a chunk, and small parts (legacy wrappers) are merged."""
         is_v2 = table.magic == _MAGIC_V2
         # Empty v2 batches (compaction leftovers) have no rows and nothing to decompress.
         rows = np.flatnonzero(~(is_v2 & (table.count == 0)))
@@ -587,13 +587,14 @@ class _RecordDecoder:
         cuts = (np.flatnonzero(kinds[1:] != kinds[:-1]) + 1).tolist()
         held: list[RecordColumns] = []
         size = 0
+        part_bytes = min(self.max_decompressed, _PART_BYTES)
         for lo, hi in zip([0, *cuts], [*cuts, len(rows)], strict=True):
             if hi > lo:
                 run = rows[lo:hi].tolist()
                 for part in self._run(self._v2 if kinds[lo] else self._legacy, buf, table, run, base):
                     held.append(part)
                     size += _nbytes(part)
-                    if size >= self.max_decompressed:
+                    if size >= part_bytes:
                         yield RecordColumns.concat(held)
                         held, size = [], 0
                 if self.failure is not None or self.crc_bad is not None:
@@ -662,7 +663,8 @@ def decode_segment(
                          read_size=read_size)
         records = _RecordDecoder(dec, path=path, verify_crc=verify_crc, permissive=permissive,
                                  max_decompressed=(_default_max_decompressed() if max_decompressed is None
-                                                   else max_decompressed), walker=walker)
+                                                   else max_decompressed), walker=walker,
+                                 include_headers=include_headers)
         for buf, table, base in walker:
             if granularity == "batch":
                 yield batch_table_to_arrow(table.shifted(base), ctx)
@@ -670,9 +672,8 @@ def decode_segment(
             shifted = table.shifted(base)
             for columns in records.decode(buf, table, base):
                 if len(columns):
-                    batch = to_arrow(shifted, columns, ctx, include_headers=include_headers)
-                    for lo in range(0, batch.num_rows, max_rows_per_batch):
-                        yield batch.slice(lo, max_rows_per_batch)
+                    yield from to_arrow_batches(shifted, columns, ctx, include_headers=include_headers,
+                                                max_rows=max_rows_per_batch)
             if records.failure is not None:
                 raise records.take_failure()
             walker.deferred_bad, records.crc_bad = records.crc_bad, None
