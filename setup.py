@@ -1,4 +1,5 @@
-"""Build the compiled columnar decode loop (kafka_format.records._fastdecode).
+"""Build the compiled columnar decode loop (kafka_format.records._fastdecode) and the log cleaner's
+kernels (kafka_format.log.cleaner._kernels: MD5, the offset map, v2 record encoding).
 
 The extension is optional at build time: when no C compiler is available the
 package still installs and the plain reference decoder is used (with a warning,
@@ -87,7 +88,13 @@ def _extensions() -> list[Extension]:
             libraries=libraries,
             extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],
             optional=True,
-        )
+        ),
+        Extension(   # the log cleaner's MD5, offset map and record encoder (log/cleaner/kernels.py)
+            "kafka_format.log.cleaner._kernels",
+            sources=["kafka_format/log/cleaner/_kernels.c"],
+            extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],
+            optional=True,
+        ),
     ]
 
 

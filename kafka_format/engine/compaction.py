@@ -260,7 +260,8 @@ def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
     from kafka_format.log import cleaner as core
 
     replica = task.open()
-    plan = core.plan_cleaning(replica, task.config, task.now_ms)
+    inputs = core.plan_inputs(replica, task.config, task.now_ms)      # one header scan for both
+    plan = core.plan_from(replica, task.config, task.now_ms, inputs, replica.cleaner_offset_checkpoint)
     policy = ",".join(sorted(task.config.cleanup_policy))
     summary: dict[str, Any] = {
         "topic": task.topic, "partition": task.partition, "logDir": redact(replica.log_dir),
@@ -280,7 +281,7 @@ def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
             local_dirs = [d for d in os.environ.get("SPARK_LOCAL_DIRS", "").split(",") if d and os.path.isdir(d)]
             result = core.clean_partition(replica, task.config, task.now_ms, force=task.force,
                                           batch_rows=task.batch_rows, read_buffer=task.read_buffer,
-                                          work_dir=local_dirs[0] if local_dirs else None)
+                                          work_dir=local_dirs[0] if local_dirs else None, inputs=inputs)
         except KafkaFormatError as exc:
             # LogCleaner.cleanFilthiestLog: a failed cleaning marks the partition uncleanable and the
             # log stays as it is.  Reported in the summary (the error names file and position);
@@ -308,7 +309,7 @@ def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
                 _write_segments(replica, task, result)
                 summary["segmentsDir"] = task.segments_dest
         finally:
-            result.close()                    # the cleaner's work files (decisions, rebuilt batches)
+            result.close()                    # the cleaner's work files (decisions, cleaned segments)
     yield _summary_row(summary)
 
 
