@@ -15,7 +15,9 @@ the accelerated ones against.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 
+_crc32c_hw: Callable[..., int] | None
 try:  # hardware CRC-32C
     from crc32c import crc32c as _crc32c_hw
 except ImportError:  # pragma: no cover - dependency is declared; fallback keeps the library usable

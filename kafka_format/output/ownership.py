@@ -300,10 +300,10 @@ def check_target(target: str, owner: Owner, *, inputs: Iterable[str] = (), file:
     try:
         st = os.lstat(target)
     except FileNotFoundError:
-        side = sidecar_path(target)
-        if file and os.path.lexists(side) and read_sidecar(target) is None:
-            raise OutputRefused("refusing to write the output's marker there", path=side,
-                                expected="no file there, or klogs' marker", found=describe_path(side)) from None
+        side_path = sidecar_path(target)
+        if file and os.path.lexists(side_path) and read_sidecar(target) is None:
+            raise OutputRefused("refusing to write the output's marker there", path=side_path,
+                                expected="no file there, or klogs' marker", found=describe_path(side_path)) from None
         return "absent"
     if stat.S_ISLNK(st.st_mode):
         raise _refuse(target, owner, describe_path(target))

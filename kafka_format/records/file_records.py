@@ -352,8 +352,10 @@ class _Walker:
                                 base_offset=int(table.base_offset[i]))
         return self._skip_to_resync(bad, bad + int(table.size[i]), "CRC mismatch")
 
-    def _take_deferred(self) -> int | None:
+    def _take_deferred(self) -> int:
+        """The row of the deferred CRC failure (called only when there is one), cleared."""
         bad, self.deferred_bad = self.deferred_bad, None
+        assert bad is not None
         return bad
 
     def _zero_rest(self, pos: int) -> bool:
@@ -415,13 +417,13 @@ class _Walker:
             if table.zero_tail:
                 if at_eof or self._zero_rest(pos + len(buf)):
                     return
-                exc = CorruptRecordError("record size smaller than the minimum record overhead",
+                err = CorruptRecordError("record size smaller than the minimum record overhead",
                                          path=self.path, position=new_pos,
                                          expected=f"size >= {framing.MIN_ENTRY_SIZE}",
                                          found="zero bytes followed by data")
                 if not self.permissive:
-                    raise exc
-                pos = self._skip_to_resync(new_pos, None, exc.reason)
+                    raise err
+                pos = self._skip_to_resync(new_pos, None, err.reason)
                 continue
             if new_pos > pos:
                 pos = new_pos
