@@ -1,8 +1,9 @@
-"""Build the compiled columnar decode loop (kafka_format._fastdecode).
+"""Build the compiled columnar decode loop (kafka_format._fastdecode) and the Avro column
+decoder of typed exports (kafka_format.registry._avrocolumns).
 
-The extension is optional at build time: when no C compiler is available the
-package still installs and the plain reference decoder is used (with a warning,
-see kafka_format.decoder).
+Both extensions are optional at build time: when no C compiler is available the
+package still installs and the plain reference decoders are used (with a warning,
+see kafka_format.decoder; typed Avro columns then decode with fastavro alone).
 
 Codecs in C (``_fastcodecs.c``): each of zlib, liblz4, libzstd and libsnappy whose
 development files are found (a test program compiles and links) is compiled in; a
@@ -83,7 +84,13 @@ def _extensions() -> list[Extension]:
             libraries=libraries,
             extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],
             optional=True,
-        )
+        ),
+        Extension(
+            "kafka_format.registry._avrocolumns",
+            sources=["kafka_format/registry/_avrocolumns.c"],
+            extra_compile_args=["-O3", "-std=gnu11", "-fno-strict-aliasing"],
+            optional=True,
+        ),
     ]
 
 

@@ -13,6 +13,7 @@ Rows that do not decode are returned with their reason; the caller applies the r
 from __future__ import annotations
 
 import json
+import os
 import threading
 import uuid
 from collections.abc import Sequence
@@ -38,6 +39,7 @@ __all__ = [
 ]
 
 TYPED_FORMATS = {"avro": AVRO, "protobuf": PROTOBUF, "json-schema": JSON}
+DECODER_ENV = "KAFKA_FORMAT_DECODER"  # "reference": fastavro alone (no compiled Avro columns)
 AS_TYPES = (*TYPED_FORMATS, "auto")
 
 
@@ -207,7 +209,9 @@ class ColumnDecoder:
         self.plan = plan
         self._codecs: dict[int, Any] = {}
         self._reader: Any = None
+        self._reader_named: dict[str, Any] = {}
         self._convert: Any = None
+        self._fast: Any = None  # avro_columns.AvroColumns of the table schema, when compiled
 
     @classmethod
     def for_plan(cls, plan: ColumnPlan) -> ColumnDecoder:
@@ -223,9 +227,13 @@ class ColumnDecoder:
         p = self.plan
         if p.schema_type == AVRO:
             from kafka_format.registry.avro import avro_arrow_type, parse_avro
+            from kafka_format.registry.avro_columns import compile_table
 
             self._reader, named = parse_avro(p.reader.schema, list(p.reader.flat_references().values()))
+            self._reader_named = named
             self._convert = avro_arrow_type(self._reader, named)[1]
+            if os.environ.get(DECODER_ENV, "").strip().lower() != "reference":
+                self._fast = compile_table(self._reader, named, p.arrow_type)
         elif p.schema_type == PROTOBUF:
             self._reader = _compiled_proto(p.reader)
             self._convert = self._reader.arrow(p.message)[1]
@@ -265,12 +273,18 @@ class ColumnDecoder:
             from kafka_format.registry.avro import AvroCodec, parse_avro
 
             same = writer.schema == p.reader.schema and writer.references == p.reader.references
-            w = (
-                self._reader
+            w, named = (
+                (self._reader, self._reader_named)
                 if same
-                else parse_avro(writer.schema, list(writer.flat_references().values()))[0]
+                else parse_avro(writer.schema, list(writer.flat_references().values()))
             )
-            return AvroCodec(w, None if same else self._reader)
+            program = None
+            if self._fast is not None:
+                try:
+                    program = self._fast.program(w, named, same)
+                except Exception:  # noqa: BLE001 - a writer the compiler does not take: fastavro reads it
+                    program = None
+            return AvroCodec(w, None if same else self._reader, program)
         if p.schema_type == PROTOBUF:
             same = writer.schema == p.reader.schema
             return _ProtoCodec(
@@ -281,12 +295,13 @@ class ColumnDecoder:
     # -- batches --------------------------------------------------------------------------------
     def decode(self, arr: pa.Array) -> tuple[pa.Array, list[DecodeProblem]]:
         """Typed values of a binary column (null where the input is null or the row failed) and
-        the rows that failed."""
+        the rows that failed.  Avro rows go through the compiled column decoder when the table
+        and the writer schema compile (:mod:`kafka_format.registry.avro_columns`); the rows it
+        does not take, and every row of the other formats, through the reference decoders."""
         from kafka_format.registry.wire import wire_headers
 
         h = wire_headers(arr)
         n = len(arr)
-        values: list[Any] = [None] * n
         problems: list[DecodeProblem] = []
         for row in np.flatnonzero(h.short):
             problems.append(DecodeProblem(int(row), "shorter than the 5-byte wire-format header", None))
@@ -294,6 +309,9 @@ class ColumnDecoder:
             problems.append(
                 DecodeProblem(int(row), f"magic byte {h.data[int(h.start[row]) - 5]} is not 0", None)
             )
+        slow: list[np.ndarray] = []
+        prog = np.full(n, -1, dtype=np.int32)
+        programs: list[Any] = []
         ok_rows = np.flatnonzero(h.ok)
         if ok_rows.size:
             ids = h.ids[ok_rows]
@@ -304,39 +322,66 @@ class ColumnDecoder:
                 codec = self._codec(sid)
                 if isinstance(codec, str):
                     problems.extend(DecodeProblem(int(r), codec, sid) for r in group)
-                    continue
-                data, convert, decode = h.data, self._convert, codec.decode
-                for r, start, end in zip(group.tolist(), h.start[group].tolist(), h.end[group].tolist()):
-                    try:
-                        v = decode(data[start:end])
-                        values[r] = convert(v) if convert is not None else v
-                    except Exception as exc:  # noqa: BLE001 - any payload that does not decode
-                        problems.append(
-                            DecodeProblem(
-                                r,
-                                f"payload does not decode with schema id {sid}: {type(exc).__name__}: {exc}"[
-                                    :500
-                                ],
-                                sid,
-                            )
-                        )
-        return self._to_arrow(values, problems, h.ids), sorted(problems, key=lambda p: p.row)
+                elif getattr(codec, "program", None) is not None:
+                    prog[group] = len(programs)
+                    programs.append(codec.program)
+                else:
+                    slow.append(group)
+        if programs:
+            typed, failed = self._fast.decode(h.data, h.start, h.end, prog, programs)
+            slow.append(np.flatnonzero(failed))
+            rows = np.unique(np.concatenate(slow))
+            if rows.size == 0:
+                return typed, sorted(problems, key=lambda p: p.row)
+            patch = self._reference(h, rows, problems)
+            index = np.arange(n, dtype=np.int64)
+            index[rows] = n + np.arange(rows.size)
+            typed = pa.concat_arrays([typed, patch]).take(pa.array(index))
+            return typed, sorted(problems, key=lambda p: p.row)
+        rows = np.sort(np.concatenate(slow)) if slow else np.zeros(0, dtype=np.int64)
+        patch = self._reference(h, rows, problems)
+        index = np.full(n, rows.size, dtype=np.int64)  # rows without a value: the null at the end
+        index[rows] = np.arange(rows.size)
+        typed = pa.concat_arrays([patch, pa.nulls(1, self.plan.arrow_type)]).take(pa.array(index))
+        return typed, sorted(problems, key=lambda p: p.row)
 
-    def _to_arrow(self, values: list[Any], problems: list[DecodeProblem], ids: np.ndarray) -> pa.Array:
+    def _reference(self, h: Any, rows: np.ndarray, problems: list[DecodeProblem]) -> pa.Array:
+        """The values of ``rows`` (payloads of ``h``) by the reference decoders, as an array of
+        len(rows) (null where a row fails; its problem appended)."""
+        values: list[Any] = [None] * rows.size
+        data, convert = h.data, self._convert
+        for i, (r, start, end) in enumerate(zip(rows.tolist(), h.start[rows].tolist(), h.end[rows].tolist())):
+            sid = int(h.ids[r])
+            try:
+                v = self._codecs[sid].decode(data[start:end])
+                values[i] = convert(v) if convert is not None else v
+            except Exception as exc:  # noqa: BLE001 - any payload that does not decode
+                problems.append(
+                    DecodeProblem(
+                        r,
+                        f"payload does not decode with schema id {sid}: {type(exc).__name__}: {exc}"[:500],
+                        sid,
+                    )
+                )
+        return self._to_arrow(values, rows, problems, h.ids)
+
+    def _to_arrow(
+        self, values: list[Any], rows: np.ndarray, problems: list[DecodeProblem], ids: np.ndarray
+    ) -> pa.Array:
         t = self.plan.arrow_type
         try:
             return pa.array(values, type=t)
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
             pass
-        for r, v in enumerate(values):  # find the rows Arrow refuses
+        for i, v in enumerate(values):  # find the rows Arrow refuses
             if v is None:
                 continue
             try:
                 pa.array([v], type=t)
             except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-                values[r] = None
-                sid = int(ids[r])
-                problems.append(DecodeProblem(r, f"value does not fit the table type: {exc}"[:500], sid))
+                values[i] = None
+                r = int(rows[i])
+                problems.append(DecodeProblem(r, f"value does not fit the table type: {exc}"[:500], int(ids[r])))
         return pa.array(values, type=t)
 
 
