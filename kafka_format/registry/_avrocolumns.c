@@ -491,25 +491,26 @@ static int run(Ctx *x, int node) {
         break;
     }
     case OP_UUID: {
+        /* uuid.UUID(text) then str(): the canonical 8-4-4-4-12 form or 32 hex digits, to lower
+         * case; any other form uuid.UUID takes (braces, urn:uuid:, ...) is left to it */
         const uint8_t *s;
         int64_t len;
-        if (read_blob(x, &s, &len) || len != 36) { rc = -1; break; }
-        uint8_t out[36];
-        for (int i = 0; i < 36; i++) {
+        if (read_blob(x, &s, &len) || (len != 36 && len != 32)) { rc = -1; break; }
+        uint8_t hex[32], out[36];
+        int nhex = 0;
+        for (int64_t i = 0; i < len; i++) {
             uint8_t ch = s[i];
-            if (i == 8 || i == 13 || i == 18 || i == 23) {
-                if (ch != '-') { rc = -1; break; }
-                out[i] = ch;
-            } else if ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')) {
-                out[i] = ch;
-            } else if (ch >= 'A' && ch <= 'F') {
-                out[i] = (uint8_t)(ch + 32);
-            } else {
-                rc = -1;
-                break;
-            }
+            int dash_at = len == 36 && (i == 8 || i == 13 || i == 18 || i == 23);
+            if (dash_at != (ch == '-')) { rc = -1; break; }
+            if (dash_at) continue;
+            if ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')) hex[nhex++] = ch;
+            else if (ch >= 'A' && ch <= 'F') hex[nhex++] = (uint8_t)(ch + 32);
+            else { rc = -1; break; }
         }
-        if (!rc) rc = put_var(x, col, out, 36);
+        if (rc || nhex != 32) { rc = -1; break; }
+        for (int i = 0, k = 0; i < 36; i++)
+            out[i] = (i == 8 || i == 13 || i == 18 || i == 23) ? '-' : hex[k++];
+        rc = put_var(x, col, out, 36);
         break;
     }
     case OP_RECORD:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import uuid
 from collections.abc import Sequence
@@ -199,14 +200,17 @@ class DecodeProblem:
 
 
 _CACHE_LOCK = threading.Lock()
+_OBJECT_AT = re.compile(r" from <[\w.]+ object at 0x[0-9a-f]+>")  # fastavro names its stream object
 _DECODERS: dict[str, ColumnDecoder] = {}
 
 
 class ColumnDecoder:
     """Decodes Arrow binary columns with one :class:`ColumnPlan` (writer schemas cached per id)."""
 
-    def __init__(self, plan: ColumnPlan) -> None:
+    def __init__(self, plan: ColumnPlan, *, compiled: bool = True) -> None:
         self.plan = plan
+        self.compiled = compiled and os.environ.get(DECODER_ENV, "").strip().lower() != "reference"
+        self.rows = {"compiled": 0, "reference": 0}  # rows decoded by each path so far
         self._codecs: dict[int, Any] = {}
         self._reader: Any = None
         self._reader_named: dict[str, Any] = {}
@@ -232,7 +236,7 @@ class ColumnDecoder:
             self._reader, named = parse_avro(p.reader.schema, list(p.reader.flat_references().values()))
             self._reader_named = named
             self._convert = avro_arrow_type(self._reader, named)[1]
-            if os.environ.get(DECODER_ENV, "").strip().lower() != "reference":
+            if self.compiled:
                 self._fast = compile_table(self._reader, named, p.arrow_type)
         elif p.schema_type == PROTOBUF:
             self._reader = _compiled_proto(p.reader)
@@ -331,6 +335,7 @@ class ColumnDecoder:
             typed, failed = self._fast.decode(h.data, h.start, h.end, prog, programs)
             slow.append(np.flatnonzero(failed))
             rows = np.unique(np.concatenate(slow))
+            self.rows["compiled"] += int(np.count_nonzero(prog >= 0)) - int(np.count_nonzero(failed))
             if rows.size == 0:
                 return typed, sorted(problems, key=lambda p: p.row)
             patch = self._reference(h, rows, problems)
@@ -350,19 +355,15 @@ class ColumnDecoder:
         len(rows) (null where a row fails; its problem appended)."""
         values: list[Any] = [None] * rows.size
         data, convert = h.data, self._convert
+        self.rows["reference"] += int(rows.size)
         for i, (r, start, end) in enumerate(zip(rows.tolist(), h.start[rows].tolist(), h.end[rows].tolist())):
             sid = int(h.ids[r])
             try:
                 v = self._codecs[sid].decode(data[start:end])
                 values[i] = convert(v) if convert is not None else v
             except Exception as exc:  # noqa: BLE001 - any payload that does not decode
-                problems.append(
-                    DecodeProblem(
-                        r,
-                        f"payload does not decode with schema id {sid}: {type(exc).__name__}: {exc}"[:500],
-                        sid,
-                    )
-                )
+                reason = _OBJECT_AT.sub("", f"{type(exc).__name__}: {exc}")
+                problems.append(DecodeProblem(r, f"payload does not decode with schema id {sid}: {reason}"[:500], sid))
         return self._to_arrow(values, rows, problems, h.ids)
 
     def _to_arrow(
