@@ -17,7 +17,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,9 @@ from kafka_format.registry.store import AVRO, DEFAULT_CONTEXT, JSON, PROTOBUF, R
 __all__ = [
     "TYPED_FORMATS",
     "AS_TYPES",
+    "MODES",
+    "TypedPlan",
+    "plan_columns",
     "SchemaBundle",
     "ColumnPlan",
     "ColumnDecoder",
@@ -156,6 +159,68 @@ def plan_column(
         message=message,
         context=context,
     )
+
+
+MODES = ("FAILFAST", "PERMISSIVE", "DROPMALFORMED")
+
+
+@dataclass
+class TypedPlan:
+    """The typed columns of one read: a plan per typed column, the read mode for rows that do not
+    decode, and the ``auto`` columns left binary (no subject)."""
+
+    plans: dict[str, ColumnPlan]
+    mode: str = "FAILFAST"
+    untyped: tuple[str, ...] = ()
+
+    def report(self, counts: Mapping[str, int]) -> dict[str, Any]:
+        """A JSON-ready summary: columns, subjects, table types, mode, rows that did not decode."""
+        return {
+            "columns": [describe(p) for p in self.plans.values()],
+            "untyped": list(self.untyped),
+            "mode": self.mode,
+            "decodeErrors": {c: int(counts.get(c, 0)) for c in self.plans},
+        }
+
+
+def plan_columns(
+    source: Any,
+    *,
+    key_as: str = "binary",
+    value_as: str = "binary",
+    topic: str | None = None,
+    key_subject: str | None = None,
+    value_subject: str | None = None,
+    key_schema: str | None = None,
+    value_schema: str | None = None,
+    key_message: str | None = None,
+    value_message: str | None = None,
+    mode: str = "FAILFAST",
+) -> TypedPlan:
+    """Plan the typed columns (no data read).  ``source``: a schema source
+    (:mod:`kafka_format.registry.sources`); ``*_as`` other than the typed formats leave the column
+    alone; ``*_schema``: a reader schema text (the table schema; default: the latest version of
+    ``*_subject``, default ``<topic>-key``/``<topic>-value``); ``*_message``: the Protobuf message
+    of the table (default: the schema's first message)."""
+    mode = mode.upper()
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    plans: dict[str, ColumnPlan] = {}
+    untyped: list[str] = []
+    for column, as_type, subject, schema, message in (
+        ("key", key_as, key_subject, key_schema, key_message),
+        ("value", value_as, value_subject, value_schema, value_message),
+    ):
+        if as_type not in AS_TYPES:
+            continue
+        plan = plan_column(
+            source, column, as_type, topic=topic, subject=subject, reader_schema=schema, message=message
+        )
+        if plan is None:
+            untyped.append(column)
+        else:
+            plans[column] = plan
+    return TypedPlan(plans, mode, tuple(untyped))
 
 
 def _table_type(reader: SchemaBundle, message: str | None) -> tuple[pa.DataType, str | None]:

@@ -6,6 +6,7 @@ elsewhere; :func:`kafka_format.spark.session.build_session` does it automaticall
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kafka_format.redaction import URI_CREDENTIALS_REGEX
@@ -13,7 +14,7 @@ from kafka_format.redaction import URI_CREDENTIALS_REGEX
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["register", "FORMAT"]
+__all__ = ["register", "register_derived", "FORMAT"]
 
 FORMAT = "kafka-log"
 # Set on every session the product builds or registers with: the reader needs filter pushdown, and
@@ -34,6 +35,12 @@ def register(spark: SparkSession) -> None:
     (:func:`kafka_format.spark.workers.source_python`): in local mode one that cannot import the
     source's packages is replaced, for this source only, by the driver's (one warning line);
     on a cluster :class:`~kafka_format.spark.workers.WorkerPythonError` names it and the fix."""
+    register_derived(spark, None)
+
+
+def register_derived(spark: SparkSession, derive: Callable[[type], type] | None) -> str:
+    """:func:`register` with the session-sized source class passed through ``derive`` first (a
+    subclass with its own ``name()``, e.g. the typed source of an export); returns the name."""
     from kafka_format.planning import DEFAULT_OPEN_COST_BYTES
     from kafka_format.spark.datasource import bind_session_sizing
     from kafka_format.spark.workers import source_python
@@ -51,10 +58,14 @@ def register(spark: SparkSession) -> None:
     saved = sc.pythonExec
     if python is not None:          # the registered source carries the interpreter its workers start
         sc.pythonExec = python
+    cls = bind_session_sizing(parallelism, open_cost)
+    if derive is not None:
+        cls = derive(cls)
     try:
-        spark.dataSource.register(bind_session_sizing(parallelism, open_cost))
+        spark.dataSource.register(cls)
     finally:
         sc.pythonExec = saved
+    return cls.name()
 
 
 def _bytes(text: str | None) -> int:

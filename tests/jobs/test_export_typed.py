@@ -130,3 +130,100 @@ def test_incremental_typed_export_counts_across_micro_batches(
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["rows"] == 4 and result["typed"]["decodeErrors"] == {"value": 1}
     assert [r["value"] for r in read_parquet_dir(out)] == expected(c)
+
+
+# --- exact counts when a task dies and is retried ---------------------------------------------------
+RETRY_DRIVER = r"""
+import json, sys
+from pyspark import TaskContext
+from pyspark.sql import functions as F
+from pyspark.sql.functions import arrow_udf
+import kafka_format.spark.typed as typed_mod
+from kafka_format.registry import schemas_from_log_dirs
+from kafka_format.spark.export import export, export_incremental, read_source
+from kafka_format.spark.session import build_session
+
+root, out = sys.argv[1], sys.argv[2]
+spark = build_session(master="local[2,2]", profile="test", app_name="typed-retries")   # a task may fail once
+tracker = spark.sparkContext.statusTracker()
+
+
+def first_attempt_dies(offsets):
+    # Above the export's count: the rows of this batch have been counted by this attempt.
+    if TaskContext.get().attemptNumber() == 0:
+        raise RuntimeError("the first attempt of the task dies")
+    import pyarrow as pa
+    return pa.array([True] * len(offsets))
+
+
+dies = arrow_udf(first_attempt_dies, "boolean").asNondeterministic()
+prepare = typed_mod.TypedColumns.for_export
+typed_mod.TypedColumns.for_export = lambda self, df: prepare(self, df).where(dies(F.col("offset")))
+
+
+def failed_tasks():
+    infos = (tracker.getStageInfo(i) for i in range(400))
+    return sum(info.numFailedTasks for info in infos if info is not None)
+
+
+result = {}
+for name, mode, fmt, incremental in (("parquet-permissive", "PERMISSIVE", "parquet", False),
+                                     ("delta-incremental-dropmalformed", "DROPMALFORMED", "delta", True)):
+    before = failed_tasks()
+    typed = typed_mod.typed_columns(schemas_from_log_dirs([root]), value_as="avro", topic="orders", mode=mode)
+    opts = {"topics": "orders", "mode": mode}
+    if incremental:
+        r = export_incremental(spark, [root], f"{out}/{name}", f"{out}/{name}-ckpt", options=opts, format=fmt,
+                               value_as="avro", typed=typed)
+    else:
+        r = export(read_source(spark, [root], opts, typed=typed), f"{out}/{name}", format=fmt, value_as="avro",
+                   typed=typed)
+    result[name] = {"export": r.to_json(), "failedTasks": failed_tasks() - before}
+spark.stop()
+print("RESULT " + json.dumps(result))
+"""
+
+
+@pytest.fixture(scope="module")
+def retried(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, Any], Path]:
+    """Typed exports in a driver where the first attempt of every task fails after it counted its
+    rows (a filter above the export's count raises on attempt 0; ``local[2,2]`` retries once);
+    (the corpus, each export's result, the outputs)."""
+    import os
+    import subprocess
+    import sys
+
+    tmp = tmp_path_factory.mktemp("retries")
+    probe = corpus_mod.make_corpus(tmp / "probe", "avro", n1=1, n2=1)
+    bad = [(b"unknown-%d" % i, b"\x00\x00\x00\x7f\x7f" + probe.wire[0][5:]) for i in range(3)] + [
+        (b"short", b"\x00\x00")]
+    c = corpus_mod.make_corpus(tmp / "logs", "avro", n1=3, n2=3, extra=bad)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    proc = subprocess.run([sys.executable, "-c", RETRY_DRIVER, str(c.root), str(tmp / "out")], capture_output=True,
+                          text=True, timeout=900, env=env, cwd=tmp)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert proc.returncode == 0 and line is not None, proc.stderr[-5000:]
+    return c, json.loads(line[len("RESULT "):]), tmp / "out"
+
+
+@pytest.mark.parametrize("name", ["parquet-permissive", "delta-incremental-dropmalformed"])
+def test_decode_errors_are_counted_once_when_a_task_is_retried(
+    retried: tuple[Any, dict[str, Any], Path], name: str
+) -> None:
+    c, results, out = retried
+    got = results[name]
+    assert got["failedTasks"] >= 1  # the first attempt died after counting its rows
+    assert got["export"]["typed"]["decodeErrors"] == {"value": 4}
+    good = len(c.values)
+    if name.startswith("delta"):
+        from deltalake import DeltaTable
+
+        rows = sorted(DeltaTable(str(out / name)).to_pyarrow_table().to_pylist(), key=lambda r: r["offset"])
+    else:
+        rows = read_parquet_dir(out / name)
+    assert [r["value"] for r in rows[:good]] == expected(c)
+    if "permissive" in name:
+        assert len(rows) == good + 4 and got["export"]["rows"] == good + 4
+        assert sum(r["_valueDecodeError"] is not None for r in rows) == 4  # what was published, counted
+    else:
+        assert len(rows) == good and got["export"]["rows"] == good
