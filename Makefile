@@ -8,9 +8,9 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 STAMP := $(VENV)/.installed
-SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/*.c kafka_format/*.h kafka_format/registry/*.c)
+SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/records/*.c kafka_format/records/*.h kafka_format/registry/*.c)
 
-.PHONY: help setup test test-reference test-cluster conformance demo bench bench-scale fuzz package samples clean docs docs-cli
+.PHONY: help setup lint test test-reference test-cluster conformance demo bench bench-scale fuzz package samples clean docs docs-cli
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-16s %s\n", $$1, $$2}'
@@ -24,7 +24,10 @@ $(STAMP): $(SOURCES_FOR_INSTALL)
 
 setup: $(STAMP) ## Create .venv and install the package (with its compiled decoder) and test deps
 
-test: $(STAMP) ## Run the test suite (fast decoder; reference decoder parity included)
+lint: $(STAMP) ## ruff over the package, the jobs and the tests
+	$(VENV)/bin/ruff check kafka_format jobs tests data_samples
+
+test: $(STAMP) lint ## Lint, then run the test suite (fast decoder; reference decoder parity included)
 	$(PY) -m pytest --ignore=tests/conformance $(PYTEST_ARGS)   # conformance: make conformance (own conftest, real brokers)
 
 test-reference: $(STAMP) ## Run the format tests with the reference decoder forced

@@ -1,13 +1,13 @@
-"""Build the compiled columnar decode loop (kafka_format._fastdecode) and the Avro column
+"""Build the compiled columnar decode loop (kafka_format.records._fastdecode) and the Avro column
 decoder of typed exports (kafka_format.registry._avrocolumns).
 
 Both extensions are optional at build time: when no C compiler is available the
 package still installs and the plain reference decoders are used (with a warning,
-see kafka_format.decoder; typed Avro columns then decode with fastavro alone).
+see kafka_format.records.decoder; typed Avro columns then decode with fastavro alone).
 
 Codecs in C (``_fastcodecs.c``): each of zlib, liblz4, libzstd and libsnappy whose
 development files are found (a test program compiles and links) is compiled in; a
-codec without its library is decompressed by the Python path (kafka_format.compression),
+codec without its library is decompressed by the Python path (kafka_format.records.compression),
 so every build works.  ``KAFKA_FORMAT_C_CODECS=none`` (or a comma list such as
 ``lz4,zstd``) limits the set.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 
-_SOURCE = Path(__file__).parent / "kafka_format" / "_fastdecode.c"
+_SOURCE = Path(__file__).parent / "kafka_format" / "records" / "_fastdecode.c"
 
 # codec: (macro, header, library, a function of it)
 _CODEC_LIBS = {
@@ -77,9 +77,9 @@ def _extensions() -> list[Extension]:
     macros, libraries = _codec_options()
     return [
         Extension(
-            "kafka_format._fastdecode",
-            sources=["kafka_format/_fastdecode.c", "kafka_format/_fastcodecs.c"],
-            depends=["kafka_format/_fastcodecs.h"],
+            "kafka_format.records._fastdecode",
+            sources=["kafka_format/records/_fastdecode.c", "kafka_format/records/_fastcodecs.c"],
+            depends=["kafka_format/records/_fastcodecs.h"],
             define_macros=macros,
             libraries=libraries,
             extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],

@@ -1,89 +1,12 @@
-"""``klogs audit LOGDIR... --out DIR [--format text|json] [--fail-on error|warning|never]`` (docs/jobs/).
+"""spark-submit entry point of ``klogs audit``: ``spark-submit jobs/audit.py ARGS``.
 
-Every check of kafka-dump-log (``--deep-iteration``, ``--verify-index-only``,
-``--index-sanity-check``) plus checkpoint, leader-epoch, producer-snapshot, ``.txnindex``,
-hanging-transaction and cross-replica checks, over all partitions in parallel
-(:func:`kafka_format.spark.audit.audit`; the checks: :mod:`kafka_format.audit`).
-
-Writes ``DIR/findings/`` (Parquet: severity, check, topic, partition, file, position, offset,
-expected, actual, message), ``DIR/files/`` (Parquet: byte accounting per ``.log``) and
-``DIR/report.html``, published atomically (only over an absent path, an empty directory or a
-previous audit output: its ``.klogs-output`` marker; else exit 2, nothing touched); prints the findings to stdout (text lines, or JSON
-lines with ``--format json``).  Exit 0 clean, 1 findings at or above ``--fail-on`` (default
-error), 2 could not run.  Also runs as ``spark-submit jobs/audit.py ARGS``.
+The job's code is :mod:`kafka_format.jobs.audit` (in the installed package); under spark-submit the
+job uses spark-submit's ``--master`` and ``--conf``.
 """
 
-from __future__ import annotations
-
-import argparse
-import json
 import sys
 
-from kafka_format.audit import REPORT_OWNER, at_or_above, format_finding
-from kafka_format.cli.jobargs import (
-    EXIT_FINDINGS,
-    EXIT_OK,
-    JobContext,
-    add_common_arguments,
-    claim_out,
-    engine_for,
-    job_context,
-    run_main,
-    session_for,
-)
-from kafka_format.report.audit_report import write_outputs
-
-FAIL_ON = ("error", "warning", "never")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Common job flags plus ``--format text|json``, ``--fail-on`` and ``--shallow``."""
-    parser = argparse.ArgumentParser(
-        prog="klogs audit",
-        description="Find corruption, index damage, checkpoint and epoch inconsistencies, hanging "
-                    "transactions and replica divergence in Kafka log dirs, offline.")
-    add_common_arguments(parser, formats=("text", "json"), default_format="text", out_required=True)
-    parser.add_argument("--fail-on", choices=FAIL_ON, default="error",
-                        help="exit 1 when a finding has this severity or worse (default %(default)s)")
-    parser.add_argument("--shallow", action="store_true",
-                        help="skip record-level checks (non-consecutive offsets, time index vs "
-                             "record timestamps)")
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the job; returns the exit code (0 clean, 1 findings at or above --fail-on, 2 could not run)."""
-    return run_main(build_parser(), argv, _body, prog="audit")
-
-
-def _body(args: argparse.Namespace) -> int:
-    ctx = job_context(args)
-    with claim_out(ctx, REPORT_OWNER):      # refused or busy: exit 2 before any work
-        return _run(ctx, args)
-
-
-def _run(ctx: JobContext, args: argparse.Namespace) -> int:
-    if engine_for(ctx) == "local":
-        from kafka_format.engine.audit import audit_local
-
-        findings, files = audit_local(ctx.logdirs, topics=ctx.topics or None, topic_pattern=ctx.topic_pattern,
-                                      configs=ctx.configs, deep=not args.shallow, now_ms=ctx.now_ms)
-    else:
-        spark = session_for(ctx, "audit")
-        from kafka_format.spark.audit import audit
-
-        findings_df, files_df = audit(spark, ctx.logdirs, topics=ctx.topics or None,
-                                      topic_pattern=ctx.topic_pattern, configs=ctx.configs,
-                                      deep=not args.shallow, now_ms=ctx.now_ms)
-        findings = [r.asDict() for r in findings_df.collect()]
-        files = [r.asDict() for r in files_df.collect()]
-    write_outputs(str(ctx.out), findings, files)
-    for row in findings:
-        line = json.dumps(row, sort_keys=False) if ctx.format == "json" else format_finding(row)
-        sys.stdout.write(line + "\n")
-    sys.stdout.flush()
-    return EXIT_FINDINGS if at_or_above(findings, args.fail_on) else EXIT_OK
-
+from kafka_format.jobs.audit import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,18 +16,18 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from kafka_format.errors import *  # noqa: F403
-from kafka_format.errors import __all__ as _error_names
+from kafka_format.common.errors import *  # noqa: F403
+from kafka_format.common.errors import __all__ as _error_names
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "decode_file": "kafka_format.api",
-    "decode_bytes": "kafka_format.api",
-    "iter_batches": "kafka_format.api",
-    "decode_segment": "kafka_format.api",
-    "open_log_dirs": "kafka_format.logdir",
-    "IMPLEMENTATION": "kafka_format.decoder",
+    "decode_file": "kafka_format.records.file_records",
+    "decode_bytes": "kafka_format.records.file_records",
+    "iter_batches": "kafka_format.records.file_records",
+    "decode_segment": "kafka_format.records.file_records",
+    "open_log_dirs": "kafka_format.storage.logdir",
+    "IMPLEMENTATION": "kafka_format.records.implementation",
 }
 
 __all__ = [*_LAZY, *_error_names, "__version__"]

@@ -15,10 +15,10 @@ SAMPLES = REPO / "data_samples"
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    from kafka_format import decoder
+    from kafka_format.records import implementation
 
     return [
-        f"kafka_format decoder: {decoder.IMPLEMENTATION}",
+        f"kafka_format decoder: {implementation.IMPLEMENTATION}",
         f"realdata: {REALDATA if REALDATA.is_dir() else 'absent (tests that need it skip)'}",
     ]
 

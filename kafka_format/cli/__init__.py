@@ -8,12 +8,12 @@ Subcommands:
   ``_schemas`` topic, no Spark (:mod:`kafka_format.cli.schemas`);
 * ``klogs demo --out DIR`` — what ``make demo`` runs (:mod:`kafka_format.cli.demo`);
 * ``klogs offsets|retention|compaction|audit|export ARGS`` — the same code as
-  ``spark-submit jobs/JOB.py ARGS``: the job module's ``main(argv)`` is called
-  with a local session.  A job whose module is not there yet is reported with
-  exit code 2.
+  ``spark-submit jobs/JOB.py ARGS``: ``main(argv)`` of :mod:`kafka_format.jobs.JOB`.
 
 ``main(argv=None) -> int`` never calls ``sys.exit`` itself; the console script
 wrapper does.
+
+May import: every layer (the top one).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from kafka_format.cli.job_modules import JOBS, find_job, load_job_module
+from kafka_format.jobs import JOBS, find_job
 
-__all__ = ["main", "build_parser", "find_job", "load_job_module", "JOBS", "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
+__all__ = ["main", "build_parser", "find_job", "JOBS", "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1   # errors found in the input (dump) / findings at or above --fail-on (audit)
@@ -62,15 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _run_job(name: str, argv: list[str]) -> int:
     try:
         entry = find_job(name)
-    except ImportError as exc:
-        print(f"klogs: '{name}' is not available yet ({exc})", file=sys.stderr)
+    except ImportError as exc:  # an install without what the job needs
+        print(f"klogs {name}: cannot load the job ({exc})", file=sys.stderr)
         return EXIT_USAGE
-    if entry is None:
-        print(f"klogs: '{name}' is not available yet (jobs/{name}.py with main(argv) not found)",
-              file=sys.stderr)
-        return EXIT_USAGE
-    result = entry(argv)
-    return int(result or 0)
+    return int(entry(argv) or 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

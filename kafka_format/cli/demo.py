@@ -67,7 +67,7 @@ def default_log_dirs(explicit: Iterable[str]) -> list[str]:
 
 def _partition_dirs(log_dirs: list[str]) -> list[tuple[str, str, int, list[str]]]:
     """(log dir, topic, partition, .log paths in offset order) per partition (``open_log_dirs``)."""
-    from kafka_format.logdir import open_log_dirs
+    from kafka_format.storage.logdir import open_log_dirs
 
     parts = [(p.log_dir, p.topic, p.partition, [s.log_path for s in p.segments if s.log_path])
              for p in open_log_dirs(log_dirs).all_partitions()]
@@ -76,7 +76,7 @@ def _partition_dirs(log_dirs: list[str]) -> list[tuple[str, str, int, list[str]]
 
 def summarize(log_dirs: list[str]) -> list[PartitionSummary]:
     """Per-partition summary computed from batch headers and records by the format library."""
-    from kafka_format import api
+    from kafka_format.records import file_records as api
 
     summaries = []
     for log_dir, topic, partition, logs in _partition_dirs(log_dirs):
@@ -189,13 +189,10 @@ def _local_part(out: TextOutput, log_dirs: list[str], out_dir: Path) -> dict[str
 
 
 def _run_job(out: TextOutput, name: str, argv: list[str]) -> bool:
-    """Run ``jobs/<name>.py`` in this process (it uses the active session); preview its stdout."""
-    from kafka_format.cli.job_modules import find_job
+    """Run job ``name`` in this process (it uses the active session); preview its stdout."""
+    from kafka_format.jobs import find_job
 
     entry = find_job(name)
-    if entry is None:
-        out.line(f"error: jobs/{name}.py not found")
-        return False
     buf, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
         code = int(entry(argv) or 0)

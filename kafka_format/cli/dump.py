@@ -28,7 +28,7 @@ index / snapshot / txn-index files.
 Files are dispatched by suffix as Kafka does (``.log`` and KRaft ``.checkpoint``
 → log dump, ``.index``, ``.timeindex``, ``.snapshot``, ``.txnindex``; anything
 else → ``Ignoring unknown file``).  Reading is streamed through the format
-library (``kafka_format.api.decode_segment``); a ``.log`` is never loaded whole
+library (``kafka_format.records.file_records.decode_segment``); a ``.log`` is never loaded whole
 and ``--max-bytes`` bounds what is read.
 
 Errors: where Kafka's tool dies with an exception (bad framing, an undecodable

@@ -46,7 +46,7 @@ from kafka_format.cli.dump_read import (
     _snapshot_json,
 )
 from kafka_format.cli.output import JsonOutput, Progress, TextOutput
-from kafka_format.errors import KafkaFormatError
+from kafka_format.common.errors import KafkaFormatError
 
 
 @dataclass

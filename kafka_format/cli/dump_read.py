@@ -8,7 +8,11 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from kafka_format import api, audit, compression, index, snapshot, txnindex
+from kafka_format.records import file_records as api, compression
+
+from kafka_format.log.audit import auditor as audit
+
+from kafka_format.storage import index, snapshot, txnindex
 from kafka_format.cli.dump_format import (
     CONTROL_TYPE_NAMES,
     FRAME,
@@ -30,8 +34,8 @@ from kafka_format.cli.dump_format import (
     DumpOptions,
     _java_string,
 )
-from kafka_format.crc import crc32
-from kafka_format.errors import KafkaFormatError
+from kafka_format.common.crc import crc32
+from kafka_format.common.errors import KafkaFormatError
 from kafka_format.internal import cluster_metadata, consumer_offsets, kraft_control, transaction_log
 from kafka_format.records import control, legacy
 

@@ -2,8 +2,8 @@
 
 ``render_cli_reference()`` walks the parsers the commands really use: ``klogs`` itself (its
 ``dump`` and ``demo`` subcommands, :func:`kafka_format.cli.build_parser`) and each job's
-``build_parser()`` in ``jobs/<name>.py`` (loaded as ``klogs`` loads it,
-:func:`kafka_format.cli.load_job_module`).  ``make docs-cli`` writes the result to
+``build_parser()`` in :mod:`kafka_format.jobs` (loaded as ``klogs`` loads it,
+:func:`kafka_format.jobs.job_module`).  ``make docs-cli`` writes the result to
 ``docs/cli.md``; a test fails when the committed page differs, so the page cannot drift from
 the flags.  The output depends only on the parsers (no terminal width, no Python-version
 specific help layout).
@@ -38,7 +38,8 @@ are on the job's own page ([Jobs](jobs/index.md)); the flags every job shares ar
 def command_parsers() -> list[tuple[str, str, argparse.ArgumentParser]]:
     """(command, one-line summary, parser) for ``dump``, every job of ``klogs`` and ``demo``, in
     the order ``klogs --help`` lists them."""
-    from kafka_format.cli import JOBS, build_parser, load_job_module
+    from kafka_format.cli import build_parser
+    from kafka_format.jobs import JOBS, job_module
 
     top = build_parser()
     sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
@@ -46,10 +47,7 @@ def command_parsers() -> list[tuple[str, str, argparse.ArgumentParser]]:
     out: list[tuple[str, str, argparse.ArgumentParser]] = []
     for name, parser in sub.choices.items():
         if name in JOBS:
-            module = load_job_module(name)
-            if module is None or not callable(getattr(module, "build_parser", None)):
-                raise RuntimeError(f"jobs/{name}.py has no build_parser(): cannot document 'klogs {name}'")
-            parser = module.build_parser()
+            parser = job_module(name).build_parser()
         out.append((name, summaries.get(name, ""), parser))
     return out
 

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from kafka_format.errors import KafkaFormatError
+from kafka_format.common.errors import KafkaFormatError
 
 __all__ = ["add_arguments", "run"]
 
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the listing; returns the exit code."""
     from kafka_format.cli.output import table
-    from kafka_format.logdir import open_log_dirs
+    from kafka_format.storage.logdir import open_log_dirs
     from kafka_format.registry.sources import schemas_from_log_dirs
 
     try:

@@ -12,6 +12,9 @@ pyspark, so ``klogs JOB --engine local`` starts no JVM.
 is given, the input's segment bytes are at most :data:`LOCAL_MAX_BYTES` (1 GiB; environment
 ``KLOGS_LOCAL_MAX_BYTES`` overrides it) and nothing asked for needs Spark (Delta, an incremental
 export through Spark's checkpoint, ``--value-as json`` with Spark's JSON parser); else ``spark``.
+
+May import: every layer below it; never pyspark, :mod:`kafka_format.spark`, :mod:`kafka_format.jobs`
+or :mod:`kafka_format.cli`.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ def local_max_bytes() -> int:
 
 def input_bytes(logdirs: Sequence[str]) -> int:
     """Bytes of ``.log`` segments of the live partitions under ``logdirs`` (listing only)."""
-    from kafka_format.planning import open_partitions
+    from kafka_format.read.planning import open_partitions
 
     return sum(p.size_bytes for p in open_partitions(list(logdirs)))
 
@@ -149,7 +152,7 @@ def run_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int
         return list(pool.map(fn, tasks, chunksize=max(1, len(tasks) // (4 * n))))
 
 
-from kafka_format.errors import KafkaFormatError  # noqa: E402  (after the pool helpers: no cycle)
+from kafka_format.common.errors import KafkaFormatError  # noqa: E402  (after the pool helpers: no cycle)
 
 
 class TaskFailed(KafkaFormatError):

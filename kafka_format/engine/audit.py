@@ -1,4 +1,4 @@
-"""``klogs audit`` work without Spark (:mod:`kafka_format.audit` holds the checks).
+"""``klogs audit`` work without Spark (:mod:`kafka_format.log.audit.auditor` holds the checks).
 
 :func:`audit_tasks` (driver: one task per partition replica, per log dir and per replica group)
 and :func:`run_audit_task` (one task: its findings and per-file accounting rows) are what the Spark
@@ -8,13 +8,12 @@ job (:mod:`kafka_format.spark.audit`) runs; :func:`audit_local` runs them in thi
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_format.audit import (
+from kafka_format.log.audit.auditor import (
     Finding,
     audit_log_dir,
     audit_partition_report,
@@ -23,32 +22,27 @@ from kafka_format.audit import (
     replica_groups,
     sort_findings,
 )
-from kafka_format.errors import KafkaFormatError, LogDirError
-from kafka_format.logdir import LogDir, PartitionLog, open_log_dirs
-from kafka_format.planning import longest_replicas
+from kafka_format.common.errors import KafkaFormatError, LogDirError
+from kafka_format.storage.logdir import LogDir, open_log_dirs
+from kafka_format.read.planning import longest_replicas
+from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
 __all__ = ["AuditTask", "audit_tasks", "run_audit_task", "collect_rows", "audit_local"]
 
 @dataclass(frozen=True)
 class AuditTask:
-    """One unit of executor work: ``kind`` is partition | logdir | replicas; ``paths`` are
-    partition dir locations (partition, replicas) or the log dir location (logdir)."""
+    """One unit of executor work: ``kind`` is partition | logdir | replicas; ``replicas`` the
+    partition (partition) or the replicas of one partition across log dirs (replicas), re-opened where
+    the task runs; ``log_dir`` the log dir's location (logdir)."""
 
     kind: str
-    paths: tuple[str, ...]
+    replicas: tuple[PartitionRef, ...]
+    log_dir: str | None
     topic: str | None
     config: Any
     deep: bool
     now_ms: int
     coordinator: Any = None     # audit.coordinator_transactions of the log dirs (partition tasks)
-
-
-def _reopen_partition(path: str) -> PartitionLog:
-    for d in open_log_dirs([path]).log_dirs:
-        for p in d.partitions:
-            if p.path == path:
-                return p
-    raise KafkaFormatError("partition dir vanished between planning and auditing", path=path)
 
 
 def _reopen_log_dir(path: str) -> LogDir:
@@ -59,7 +53,7 @@ def _reopen_log_dir(path: str) -> LogDir:
 
 
 def _error_row(task: AuditTask, err: BaseException) -> dict[str, Any]:
-    path = getattr(err, "path", None) or (task.paths[0] if task.paths else None)
+    path = getattr(err, "path", None) or (task.replicas[0].path if task.replicas else task.log_dir)
     position = getattr(err, "position", None)
     return Finding("error", "state-file-corrupt", task.topic, None, path, position, None, None, None,
                    f"could not audit: {err}").row()
@@ -69,29 +63,20 @@ def run_audit_task(task: AuditTask) -> Iterator[tuple[str, dict[str, Any]]]:
     """One task: ``("finding" | "file", row)`` pairs (an unreadable partition is a finding)."""
     try:
         if task.kind == "partition":
-            report = audit_partition_report(_reopen_partition(task.paths[0]), config=task.config,
+            report = audit_partition_report(task.replicas[0].open(), config=task.config,
                                             deep=task.deep, now_ms=task.now_ms, coordinator=task.coordinator)
             for f in report.findings:
                 yield "finding", f.row()
             for a in report.files:
                 yield "file", a.row()
         elif task.kind == "logdir":
-            for f in audit_log_dir(_reopen_log_dir(task.paths[0])):
+            for f in audit_log_dir(_reopen_log_dir(str(task.log_dir))):
                 yield "finding", f.row()
         else:
-            replicas = [_reopen_partition(p) for p in task.paths]
-            for f in audit_replicas(replicas, config=task.config):
+            for f in audit_replicas([r.open() for r in task.replicas], config=task.config):
                 yield "finding", f.row()
     except (KafkaFormatError, OSError) as err:  # one unreadable partition must not end the audit
         yield "finding", _error_row(task, err)
-
-
-def _selected(topic: str, topics: Sequence[str] | None, pattern: str | None) -> bool:
-    if not topics and pattern is None:
-        return True
-    if topics and topic in topics:
-        return True
-    return pattern is not None and re.fullmatch(pattern, topic) is not None
 
 
 def audit_tasks(logdirs: Sequence[str], topics: Sequence[str] | None, topic_pattern: str | None, configs: Any,
@@ -107,7 +92,8 @@ def audit_tasks(logdirs: Sequence[str], topics: Sequence[str] | None, topic_patt
     def config(topic: str) -> Any:
         return configs[topic] if configs is not None else None
 
-    tasks: list[AuditTask] = [AuditTask("logdir", (d.path,), None, None, deep, now_ms) for d in found.log_dirs]
+    selection = TopicSelection.of(topics, topic_pattern)
+    tasks: list[AuditTask] = [AuditTask("logdir", (), d.path, None, None, deep, now_ms) for d in found.log_dirs]
     # the coordinators' view of open transactions (hanging = not listed there), read on the driver;
     # unreadable (its own partition audit reports why): unknown, as without __transaction_state
     try:
@@ -116,12 +102,14 @@ def audit_tasks(logdirs: Sequence[str], topics: Sequence[str] | None, topic_patt
     except (KafkaFormatError, OSError):
         coordinator = None
     for p in found.all_partitions():
-        if p.kind == "live" and _selected(p.topic, topics, topic_pattern):
-            tasks.append(AuditTask("partition", (p.path,), p.topic, config(p.topic), deep, now_ms, coordinator))
+        if p.kind == "live" and selection.matches(p.topic):
+            tasks.append(AuditTask("partition", (PartitionRef.of(p),), None, p.topic, config(p.topic), deep, now_ms,
+                                   coordinator))
     for group in replica_groups(found.log_dirs):
         topic = group[0].topic
-        if _selected(topic, topics, topic_pattern):
-            tasks.append(AuditTask("replicas", tuple(p.path for p in group), topic, config(topic), deep, now_ms))
+        if selection.matches(topic):
+            tasks.append(AuditTask("replicas", tuple(PartitionRef.of(p) for p in group), None, topic, config(topic),
+                                   deep, now_ms))
     return tasks
 
 
@@ -142,7 +130,7 @@ def audit_local(logdirs: Sequence[str], *, topics: Sequence[str] | None = None, 
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """:func:`kafka_format.spark.audit.audit_rows` in this process (a process pool for large inputs)."""
     from kafka_format.engine import run_tasks
-    from kafka_format.planning import open_partitions
+    from kafka_format.read.planning import open_partitions
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
     tasks = audit_tasks(logdirs, topics, topic_pattern, configs, deep, now)

@@ -1,7 +1,7 @@
 """``klogs compaction`` work without Spark: the log cleaner per replica, the table view per partition.
 
 Cleaner mode: :func:`cleaner_tasks` (driver: one :class:`CleanerTask` per live replica) and
-:func:`run_cleaner_task` (one task: plan and clean the replica with :mod:`kafka_format.compaction`,
+:func:`run_cleaner_task` (one task: plan and clean the replica with :mod:`kafka_format.log.cleaner`,
 stream its records with their decisions to Parquet, write its cleaned segments) are what the
 Spark job (:mod:`kafka_format.spark.compaction`) runs on executors; :func:`cleaner_pass_local`
 runs them in this process (a process pool where there is more than one partition's worth of
@@ -30,12 +30,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_format.fsio import redact
-from kafka_format.errors import KafkaFormatError
-from kafka_format.logdir import LogDirSet, PartitionLog, open_log_dirs
-from kafka_format.ownership import Owner
-from kafka_format.schema import RECORD_SCHEMA
-from kafka_format.topicconfig import TopicConfig, TopicConfigs
+from kafka_format.storage.fsio import redact
+from kafka_format.common.errors import KafkaFormatError
+from kafka_format.storage.logdir import LogDirSet, PartitionLog, open_log_dirs
+from kafka_format.output.ownership import Owner
+from kafka_format.records.schema import RECORD_SCHEMA
+from kafka_format.log.topicconfig import TopicConfig, TopicConfigs
+from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
 __all__ = [
     "DECISION_FIELDS", "CLEANER_RECORD_SCHEMA", "SUMMARY_SCHEMA", "FULL_SUMMARY_COLUMNS", "FULL_SUMMARY_INPUT",
@@ -105,26 +106,18 @@ FULL_SUMMARY_INPUT = (*_GROUP, "decision", "reason")
 
 # --- topic selection -----------------------------------------------------------------------------
 def topic_selector(topics: Sequence[str] | None = None, topic_pattern: str | None = None) -> str:
-    """One regex (``re.fullmatch``) selecting ``topics`` or ``topic_pattern`` (either matches, as the
-    job's ``--topic``/``--topic-pattern``); with neither, every topic but ``__cluster_metadata``."""
-    alternatives = [re.escape(t) for t in (topics or ())]
-    if topic_pattern is not None:
-        alternatives.append(f"(?:{topic_pattern})")
-    if not alternatives:
-        return f"(?!{re.escape(METADATA_TOPIC)}$).*"
-    return "(?:" + "|".join(alternatives) + ")"
+    """The cleaner's topics as one ``re.fullmatch`` pattern: ``--topic``/``--topic-pattern``
+    (:class:`TopicSelection`); with neither, every topic but ``__cluster_metadata`` (KRaft cleans its
+    metadata log with snapshots, not the log cleaner)."""
+    return TopicSelection.of(topics, topic_pattern).regex(unless_named=(METADATA_TOPIC,))
 
 
 # --- cleaner mode: driver side ---------------------------------------------------------------------
 @dataclass(frozen=True)
-class CleanerTask:
+class CleanerTask(PartitionRef):
     """What one executor task needs to clean one partition replica (picklable, no open files):
-    the replica is re-opened from ``partition_dir`` on the executor."""
+    the replica is re-opened from its directory on the executor."""
 
-    partition_dir: str
-    log_dir: str
-    topic: str
-    partition: int
     config: TopicConfig
     now_ms: int
     force: bool = False
@@ -163,7 +156,7 @@ def cleaner_tasks(logdirs: str | Sequence[str] | LogDirSet, configs: TopicConfig
                       key=lambda p: (p.topic, p.partition, p.log_dir))
     names = _log_dir_names(p.log_dir for p in replicas)
     return [CleanerTask(
-        partition_dir=p.path, log_dir=p.log_dir, topic=p.topic, partition=p.partition,
+        topic=p.topic, partition=p.partition, path=p.path, log_dir=p.log_dir,
         config=configs[p.topic],
         now_ms=now_ms, force=force,
         segments_dest=(None if segments_dir is None
@@ -176,14 +169,14 @@ def cleaner_tasks(logdirs: str | Sequence[str] | LogDirSet, configs: TopicConfig
 def finish_segments_dir(segments_dir: str, summary_rows: Iterable[Any]) -> list[str]:
     """Driver, after the cleaner pass wrote ``segments_dir``: remove what failed task attempts left
     (temporary names) and give each ``<log-dir name>/`` the log dir's own files, so that it opens as
-    a broker log dir (:func:`kafka_format.logdir.open_log_dirs`, Kafka): ``meta.properties`` copied
+    a broker log dir (:func:`kafka_format.storage.logdir.open_log_dirs`, Kafka): ``meta.properties`` copied
     from the source log dir, and offset checkpoints for its partitions —
     ``cleaner-offset-checkpoint`` = the first dirty offset after cleaning,
     ``log-start-offset-checkpoint``, ``replication-offset-checkpoint`` (HW, where known) and
     ``recovery-point-offset-checkpoint`` (the log end: every file is complete and synced).
     Returns the removed leftovers' paths."""
-    from kafka_format.ownership import is_klogs_temp, remove_tree
-    from kafka_format.publish import is_temp_name
+    from kafka_format.output.ownership import is_klogs_temp, remove_tree
+    from kafka_format.output.publish import is_temp_name
     from kafka_format.writer.logdir import (
         CLEANER_OFFSET_CHECKPOINT,
         LOG_START_OFFSET_CHECKPOINT,
@@ -246,24 +239,14 @@ class ReplicaTaskError(RuntimeError):
     """A cleaner task failed; the message starts with ``<topic>-<partition> (<log dir>)``."""
 
 
-def _open_replica(task: CleanerTask) -> PartitionLog:
-    for p in open_log_dirs(task.partition_dir).all_partitions():
-        if p.topic == task.topic and p.partition == task.partition and p.kind == "live":
-            return p
-    from kafka_format.errors import LogDirError
-
-    raise LogDirError("partition directory no longer holds the partition", path=task.partition_dir,
-                      expected=f"{task.topic}-{task.partition}", found="nothing")
-
-
 def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
     """Executor: plan and clean one replica, then yield its records joined with the decisions
     (``CLEANER_RECORD_SCHEMA`` columns + a null ``_summary``) and finally one summary row (record
     columns null but the partition's, ``_summary`` set).  Writes the cleaned replica when the task
     says so."""
-    from kafka_format import compaction as core
+    from kafka_format.log import cleaner as core
 
-    replica = _open_replica(task)
+    replica = task.open()
     plan = core.plan_cleaning(replica, task.config, task.now_ms)
     policy = ",".join(sorted(task.config.cleanup_policy))
     summary: dict[str, Any] = {
@@ -321,8 +304,8 @@ def _write_segments(replica: PartitionLog, task: CleanerTask, result: Any) -> No
     carries the ownership marker, then renamed into place and the sibling removed (a retried task
     replaces what an earlier attempt left; :func:`finish_segments_dir` removes a killed attempt's
     marked sibling)."""
-    from kafka_format import compaction as core
-    from kafka_format.ownership import new_run_id, remove_tree, write_marker
+    from kafka_format.log import cleaner as core
+    from kafka_format.output.ownership import new_run_id, remove_tree, write_marker
 
     dest = task.segments_dest
     assert dest is not None
@@ -350,7 +333,7 @@ class _DecisionCursor:
         self.taken = 0
 
     def take(self, n: int) -> pa.Table:
-        from kafka_format.compaction import DECISION_SCHEMA
+        from kafka_format.log.cleaner import DECISION_SCHEMA
 
         parts: list[pa.RecordBatch] = []
         while n > 0:
@@ -378,8 +361,8 @@ def _joined_records(replica: PartitionLog, result: Any, log_start_offset: int,
 
     Both streams are in offset order: every decoded record at or above ``log_start_offset`` must
     meet its own decision row (the core decides every record there, control records included)."""
-    from kafka_format.api import decode_segment
-    from kafka_format.planning import open_input
+    from kafka_format.records.file_records import decode_segment
+    from kafka_format.read.planning import open_input
     from kafka_format.records.columns import FileContext
 
     cursor = _DecisionCursor(result.iter_decisions())
@@ -478,7 +461,7 @@ def cleaner_pass_local(logdirs: str | Sequence[str], configs: TopicConfigs, now_
     os.makedirs(records_dir, exist_ok=True)
     from kafka_format.engine import TaskFailed
 
-    weights = [_replica_bytes(t.partition_dir) for t in tasks]
+    weights = [_replica_bytes(t.path) for t in tasks]
     try:
         rows = [row for out in run_tasks(run_cleaner_file_task, tasks, weights=weights) for row in out]
     except ReplicaTaskError as exc:

@@ -28,10 +28,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from kafka_format.fsio import redact
-from kafka_format.errors import KafkaFormatError
-from kafka_format.ownership import Owner, OutputRefused
-from kafka_format.publish import claim_output, crash_point, local_path, staging_dir
+from kafka_format.storage.fsio import redact
+from kafka_format.common.errors import KafkaFormatError
+from kafka_format.output.ownership import Owner, OutputRefused
+from kafka_format.output.publish import claim_output, crash_point, local_path, staging_dir
 
 __all__ = [
     "FORMATS", "PARTITION_LAYOUTS", "TYPED_AS", "KEY_AS", "VALUE_AS", "ExportError", "ExportResult", "source_options",
@@ -166,7 +166,7 @@ def hold_outputs(out: str, *, format: str, incremental: bool, checkpoint: str | 
                  inputs: Sequence[str] = ()) -> Iterator[None]:
     """Claim a local ``OUT`` (and a local ``checkpoint``) for the run: refused unless absent, empty
     or the same kind of klogs export output (:class:`OutputRefused`), locked against a second run
-    (:class:`~kafka_format.runlock.OutputBusy`).  Re-entrant: the job claims first, the library
+    (:class:`~kafka_format.output.runlock.OutputBusy`).  Re-entrant: the job claims first, the library
     functions again.  Non-local URIs are not claimed (no lock, no marker on object stores)."""
     from contextlib import ExitStack
 

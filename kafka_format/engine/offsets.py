@@ -1,4 +1,4 @@
-"""``klogs offsets`` work without Spark: ListOffsets answers per partition (:mod:`kafka_format.offsets`).
+"""``klogs offsets`` work without Spark: ListOffsets answers per partition (:mod:`kafka_format.log.list_offsets`).
 
 :func:`lookup_targets` (driver: which replicas, in output order) and :func:`lookup_group`
 (one task: re-open a few partitions, answer every timestamp spec) are what the Spark job
@@ -9,17 +9,16 @@ runs them in this process.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from kafka_format.fsio import redact
-from kafka_format.errors import LogDirError
-from kafka_format.logdir import LogDirSet, PartitionLog, open_log_dirs
-from kafka_format.offsets import ISOLATION_LEVELS, PartitionLookup, parse_timestamp_spec
-from kafka_format.planning import longest_replicas, open_partitions
+from kafka_format.storage.fsio import redact
+from kafka_format.storage.logdir import LogDirSet
+from kafka_format.storage.partition_state import PartitionRef, TopicSelection
+from kafka_format.log.list_offsets import ISOLATION_LEVELS, PartitionLookup, parse_timestamp_spec
+from kafka_format.read.planning import longest_replicas, open_partitions
 
 __all__ = ["COLUMNS", "REPLICA_COLUMNS", "Target", "lookup_targets", "lookup_group", "group_targets",
            "list_offsets_local"]
@@ -29,29 +28,17 @@ REPLICA_COLUMNS = ("logDir", "brokerId")       # added with replicas="all"
 
 
 @dataclass(frozen=True)
-class Target:
-    """What a task needs to find one replica again."""
+class Target(PartitionRef):
+    """One replica to answer for, re-opened by the task that answers."""
 
-    topic: str
-    partition: int
-    path: str        # partition dir location (local path or URI)
-    log_dir: str
     size: int = 0    # segment bytes (for sizing the work)
-
-
-def _reopen(target: Target) -> PartitionLog:
-    for replica in open_log_dirs(target.path).all_partitions():
-        if (replica.topic, replica.partition, replica.kind) == (target.topic, target.partition, "live"):
-            return replica
-    raise LogDirError("partition dir no longer holds the partition", path=target.path,
-                      expected=f"{target.topic}-{target.partition}", found="nothing")
 
 
 def lookup_group(group: Sequence[Target], specs: Sequence[int], isolation: str, with_replica: bool
                  ) -> Iterator[tuple[object, ...]]:
     """One task: rows ``COLUMNS`` (+ ``REPLICA_COLUMNS``) of each target, specs in the given order."""
     for target in group:
-        replica = _reopen(target)
+        replica = target.open()
         with PartitionLookup(replica) as lookup:
             for spec in specs:
                 a = lookup.list_offsets(spec, isolation)
@@ -60,16 +47,6 @@ def lookup_group(group: Sequence[Target], specs: Sequence[int], isolation: str, 
                 if with_replica:
                     row += (redact(target.log_dir), replica.broker_id)
                 yield row
-
-
-def _selected(replicas: Sequence[PartitionLog], topics: Sequence[str] | None, topic_pattern: str | None
-              ) -> list[PartitionLog]:
-    if not topics and topic_pattern is None:
-        return list(replicas)
-    wanted = set(topics or ())
-    pattern = re.compile(topic_pattern) if topic_pattern is not None else None
-    return [r for r in replicas
-            if r.topic in wanted or (pattern is not None and pattern.fullmatch(r.topic) is not None)]
 
 
 def lookup_targets(logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[int | str], *,
@@ -82,9 +59,8 @@ def lookup_targets(logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequenc
     if replicas not in ("longest", "all"):
         raise ValueError(f"replicas must be 'longest' or 'all', got {replicas!r}")
     specs = [parse_timestamp_spec(t) for t in timestamps]
-    chosen = _selected(open_partitions(logdirs if isinstance(logdirs, LogDirSet) else
-                                       ([logdirs] if isinstance(logdirs, str) else list(logdirs))),
-                       topics, topic_pattern)
+    chosen = TopicSelection.of(topics, topic_pattern).select(open_partitions(
+        logdirs if isinstance(logdirs, LogDirSet) else ([logdirs] if isinstance(logdirs, str) else list(logdirs))))
     if replicas == "longest":
         chosen = longest_replicas(chosen)
     return [Target(r.topic, r.partition, r.path, r.log_dir, r.size_bytes) for r in chosen], specs

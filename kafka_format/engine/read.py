@@ -1,8 +1,8 @@
 """The ``kafka-log`` source read without Spark: the same plan and the same split reader.
 
 :func:`read_table` plans a batch read from the source's options
-(:func:`kafka_format.reading.plan_read`) and decodes every split with
-:func:`kafka_format.reading.read_split` -- the code the Spark data source runs on its driver and
+(:func:`kafka_format.read.split_reader.plan_read`) and decodes every split with
+:func:`kafka_format.read.split_reader.read_split` -- the code the Spark data source runs on its driver and
 executors -- in this process, over a process pool when there is more than one split's worth of
 work.  Filters are not pushed (there is no query): the rows are those of ``spark.read.format(
 "kafka-log").options(...).load()``.
@@ -18,8 +18,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from kafka_format.planning import Split
-from kafka_format.reading import arrow_schema, plan_read, read_split
+from kafka_format.read.planning import Split
+from kafka_format.read.split_reader import arrow_schema, plan_read, read_split
 
 __all__ = ["read_table", "read_splits"]
 
@@ -27,7 +27,7 @@ __all__ = ["read_table", "read_splits"]
 def read_splits(options: Mapping[str, str]) -> tuple[Any, list[Split]]:
     """Parsed options (``paths``: a JSON list) and the planned splits, sized for this machine's cores."""
     from kafka_format.engine import workers
-    from kafka_format.read_options import parse_options     # pyspark-free
+    from kafka_format.read.options import parse_options     # pyspark-free
 
     opts = parse_options(dict(options))
     opts = replace(opts, plan=replace(opts.plan, default_parallelism=workers()))

@@ -1,9 +1,9 @@
-"""``klogs retention`` work without Spark (:mod:`kafka_format.retention` holds the rules).
+"""``klogs retention`` work without Spark (:mod:`kafka_format.log.retention` holds the rules).
 
 :func:`retention_groups` (driver: the replicas of each topic-partition, in output order) and
 :func:`evaluate_group` (one task: walk them, keep the longest replica where asked) are what the
 Spark job (:mod:`kafka_format.spark.retention`) runs; :func:`retention_local` runs them in this
-process.  Per-partition summaries are :func:`kafka_format.retention.summarize` on both engines.
+process.  Per-partition summaries are :func:`kafka_format.log.retention.summarize` on both engines.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from kafka_format.fsio import redact
-from kafka_format.retention import RetentionTask, plan_retention, run_task
+from kafka_format.storage.fsio import redact
+from kafka_format.log.retention import RetentionTask, plan_retention, run_task
 
 __all__ = ["SEGMENT_COLUMNS", "REPLICA_COLUMNS", "retention_groups", "evaluate_group", "retention_local"]
 

@@ -11,8 +11,11 @@
 * :mod:`.kraft_control`: values of KRaft control records (LeaderChange, snapshot
   header/footer, KRaftVersion, Voters).
 
-Every malformed input raises :class:`kafka_format.errors.InternalTopicFormatError`
+Every malformed input raises :class:`kafka_format.common.errors.InternalTopicFormatError`
 (position = byte offset inside the key or value).
+
+May import: :mod:`kafka_format.common`, :mod:`kafka_format.records` (records inside the
+KRaft metadata log).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from kafka_format.errors import InternalTopicFormatError
+from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal.protocol import (
     VERSION_MAX,
     Reader,
@@ -336,7 +336,7 @@ def _api_key(value: bytes | bytearray | memoryview) -> int | None:
 def replay_record_batches(batches: Iterable[Any], view: ClusterMetadataView | None = None, *,
                           min_offset: int = 0) -> ClusterMetadataView:
     """Fold record batches of a metadata log (Arrow ``RECORD_SCHEMA``: ``value``, ``isControl``,
-    ``offset`` columns, as :func:`kafka_format.api.decode_file` yields) into a view.
+    ``offset`` columns, as :func:`kafka_format.records.file_records.decode_file` yields) into a view.
 
     Control records are skipped, and so are records below ``min_offset``.
     """
@@ -365,7 +365,7 @@ def load_cluster_metadata(partition_dir: str | os.PathLike[str]) -> ClusterMetad
     first segment (a log whose early segments are gone gives a partial view; see
     ``orphan_changes``).
     """
-    from kafka_format.api import decode_file  # the record decoder; imported late (layering)
+    from kafka_format.records.file_records import decode_file  # the record decoder; imported late (layering)
 
     directory = Path(partition_dir)
     view = ClusterMetadataView()

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_format.errors import InternalTopicFormatError
+from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal.protocol import (
     INT16,
     partition_for,

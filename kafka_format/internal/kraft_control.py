@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_format.errors import InternalTopicFormatError
+from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal.protocol import read_message, to_json, write_message
 
 __all__ = [

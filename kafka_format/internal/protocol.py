@@ -32,7 +32,7 @@ fields appear only when they differ from their default.  Unknown tagged fields
 are kept under :data:`UNKNOWN_TAGS_KEY` (``{tag: bytes}``); :func:`to_json`
 leaves them out, as Kafka does.
 
-Every failure raises :class:`~kafka_format.errors.InternalTopicFormatError`
+Every failure raises :class:`~kafka_format.common.errors.InternalTopicFormatError`
 with ``position`` = byte offset inside the decoded buffer (the key or value).
 """
 
@@ -45,7 +45,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_format.errors import InternalTopicFormatError
+from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal.schemas import SCHEMAS
 from kafka_format.internal.schemas import newer as _newer_schemas
 

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 import codecs
 
-from kafka_format.errors import CorruptRecordError
+from kafka_format.common.errors import CorruptRecordError
 from kafka_format.records.columns import RecordColumns, RecordColumnsBuilder
 from kafka_format.records.entry import ENTRY
 

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from kafka_format.schema import BATCH_SCHEMA, HEADER_TYPE, RECORD_SCHEMA
+from kafka_format.records.schema import BATCH_SCHEMA, HEADER_TYPE, RECORD_SCHEMA
 
 try:  # compiled fills for the per-record columns (same values; memory recycled between chunks)
-    from kafka_format import _fastdecode as _native
+    from kafka_format.records import _fastdecode as _native
 except ImportError:  # pragma: no cover - a build without the compiled decoder
     _native = None
 
@@ -130,7 +130,7 @@ class RecordColumns:
 
 def _as_int32_offsets(offsets: np.ndarray) -> np.ndarray:
     if len(offsets) and int(offsets[-1]) > np.iinfo(np.int32).max:
-        from kafka_format.errors import KafkaFormatError
+        from kafka_format.common.errors import KafkaFormatError
 
         raise KafkaFormatError("decoded data exceed 2 GiB in one Arrow batch",
                                expected="< 2 GiB per column", found=str(int(offsets[-1])))

@@ -23,7 +23,7 @@ import enum
 import struct
 from dataclasses import dataclass
 
-from kafka_format.errors import CorruptRecordError
+from kafka_format.common.errors import CorruptRecordError
 
 __all__ = ["ControlRecordType", "EndTransactionMarker", "CONTROL_KEY", "END_TXN_VALUE",
            "parse_control_key", "parse_end_txn_marker"]

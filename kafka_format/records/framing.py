@@ -21,8 +21,8 @@ A remainder made only of zero bytes (preallocated ``.log``) is end of data
 
 from __future__ import annotations
 
-from kafka_format.crc import crc32, crc32c
-from kafka_format.errors import CorruptRecordError, UnsupportedFormatError
+from kafka_format.common.crc import crc32, crc32c
+from kafka_format.common.errors import CorruptRecordError, UnsupportedFormatError
 from kafka_format.records import batch_v2, legacy
 from kafka_format.records.batch_table import BatchTable
 from kafka_format.records.entry import ENTRY, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_OFFSET

@@ -34,8 +34,8 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from kafka_format.crc import crc32
-from kafka_format.errors import (
+from kafka_format.common.crc import crc32
+from kafka_format.common.errors import (
     ChecksumError,
     CorruptRecordError,
     KafkaFormatError,

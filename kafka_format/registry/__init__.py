@@ -6,6 +6,9 @@
 * :mod:`~kafka_format.registry.avro`, :mod:`~kafka_format.registry.protobuf`,
   :mod:`~kafka_format.registry.jsonschema` -- payload decoding and table types per format;
 * :mod:`~kafka_format.registry.typed` -- column plans and the batch decoder the Spark stage uses.
+
+May import: every layer below it (``_schemas`` is read from log dirs through :mod:`kafka_format.read`);
+never :mod:`kafka_format.spark`.
 """
 
 from kafka_format.registry.sources import (

@@ -28,7 +28,7 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from kafka_format.errors import KafkaFormatError
+from kafka_format.common.errors import KafkaFormatError
 from kafka_format.registry.store import (
     AVRO,
     DEFAULT_CONTEXT,
@@ -72,10 +72,10 @@ class SchemaSource(Protocol):
 # --- _schemas in log dirs ------------------------------------------------------------------------
 def schemas_from_log_dirs(paths: str | Sequence[str], *, topic: str = SCHEMAS_TOPIC) -> SchemaStore:
     """The registry state held by ``topic`` in the log dirs under ``paths`` (an empty store when
-    the topic is not there).  Raises :class:`~kafka_format.errors.KafkaFormatError` for bad bytes."""
-    from kafka_format.api import decode_segment
-    from kafka_format.logdir import open_log_dirs
-    from kafka_format.planning import longest_replicas
+    the topic is not there).  Raises :class:`~kafka_format.common.errors.KafkaFormatError` for bad bytes."""
+    from kafka_format.records.file_records import decode_segment
+    from kafka_format.storage.logdir import open_log_dirs
+    from kafka_format.read.planning import longest_replicas
 
     dirs = open_log_dirs([paths] if isinstance(paths, str) else list(paths))
     replicas = [p for p in dirs.all_partitions() if p.topic == topic and p.kind == "live"]

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kafka_format.errors import KafkaFormatError
+from kafka_format.common.errors import KafkaFormatError
 from kafka_format.registry.store import AVRO, DEFAULT_CONTEXT, JSON, PROTOBUF, RegisteredSchema
 
 __all__ = [

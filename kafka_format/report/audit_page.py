@@ -2,7 +2,7 @@
 
 Input: the finding rows (``severity, check, topic, partition, file, position, offset, expected,
 actual, message``) and the per-``.log`` byte accounting rows (``topic, partition, file, sizeBytes,
-validBytes, skippedBytes, zeroTailBytes, cutBytes, batches``), as :mod:`kafka_format.audit` writes
+validBytes, skippedBytes, zeroTailBytes, cutBytes, batches``), as :mod:`kafka_format.log.audit.auditor` writes
 them to Parquet.
 """
 

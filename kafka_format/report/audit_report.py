@@ -1,7 +1,7 @@
 """Audit's outputs: the HTML report and the published ``--out`` directory (``findings/`` and
 ``files/`` as Parquet, ``report.html``).
 
-The checks are :mod:`kafka_format.audit`'s; this module only renders and publishes their rows.
+The checks are :mod:`kafka_format.log.audit.auditor`'s; this module only renders and publishes their rows.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kafka_format.audit import ACCOUNTING_COLUMNS, REPORT_OWNER
-from kafka_format.publish import crash_point, staging_dir
+from kafka_format.log.audit.auditor import ACCOUNTING_COLUMNS, REPORT_OWNER
+from kafka_format.output.publish import crash_point, staging_dir
 from kafka_format.report.audit_page import render_audit_page
 
 __all__ = ["render_html", "write_outputs"]
@@ -30,7 +30,7 @@ def render_html(findings: Sequence[dict[str, Any]], files: Sequence[dict[str, An
 
 def write_outputs(out: str, findings: Sequence[dict[str, Any]], files: Sequence[dict[str, Any]]) -> None:
     """Publish ``out/findings/`` (Parquet), ``out/files/`` (Parquet) and ``out/report.html`` at once
-    (:func:`kafka_format.publish.staging_dir`: a crash leaves the previous ``out`` or none).  ``out``
+    (:func:`kafka_format.output.publish.staging_dir`: a crash leaves the previous ``out`` or none).  ``out``
     must be absent, empty or a previous audit output (:data:`REPORT_OWNER`'s marker)."""
     finding_schema = pa.schema([
         pa.field("severity", pa.string(), False), pa.field("check", pa.string(), False),

@@ -2,7 +2,7 @@
 
 Input: the job's per-segment rows (``topic, partition, baseOffset, sizeBytes, largestTimestamp,
 deletable, reason, deletableAtMs``), its per-partition summary and the disk-usage steps, as
-:mod:`kafka_format.retention` computes them.
+:mod:`kafka_format.log.retention` computes them.
 """
 
 from __future__ import annotations

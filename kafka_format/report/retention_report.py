@@ -1,7 +1,7 @@
 """Retention's outputs: the segment lines (``jsonl`` / ``table``), the disk-usage chart (PNG) and the
 published report directory (segments, ``summary.json``, ``disk-usage.png``, ``disk-usage.html``).
 
-The rules are :mod:`kafka_format.retention`'s; this module only renders and publishes what they
+The rules are :mod:`kafka_format.log.retention`'s; this module only renders and publishes what they
 computed.
 """
 
@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from kafka_format.publish import crash_point, staging_dir
+from kafka_format.output.publish import crash_point, staging_dir
 from kafka_format.report.retention_page import render_retention_page
 from kafka_format.report.text import table
-from kafka_format.retention import NOTES, REPORT_OWNER, SEGMENT_FIELDS, disk_usage_steps
-from kafka_format.units import human_bytes, utc_text
+from kafka_format.log.retention import NOTES, REPORT_OWNER, SEGMENT_FIELDS, disk_usage_steps
+from kafka_format.common.units import human_bytes, utc_text
 
 __all__ = ["format_segments", "render_chart_png", "render_html", "write_report"]
 

@@ -2,6 +2,11 @@
 
 ``register(spark)`` makes ``spark.read.format("kafka-log")`` available in a session built
 elsewhere; :func:`kafka_format.spark.session.build_session` does it automatically.
+
+A thin adapter: the rules live below it (:mod:`kafka_format.read`, :mod:`kafka_format.engine`,
+:mod:`kafka_format.log`); this folder turns them into data sources, DataFrames and executor tasks.
+May import: every layer below it; never :mod:`kafka_format.jobs` or :mod:`kafka_format.cli`.
+The only folder (with :mod:`kafka_format.jobs`) that imports pyspark.
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kafka_format.redaction import URI_CREDENTIALS_REGEX
+from kafka_format.common.redaction import URI_CREDENTIALS_REGEX
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,7 +46,7 @@ def register(spark: SparkSession) -> None:
 def register_derived(spark: SparkSession, derive: Callable[[type], type] | None) -> str:
     """:func:`register` with the session-sized source class passed through ``derive`` first (a
     subclass with its own ``name()``, e.g. the typed source of an export); returns the name."""
-    from kafka_format.planning import DEFAULT_OPEN_COST_BYTES
+    from kafka_format.read.planning import DEFAULT_OPEN_COST_BYTES
     from kafka_format.spark.datasource import bind_session_sizing
     from kafka_format.spark.workers import source_python
 

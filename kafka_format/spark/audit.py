@@ -1,4 +1,4 @@
-"""Distributed audit (``klogs audit``): the checks of :mod:`kafka_format.audit` on executors.
+"""Distributed audit (``klogs audit``): the checks of :mod:`kafka_format.log.audit.auditor` on executors.
 
 The driver lists the log dirs (:func:`kafka_format.open_log_dirs`, no batch is read there) and
 ships small picklable descriptors (:func:`kafka_format.engine.audit.audit_tasks`), one per
@@ -10,7 +10,7 @@ per-file accounting rows come back: they are small (a bounded number per file).
 DataFrames returned by :func:`audit`:
 
 findings (:data:`FINDINGS_SCHEMA`): ``severity string`` (error|warning|info), ``check string``
-(stable kebab-case id, :data:`kafka_format.audit.CHECKS`), ``topic string``, ``partition int``,
+(stable kebab-case id, :data:`kafka_format.log.audit.auditor.CHECKS`), ``topic string``, ``partition int``,
 ``file string`` (location of the file the finding is about), ``position long`` (byte offset in
 that file), ``offset long`` (Kafka offset), ``expected string``, ``actual string``,
 ``message string``; null where a value does not apply.
@@ -29,7 +29,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from kafka_format.audit import ACCOUNTING_COLUMNS, FINDING_COLUMNS
+from kafka_format.log.audit.auditor import ACCOUNTING_COLUMNS, FINDING_COLUMNS
 from kafka_format.engine.audit import audit_tasks, collect_rows, run_audit_task
 
 __all__ = ["audit", "audit_rows", "FINDINGS_SCHEMA", "FILES_SCHEMA"]
@@ -78,7 +78,7 @@ def audit(spark: SparkSession, logdirs: Sequence[str], *, topics: Sequence[str] 
           now_ms: int | None = None) -> tuple[DataFrame, DataFrame]:
     """Audit every partition replica, log dir and replica group under ``logdirs`` in parallel.
 
-    ``configs``: :class:`kafka_format.topicconfig.TopicConfigs` (``configs[topic]`` is shipped with
+    ``configs``: :class:`kafka_format.log.topicconfig.TopicConfigs` (``configs[topic]`` is shipped with
     each task).  Returns (findings, files) DataFrames (module doc for the columns).
     """
     findings, files = audit_rows(spark, logdirs, topics=topics, topic_pattern=topic_pattern, configs=configs,

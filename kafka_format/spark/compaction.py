@@ -12,9 +12,9 @@ Two questions, two functions:
   MD5, ``SkimpyOffsetMap``; a collision there would merge two keys, here it cannot).
 * :func:`compaction_cleaner` — what Kafka's log cleaner keeps after cleaning everything
   cleanable at ``now``: one Spark task per partition replica runs the cleaner core
-  (:mod:`kafka_format.compaction`: ``plan_cleaning`` / ``clean_partition`` /
+  (:mod:`kafka_format.log.cleaner`: ``plan_cleaning`` / ``clean_partition`` /
   ``write_cleaned_partition``) on the executor, decodes the replica's records with
-  :func:`kafka_format.api.decode_segment`, joins them with the core's per-record decisions and
+  :func:`kafka_format.records.file_records.decode_segment`, joins them with the core's per-record decisions and
   streams them to Parquet from the task (:func:`run_cleaner_pass`); only summaries reach the driver.
   The tasks are :mod:`kafka_format.engine.compaction`'s, which the local engine runs too.
 
@@ -59,7 +59,7 @@ from kafka_format.engine.compaction import (  # the executor work and the shared
     run_cleaner_task,
     topic_selector,
 )
-from kafka_format.topicconfig import TopicConfigs
+from kafka_format.log.topicconfig import TopicConfigs
 
 __all__ = [
     "DECISION_FIELDS", "CLEANER_RECORD_SCHEMA", "SUMMARY_SCHEMA", "FULL_SUMMARY_COLUMNS", "FULL_SUMMARY_INPUT",

@@ -5,7 +5,7 @@ Name
     :func:`kafka_format.spark.register` (done by ``build_session``).
 
 Options
-    See :mod:`kafka_format.read_options` and docs/datasource.md (Spark Kafka source names where the
+    See :mod:`kafka_format.read.options` and docs/datasource.md (Spark Kafka source names where the
     idea exists: ``topics``/``topicPattern``/``assign``, ``startingOffsets``/``endingOffsets``,
     ``startingTimestamp``/``endingTimestamp``/``*OffsetsByTimestamp``, ``isolationLevel``,
     ``includeHeaders``, plus ``includeControlRecords``, ``granularity``, ``maxBytesPerPartition``,
@@ -13,15 +13,15 @@ Options
     ``maxOffsetsPerTrigger``, ``maxBytesPerTrigger``).
 
 Schema
-    ``RECORD_SCHEMA`` of :mod:`kafka_format.schema` (``headers`` only with ``includeHeaders=true``,
+    ``RECORD_SCHEMA`` of :mod:`kafka_format.records.schema` (``headers`` only with ``includeHeaders=true``,
     the default, as in Spark's source); ``BATCH_SCHEMA`` for ``granularity=batch``; with
     ``mode=PERMISSIVE`` an extra ``_corrupt`` struct column (``file``, ``position``, ``length``,
     ``reason``), null on good rows, set on one row per skipped byte range.
 
 Partitioning strategy
-    Discovery is :func:`kafka_format.logdir.open_log_dirs` (a partition dir, a log dir, or a
+    Discovery is :func:`kafka_format.storage.logdir.open_log_dirs` (a partition dir, a log dir, or a
     parent of several brokers' log dirs; the broker's swap/cleaned reconciliation), then
-    :func:`kafka_format.planning.plan_splits` on the driver: ~``maxBytesPerPartition`` of log
+    :func:`kafka_format.read.planning.plan_splits` on the driver: ~``maxBytesPerPartition`` of log
     per Spark partition, cut at ``.index`` positions (batch boundaries), small segments packed
     together, ``minPartitions`` honoured as a hint.  One Spark partition never spans two
     topic-partitions.
@@ -34,7 +34,7 @@ Performance notes
     ``read()`` streams: it decodes one split chunk by chunk with ``decode_segment`` and yields
     Arrow record batches, never a whole segment in memory.  Files are opened in ``read()``.  The
     decoding and the rules applied to it (bounds, ``read_committed``, control records, modes)
-    are :func:`kafka_format.reading.read_split`, shared with the local engine.
+    are :func:`kafka_format.read.split_reader.read_split`, shared with the local engine.
 
 Streaming
     ``spark.readStream.format("kafka-log")`` (:class:`KafkaLogStreamReader`): offsets are
@@ -53,7 +53,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, Filter, InputPartition
@@ -67,8 +66,8 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from kafka_format.logdir import PartitionLog
-from kafka_format.planning import (
+from kafka_format.storage.logdir import PartitionLog
+from kafka_format.read.planning import (
     DEFAULT_OPEN_COST_BYTES,
     Bounds,
     Split,
@@ -77,9 +76,9 @@ from kafka_format.planning import (
     open_partitions,
     plan_splits,
 )
-from kafka_format.reading import CORRUPT_COLUMN, arrow_schema, plan_read, read_split
+from kafka_format.read.split_reader import CORRUPT_COLUMN, arrow_schema, plan_read, read_split
 from kafka_format.spark.filters import Pushed, push_filters
-from kafka_format.read_options import KafkaLogOptionError, ReadOptions, parse_options
+from kafka_format.read.options import KafkaLogOptionError, ReadOptions, parse_options
 
 __all__ = ["KafkaLogDataSource", "KafkaLogReader", "KafkaLogStreamReader", "SplitPartition", "arrow_schema",
            "bind_session_sizing", "read_split", "CORRUPT_COLUMN"]
@@ -87,7 +86,7 @@ __all__ = ["KafkaLogDataSource", "KafkaLogReader", "KafkaLogStreamReader", "Spli
 
 @dataclass
 class SplitPartition(InputPartition):
-    """A planned :class:`~kafka_format.planning.Split` as a Spark input partition (picklable)."""
+    """A planned :class:`~kafka_format.read.planning.Split` as a Spark input partition (picklable)."""
 
     split: Split
 

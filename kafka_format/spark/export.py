@@ -41,7 +41,7 @@ Parquet layout
         OUT/_SUCCESS
 
     written by Spark into ``.OUT.tmp-<hex>`` beside ``OUT`` and published with one rename
-    (:func:`kafka_format.publish.staging_dir`): a reader of ``OUT`` sees the previous export or all
+    (:func:`kafka_format.output.publish.staging_dir`): a reader of ``OUT`` sees the previous export or all
     of the new one.  A batch export replaces ``OUT`` -- only when ``OUT`` is absent, empty or a
     previous batch Parquet export (its ``.klogs-output`` marker); anything else is refused, so a
     mistyped ``--out`` cannot wipe a directory.
@@ -81,12 +81,12 @@ Delta
 
 Ownership and locks
     Every local ``OUT`` and ``--checkpoint`` directory carries klogs' ``.klogs-output`` marker
-    (:mod:`kafka_format.ownership`) naming its kind: ``parquet`` (batch), ``parquet-incremental``,
+    (:mod:`kafka_format.output.ownership`) naming its kind: ``parquet`` (batch), ``parquet-incremental``,
     ``delta`` or ``checkpoint``.  An export writes only to an absent or empty path or to one
     carrying the marker of the same kind; anything else (a directory klogs did not write, a Delta
     table klogs did not create, another kind of output) is refused with :class:`OutputRefused`
     before anything is written.  One run per ``OUT`` and per checkpoint: a second one gets
-    :class:`~kafka_format.runlock.OutputBusy` naming the run that holds it (instead of Spark's
+    :class:`~kafka_format.output.runlock.OutputBusy` naming the run that holds it (instead of Spark's
     ``CONCURRENT_STREAM_LOG_UPDATE`` failure).  Object-store URIs have no lock or marker; there
     the Delta target check below applies.
 """
@@ -100,7 +100,7 @@ import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -108,8 +108,8 @@ import pyarrow.fs as pafs
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kafka_format.errors import KafkaFormatError
-from kafka_format.ownership import OutputRefused, remove_tree
+from kafka_format.common.errors import KafkaFormatError
+from kafka_format.output.ownership import OutputRefused, remove_tree
 from kafka_format.engine.export import (  # shared with the local engine (no pyspark there)
     BATCH_OWNER,
     CHECKPOINT_OWNER,
@@ -133,7 +133,7 @@ from kafka_format.engine.export import (  # shared with the local engine (no pys
     parse_partition_by,
     source_options,
 )
-from kafka_format.publish import cleanup_stale, crash_point, ensure_output_dir, local_path, staging_dir
+from kafka_format.output.publish import cleanup_stale, crash_point, ensure_output_dir, local_path, staging_dir
 
 __all__ = [
     "FORMATS", "PARTITION_LAYOUTS", "KEY_AS", "VALUE_AS", "BATCH_COLUMN", "BATCH_MARKER", "STAGING_DIR",
@@ -386,10 +386,10 @@ def _delta_written(out: str, after: int | None) -> tuple[int, int, bool]:
 def read_source(spark: SparkSession, logdirs: Sequence[str], options: Mapping[str, str] | None = None,
                 typed: Any = None) -> DataFrame:
     """Batch ``kafka-log`` DataFrame over ``logdirs``; options are validated here first, so a bad
-    one is a :class:`~kafka_format.read_options.KafkaLogOptionError` (ValueError), not a Spark error.
+    one is a :class:`~kafka_format.read.options.KafkaLogOptionError` (ValueError), not a Spark error.
     ``typed`` (:func:`kafka_format.spark.typed.typed_columns`): the typed columns are decoded by
     the source's own reader (:meth:`~kafka_format.spark.typed.TypedColumns.read`)."""
-    from kafka_format.read_options import parse_options
+    from kafka_format.read.options import parse_options
 
     opts = dict(options or {})
     parse_options({**opts, "paths": json.dumps(list(logdirs))})
@@ -557,7 +557,7 @@ def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, ch
     _check_choice("key_as", key_as, KEY_AS)
     _check_choice("value_as", value_as, VALUE_AS)
     _check_typed(key_as, value_as, typed)
-    from kafka_format.read_options import parse_options
+    from kafka_format.read.options import parse_options
 
     opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
     parse_options(opts, streaming=True)         # bad options fail here, before anything is created

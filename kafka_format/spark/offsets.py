@@ -5,7 +5,7 @@ lookups (:func:`kafka_format.engine.offsets.lookup_group`, which the local engin
 executors, one task per group of partitions.  Tasks get plain picklable
 descriptors (topic, partition, partition-dir location) and re-open the partition there, so the
 log dirs may live on any filesystem the executors can reach.  Semantics:
-:mod:`kafka_format.offsets`.
+:mod:`kafka_format.log.list_offsets`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from kafka_format.engine.offsets import group_targets, lookup_group, lookup_targets
-from kafka_format.logdir import LogDirSet
+from kafka_format.storage.logdir import LogDirSet
 
 __all__ = ["OFFSETS_SCHEMA", "offsets_for_timestamps"]
 

@@ -1,7 +1,7 @@
-"""The ``kafka-log`` source's options: kept at :mod:`kafka_format.read_options` (no pyspark there, so
+"""The ``kafka-log`` source's options: kept at :mod:`kafka_format.read.options` (no pyspark there, so
 the local engine parses the same options); re-exported here for existing imports."""
 
-from kafka_format.read_options import *  # noqa: F403
-from kafka_format.read_options import KNOWN_OPTIONS, KafkaLogOptionError, ReadOptions, parse_options
+from kafka_format.read.options import *  # noqa: F403
+from kafka_format.read.options import KNOWN_OPTIONS, KafkaLogOptionError, ReadOptions, parse_options
 
 __all__ = ["KafkaLogOptionError", "ReadOptions", "parse_options", "KNOWN_OPTIONS"]

@@ -1,6 +1,6 @@
 """A console progress line for long Spark work, drawn by ``klogs`` itself.
 
-``klogs`` sends the JVM's own output to a log file (:func:`kafka_format.cli.jobargs.jvm_log_path`),
+``klogs`` sends the JVM's own output to a log file (:func:`kafka_format.jobs.jobargs.jvm_log_path`),
 which takes Spark's console progress bar with it.  This draws the same kind of line from the
 driver's status tracker: ``[Stage 3:=======>        (12 + 2) / 40]``, rewritten in place on a
 terminal and cleared when the work ends.  When stderr is not a terminal it draws nothing, so logs

@@ -1,9 +1,9 @@
 """Retention as DataFrames: which segments Kafka's retention pass deletes at ``now``, and when.
 
 The driver discovers partition replicas and resolves each topic's policy
-(:func:`kafka_format.retention.plan_retention`); executors re-open one replica each, read its
-index files and the last segment's batch headers, and walk (:func:`kafka_format.retention.run_task`).
-Semantics and the decisions behind them: :mod:`kafka_format.retention`.
+(:func:`kafka_format.log.retention.plan_retention`); executors re-open one replica each, read its
+index files and the last segment's batch headers, and walk (:func:`kafka_format.log.retention.run_task`).
+Semantics and the decisions behind them: :mod:`kafka_format.log.retention`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
 
 from kafka_format.engine.retention import evaluate_group, retention_groups
-from kafka_format.retention import summarize
+from kafka_format.log.retention import summarize
 
 __all__ = ["SEGMENT_SCHEMA", "SUMMARY_COLUMNS", "retention_candidates", "retention_summary"]
 
@@ -49,7 +49,7 @@ def retention_candidates(spark: SparkSession, logdirs: Any, configs: Any, now_ms
     ``logdirs``: paths or a ``LogDirSet``; ``configs``: ``TopicConfigs`` (``configs[topic]``).
     ``replicas``: ``longest`` (default: per topic-partition the replica with the highest log end
     offset, then leader epoch, as the data source picks) or ``all`` (every replica, with ``logDir``
-    and ``brokerId`` columns added).  ``missing_hw``: see :func:`kafka_format.retention.partition_facts`.
+    and ``brokerId`` columns added).  ``missing_hw``: see :func:`kafka_format.log.retention.partition_facts`.
     The driver only lists files; each Spark task re-opens the replicas of a few topic-partitions
     and reads their indexes and last-segment batch headers.  No shuffle.
     """
@@ -73,7 +73,7 @@ _SUMMARY_SCHEMA = StructType([
 
 
 def _summarize_group(table: Any) -> Any:
-    """Spark's ``applyInArrow``: :func:`kafka_format.retention.summarize` of one topic-partition."""
+    """Spark's ``applyInArrow``: :func:`kafka_format.log.retention.summarize` of one topic-partition."""
     import pyarrow as pa
 
     rows = summarize(table.to_pylist())
@@ -85,7 +85,7 @@ def _summarize_group(table: Any) -> Any:
 def retention_summary(df: DataFrame) -> DataFrame:
     """Per topic-partition: segments, bytes, deletable segments/bytes now, bytes remaining after
     this pass, bytes no deletion reaches without new data, next deletion time after now, time of
-    the last deletion, oldest/newest segment largestTimestamp -- :func:`kafka_format.retention.summarize`
+    the last deletion, oldest/newest segment largestTimestamp -- :func:`kafka_format.log.retention.summarize`
     (the rule the local engine uses too) applied per topic-partition."""
     return (df.select(*SEGMENT_SCHEMA.names).groupBy("topic", "partition")
             .applyInArrow(_summarize_group, _SUMMARY_SCHEMA).orderBy("topic", "partition"))

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 # ALWAYS: settings the product relies on, applied over any profile.  Its redaction pattern hides
 # the user:secret of a URI (``s3://KEY:SECRET@bucket``) wherever Spark shows a plan or its options
-# (explain output, the SQL UI), as :func:`kafka_format.redaction.redact` does for klogs' own output.
+# (explain output, the SQL UI), as :func:`kafka_format.common.redaction.redact` does for klogs' own output.
 from kafka_format.spark import ALWAYS
 from kafka_format.spark.delta import with_delta
 

@@ -25,7 +25,7 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from kafka_format.reading import arrow_schema
+from kafka_format.read.split_reader import arrow_schema
 from kafka_format.registry.batches import RecordDecodeError, decode_batch, typed_schema
 from kafka_format.registry.typed import ColumnPlan
 from kafka_format.spark.datasource import KafkaLogReader, KafkaLogStreamReader

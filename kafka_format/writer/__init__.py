@@ -3,6 +3,9 @@ time and transaction indexes, producer snapshots, whole log dirs with their chec
 
 Used by ``data_samples/generate.py``, tests and benchmarks to make inputs whose every byte
 follows what a broker writes.
+
+May import: :mod:`kafka_format.common`, :mod:`kafka_format.records`, :mod:`kafka_format.storage`
+(the index and snapshot layouts it writes).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ A compressed legacy wrapper's value is the compressed inner message set.  Magic 
 offsets are relative (0..n-1) and the wrapper offset is the last inner absolute offset;
 magic 0 inner offsets are absolute (``AbstractLegacyRecordBatch.java``).
 
-Compressed payloads come from :func:`kafka_format.compression.compress` (xerial snappy, Kafka's
+Compressed payloads come from :func:`kafka_format.records.compression.compress` (xerial snappy, Kafka's
 lz4 frame with the broken header checksum for magic 0, zstd without content size, Java gzip).
 """
 
@@ -41,8 +41,8 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from kafka_format.compression import compress
-from kafka_format.crc import crc32, crc32c
+from kafka_format.records.compression import compress
+from kafka_format.common.crc import crc32, crc32c
 from kafka_format.records.entry import ENTRY
 
 __all__ = [

@@ -11,7 +11,7 @@ Text formats (``CheckpointFile.java``, ``OffsetCheckpointFile.java``,
     .kafka_cleanshutdown     {"version":0,"brokerEpoch":N}
 
 Checkpoint entries are written sorted by (topic, partition); the broker writes them in its map's
-order, which readers must not rely on.  The text itself comes from :mod:`kafka_format.checkpoints`.
+order, which readers must not rely on.  The text itself comes from :mod:`kafka_format.storage.checkpoints`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_format.checkpoints import (
+from kafka_format.storage.checkpoints import (
     format_clean_shutdown,
     format_leader_epoch_checkpoint,
     format_meta_properties,

@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from kafka_format.index import OFFSET_ENTRY, TIME_ENTRY
-from kafka_format.snapshot import ProducerSnapshotEntry, encode_producer_snapshot
-from kafka_format.txnindex import AbortedTxn, encode_aborted_txn
+from kafka_format.storage.index import OFFSET_ENTRY, TIME_ENTRY
+from kafka_format.storage.snapshot import ProducerSnapshotEntry, encode_producer_snapshot
+from kafka_format.storage.txnindex import AbortedTxn, encode_aborted_txn
 from kafka_format.writer.batches import CONTROL_ABORT, NO_SEQUENCE, BuiltBatch
 
 __all__ = [

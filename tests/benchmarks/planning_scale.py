@@ -47,7 +47,7 @@ def generate(root: Path, scale: Scale) -> Path:
     done = tree / ".complete"
     if done.exists():
         return tree
-    from kafka_format.planning import _tiny_batch
+    from kafka_format.read.planning import _tiny_batch
 
     batch = _tiny_batch()
     per_partition = max(1, scale.segments // scale.partitions)
@@ -111,7 +111,7 @@ class Result:
 
 
 def measure(tree: Path, scale: Scale, repeats: int = 2) -> Result:
-    from kafka_format.planning import PlanOptions, open_partitions, plan_splits
+    from kafka_format.read.planning import PlanOptions, open_partitions, plan_splits
 
     options = PlanOptions(default_parallelism=2)
     best = [float("inf")] * 3

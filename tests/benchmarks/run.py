@@ -8,7 +8,7 @@ with each other run in turn in every round, so that a shared machine's load hits
 * our reference decoder (on a slice: it is plain Python);
 * kafka-python and aiokafka (C extension) iterating every record of the same bytes and
   touching offset, timestamp, key, value and headers, CRC checked per batch;
-* bare decompression of the same payloads (``kafka_format.compression.decompress``);
+* bare decompression of the same payloads (``kafka_format.records.compression.decompress``);
 * the batch-header scan (``granularity="batch"``: headers + CRC, no record decoding).
 
 Throughput is log bytes (and records) per second of CPU time of the measuring thread
@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gen  # noqa: E402  (benchmark-local module beside this file)
 
-from kafka_format import decoder as decoder_module  # noqa: E402
-from kafka_format.api import decode_segment  # noqa: E402
-from kafka_format.decoder import Decoder  # noqa: E402
+from kafka_format.records import decoder as decoder_module  # noqa: E402
+from kafka_format.records.file_records import decode_segment  # noqa: E402
+from kafka_format.records.decoder import Decoder  # noqa: E402
 from kafka_format.records.columns import FileContext  # noqa: E402
 
 MIB = 1 << 20
@@ -171,7 +171,7 @@ def kafka_python_reader(data: bytes) -> Callable[[], int]:
 
 
 def bare_decompression(data: bytes) -> Callable[[], int]:
-    from kafka_format import compression
+    from kafka_format.records import compression
 
     payloads = []
     pos = 0
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also the corpus shapes (ns/record, breakdown, floor) and cluster-scale planning")
     args = parser.parse_args(argv)
 
-    from kafka_format.fast import CRC32C_IMPLEMENTATION, FastDecoder
+    from kafka_format.records.fast import CRC32C_IMPLEMENTATION, FastDecoder
 
     fast, reference = FastDecoder(), Decoder()
     results: list[Result] = []
@@ -306,7 +306,7 @@ def planning_notes(segments: int = 10_000) -> list[str]:
     """Driver-side planning of a synthetic log dir of ``segments`` segments (target: < 5 s)."""
     import tempfile
 
-    from kafka_format.planning import benchmark_planning
+    from kafka_format.read.planning import benchmark_planning
 
     with tempfile.TemporaryDirectory() as root:
         r = benchmark_planning(root, segments=segments)

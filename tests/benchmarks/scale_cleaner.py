@@ -23,9 +23,9 @@ import time
 
 import pyarrow as pa
 
-from kafka_format.compaction import clean_partition, write_cleaned_partition
-from kafka_format.logdir import open_log_dirs
-from kafka_format.topicconfig import load_topic_configs
+from kafka_format.log.cleaner import clean_partition, write_cleaned_partition
+from kafka_format.storage.logdir import open_log_dirs
+from kafka_format.log.topicconfig import load_topic_configs
 
 STAGE = {"name": "start"}
 

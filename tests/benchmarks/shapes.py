@@ -125,8 +125,8 @@ def _best(fns: dict[str, Callable[[], int]], repeats: int) -> dict[str, tuple[in
 
 
 def _ours(path: Path) -> Callable[[], int]:
-    from kafka_format.api import decode_segment
-    from kafka_format.fast import FastDecoder
+    from kafka_format.records.file_records import decode_segment
+    from kafka_format.records.fast import FastDecoder
     from kafka_format.records.columns import FileContext
 
     dec = FastDecoder()
@@ -156,7 +156,7 @@ def _aiokafka(data: bytes) -> Callable[[], int]:
 
 def _chunk_meta(data: bytes) -> np.ndarray:
     """decode_v2_chunk meta of every batch of ``data`` (no CRC check requested)."""
-    from kafka_format import fast
+    from kafka_format.records import fast
     from kafka_format.records import batch_v2
 
     table = fast.FastDecoder().scan(data, verify_crc=False)
@@ -173,8 +173,8 @@ def _chunk_meta(data: bytes) -> np.ndarray:
 def _chunk(data: bytes, meta: np.ndarray, options: int) -> Callable[[], int]:
     """decode_v2_chunk over ``data`` in 16 MiB parts (the read size of decode_segment, so that
     output blocks are recycled as in the real path)."""
-    from kafka_format import _fastdecode
-    from kafka_format.fast import _CHUNK_START
+    from kafka_format.records import _fastdecode
+    from kafka_format.records.fast import _CHUNK_START
 
     cap = 256 * MIB
     part = (meta[:, _CHUNK_START] // (16 * MIB)).astype(np.int64)
@@ -195,7 +195,7 @@ def _chunk(data: bytes, meta: np.ndarray, options: int) -> Callable[[], int]:
 
 
 def _scan(data: bytes, verify: int) -> Callable[[], int]:
-    from kafka_format import _fastdecode
+    from kafka_format.records import _fastdecode
 
     def run() -> int:
         return _fastdecode.scan(data, 0, len(data), verify)[3]
@@ -217,7 +217,7 @@ class Row:
 
 
 def measure(data_dir: Path, shape: Shape, codec: str, repeats: int) -> Row:
-    from kafka_format import _fastdecode
+    from kafka_format.records import _fastdecode
 
     path = corpus(data_dir, shape, codec)
     data = path.read_bytes()

@@ -757,12 +757,10 @@ def test_console_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "CorruptRecordException: Found record size 1 smaller than minimum record overhead" in done.stderr
 
 
-def test_job_that_does_not_exist_yet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
-    from kafka_format.cli import job_modules
-
-    monkeypatch.setattr(job_modules, "_REPO_ROOT", tmp_path)
-    monkeypatch.chdir(tmp_path)
-    assert main(["audit", "--out", str(tmp_path)]) == 2
-    assert "'audit' is not available yet" in capsys.readouterr().err
-    assert sys.modules.get("_klogs_job_audit") is None
+def test_a_job_that_cannot_load_is_one_line_and_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "kafka_format.jobs.audit", None)   # import of it fails
+    assert main(["audit", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("klogs audit: cannot load the job (")
+    assert not (tmp_path / "out").exists()

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_format.cli.jobargs import (EXIT_USAGE, UsageError, add_common_arguments, check_inputs, job_context,
+from kafka_format.jobs.jobargs import (EXIT_USAGE, UsageError, add_common_arguments, check_inputs, job_context,
                                       parse_args, run_job)
-from kafka_format.errors import CorruptRecordError
+from kafka_format.common.errors import CorruptRecordError
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data_samples" / "logdirs"
 
@@ -66,7 +66,7 @@ def test_run_job_lets_bugs_through() -> None:
 
 
 def test_run_main_parses_then_runs_the_body(capsys: pytest.CaptureFixture[str]) -> None:
-    from kafka_format.cli.jobargs import run_main
+    from kafka_format.jobs.jobargs import run_main
 
     seen: list[argparse.Namespace] = []
 
@@ -150,7 +150,7 @@ def test_retention_table_uses_human_units_and_jsonl_keeps_exact_numbers() -> Non
 
 def test_a_spark_failure_names_the_runs_spark_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from kafka_format.cli import jobargs
+    from kafka_format.jobs import jobargs
 
     log = tmp_path / "klogs-probe.log"
     log.write_text("WARN ... java.lang.OutOfMemoryError\n")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_format.cli.jobargs import EXIT_USAGE, run_job
-from kafka_format.cli.sparkerrors import DRIVER_MEMORY_KNOB, JVM_OOM_EXIT, PYTHON_MEMORY_KNOB
+from kafka_format.jobs.jobargs import EXIT_USAGE, run_job
+from kafka_format.jobs.sparkerrors import DRIVER_MEMORY_KNOB, JVM_OOM_EXIT, PYTHON_MEMORY_KNOB
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,14 +85,14 @@ def test_a_driver_jvm_out_of_memory_is_one_line(tmp_path: Path) -> None:
     exit 52); the job's next Py4J call meets a refused socket.  The user gets the cause and the
     knob instead.  Own process: the JVM has 512 MB and dies."""
     script = tmp_path / "oom.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(textwrap.dedent("""
         import sys
-        from kafka_format.cli.jobargs import run_job
+        from kafka_format.jobs.jobargs import run_job
         from kafka_format.spark.session import build_session
 
         def body():
             spark = build_session(master="local[1]", profile="test", app_name="oom",
-                                  extra_conf={{"spark.driver.memory": "512m"}})
+                                  extra_conf={"spark.driver.memory": "512m"})
             # each row builds a 1.2 GB string in the task: more than the whole heap
             spark.range(1).selectExpr("length(repeat('x', CAST(id AS INT) + 600000000)) AS n").collect()
             spark.range(1).count()   # the JVM is gone by now

@@ -226,7 +226,7 @@ def segment_bases(pdir: Path) -> list[int]:
 def segment_records(log: Path) -> list[tuple[Any, ...]]:
     """(batch base offset, offset, timestamp, key, value, headers, control) of every record in a
     ``.log`` file, decoded by kafka_format."""
-    from kafka_format.api import decode_segment
+    from kafka_format.records.file_records import decode_segment
 
     out: list[tuple[Any, ...]] = []
     for rb in decode_segment(str(log)):
@@ -269,7 +269,7 @@ def stamped_clean_time(pdir: Path, delete_retention_ms: int) -> int | None:
     """The broker's wall clock at its latest cleaning of ``pdir``, read back from the delete
     horizons it stamped (``horizon = currentTime + delete.retention.ms``, ``MemoryRecords.filterTo``);
     None when no batch carries one."""
-    from kafka_format.api import iter_batches
+    from kafka_format.records.file_records import iter_batches
 
     best: int | None = None
     for log in sorted(pdir.glob("*.log")):

@@ -24,8 +24,8 @@ broker stamped (``horizon - delete.retention.ms``), and the partition is predict
 (byte comparisons need it: a stamped horizon becomes the batch's base timestamp).
 
 The predictions call what ``klogs compaction --mode cleaner --write-segments`` and ``klogs
-retention`` run per partition (``kafka_format.compaction.clean_partition`` /
-``write_cleaned_partition``, ``kafka_format.retention.plan_retention`` / ``run_task``), with the
+retention`` run per partition (``kafka_format.log.cleaner.clean_partition`` /
+``write_cleaned_partition``, ``kafka_format.log.retention.plan_retention`` / ``run_task``), with the
 same ``--config`` layers (the broker's cleaner settings, the topic configs; the rest from the
 copy's KRaft metadata): the Spark jobs around them cost minutes per run here and are tested
 against the same modules in tests/jobs, and the retention window is timed.
@@ -86,9 +86,9 @@ def _copy(src: Path, dest: Path) -> Path:
 def _predict_partition(logdir: Path, topic: str, now_ms: int, out: Path) -> tuple[int, Path]:
     """The cleaner model on one partition of a log-dir copy at ``now_ms``: (checkpoint after, the
     written partition dir).  Same code the job runs per partition."""
-    from kafka_format.compaction import clean_partition, write_cleaned_partition
-    from kafka_format.logdir import open_log_dirs
-    from kafka_format.topicconfig import load_topic_configs
+    from kafka_format.log.cleaner import clean_partition, write_cleaned_partition
+    from kafka_format.storage.logdir import open_log_dirs
+    from kafka_format.log.topicconfig import load_topic_configs
 
     dirs = open_log_dirs([str(logdir)])
     configs = load_topic_configs(dirs, overrides=[*BROKER_FLAGS, *wl.topic_flags({topic: wl.COMPACTED_TOPICS[topic]})])
@@ -194,9 +194,9 @@ def _drm(topic: str) -> int:
 def _predict_retention(logdir: Path, now_ms: int) -> list[dict[str, Any]]:
     """What ``klogs retention LOGDIR --now T --topic rt-...`` prints (its jsonl rows), from the
     module the job runs per partition (no Spark here: the retention window is timed)."""
-    from kafka_format.logdir import open_log_dirs
-    from kafka_format.retention import plan_retention, run_task, segment_rows
-    from kafka_format.topicconfig import load_topic_configs
+    from kafka_format.storage.logdir import open_log_dirs
+    from kafka_format.log.retention import plan_retention, run_task, segment_rows
+    from kafka_format.log.topicconfig import load_topic_configs
 
     dirs = open_log_dirs([str(logdir)])
     configs = load_topic_configs(dirs, overrides=wl.topic_flags(wl.RETENTION_TOPICS))
@@ -217,7 +217,7 @@ def _observe_retention(broker: Any, rows: list[dict[str, Any]], plan: wl.Retenti
     for t in wl.RETENTION_TOPICS:
         pdir = broker.partition_dir(t, 0)
         try:
-            wl.wait_for(lambda: not (set(deletable[t]) & set(wl.segment_bases(pdir))), 30,
+            wl.wait_for(lambda: not (set(deletable[t]) & set(wl.segment_bases(pdir))), 30,  # noqa: B023
                         f"retention of {t}")
         except TimeoutError:
             pass

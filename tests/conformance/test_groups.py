@@ -134,8 +134,8 @@ def test_groups_and_transactions_equal_the_broker(kafka_broker: KafkaBroker, sta
         conformance.compare(COMPARISON, kafka_version, f"transaction {tid}", mine, kafka)
 
     # open / hanging transactions on the data partitions
-    from kafka_format.audit import audit_partition, coordinator_transactions
-    from kafka_format.planning import open_partitions
+    from kafka_format.log.audit.auditor import audit_partition, coordinator_transactions
+    from kafka_format.read.planning import open_partitions
 
     now = int(time.time() * 1000)
     partitions = open_partitions([str(copy)])

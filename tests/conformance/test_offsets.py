@@ -43,7 +43,7 @@ def _partitions(workload, broker: KafkaBroker) -> list[tuple[str, int]]:
 def _query_timestamps(copy: Path, partition: tuple[str, int]) -> list[int]:
     """Timestamps around and on the batches of one partition of the copy: before the first
     record, on the first/max timestamps of a few batches, one past them, and after the last."""
-    from kafka_format.api import iter_batches
+    from kafka_format.records.file_records import iter_batches
 
     topic, part = partition
     stamps: list[tuple[int, int]] = []
@@ -86,8 +86,8 @@ def _our_answers(spark, copy: Path, specs: dict[tuple[str, int], list[int]], iso
                  ) -> dict[tuple[str, int, int], Answer]:
     """The special specs through the job's Spark function over the copy; the timestamps of each
     partition through the library lookup behind it (``PartitionLookup``, one per partition)."""
-    from kafka_format.offsets import PartitionLookup
-    from kafka_format.planning import open_partitions
+    from kafka_format.log.list_offsets import PartitionLookup
+    from kafka_format.read.planning import open_partitions
     from kafka_format.spark.offsets import offsets_for_timestamps
 
     topics = sorted({t for t, _ in specs})

@@ -77,7 +77,7 @@ def _read(spark, copy: Path, topics: list[str], isolation: str) -> dict[tuple[st
 
 def _offline_ends(copy: Path, partitions: list[tuple[str, int]], isolation: str) -> dict[tuple[str, int], Any]:
     """The end the source reads to: the HW of the copy (read_uncommitted) or its LSO."""
-    from kafka_format.planning import last_stable_offset, open_partitions
+    from kafka_format.read.planning import last_stable_offset, open_partitions
 
     out: dict[tuple[str, int], Any] = {}
     for replica in open_partitions([str(copy)]):

@@ -128,7 +128,7 @@ def confluent(broker: KafkaBroker, topic: str = "w-confluent", partitions: int =
             if i % 4 == 1:
                 hdrs.append(("nullh", None))
             p.produce(topic, key=key, value=value, headers=hdrs,
-                      on_delivery=lambda err, msg: errors.append(err) if err is not None else None)
+                      on_delivery=lambda err, msg: errors.append(err) if err is not None else None)  # noqa: B023
             p.poll(0)
         left = p.flush(60)
         assert left == 0 and not errors, (left, errors[:3])

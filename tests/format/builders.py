@@ -25,7 +25,7 @@ with warnings.catch_warnings():  # kafka-python's package import emits Deprecati
 
     from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
 
-from kafka_format.decoder import Decoder
+from kafka_format.records.decoder import Decoder
 
 
 def _give_kafka_python_snappy() -> None:
@@ -79,7 +79,7 @@ _V2_MAX_TIMESTAMP = struct.calcsize(">qiibIhiq")
 def _decoders() -> list[Decoder]:
     found: list[Decoder] = [Decoder()]
     try:
-        from kafka_format.fast import FastDecoder
+        from kafka_format.records.fast import FastDecoder
     except ImportError:
         return found
     return [*found, FastDecoder()]
@@ -214,7 +214,7 @@ def need_codec(name: str) -> None:
         return
     import pytest
 
-    pytest.importorskip("kafka_format.compression", reason="kafka_format.compression not built yet")
+    pytest.importorskip("kafka_format.records.compression", reason="kafka_format.records.compression not built yet")
 
 
 def raw_v2(payload: bytes, count: int, *, base_offset: int = 0, attributes: int = 0,

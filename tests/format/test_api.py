@@ -22,10 +22,10 @@ from builders import (
     sample_records,
 )
 
-from kafka_format import api, decoder as decoder_module
-from kafka_format.api import FileContext, decode_bytes, decode_file, decode_segment, iter_batches
-from kafka_format.errors import KafkaFormatError
-from kafka_format.schema import BATCH_SCHEMA, RECORD_SCHEMA
+from kafka_format.records import decoder as decoder_module, file_records as api, implementation
+from kafka_format.records.file_records import FileContext, decode_bytes, decode_file, decode_segment, iter_batches
+from kafka_format.common.errors import KafkaFormatError
+from kafka_format.records.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
 
 @pytest.fixture(params=DECODERS, ids=DECODER_IDS)
@@ -170,21 +170,21 @@ class TestBatchHeaders:
 
 class TestDecoderChoice:
     def test_env_forces_reference_without_warning(self, monkeypatch):
-        monkeypatch.setenv(decoder_module.ENV_VAR, "reference")
+        monkeypatch.setenv(implementation.ENV_VAR, "reference")
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            chosen, name = decoder_module._choose()
+            chosen, name = implementation._choose()
         assert (type(chosen), name) == (decoder_module.Decoder, "reference")
 
     def test_compiled_decoder_active_when_built(self, monkeypatch):
-        monkeypatch.delenv(decoder_module.ENV_VAR, raising=False)
+        monkeypatch.delenv(implementation.ENV_VAR, raising=False)
         try:
-            from kafka_format.fast import FastDecoder
+            from kafka_format.records.fast import FastDecoder
         except ImportError:
             pytest.skip("compiled decoder not built")
-        chosen, name = decoder_module._choose()
+        chosen, name = implementation._choose()
         assert isinstance(chosen, FastDecoder) and name == "fast"
-        assert decoder_module.IMPLEMENTATION in ("fast", "reference")
+        assert implementation.IMPLEMENTATION in ("fast", "reference")
 
     def test_both_decoders_produce_identical_arrow(self):
         data = segment_bytes() + build_legacy(sample_records(3, headers=False), magic=1, base_offset=500)
@@ -229,15 +229,15 @@ class TestBadBytes:
 def test_missing_extension_falls_back_with_warning(monkeypatch):
     import sys
 
-    import kafka_format
+    import kafka_format.records
 
-    if "kafka_format.fast" not in sys.modules:
+    if "kafka_format.records.fast" not in sys.modules:
         pytest.skip("no compiled decoder in this build")
-    monkeypatch.delenv(decoder_module.ENV_VAR, raising=False)
-    monkeypatch.delitem(sys.modules, "kafka_format.fast")
-    monkeypatch.delattr(kafka_format, "fast", raising=False)
-    monkeypatch.delattr(kafka_format, "_fastdecode", raising=False)
-    monkeypatch.setitem(sys.modules, "kafka_format._fastdecode", None)
+    monkeypatch.delenv(implementation.ENV_VAR, raising=False)
+    monkeypatch.delitem(sys.modules, "kafka_format.records.fast")
+    monkeypatch.delattr(kafka_format.records, "fast", raising=False)
+    monkeypatch.delattr(kafka_format.records, "_fastdecode", raising=False)
+    monkeypatch.setitem(sys.modules, "kafka_format.records._fastdecode", None)
     with pytest.warns(RuntimeWarning, match="reference decoder"):
-        chosen, name = decoder_module._choose()
+        chosen, name = implementation._choose()
     assert (type(chosen), name) == (decoder_module.Decoder, "reference")

@@ -1,4 +1,4 @@
-"""The audit checks (``kafka_format.audit``) on intact and damaged log dirs, and on real broker data.
+"""The audit checks (``kafka_format.log.audit.auditor``) on intact and damaged log dirs, and on real broker data.
 
 Oracles, independent of the code under test:
 * a plain framing walk written here (offset int64, size int32, lastOffsetDelta at byte 23 of a v2
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from kafka_format.audit import (
+from kafka_format.log.audit.auditor import (
     CHECKS,
     FINDING_COLUMNS,
     audit_log_dir,
@@ -32,7 +32,7 @@ from kafka_format.audit import (
     replica_groups,
 )
 from kafka_format.cli.dump import DumpOptions, dump
-from kafka_format.logdir import open_log_dirs
+from kafka_format.storage.logdir import open_log_dirs
 from kafka_format.records.entry import ENTRY
 from kafka_format.report.audit_report import render_html
 

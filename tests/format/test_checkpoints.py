@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_format import checkpoints as C
-from kafka_format.errors import CheckpointFormatError, KafkaFormatError
+from kafka_format.storage import checkpoints as C
+from kafka_format.common.errors import CheckpointFormatError, KafkaFormatError
 
 
 def log_end_and_epochs(part_dir: Path) -> tuple[int | None, list[tuple[int, int]]]:

@@ -1,4 +1,4 @@
-"""Offline log cleaner (kafka_format.compaction): plan and per-record decisions.
+"""Offline log cleaner (kafka_format.log.cleaner): plan and per-record decisions.
 
 Oracles: batches and records decoded by kafka-python from the files, and Kafka's rules applied
 plainly in this file (highest offset per key wins, tombstone horizon, aborted data found by
@@ -18,15 +18,15 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from kafka.record.memory_records import MemoryRecords as KpMemoryRecords
 
-from kafka_format.compaction import (
+from kafka_format.log.cleaner import (
     DECISIONS,
     REASONS,
     clean_partition,
     map_capacity,
     plan_cleaning,
 )
-from kafka_format.logdir import open_log_dirs
-from kafka_format.topicconfig import load_topic_configs
+from kafka_format.storage.logdir import open_log_dirs
+from kafka_format.log.topicconfig import load_topic_configs
 from kafka_format.writer import (
     CODEC_GZIP,
     CODEC_LZ4,
@@ -469,7 +469,7 @@ def test_aborted_committed_and_empty_transactions(tmp_path: Path) -> None:
 
 
 def test_marker_of_empty_txn_removed_after_horizon(tmp_path: Path) -> None:
-    from kafka_format.compaction import write_cleaned_partition
+    from kafka_format.log.cleaner import write_cleaned_partition
 
     log = Log(tmp_path / "src")
     log.data([(K[0], v(0))])
@@ -542,7 +542,7 @@ def test_last_batch_of_round_kept_empty_kafka_17076(tmp_path: Path) -> None:
 def test_legacy_batch_emptied_at_round_end_fails_like_kafka(tmp_path: Path) -> None:
     """filterTo throws IllegalStateException for an empty legacy batch it must retain (the round's
     last batch); Kafka's cleaner then marks the partition uncleanable."""
-    from kafka_format.compaction import CleanerError
+    from kafka_format.log.cleaner import CleanerError
 
     log = Log(tmp_path)
     log.legacy([(K[0], v(0)), (None, v(1))])   # offset 1: null key, nextOffset == firstUncleanable
@@ -606,7 +606,7 @@ def test_groups_follow_segment_bytes(tmp_path: Path) -> None:
 def test_group_offset_span_bound() -> None:
     """groupSegmentsBySize: a segment joins only while (its estimated last offset - the group's
     first base) <= Int.MAX; an empty segment always joins."""
-    from kafka_format.compaction import group_segments_by_size
+    from kafka_format.log.cleaner import group_segments_by_size
 
     big = 1 << 31
     bases = [0, 10, big - 5, big + 20]
@@ -688,7 +688,7 @@ def test_sample_transactions(tmp_path: Path) -> None:
 def test_abort_marker_retention_rounds(tmp_path: Path) -> None:
     """Round 1 keeps the ABORT marker (its data is seen), round 2 stamps it (no data left),
     a round past the horizon removes it (spec §4.6 net effect)."""
-    from kafka_format.compaction import write_cleaned_partition
+    from kafka_format.log.cleaner import write_cleaned_partition
 
     log = Log(tmp_path / "r0")
     log.data([(K[0], v(0))], pid=5, txn=True)
@@ -727,8 +727,8 @@ def test_realdata_consumer_offsets_cleaned_like_brute_force(realdata: Path, tmp_
     """Real broker bytes: treat the (only, active) segment as closed and clean it."""
     from dataclasses import replace
 
-    from kafka_format.compaction import write_cleaned_partition
-    from kafka_format.logdir import Segment
+    from kafka_format.log.cleaner import write_cleaned_partition
+    from kafka_format.storage.logdir import Segment
 
     dirs = _real_offsets_partitions(realdata)[-3:]
     if not dirs:
@@ -760,7 +760,7 @@ def test_random_logs_any_map_size_match_brute_force(tmp_path: Path, seed: int) -
     records are the brute-force ones (highest offset per key; unstamped tombstones stay)."""
     import random
 
-    from kafka_format.compaction import write_cleaned_partition
+    from kafka_format.log.cleaner import write_cleaned_partition
 
     rng = random.Random(seed)
     log = Log(tmp_path / "src", segment_bytes=rng.choice([300, 600, 5000]))

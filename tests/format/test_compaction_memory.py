@@ -29,8 +29,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 from test_compaction_cleaner import T0, config, replica
 
-from kafka_format.compaction import clean_partition, map_capacity, write_cleaned_partition
-from kafka_format.topicconfig import load_topic_configs
+from kafka_format.log.cleaner import clean_partition, map_capacity, write_cleaned_partition
+from kafka_format.log.topicconfig import load_topic_configs
 from kafka_format.writer import LogDirWriter, Record, build_v2_batch
 
 RECORDS = 20_000
@@ -67,9 +67,9 @@ def _write(root: Path) -> Path:
 TINY_RUN = textwrap.dedent("""
     import json, sys, tracemalloc
     import pyarrow as pa, pyarrow.ipc as ipc
-    from kafka_format.compaction import DECISION_SCHEMA, clean_partition, write_cleaned_partition
-    from kafka_format.logdir import open_log_dirs
-    from kafka_format.topicconfig import load_topic_configs
+    from kafka_format.log.cleaner import DECISION_SCHEMA, clean_partition, write_cleaned_partition
+    from kafka_format.storage.logdir import open_log_dirs
+    from kafka_format.log.topicconfig import load_topic_configs
 
     root, out, decisions, now, dedupe = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
     (rep,) = [p for p in open_log_dirs(root).all_partitions() if p.topic == "t"]

@@ -1,10 +1,10 @@
-"""Kafka compression codecs (kafka_format.compression).
+"""Kafka compression codecs (kafka_format.records.compression).
 
 Oracles: kafka-python's ``kafka.codec`` and aiokafka's ``aiokafka.codec`` (independent decoders
 and encoders of Kafka's framings), the ``lz4``/``zstandard``/``gzip`` libraries' own frame
 readers, real broker files (../shared/realdata) and the rules of Kafka's readers
 (Lz4BlockInputStream, snappy-java SnappyInputStream, GZIPInputStream, zstd-jni) quoted in the
-module docstring of kafka_format.compression.
+module docstring of kafka_format.records.compression.
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ with warnings.catch_warnings():  # kafka-python's package import uses deprecated
     warnings.simplefilter("ignore", DeprecationWarning)
     import kafka.codec as kp_codec
 
-from kafka_format import compression as comp
-from kafka_format.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, compress, decompress
-from kafka_format.errors import (
+from kafka_format.records import compression as comp
+from kafka_format.records.compression import gzip as gzip_codec
+from kafka_format.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, compress, decompress
+from kafka_format.common.errors import (
     CompressionError,
     DecompressionLimitError,
     KafkaFormatError,
@@ -358,7 +359,7 @@ class TestGzipRules:
         data = b"header fields " * 50
         body = zlib.compressobj(6, zlib.DEFLATED, -15)
         deflated = body.compress(data) + body.flush()
-        flags = comp.GZIP_FEXTRA | comp.GZIP_FNAME | comp.GZIP_FCOMMENT | comp.GZIP_FHCRC
+        flags = gzip_codec.GZIP_FEXTRA | gzip_codec.GZIP_FNAME | gzip_codec.GZIP_FCOMMENT | gzip_codec.GZIP_FHCRC
         header = b"\x1f\x8b\x08" + bytes([flags]) + b"\x00" * 4 + b"\x00\xff"
         header += struct.pack("<H", 4) + b"ab\x02\x00" + b"name.txt\x00" + b"a comment\x00"
         header += struct.pack("<H", zlib.crc32(header) & 0xFFFF)

@@ -21,15 +21,15 @@ from builders import CODECS, build_v2, raw_v2, sample_records
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_format import compression
-from kafka_format.api import decode_segment
-from kafka_format.decoder import Decoder
-from kafka_format.errors import DecompressionLimitError, KafkaFormatError
+from kafka_format.records import compression
+from kafka_format.records.file_records import decode_segment
+from kafka_format.records.decoder import Decoder
+from kafka_format.common.errors import DecompressionLimitError, KafkaFormatError
 from kafka_format.records.columns import FileContext
-from kafka_format.schema import RECORD_SCHEMA
+from kafka_format.records.schema import RECORD_SCHEMA
 
-pytest.importorskip("kafka_format._fastdecode", reason="compiled decoder not built")
-from kafka_format.fast import C_CODECS, FastDecoder  # noqa: E402  (after the importorskip)
+pytest.importorskip("kafka_format.records._fastdecode", reason="compiled decoder not built")
+from kafka_format.records.fast import C_CODECS, FastDecoder  # noqa: E402  (after the importorskip)
 
 PROFILE = settings(max_examples=int(os.environ.get("KAFKA_FORMAT_CODEC_EXAMPLES", "60")), deadline=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -220,7 +220,7 @@ def test_unusual_framings_decode_identically(index: int) -> None:
 
 def test_codec_missing_from_the_build_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without C codecs (a build without the libraries) the Python path decodes the same."""
-    import kafka_format._fastdecode as native
+    import kafka_format.records._fastdecode as native
 
     plain, n = _plain_records(9)
     data = b"".join(_batch(c, compression.compress(CODECS[c], plain), n, base_offset=20 * i)
@@ -263,7 +263,7 @@ def test_crc32c_every_path_equals_the_portable_one() -> None:
     thresholds, misaligned starts and chained initial values."""
     import random
 
-    from kafka_format import _fastdecode as native
+    from kafka_format.records import _fastdecode as native
 
     rng = random.Random(5)
     data = rng.randbytes((1 << 16) + 300)

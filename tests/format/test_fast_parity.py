@@ -3,7 +3,7 @@
 Random v2 batches (every codec; keys/values null, empty, large; headers with null
 values and non-ASCII keys; LogAppendTime; transactional and control batches; empty
 batches; base sequences near Int.MAX) are written by kafka-python's builders, then
-decoded through the public path (``kafka_format.api.decode_segment``) once with the
+decoded through the public path (``kafka_format.records.file_records.decode_segment``) once with the
 reference :class:`Decoder` and once with :class:`FastDecoder`: the Arrow tables must be
 equal, and equal to kafka-python's own reading of the bytes.  Broken input (bit flips,
 truncation, lying counts and lengths) must give both decoders the same outcome: the same
@@ -38,14 +38,14 @@ from builders import (
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kafka_format.api import decode_segment
-from kafka_format.decoder import Decoder
-from kafka_format.errors import KafkaFormatError
+from kafka_format.records.file_records import decode_segment
+from kafka_format.records.decoder import Decoder
+from kafka_format.common.errors import KafkaFormatError
 from kafka_format.records.columns import FileContext
-from kafka_format.schema import RECORD_SCHEMA
+from kafka_format.records.schema import RECORD_SCHEMA
 
-pytest.importorskip("kafka_format._fastdecode", reason="compiled decoder not built")
-from kafka_format.fast import FastDecoder  # noqa: E402  (after the importorskip)
+pytest.importorskip("kafka_format.records._fastdecode", reason="compiled decoder not built")
+from kafka_format.records.fast import FastDecoder  # noqa: E402  (after the importorskip)
 
 pytestmark = pytest.mark.property
 

@@ -1,4 +1,4 @@
-"""Unit tests of the compiled loop (kafka_format._fastdecode) against independent oracles.
+"""Unit tests of the compiled loop (kafka_format.records._fastdecode) against independent oracles.
 
 * CRC-32C of the C code (hardware path and portable table path) equals the ``crc32c``
   package on random buffers of every length 0..300, misaligned starts and large sizes
@@ -20,12 +20,12 @@ import pytest
 from builders import build_v2, kafka_python_records, raw_v2, sample_records, varint
 from crc32c import crc32c as crc32c_oracle
 
-from kafka_format import decoder as decoder_module
-from kafka_format.decoder import Decoder
-from kafka_format.errors import CorruptRecordError, KafkaFormatError
+from kafka_format.records import implementation
+from kafka_format.records.decoder import Decoder
+from kafka_format.common.errors import CorruptRecordError, KafkaFormatError
 
-fastdecode = pytest.importorskip("kafka_format._fastdecode", reason="compiled decoder not built")
-from kafka_format.fast import FastDecoder  # noqa: E402  (after the importorskip)
+fastdecode = pytest.importorskip("kafka_format.records._fastdecode", reason="compiled decoder not built")
+from kafka_format.records.fast import FastDecoder  # noqa: E402  (after the importorskip)
 
 RECORDS_OFFSET = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 CRC_FUNCTIONS = [fastdecode.crc32c, fastdecode.crc32c_portable]
@@ -86,10 +86,10 @@ def test_hardware_crc_on_x86_64() -> None:
 
 
 def test_normal_build_selects_the_compiled_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
-    if os.environ.get(decoder_module.ENV_VAR, "").strip().lower() == "reference":
+    if os.environ.get(implementation.ENV_VAR, "").strip().lower() == "reference":
         pytest.skip("reference decoder forced by the environment for this run")
-    assert decoder_module.IMPLEMENTATION == "fast"
-    assert isinstance(decoder_module.get_decoder(), FastDecoder)
+    assert implementation.IMPLEMENTATION == "fast"
+    assert isinstance(implementation.get_decoder(), FastDecoder)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_format.errors import IndexFormatError, KafkaFormatError
-from kafka_format.index import (
+from kafka_format.common.errors import IndexFormatError, KafkaFormatError
+from kafka_format.storage.index import (
     NO_TIMESTAMP,
     IndexFileReader,
     base_offset_from_name,

@@ -25,7 +25,7 @@ with warnings.catch_warnings():  # kafka-python's package import emits Deprecati
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka.record import MemoryRecords
 
-from kafka_format.errors import InternalTopicFormatError
+from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal import cluster_metadata as cm
 from kafka_format.internal import kraft_control as kc
 from kafka_format.internal.protocol import message_spec, to_json, write_message, write_uvarint

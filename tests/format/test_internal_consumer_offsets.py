@@ -22,7 +22,7 @@ with warnings.catch_warnings():  # kafka-python's package import emits Deprecati
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka.record import MemoryRecords
 
-from kafka_format.errors import InternalTopicFormatError
+from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal import cluster_metadata as cm
 from kafka_format.internal import consumer_offsets as co
 from kafka_format.internal.protocol import INT16

@@ -21,7 +21,7 @@ with warnings.catch_warnings():  # kafka-python's package import emits Deprecati
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka.record import MemoryRecords
 
-from kafka_format.errors import InternalTopicFormatError
+from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal import transaction_log as tl
 from kafka_format.internal.protocol import INT16
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from kafka_format.records import batch_v2, entry, framing, legacy
 from kafka_format.writer import batches as writer_batches
 
-C_SOURCE = Path(__file__).resolve().parents[2] / "kafka_format" / "_fastdecode.c"
+C_SOURCE = Path(__file__).resolve().parents[2] / "kafka_format" / "records" / "_fastdecode.c"
 
 
 def _c_defines() -> dict[str, int]:

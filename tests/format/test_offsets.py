@@ -1,4 +1,4 @@
-"""ListOffsets offline (kafka_format.offsets) against a brute-force oracle and the index-only bar.
+"""ListOffsets offline (kafka_format.log.list_offsets) against a brute-force oracle and the index-only bar.
 
 The oracle decodes every record of a partition (decode_file / iter_batches) and applies spec §6
 plainly: the first record in offset order with ts >= target and offset >= logStartOffset, in a
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 import kafka_format as kf
-from kafka_format.logdir import PartitionLog
-from kafka_format.offsets import OffsetAnswer, PartitionLookup, list_offsets, parse_timestamp_spec
-from kafka_format.planning import open_partitions
+from kafka_format.storage.logdir import PartitionLog
+from kafka_format.log.list_offsets import OffsetAnswer, PartitionLookup, list_offsets, parse_timestamp_spec
+from kafka_format.read.planning import open_partitions
 from kafka_format.writer import (
     CODEC_GZIP,
     CODEC_NONE,
@@ -402,7 +402,7 @@ def test_lookup_reads_log_n_index_entries_and_one_interval(tmp_path: Path, shape
     targets = sorted({int(t) + d for t in rng.choice(distinct, min(20, distinct.size), replace=False) for d in (0, 1)})
     for target in targets:
         counts: dict[str, int] = {}
-        with PartitionLookup(replica, opener=lambda loc: _Counting(loc, counts)) as lookup:
+        with PartitionLookup(replica, opener=lambda loc: _Counting(loc, counts)) as lookup:  # noqa: B023
             lookup.list_offsets(-1)        # warm-up: per-segment largest timestamps, LEO, HW
             counts.clear()
             got = lookup.list_offsets(target)

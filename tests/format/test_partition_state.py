@@ -1,4 +1,4 @@
-"""Partition state offline (kafka_format.partition_state, kafka_format.watermarks): one high-watermark
+"""Partition state offline (kafka_format.storage.partition_state, kafka_format.storage.watermarks): one high-watermark
 rule for every job, and one batch-header walker.
 
 High watermark on load (Kafka: ``Partition.createLog`` -> ``UnifiedLog.updateHighWatermark``): the
@@ -18,14 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from kafka_format import iter_batches, partition_state
-from kafka_format.compaction import plan_cleaning
-from kafka_format.errors import CorruptRecordError
-from kafka_format.logdir import PartitionLog, open_log_dirs
-from kafka_format.offsets import list_offsets
-from kafka_format.retention import partition_facts
-from kafka_format.topicconfig import load_topic_configs
-from kafka_format.watermarks import high_watermark_on_load, last_stable_offset_from
+from kafka_format import iter_batches
+
+from kafka_format.storage import partition_state
+from kafka_format.log.cleaner import plan_cleaning
+from kafka_format.common.errors import CorruptRecordError
+from kafka_format.storage.logdir import PartitionLog, open_log_dirs
+from kafka_format.log.list_offsets import list_offsets
+from kafka_format.log.retention import partition_facts
+from kafka_format.log.topicconfig import load_topic_configs
+from kafka_format.storage.watermarks import high_watermark_on_load, last_stable_offset_from
 from kafka_format.writer import LogDirWriter, Record, build_v2_batch
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data_samples" / "logdirs"

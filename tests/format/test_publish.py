@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_format.publish import (CRASH_ENV, atomic_write_text, cleanup_stale, crash_point, is_temp_name,
+from kafka_format.output.publish import (CRASH_ENV, atomic_write_text, cleanup_stale, crash_point, is_temp_name,
                                   local_path, publish_dir, staging_dir)
 
 
@@ -60,7 +60,7 @@ class TestStagingDir:
 _CHILD = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from kafka_format.publish import crash_point, staging_dir
+    from kafka_format.output.publish import crash_point, staging_dir
     out = Path(sys.argv[1])
     with staging_dir(out / "records") as d:
         Path(d, "part-0.parquet").write_bytes(b"x" * 1000)

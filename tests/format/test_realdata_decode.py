@@ -10,8 +10,8 @@ import pytest
 from builders import DECODERS, aiokafka_records, arrow_records, comparable, kafka_python_records
 from conftest import REALDATA, realdata_logs
 
-from kafka_format.api import decode_file, decode_segment, iter_batches
-from kafka_format.schema import RECORD_SCHEMA
+from kafka_format.records.file_records import decode_file, decode_segment, iter_batches
+from kafka_format.records.schema import RECORD_SCHEMA
 
 LOGS = realdata_logs()
 

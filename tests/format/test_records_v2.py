@@ -27,10 +27,10 @@ from builders import (
     varint,
 )
 
-from kafka_format.api import decode_segment
-from kafka_format.errors import CorruptRecordError
+from kafka_format.records.file_records import decode_segment
+from kafka_format.common.errors import CorruptRecordError
 from kafka_format.records.control import ControlRecordType, parse_control_key, parse_end_txn_marker
-from kafka_format.schema import RECORD_SCHEMA
+from kafka_format.records.schema import RECORD_SCHEMA
 
 INT32_MAX = 2**31 - 1
 
@@ -291,7 +291,7 @@ class TestCompressedPayloads:
     @pytest.mark.parametrize("codec", [c for c in CODECS if c != "none"])
     def test_decompression_limit(self, decoder, codec):
         need_codec(codec)
-        from kafka_format.errors import DecompressionLimitError
+        from kafka_format.common.errors import DecompressionLimitError
 
         records = [{"timestamp": 0, "key": None, "value": bytes(50_000), "headers": []}] * 4
         data = build_v2(sample_records(1)) + build_v2(records, codec=CODECS[codec])

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 from kafka_format import decode_file
-from kafka_format.retention import (
+from kafka_format.log.retention import (
     RetentionPolicy,
     SegmentFacts,
     disk_usage_steps,
@@ -29,7 +29,7 @@ from kafka_format.retention import (
     segment_rows,
     summarize,
 )
-from kafka_format.topicconfig import load_topic_configs
+from kafka_format.log.topicconfig import load_topic_configs
 from kafka_format.writer import LogDirWriter, Record, build_legacy_messages, build_v2_batch
 
 T0 = 1_700_000_000_000
@@ -462,7 +462,7 @@ def test_output_lines(tmp_path: Path) -> None:
     import json
 
     from kafka_format.report.retention_report import format_segments
-    from kafka_format.retention import SEGMENT_FIELDS
+    from kafka_format.log.retention import SEGMENT_FIELDS
 
     logdir = write_logdir(tmp_path, [Part("t", [[T0], [T0 + DAY]], hw=1)])
     rows = tool_rows(logdir, [], T0 + 8 * DAY)

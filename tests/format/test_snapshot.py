@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_format.errors import KafkaFormatError, SnapshotFormatError
-from kafka_format.snapshot import (
+from kafka_format.common.errors import KafkaFormatError, SnapshotFormatError
+from kafka_format.storage.snapshot import (
     ProducerSnapshotEntry,
     encode_producer_snapshot,
     is_producer_expired,

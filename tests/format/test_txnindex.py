@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_format.errors import IndexFormatError, KafkaFormatError
-from kafka_format.logdir import open_log_dirs
-from kafka_format.txnindex import (
+from kafka_format.common.errors import IndexFormatError, KafkaFormatError
+from kafka_format.storage.logdir import open_log_dirs
+from kafka_format.storage.txnindex import (
     ABORTED_TXN_SIZE,
     AbortedTxn,
     TransactionIndex,

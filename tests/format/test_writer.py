@@ -424,7 +424,7 @@ def test_roll_by_segment_bytes(tmp_path: Path) -> None:
     bases = _segments(tmp_path)
     sizes = [(tmp_path / f"{b:020d}.log").stat().st_size for b in bases]
     by_base = {b.base_offset: b for b in batches}
-    for base, size, nxt in zip(bases, sizes, bases[1:]):
+    for _base, size, nxt in zip(bases, sizes, bases[1:]):
         assert size <= 20_000
         assert size + by_base[nxt].size > 20_000        # the next batch did not fit
     all_offsets = [r.offset for b in bases for *_, batch in _log_batches(tmp_path / f"{b:020d}.log")

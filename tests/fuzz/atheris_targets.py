@@ -1,7 +1,7 @@
 """Atheris (libFuzzer) harness: one fuzz target per parser of untrusted bytes.
 
 Each target feeds arbitrary bytes to one public parser.  A target returns normally when the
-parser accepts the input or raises a :class:`kafka_format.errors.KafkaFormatError` subclass;
+parser accepts the input or raises a :class:`kafka_format.common.errors.KafkaFormatError` subclass;
 any other exception (and any assertion of an invariant below) escapes and is a crash.
 
 Targets (``TARGETS``):
@@ -68,7 +68,9 @@ def _load() -> None:
     """Import the library (called inside ``atheris.instrument_imports`` when fuzzing)."""
     if _modules:
         return
-    from kafka_format import api, checkpoints, compression, decoder, errors, index, snapshot, txnindex
+    from kafka_format.records import file_records as api, compression, decoder
+    from kafka_format.storage import checkpoints, index, snapshot, txnindex
+    from kafka_format.common import errors
     from kafka_format.internal import cluster_metadata, consumer_offsets, kraft_control, transaction_log
     from kafka_format.records import columns, control
 
@@ -78,7 +80,7 @@ def _load() -> None:
                     kraft_control=kraft_control, transaction_log=transaction_log, columns=columns,
                     control=control)
     try:
-        from kafka_format import fast
+        from kafka_format.records import fast
     except ImportError:  # no compiled decoder in this build: decode_fast runs the reference
         _modules["fast"] = None
     else:

@@ -149,13 +149,14 @@ def peak():
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
-from kafka_format.api import decode_segment
-from kafka_format.decoder import Decoder
-from kafka_format.errors import KafkaFormatError
-from kafka_format import compression, snapshot
+from kafka_format.records.file_records import decode_segment
+from kafka_format.records.decoder import Decoder
+from kafka_format.common.errors import KafkaFormatError
+from kafka_format.records import compression
+from kafka_format.storage import snapshot
 decoders = [Decoder()]
 try:
-    from kafka_format.fast import FastDecoder
+    from kafka_format.records.fast import FastDecoder
     decoders.append(FastDecoder())
 except ImportError:
     pass

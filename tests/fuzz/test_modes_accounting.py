@@ -22,9 +22,9 @@ import pyarrow as pa
 import pytest
 
 import atheris_targets as harness
-from kafka_format.api import decode_segment
-from kafka_format.decoder import Decoder
-from kafka_format.errors import KafkaFormatError
+from kafka_format.records.file_records import decode_segment
+from kafka_format.records.decoder import Decoder
+from kafka_format.common.errors import KafkaFormatError
 
 with warnings.catch_warnings():  # kafka-python's package import emits DeprecationWarnings
     warnings.simplefilter("ignore")
@@ -33,7 +33,7 @@ with warnings.catch_warnings():  # kafka-python's package import emits Deprecati
     from kafka.record.memory_records import MemoryRecords
 
 try:
-    from kafka_format.fast import FastDecoder
+    from kafka_format.records.fast import FastDecoder
 
     DECODERS = [Decoder(), FastDecoder()]
 except ImportError:  # pragma: no cover - compiled decoder not built
@@ -340,6 +340,6 @@ def test_modes_on_damage_large_reads(damage: str, dec: Decoder, tmp_path: Path) 
         skipped: list[tuple[int, int]] = []
         with open(path, "rb") as f:
             got = list(decode_segment(source or f, decoder=dec, mode="PERMISSIVE", read_size=read_size,
-                                      on_skip=lambda s: skipped.append((s.position, s.length))))
+                                      on_skip=lambda s: skipped.append((s.position, s.length))))  # noqa: B023
             outcomes.append((ours(got), skipped))
     assert outcomes[0] == outcomes[1] == outcomes[2]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import atheris_targets as harness
 
-pytest.importorskip("kafka_format.fast", reason="compiled decoder not built")
+pytest.importorskip("kafka_format.records.fast", reason="compiled decoder not built")
 
 pytestmark = pytest.mark.property
 

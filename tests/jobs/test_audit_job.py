@@ -9,6 +9,7 @@ called directly (the distributed run must return exactly their findings).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -20,14 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testhelpers import load_module
 
 pytestmark = pytest.mark.spark
 pytest.importorskip("pyspark")
 
 import pyarrow.parquet as pq  # noqa: E402
 
-from kafka_format.audit import (  # noqa: E402
+from kafka_format.log.audit.auditor import (  # noqa: E402
     ACCOUNTING_COLUMNS,
     FINDING_COLUMNS,
     audit_log_dir,
@@ -35,8 +35,8 @@ from kafka_format.audit import (  # noqa: E402
     audit_replicas,
     replica_groups,
 )
-from kafka_format.logdir import open_log_dirs  # noqa: E402
-from kafka_format.publish import is_temp_name  # noqa: E402
+from kafka_format.storage.logdir import open_log_dirs  # noqa: E402
+from kafka_format.output.publish import is_temp_name  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data_samples" / "logdirs"
@@ -110,7 +110,7 @@ def test_distributed_audit_equals_the_per_partition_checks(spark: Any, samples: 
 
 class TestJob:
     def run(self, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
-        module = load_module("_audit_job_under_test", REPO / "jobs" / "audit.py")
+        module = importlib.import_module("kafka_format.jobs.audit")
         capsys.readouterr()
         code = module.main(argv)
         return code, capsys.readouterr().out.splitlines()

@@ -90,7 +90,7 @@ def committed_records(pdir: Path) -> list[Rec]:
     # outcome of each transactional data batch: the next marker of its producer
     aborted_batches: set[int] = set()
     pending: dict[int, list[int]] = {}
-    for i, (b, recs, is_control, txn, pid, ctrl) in enumerate(batches):
+    for i, (_b, _recs, is_control, txn, pid, ctrl) in enumerate(batches):
         if not txn:
             continue
         if is_control:
@@ -100,7 +100,7 @@ def committed_records(pdir: Path) -> list[Rec]:
         else:
             pending.setdefault(pid, []).append(i)
     out = []
-    for i, (b, recs, is_control, txn, pid, ctrl) in enumerate(batches):
+    for i, (_b, recs, is_control, _txn, _pid, _ctrl) in enumerate(batches):
         if is_control or i in aborted_batches:
             continue
         for r in recs:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from kafka_format import publish
+from kafka_format.output import publish
 from test_compaction_full import committed_records, oracle_decisions, oracle_table, read_checkpoint, write_table_topic
 
 with warnings.catch_warnings():
@@ -42,7 +42,7 @@ COMPACT_REPLICAS = [("compacted", 0, "broker-1"), ("transactions", 0, "broker-1"
 
 
 def configs():  # type: ignore[no-untyped-def]
-    from kafka_format.topicconfig import load_topic_configs
+    from kafka_format.log.topicconfig import load_topic_configs
 
     return load_topic_configs([str(SAMPLES)], overrides=OVERRIDES, config_file=str(CONFIG_FILE))
 
@@ -114,8 +114,8 @@ def test_records_are_the_decoded_records(cleaner_run, replica) -> None:  # type:
 
 @pytest.mark.parametrize("replica", COMPACT_REPLICAS, ids=lambda r: f"{r[2]}/{r[0]}-{r[1]}")
 def test_decisions_are_the_core_decisions(cleaner_run, replica) -> None:  # type: ignore[no-untyped-def]
-    from kafka_format import compaction as core
-    from kafka_format.logdir import open_log_dirs
+    from kafka_format.log import cleaner as core
+    from kafka_format.storage.logdir import open_log_dirs
 
     (rep,) = [p for p in open_log_dirs(str(_pdir(replica))).all_partitions() if p.kind == "live"]
     result = core.clean_partition(rep, configs()[replica[0]], NOW)
@@ -173,7 +173,7 @@ def test_cleaning_keeps_the_table_view(spark, cleaner_run) -> None:  # type: ign
     sees, as the input (aborted data must not resurface, markers must not vanish too early)."""
     from chispa import assert_df_equality
 
-    from kafka_format.logdir import open_log_dirs
+    from kafka_format.storage.logdir import open_log_dirs
     from kafka_format.spark.compaction import compaction_full, read_full_input
 
     written = cleaner_run["segments"] / "broker-1"
@@ -204,7 +204,7 @@ def test_written_segments_hold_the_kept_records(cleaner_run, replica) -> None:  
 
 
 def test_records_columns(cleaner_run) -> None:  # type: ignore[no-untyped-def]
-    from kafka_format.schema import RECORD_SCHEMA
+    from kafka_format.records.schema import RECORD_SCHEMA
 
     assert cleaner_run["columns"] == [*RECORD_SCHEMA.names, "decision", "reason", "supersededBy"]
 
@@ -353,7 +353,7 @@ def test_real_cleaned_consumer_offsets(spark, realdata: Path, tmp_path: Path) ->
     the records frame is the decoded log, the written segments hold exactly the kept records, the
     table view matches the oracle and does not change under cleaning."""
     from kafka_format.spark.compaction import compaction_cleaner, compaction_full, finish_segments_dir, read_full_input
-    from kafka_format.topicconfig import load_topic_configs
+    from kafka_format.log.topicconfig import load_topic_configs
 
     logs = realdata / "DonaldY__kafka-2.7.1" / "kafka-logs"
     pdirs = [logs / f"__consumer_offsets-{p}" for p in (17, 28, 39)]
@@ -394,7 +394,7 @@ def test_a_partition_the_cleaner_cannot_clean_is_reported_uncleanable(tmp_path: 
     and LogCleaner marks the partition uncleanable: the task reports that, naming the file, and
     contributes no record rows instead of failing the whole job."""
     from kafka_format.spark.compaction import CleanerTask, run_cleaner_task
-    from kafka_format.topicconfig import load_topic_configs
+    from kafka_format.log.topicconfig import load_topic_configs
     from kafka_format.writer import LogDirWriter, Record, build_legacy_messages
 
     ld = LogDirWriter(tmp_path / "broker", node_id=1, cluster_id="S2xhU2FtcGxlc0NsdXN0ZQ")
@@ -408,7 +408,7 @@ def test_a_partition_the_cleaner_cannot_clean_is_reported_uncleanable(tmp_path: 
     w.close()
     ld.close(written_at_ms=1_700_000_000_000)
     cfg = load_topic_configs(None, overrides=["t:cleanup.policy=compact"])["t"]
-    task = CleanerTask(partition_dir=str(tmp_path / "broker" / "t-0"), log_dir=str(tmp_path / "broker"),
+    task = CleanerTask(path=str(tmp_path / "broker" / "t-0"), log_dir=str(tmp_path / "broker"),
                        topic="t", partition=0, config=cfg, now_ms=1_700_086_400_000, force=True)
     rows = [b for b in run_cleaner_task(task)]
     assert len(rows) == 1 and rows[0].num_rows == 1              # the summary row only

@@ -2,7 +2,7 @@
 re-running it yields exactly the source's records (no loss, no duplicate).
 
 Each scenario runs ``klogs export`` in a subprocess with ``KLA_CRASH_AT`` set; the process SIGKILLs
-itself at that step (kafka_format.publish.crash_point).  The subprocesses run two at a time (JVM
+itself at that step (kafka_format.output.publish.crash_point).  The subprocesses run two at a time (JVM
 start-up dominates them); the re-runs are in-process on the shared session.  Oracle: aiokafka's
 decoding of the writer-made log dirs.  The incremental Parquet crash before publishing is the same
 staging_dir path as the batch one and is not run separately.

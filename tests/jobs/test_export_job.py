@@ -8,6 +8,7 @@ read back with plain readers: ``pyarrow.dataset`` (hive partitioning) and ``delt
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import warnings
@@ -16,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testhelpers import load_module
 
 with warnings.catch_warnings():   # aiokafka imports deprecated importlib.resources APIs
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -122,7 +122,7 @@ def oracle(root: Path) -> dict[tuple[str, int, int], tuple[int, bytes | None, by
 
 # --- outputs ------------------------------------------------------------------------------
 def load_job() -> Any:
-    return load_module("export_job_under_test", REPO / "jobs" / "export.py")
+    return importlib.import_module("kafka_format.jobs.export")
 
 
 def run_export(*args: str) -> int:

@@ -4,6 +4,7 @@ rows that do not decode reported in the result (never dropped silently), and exi
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ corpus_mod = load_module("registry_corpus", REPO / "tests" / "registry" / "regis
 
 
 def run_export(*args: Any) -> int:
-    job = load_module("export_job_typed_under_test", REPO / "jobs" / "export.py")
+    job = importlib.import_module("kafka_format.jobs.export")
     return int(job.main([str(a) for a in args]))
 
 

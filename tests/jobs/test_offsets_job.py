@@ -6,6 +6,7 @@ spec §6 applied plainly), over the committed data_samples.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import subprocess
@@ -26,7 +27,7 @@ oracle_mod = load_module("_offsets_oracle", REPO / "tests" / "format" / "test_of
 
 def _oracles() -> dict[tuple[str, int], object]:
     """Per topic-partition, the oracle of the longest replica (highest decoded log end offset)."""
-    from kafka_format.planning import open_partitions
+    from kafka_format.read.planning import open_partitions
 
     best: dict[tuple[str, int], object] = {}
     for replica in open_partitions(str(SAMPLES)):
@@ -68,7 +69,7 @@ def test_dataframe_matches_oracle(spark) -> None:  # type: ignore[no-untyped-def
 
 def test_job_jsonl_to_out_and_table_to_stdout(spark, tmp_path: Path, capsys: pytest.CaptureFixture[str]  # type: ignore[no-untyped-def]
                                               ) -> None:
-    job = load_module("_offsets_job", REPO / "jobs" / "offsets.py")
+    job = importlib.import_module("kafka_format.jobs.offsets")
     out = tmp_path / "answers.jsonl"
     argv = [str(SAMPLES), "--timestamp", ISO, "--timestamp", "latest", "--timestamp", "max-timestamp",
             "--timestamp", "-4", "--topic", "v2-codecs", "--topic", "transactions"]

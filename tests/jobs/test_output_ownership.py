@@ -332,7 +332,7 @@ def test_refused_touches_nothing(root: Path, job: Job, case: str, make: Callable
 # --- a second run while one holds the output ----------------------------------------------------------
 _HOLDER = textwrap.dedent("""
     import sys
-    from kafka_format.runlock import hold
+    from kafka_format.output.runlock import hold
     with hold(sys.argv[1], what=sys.argv[2]):
         print("held", flush=True)
         sys.stdin.read()
@@ -361,7 +361,7 @@ def test_busy_output_exit_2_names_the_holder(root: Path, job: Job, capsys: pytes
 
 def test_crashed_holder_does_not_leave_the_lock_stuck(tmp_path: Path) -> None:
     """A holder SIGKILLed with the lock: the kernel releases it; the next run takes it over."""
-    from kafka_format.runlock import hold
+    from kafka_format.output.runlock import hold
 
     target = tmp_path / "out"
     script = _HOLDER.replace('print("held", flush=True)', 'import os, signal; os.kill(os.getpid(), signal.SIGKILL)')
@@ -458,8 +458,8 @@ def test_cli_process_refuses_foreign_dir(root: Path, job: Job) -> None:
 _PUBLISHER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from kafka_format.ownership import Owner
-    from kafka_format.publish import claim_output, staging_dir
+    from kafka_format.output.ownership import Owner
+    from kafka_format.output.publish import claim_output, staging_dir
     owner = Owner("retention", "report")
     with claim_output(sys.argv[1], owner) as claim, staging_dir(claim.path, owner) as d:
         Path(d, "summary.json").write_text(sys.argv[2])
@@ -467,8 +467,8 @@ _PUBLISHER = textwrap.dedent("""
 """)
 _FILE_PUBLISHER = textwrap.dedent("""
     import sys
-    from kafka_format.ownership import Owner
-    from kafka_format.publish import claim_output, publish_file
+    from kafka_format.output.ownership import Owner
+    from kafka_format.output.publish import claim_output, publish_file
     owner = Owner("offsets", "answers")
     with claim_output(sys.argv[1], owner, file=True) as claim:
         publish_file(claim.path, sys.argv[2].encode(), owner)
@@ -525,7 +525,7 @@ def test_killed_before_the_aside_copy_is_removed_restores_it(tmp_path: Path) -> 
     assert not target.exists()
     aside = [n for n in os.listdir(tmp_path) if ".old-" in n]
     assert len(aside) == 1 and (tmp_path / aside[0] / "summary.json").read_text() == "v1"
-    from kafka_format.publish import cleanup_stale
+    from kafka_format.output.publish import cleanup_stale
 
     cleanup_stale(tmp_path, "report")
     assert (target / "summary.json").read_text() == "v1"
@@ -549,7 +549,7 @@ def test_killed_file_publish_then_rerun(tmp_path: Path, point: str | None) -> No
 
 
 def test_remove_tree_unlinks_links_without_following(tmp_path: Path) -> None:
-    from kafka_format.ownership import remove_tree
+    from kafka_format.output.ownership import remove_tree
 
     outside = tmp_path / "outside"
     (outside / "sub").mkdir(parents=True)
@@ -570,8 +570,8 @@ def test_remove_tree_unlinks_links_without_following(tmp_path: Path) -> None:
 def test_user_files_at_the_lock_or_marker_paths_are_not_taken_over(tmp_path: Path) -> None:
     """A user's file that happens to sit where klogs would put its lock or a file's marker is
     neither rewritten nor deleted."""
-    from kafka_format.ownership import Owner, OutputRefused
-    from kafka_format.publish import claim_output
+    from kafka_format.output.ownership import Owner, OutputRefused
+    from kafka_format.output.publish import claim_output
 
     lock = tmp_path / ".out.klogs-lock"
     lock.write_text("my notes")

@@ -6,6 +6,7 @@ segment facts (``os.stat`` sizes, decoded record timestamps, hand-parsed checkpo
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -36,7 +37,7 @@ def test_dataframe_types_replicas_and_oracle(spark: Any, tmp_path: Path) -> None
     from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType
 
     from kafka_format.spark.retention import retention_candidates, retention_summary
-    from kafka_format.topicconfig import load_topic_configs
+    from kafka_format.log.topicconfig import load_topic_configs
 
     logdirs = tmp_path / "logdirs"
     shutil.copytree(SAMPLES, logdirs)
@@ -78,7 +79,7 @@ def test_dataframe_types_replicas_and_oracle(spark: Any, tmp_path: Path) -> None
 @pytest.mark.spark
 def test_job_in_process_with_out(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("pyspark")
-    job = load_module("_retention_job", REPO / "jobs" / "retention.py")
+    job = importlib.import_module("kafka_format.jobs.retention")
     now = T0 + 3 * DAY
     logdir = oracle_mod.write_logdir(tmp_path / "broker", [
         Part("a", [[T0], [T0 + DAY], [T0 + 2 * DAY + 1]]),
@@ -135,10 +136,10 @@ def test_cli_exit_code_2(tmp_path: Path, argv: list[str], message: str) -> None:
 def test_report_crash_keeps_previous_output(tmp_path: Path) -> None:
     """SIGKILL between staging and publishing: the previous report stays whole and the only leftover
     is a temporary name that ``cleanup_stale`` removes."""
-    from kafka_format.publish import cleanup_stale, is_temp_name
+    from kafka_format.output.publish import cleanup_stale, is_temp_name
     from kafka_format.report.retention_report import write_report
-    from kafka_format.retention import plan_retention, run_task, segment_rows, summarize
-    from kafka_format.topicconfig import load_topic_configs
+    from kafka_format.log.retention import plan_retention, run_task, segment_rows, summarize
+    from kafka_format.log.topicconfig import load_topic_configs
 
     logdir = oracle_mod.write_logdir(tmp_path / "broker", [Part("t", [[T0], [T0 + DAY]])])
     out = tmp_path / "report"
@@ -150,8 +151,8 @@ def test_report_crash_keeps_previous_output(tmp_path: Path) -> None:
     script = (
         "import sys\n"
         "from kafka_format.report.retention_report import write_report\n"
-        "from kafka_format.retention import plan_retention, run_task, segment_rows, summarize\n"
-        "from kafka_format.topicconfig import load_topic_configs\n"
+        "from kafka_format.log.retention import plan_retention, run_task, segment_rows, summarize\n"
+        "from kafka_format.log.topicconfig import load_topic_configs\n"
         "logdir, out, now = sys.argv[1], sys.argv[2], int(sys.argv[3])\n"
         "rows = [r for t in plan_retention(logdir, load_topic_configs(), now) for r in segment_rows(*run_task(t))]\n"
         "write_report(out, rows, summarize(rows), now)\n")

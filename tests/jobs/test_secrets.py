@@ -10,6 +10,7 @@ writing nothing.
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -18,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testhelpers import load_module
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data_samples" / "logdirs"
@@ -68,7 +68,7 @@ def shown(text: str) -> bool:
 
 
 def run_job(name: str, args: list[str], capfd: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    job: Any = load_module(f"{name}_job_secrets", REPO / "jobs" / f"{name}.py")
+    job: Any = importlib.import_module(f"kafka_format.jobs.{name}")
     code = int(job.main(args))
     out, err = capfd.readouterr()
     return code, out, err
@@ -78,7 +78,7 @@ REDACTED_DIR = f"s3://{KEY}:***@{BUCKET}/samples/broker-1"
 
 
 def test_redact_masks_the_secret_only() -> None:
-    from kafka_format.fsio import redact
+    from kafka_format.storage.fsio import redact
 
     assert redact(f"s3://{KEY}:{SECRET}@b/x?region=r") == f"s3://{KEY}:***@b/x?region=r"
     assert redact("see s3://K:a/b+c@b/x and gs://u:p%2F@c/d") == "see s3://K:***@b/x and gs://u:***@c/d"
@@ -90,7 +90,7 @@ def test_redact_masks_the_secret_only() -> None:
 def test_errors_never_carry_the_secret() -> None:
     import pickle
 
-    from kafka_format.errors import CorruptRecordError
+    from kafka_format.common.errors import CorruptRecordError
 
     err = CorruptRecordError("bad", path=f"s3://{KEY}:{SECRET}@b/t-0/0.log", position=3)
     assert err.path == f"s3://{KEY}:***@b/t-0/0.log" and not shown(str(err))

@@ -8,6 +8,7 @@ tables.  A screenshot of each report goes to ``build/reports/`` for a person to 
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -15,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testhelpers import load_module
 
 pytestmark = pytest.mark.spark
 
@@ -51,9 +51,9 @@ def _driver(scripts: bool = True) -> Any:
 def reports(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:  # type: ignore[no-untyped-def]
     """The report pages the jobs write on data_samples/, by name."""
     out = tmp_path_factory.mktemp("reports")
-    retention = load_module("_browser_retention_job", REPO / "jobs" / "retention.py")
-    audit = load_module("_browser_audit_job", REPO / "jobs" / "audit.py")
-    compaction = load_module("_browser_compaction_job", REPO / "jobs" / "compaction.py")
+    retention = importlib.import_module("kafka_format.jobs.retention")
+    audit = importlib.import_module("kafka_format.jobs.audit")
+    compaction = importlib.import_module("kafka_format.jobs.compaction")
     common = [str(SAMPLES), "--now", NOW, "--config-file", str(SAMPLES / "topic-configs.json")]
     assert retention.main([*common, "--out", str(out / "retention")]) == 0
     assert audit.main([*common, "--out", str(out / "audit"), "--fail-on", "never"]) == 0

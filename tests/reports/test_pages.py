@@ -103,7 +103,7 @@ def test_retention_page_summary_and_order() -> None:
         {"topic": "b", "partition": 1, "baseOffset": 7, "sizeBytes": 512, "largestTimestamp": now,
          "deletable": False, "reason": None, "deletableAtMs": None},
     ]
-    from kafka_format.retention import disk_usage_steps, summarize
+    from kafka_format.log.retention import disk_usage_steps, summarize
 
     page = render_retention_page(rows, summarize(rows), disk_usage_steps(rows, now), now, notes=["n1"])
     tables = _tables(page)

@@ -23,7 +23,7 @@ import pytest
 from chispa import assert_df_equality
 
 from clusters import StandaloneCluster, run_driver, summarize
-from kafka_format.api import decode_segment
+from kafka_format.records.file_records import decode_segment
 from kafka_format.records.columns import FileContext
 
 with warnings.catch_warnings():
@@ -40,7 +40,7 @@ CONTROL_KEY = struct.Struct(">hh")        # control record key: version, type (0
 ABORT = 0
 
 
-# --- plain readers of the small text files (independent of kafka_format.checkpoints) ------
+# --- plain readers of the small text files (independent of kafka_format.storage.checkpoints) ------
 def properties(path: Path) -> dict[str, str]:
     out = {}
     if path.is_file():

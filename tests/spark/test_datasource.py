@@ -116,7 +116,7 @@ def two_partitions(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_whole_read_and_split_count(spark, two_partitions: Path) -> None:  # type: ignore[no-untyped-def]
-    from kafka_format.planning import PlanOptions, plan_splits
+    from kafka_format.read.planning import PlanOptions, plan_splits
     from pyspark.sql import functions as F
 
     df = load(spark, two_partitions, maxBytesPerPartition="20000")

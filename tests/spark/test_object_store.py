@@ -49,7 +49,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def
 
 
 def test_planner_reads_s3_uri(s3) -> None:  # type: ignore[no-untyped-def]
-    from kafka_format.planning import PlanOptions, open_partitions, plan_splits
+    from kafka_format.read.planning import PlanOptions, open_partitions, plan_splits
     from kafka_format.spark.datasource import read_split
     from kafka_format.spark.options import parse_options
 

@@ -1,4 +1,4 @@
-"""Split planner (kafka_format.planning): pure, no Spark.
+"""Split planner (kafka_format.read.planning): pure, no Spark.
 
 Log dirs are generated here: batches built by kafka-python's DefaultRecordBatchBuilder
 (an independent encoder), segments and indexes laid out by the broker's per-batch index
@@ -23,9 +23,9 @@ with warnings.catch_warnings():      # kafka-python 3 imports importlib.resource
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from kafka_format import planning
-from kafka_format.crc import crc32c
-from kafka_format.planning import Bounds, PlanOptions, Split, open_partitions, plan_splits
+from kafka_format.read import planning
+from kafka_format.common.crc import crc32c
+from kafka_format.read.planning import Bounds, PlanOptions, Split, open_partitions, plan_splits
 
 INDEX_INTERVAL = 4096
 CRC_FROM = 21        # v2 CRC covers attributes..end; attributes start at byte 21
@@ -97,7 +97,9 @@ def write_partition(root: Path, topic: str, partition: int, specs: list[BatchSpe
             return
         if max_ts > (last_time_entry or (-1,))[0] and max_ts >= 0:
             tidx.write(struct.pack(">qi", max_ts, max_ts_off - seg_base))
-        log.close(); idx.close(); tidx.close()
+        log.close()
+        idx.close()
+        tidx.close()
 
     for spec in specs:
         data = build_batch(spec, codec)
@@ -145,7 +147,7 @@ def simple_specs(n_batches: int, per_batch: int = 10, value_size: int = 100, sta
                  ts0: int = 1_700_000_000_000, ts_step: int = 1, gap: int = 0) -> list[BatchSpec]:
     """Plain data batches with increasing offsets (optional offset gaps between batches)."""
     specs, off = [], start
-    for b in range(n_batches):
+    for _ in range(n_batches):
         rows = [Row(off + i, ts0 + (off + i) * ts_step, b"k%d" % ((off + i) % 7), os.urandom(value_size))
                 for i in range(per_batch)]
         specs.append(BatchSpec(rows))
@@ -216,7 +218,7 @@ class TestDiscovery:
         assert sorted(rows_of(splits, w)) == [r.offset for r in w.rows]
 
     def test_missing_path_is_a_log_dir_error(self, tmp_path: Path) -> None:
-        from kafka_format.errors import LogDirError
+        from kafka_format.common.errors import LogDirError
 
         with pytest.raises(LogDirError):
             open_partitions([str(tmp_path / "nope")])
@@ -380,7 +382,7 @@ class TestTimestamps:
 
     def test_future_starting_timestamp(self, shuffled: WrittenPartition) -> None:
         future = max(r.timestamp for r in shuffled.rows) + 1
-        from kafka_format.errors import LogDirError
+        from kafka_format.common.errors import LogDirError
 
         with pytest.raises(LogDirError, match="no offset for starting timestamp"):
             plan_splits([str(shuffled.path.parent)], None, Bounds(start_timestamp_all=future))

@@ -1,0 +1,10 @@
+"""Foundation: what every layer may use, importing nothing else of the package.
+
+* :mod:`~kafka_format.common.errors` — :class:`KafkaFormatError` and its subclasses (file, byte
+  position, expected, found): every error for bad bytes is one of them;
+* :mod:`~kafka_format.common.crc` — CRC-32C and CRC-32 (Kafka's ``Crc32C`` / ``Crc32``);
+* :mod:`~kafka_format.common.units` — human units (sizes, durations, instants) for messages and reports;
+* :mod:`~kafka_format.common.redaction` — credentials removed from every location shown or recorded.
+
+May import: nothing of ``kafka_format`` but this folder.
+"""

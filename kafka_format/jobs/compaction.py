@@ -1,0 +1,178 @@
+"""``klogs compaction LOGDIR... --out DIR [--mode cleaner|full] [--write-segments]`` (docs/jobs/).
+
+``cleaner`` (default): what Kafka's log cleaner keeps after cleaning everything cleanable at
+``--now``; ``full``: the compacted table view.  Writes ``DIR/records/`` (Parquet: the data
+source's columns + ``decision``, ``reason``, ``supersededBy``), ``DIR/summary.json`` and, with
+``--write-segments`` (cleaner mode), ``DIR/segments/<log-dir name>/<topic>-<partition>/`` in
+Kafka's format.  Everything is built in a staging directory beside ``DIR`` and published as
+``DIR`` with one rename.  ``DIR`` must be absent, empty or a previous output of this job (its
+``.klogs-output`` marker), else the job exits 2 touching nothing; a second run on the same ``DIR``
+exits 2 naming the first.  Leftovers of a crashed run of the same ``DIR`` are removed first.  The logic lives in :mod:`kafka_format.spark.compaction`.
+
+Also runs as ``spark-submit jobs/compaction.py ARGS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from kafka_format.output import publish
+from kafka_format.report.compaction_page import render_compaction_page
+from kafka_format.jobs.jobargs import (
+    EXIT_OK,
+    JobContext,
+    UsageError,
+    add_common_arguments,
+    claim_out,
+    describe,
+    engine_for,
+    job_context,
+    run_main,
+    session_for,
+)
+from kafka_format.report.text import table
+from kafka_format.output.ownership import Owner
+
+PROG = "compaction"
+OWNER = Owner(PROG, "results")          # the marker of DIR
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Common job flags plus ``--mode`` and ``--write-segments``."""
+    parser = argparse.ArgumentParser(prog=f"klogs {PROG}", description="What Kafka's log cleaner keeps at --now (cleaner mode) or the compacted table "
+                                     "view (full mode), with a per-partition summary; --write-segments also writes the "
+                                     "cleaned log dirs in Kafka's format.")
+    add_common_arguments(parser, out_required=True)
+    parser.add_argument("--mode", choices=("cleaner", "full"), default="cleaner",
+                        help="cleaner: what the log cleaner keeps at --now (default); full: the table view")
+    parser.add_argument("--write-segments", action="store_true",
+                        help="cleaner mode: also write the cleaned partitions in Kafka's format to DIR/segments/")
+    parser.add_argument("--force", action="store_true",
+                        help="cleaner mode: clean partitions the cleaner would not pick now (dirty ratio)")
+    parser.add_argument("--cleaner-batch-rows", type=int, default=8192, metavar="N",
+                        help="cleaner mode: records a cleaner task decodes at a time (default 8192); with the "
+                             "offset map (log.cleaner.dedupe.buffer.size) and the read buffer "
+                             "(log.cleaner.io.buffer.size) it bounds a task's memory, whatever the partition's size")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the job; exit code 0 on success, 2 when it cannot run."""
+    return run_main(build_parser(), argv, _body, prog=PROG)
+
+
+def _body(args: argparse.Namespace) -> int:
+    if args.cleaner_batch_rows < 1:
+        raise UsageError(f"--cleaner-batch-rows must be at least 1, not {args.cleaner_batch_rows}")
+    if args.write_segments and args.mode != "cleaner":
+        raise UsageError("--write-segments needs --mode cleaner (the table view has no log format)")
+    try:
+        out = os.path.abspath(publish.local_path(args.out))
+    except ValueError as exc:
+        raise UsageError(f"--out: {exc}") from None
+    ctx = job_context(args)
+    with claim_out(ctx, OWNER):          # refused or busy: exit 2 before any work; own leftovers removed
+        return _run(ctx, args, out)
+
+
+def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
+    local = engine_for(ctx) == "local"
+    summary: dict[str, object] = {"mode": args.mode, **describe(ctx)}
+    with publish.staging_dir(out, OWNER) as stage:
+        records_dir = os.path.join(stage, "records")
+        if args.mode == "full":
+            summary["partitions"] = sorted(_full(ctx, records_dir, local), key=_partition_order)
+        else:
+            pending = os.path.join(stage, ".records")     # named records/ once the segments are complete
+            segments = os.path.join(stage, "segments") if args.write_segments else None
+            rows = _cleaner(ctx, args, pending, segments, local)   # records and segments written by the tasks
+            if args.write_segments:
+                from kafka_format.engine.compaction import finish_segments_dir
+
+                finish_segments_dir(os.path.join(stage, "segments"), rows)
+            summary["partitions"] = sorted(({**r, "segmentsDir": None if r["segmentsDir"] is None
+                                             else os.path.relpath(r["segmentsDir"], stage)} for r in rows),
+                                           key=_partition_order)
+            if args.write_segments:
+                publish.crash_point("compaction:segments-written")
+            os.rename(pending, records_dir)
+        publish.crash_point("compaction:records-written")
+        with open(os.path.join(stage, "summary.json"), "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=2, sort_keys=False)
+            f.write("\n")
+        with open(os.path.join(stage, "report.html"), "w", encoding="utf-8") as f:
+            f.write(render_compaction_page(summary))
+    _print_summary(summary["partitions"], args.mode)  # type: ignore[arg-type]
+    print(f"results: {out}")
+    return EXIT_OK
+
+
+def _cleaner(ctx: JobContext, args: argparse.Namespace, records_dir: str, segments_dir: str | None,
+             local: bool) -> list[dict[str, object]]:
+    """Run the cleaner on every selected replica (records and segments written by the tasks);
+    the summary rows."""
+    common = dict(records_dir=records_dir, topics=ctx.topics, topic_pattern=ctx.topic_pattern, force=args.force,
+                  segments_dir=segments_dir, batch_rows=args.cleaner_batch_rows)
+    if local:
+        from kafka_format.engine.compaction import cleaner_pass_local
+
+        return cleaner_pass_local(ctx.logdirs, ctx.configs, ctx.now_ms, **common)  # type: ignore[arg-type]
+    from kafka_format.spark import compaction as comp
+
+    spark = session_for(ctx, PROG)
+    return [r.asDict() for r in comp.run_cleaner_pass(spark, ctx.logdirs, ctx.configs, ctx.now_ms,
+                                                       **common)]  # type: ignore[arg-type]
+
+
+def _full(ctx: JobContext, records_dir: str, local: bool) -> list[dict[str, object]]:
+    """The table view's decisions written to ``records_dir``; the per-partition summary."""
+    if local:
+        from kafka_format.engine.compaction import full_local
+
+        return full_local(ctx.logdirs, records_dir, topics=ctx.topics, topic_pattern=ctx.topic_pattern)
+    from kafka_format.spark import compaction as comp
+
+    spark = session_for(ctx, PROG)
+    df = comp.read_full_input(spark, ctx.logdirs, topics=ctx.topics, topic_pattern=ctx.topic_pattern)
+    key, before = "spark.sql.parquet.outputTimestampType", spark.conf.get("spark.sql.parquet.outputTimestampType", None)
+    spark.conf.set(key, "TIMESTAMP_MICROS")      # timestamp[us, UTC] as the cleaner's files (not INT96)
+    try:
+        comp.compaction_full_decisions(df).write.parquet(records_dir)
+    finally:
+        spark.conf.unset(key) if before is None else spark.conf.set(key, before)
+    # the summary from the written decisions (a few small columns), not from a cache of the rows
+    written = spark.read.parquet(records_dir).select(*comp.FULL_SUMMARY_INPUT)
+    return [r.asDict() for r in comp.compaction_full_summary(written).collect()]
+
+
+def _print_summary(parts: list[dict[str, object]], mode: str) -> None:
+    """One line per partition replica on stdout (the whole summary is in summary.json)."""
+    if mode == "full":
+        headers = ["topic", "partition", "recordsBefore", "recordsAfter", "keys"]
+    else:
+        headers = ["topic", "partition", "logDir", "recordsBefore", "recordsAfter", "bytesBefore", "bytesAfter",
+                   "dirtyRatio", "wouldCleanNow", "reason"]
+    rows = [[_cell(p.get(h), h) for h in headers] for p in parts]
+    for line in table(headers, rows):
+        print(line)
+
+
+def _cell(value: object, header: str) -> object:
+    if value is None:
+        return "-"
+    if header == "logDir":
+        return os.path.basename(str(value).rstrip("/"))
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return value
+
+
+def _partition_order(row: dict[str, object]) -> tuple[str, int, str]:
+    return str(row["topic"]), int(row["partition"]), str(row["logDir"])  # type: ignore[call-overload]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

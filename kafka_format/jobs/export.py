@@ -1,0 +1,131 @@
+"""``klogs export`` / ``spark-submit jobs/export.py``: topic history to Parquet or Delta (docs/jobs/).
+
+    klogs export LOGDIR... --out URI [--format parquet|delta] [--partition-by topic,partition|date]
+        [--checkpoint URI] [--key-as binary|string|F] [--value-as binary|string|json|F]
+        [--schemas SOURCE] [--key-subject S] [--value-subject S] [--key-schema FILE]
+        [--value-schema FILE] [--key-message NAME] [--value-message NAME]
+        [--topic T]... [--topic-pattern RE] [--master URL]
+        [--isolation-level read_uncommitted|read_committed] [--option KEY=VALUE]...
+
+``--now``/``--config``/``--config-file`` are accepted (common flags) and unused.  Extensions:
+``--isolation-level`` and ``--option KEY=VALUE`` (repeatable) pass options to the ``kafka-log``
+source (e.g. ``--option mode=PERMISSIVE``, ``--option upTo=highWatermark``).  Prints one JSON
+object (what was published) on stdout.  F is ``avro``, ``protobuf``, ``json-schema`` or
+``auto``: typed columns from the Schema Registry wire format (:mod:`kafka_format.jobs.typedargs`).
+A local ``--out`` / ``--checkpoint`` that is not absent, empty or this kind of export's own previous
+output, or that another run holds, is refused with exit 2 before Spark starts.  Logic: :mod:`kafka_format.spark.export`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from kafka_format.jobs.jobargs import (
+    EXIT_OK,
+    JobContext,
+    UsageError,
+    add_common_arguments,
+    engine_for,
+    job_context,
+    run_main,
+    session_for,
+)
+from kafka_format.jobs.typedargs import TYPED_AS, add_typed_arguments, typed_from_args
+from kafka_format.output.publish import local_path
+
+__all__ = ["main", "build_parser"]
+
+PROG = "export"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``klogs export`` argument parser."""
+    parser = argparse.ArgumentParser(prog=f"klogs {PROG}", description="Topic history to Parquet or Delta with every kafka-log column; with "
+                                     "--checkpoint, incrementally and exactly once.")
+    add_common_arguments(parser, formats=("parquet", "delta"), default_format="parquet", out_required=True)
+    parser.add_argument("--partition-by", default="topic,partition", choices=["topic,partition", "date"],
+                        help="output partitioning (default %(default)s)")
+    parser.add_argument("--checkpoint", metavar="URI",
+                        help="Spark streaming checkpoint: export incrementally, exactly once across runs")
+    parser.add_argument("--key-as", default="binary", choices=["binary", "string", *TYPED_AS])
+    parser.add_argument("--value-as", default="binary", choices=["binary", "string", "json", *TYPED_AS])
+    add_typed_arguments(parser)
+    parser.add_argument("--isolation-level", choices=["read_uncommitted", "read_committed"],
+                        help="kafka-log isolationLevel (extension)")
+    parser.add_argument("--option", action="append", default=[], dest="options", metavar="KEY=VALUE",
+                        help="kafka-log data-source option (repeatable, extension)")
+    return parser
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--option {pair!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``klogs export``; returns the exit code."""
+    return run_main(build_parser(), argv, _body, prog=PROG)
+
+
+def _body(args: argparse.Namespace) -> int:
+    from kafka_format.engine.export import hold_outputs, source_options
+
+    ctx = job_context(args)
+    opts = source_options(topics=ctx.topics, topic_pattern=ctx.topic_pattern,
+                          isolation_level=args.isolation_level, extra=_options(args.options))
+    if (ctx.format or "parquet") == "parquet":
+        try:
+            local_path(str(ctx.out))
+        except ValueError as exc:
+            raise UsageError(f"--out: {exc}") from None
+    typed = typed_from_args(args, ctx.logdirs, ctx.topics, ctx.topic_pattern, opts)   # before Spark starts
+    with hold_outputs(str(ctx.out), format=ctx.format or "parquet", incremental=bool(args.checkpoint),
+                      checkpoint=args.checkpoint, inputs=ctx.logdirs):    # refused or busy: exit 2 now
+        return _run(ctx, args, opts, typed)
+
+
+def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str], typed: object = None) -> int:
+    from kafka_format.engine.export import needs_spark
+
+    fmt = ctx.format or "parquet"
+    why = needs_spark(format=fmt, checkpoint=args.checkpoint, value_as=args.value_as, key_as=args.key_as)
+    if engine_for(ctx, needs_spark=why) == "local":
+        from kafka_format.engine.export import export_local
+
+        try:
+            result = export_local(ctx.logdirs, str(ctx.out), options=opts, partition_by=args.partition_by,
+                                  key_as=args.key_as, value_as=args.value_as, typed=typed)
+        except ValueError as exc:      # bad option values
+            raise UsageError(str(exc)) from None
+        print(json.dumps(result.to_json(), sort_keys=True))
+        return EXIT_OK
+    from kafka_format.spark.export import export, export_incremental, read_source
+
+    spark = session_for(ctx, PROG)
+    if typed is not None:
+        from kafka_format.spark.typed import TypedColumns
+
+        typed = TypedColumns.of(typed)
+    common = dict(format=fmt, partition_by=args.partition_by,
+                  key_as=args.key_as, value_as=args.value_as, typed=typed)
+    try:
+        if args.checkpoint:
+            result = export_incremental(spark, ctx.logdirs, str(ctx.out), args.checkpoint, options=opts,
+                                        **common)
+        else:
+            result = export(read_source(spark, ctx.logdirs, opts, typed=typed), str(ctx.out), **common)
+    except ValueError as exc:          # bad option values, non-local Parquet target
+        raise UsageError(str(exc)) from None
+    print(json.dumps(result.to_json(), sort_keys=True))
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,329 @@
+"""The flags every job shares (docs/jobs/) and the plumbing around a job's body.
+
+``jobs/<name>.py`` builds its parser with :func:`add_common_arguments`, turns the parsed flags
+into a :class:`JobContext` with :func:`job_context`, gets a session with :func:`session_for`
+and runs its body under :func:`run_job`, which turns bad input into exit code 2 with a one-line
+message instead of a traceback.  Nothing here imports pyspark at module level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kafka_format.common.errors import KafkaFormatError
+from kafka_format.log.topicconfig import ConfigError, TopicConfigs, load_topic_configs, parse_time
+from kafka_format.storage.partition_state import TopicSelection
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from kafka_format.output.ownership import Owner
+    from kafka_format.output.publish import Claim
+
+__all__ = ["add_common_arguments", "JobContext", "job_context", "check_inputs", "session_for", "jvm_log_path",
+           "engine_for",
+           "run_job", "run_main", "parse_args", "describe", "claim_out",
+           "UsageError",
+           "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+
+
+class UsageError(ValueError):
+    """A flag combination or value the job cannot run with (exit code 2)."""
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, formats: Sequence[str] | None = None,
+                         default_format: str | None = None, out_required: bool = False) -> None:
+    """Declare docs/jobs/index.md's common flags on ``parser``."""
+    parser.add_argument("logdirs", nargs="+", metavar="LOGDIR",
+                        help="broker log dirs, partition dirs or a parent of several brokers' log dirs "
+                             "(local paths or pyarrow.fs URIs)")
+    parser.add_argument("--topic", action="append", default=[], dest="topics", metavar="T",
+                        help="only this topic (repeatable)")
+    parser.add_argument("--topic-pattern", metavar="RE", help="only topics whose whole name matches RE")
+    parser.add_argument("--now", metavar="TIME",
+                        help="the time to evaluate at: ms since the epoch or ISO-8601 (default: now)")
+    parser.add_argument("--config", action="append", default=[], dest="configs", metavar="TOPIC:KEY=VALUE",
+                        help="topic config override (repeatable; TOPIC '*' = every topic; broker synonyms "
+                             "such as log.retention.hours only with '*')")
+    parser.add_argument("--config-file", metavar="F",
+                        help='topic configs: JSON {"topic": {"key": "value"}} or properties topic.key=value')
+    parser.add_argument("--out", required=out_required, metavar="PATH", help="where results go")
+    if formats:
+        default = default_format or formats[0]
+        tty = "table" if "table" in formats and default != "table" else None
+        parser.add_argument("--format", choices=list(formats), default=None,
+                            help=f"output format (default {default}"
+                                 + (", or table when stdout is a terminal)" if tty else ")"))
+        parser.set_defaults(_default_format=default, _tty_format=tty)
+    parser.add_argument("--master", metavar="URL",
+                        help="Spark master (default: the session spark-submit made, else spark_conf/local.conf)")
+    parser.add_argument("--engine", choices=("auto", "local", "spark"), default="auto",
+                        help="where the work runs: local (this process, no JVM), spark, or auto (default: "
+                             "local without --master for inputs up to 1 GiB of segments, else spark)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Spark's own log lines on stderr (default: they go to a log file, "
+                             "named when a run fails)")
+
+
+@dataclass
+class JobContext:
+    """Parsed common flags, with the time and the topic configs resolved."""
+
+    logdirs: list[str]
+    topics: list[str]
+    topic_pattern: str | None
+    now_ms: int
+    configs: TopicConfigs
+    out: str | None
+    format: str | None
+    master: str | None
+    args: argparse.Namespace
+
+    def selects(self, topic: str) -> bool:
+        """--topic / --topic-pattern (full match); with neither, every topic."""
+        return TopicSelection.of(self.topics, self.topic_pattern).matches(topic)
+
+
+def job_context(args: argparse.Namespace) -> JobContext:
+    """Resolve ``--now``, the topic selection and the topic configs of parsed common flags."""
+    try:
+        now_ms = parse_time(args.now) if args.now is not None else int(time.time() * 1000)
+    except ValueError as exc:
+        raise UsageError(f"--now: {exc}") from None
+    if args.topic_pattern is not None:
+        try:
+            re.compile(args.topic_pattern)
+        except re.error as exc:
+            raise UsageError(f"--topic-pattern {args.topic_pattern!r}: {exc}") from None
+    check_inputs(list(args.logdirs))
+    configs = load_topic_configs(list(args.logdirs), overrides=list(args.configs), config_file=args.config_file)
+    return JobContext(
+        logdirs=list(args.logdirs), topics=list(args.topics), topic_pattern=args.topic_pattern, now_ms=now_ms,
+        configs=configs, out=args.out, format=_output_format(args), master=args.master, args=args)
+
+
+def _output_format(args: argparse.Namespace) -> str | None:
+    """``--format``, else the job's default: ``table`` for a person at a terminal where the job has one."""
+    chosen = getattr(args, "format", None)
+    if chosen is not None:
+        return str(chosen)
+    tty = getattr(args, "_tty_format", None)
+    if tty is not None and sys.stdout.isatty():
+        return str(tty)
+    default = getattr(args, "_default_format", None)
+    return None if default is None else str(default)
+
+
+def check_inputs(logdirs: Sequence[str]) -> None:
+    """Every LOGDIR must hold at least one partition directory; checked on the driver before any
+    Spark session starts, so a mistyped path costs no JVM and is never an empty answer with exit 0."""
+    from kafka_format.storage.logdir import DEFAULT_MAX_DEPTH, open_log_dirs
+
+    for path in logdirs:
+        found = open_log_dirs([path])          # a missing path or a file raises LogDirError (exit 2)
+        if next(iter(found.partitions()), None) is None:
+            raise UsageError(
+                f"{path}: no Kafka partition directory found; expected a broker's log dir, a "
+                f"<topic>-<partition> directory holding <offset>.log segments, or a parent of log dirs "
+                f"(searched {DEFAULT_MAX_DEPTH} levels down)")
+
+
+def engine_for(ctx: JobContext, *, needs_spark: str | None = None) -> str:
+    """The engine of this run (:func:`kafka_format.engine.choose_engine`): ``spark`` under
+    spark-submit or beside a session already running in this process, else ``--engine``
+    (``auto``: by input size, ``--master`` and ``needs_spark``, named in one line on stderr)."""
+    from kafka_format.engine import choose_engine
+
+    requested = str(getattr(ctx.args, "engine", None) or "auto")
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):          # jobs/*.py under spark-submit
+        return "spark"
+    if requested == "auto" and _active_session() is not None:
+        return "spark"
+    try:
+        choice = choose_engine(requested, master=ctx.master, logdirs=ctx.logdirs, needs_spark=needs_spark)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if requested == "auto":
+        print(f"klogs: {choice.line()}", file=sys.stderr, flush=True)
+    if choice.engine == "local":
+        from kafka_format.engine import without_pandas
+
+        without_pandas()
+    return choice.engine
+
+
+def _active_session() -> Any:
+    """The Spark session running in this process, without importing pyspark when none can be."""
+    if "pyspark" not in sys.modules:
+        return None
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
+def session_for(ctx: JobContext, app_name: str) -> SparkSession:
+    """The active session (in tests, or the one spark-submit configures: its ``--master`` and
+    ``--conf`` rule) or, for ``klogs JOB``, one built from ``spark_conf/local.conf``; ``--master``
+    applies when a new session is built."""
+    from kafka_format.engine import allow_pandas
+
+    allow_pandas()                      # a local run earlier in this process kept pandas out
+    from pyspark.sql import SparkSession
+
+    from kafka_format.spark import register
+    from kafka_format.spark.session import ALWAYS, build_session
+
+    active = SparkSession.getActiveSession()
+    if active is None and ctx.master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
+        # Launched by spark-submit: its --master/--conf rule; spark_conf/local.conf must not.
+        active = SparkSession.builder.appName(f"klogs {app_name}").getOrCreate()
+    if active is not None and ctx.master is None:
+        for key, value in ALWAYS.items():
+            active.conf.set(key, value)
+        register(active)
+        return active
+    global _jvm_log, _verbose
+    verbose = _verbose = bool(getattr(ctx.args, "verbose", False))
+    _jvm_log = None if verbose else jvm_log_path(app_name)
+    spark = build_session(master=ctx.master, profile="local", app_name=f"klogs {app_name}", jvm_log=_jvm_log)
+    if not verbose:                     # Spark's own bar went to the log file with the JVM's output
+        import atexit
+
+        from kafka_format.spark.progress import ConsoleProgress
+
+        atexit.register(ConsoleProgress(spark).start().stop)
+    return spark
+
+
+_jvm_log: str | None = None       # this run's Spark log file, once session_for started a JVM
+_verbose = False                  # --verbose: Spark's and Py4J's own output stays on the console
+
+
+class _Py4JToSparkLog(logging.Handler):
+    """Py4J logs a dead JVM's broken socket with a traceback on stderr; a job's user gets
+    :mod:`kafka_format.jobs.sparkerrors`' one line instead, and the record goes to this run's Spark
+    log file (with ``--verbose``, to stderr as Py4J would have it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+            if _verbose:
+                print(text, file=sys.stderr)
+            elif _jvm_log is not None:
+                with open(_jvm_log, "a", encoding="utf-8") as log:
+                    log.write(text + "\n")
+        except Exception:   # a log record must never fail the job
+            pass
+
+
+def jvm_log_path(app_name: str) -> str:
+    """Where a ``klogs`` run's Spark (JVM and Python workers) writes its own log lines:
+    ``$KLOGS_LOG_DIR`` or ``~/.cache/kafka-log-analytics/logs``, one file per run."""
+    root = os.environ.get("KLOGS_LOG_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "kafka-log-analytics", "logs")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return os.path.join(root, f"klogs-{app_name}-{stamp}-{os.getpid()}.log")
+
+
+def claim_out(ctx: JobContext, owner: Owner, *, file: bool = False,
+              path: str | None = None, flag: str = "--out") -> AbstractContextManager[Claim | None]:
+    """Hold the job's output (``path``, default ``--out``) for the run: refused (exit 2) unless it
+    is absent, empty or this job's previous output, or when another run holds it (see
+    :func:`kafka_format.output.publish.claim_output`); a no-op without an output."""
+    from kafka_format.output.publish import claim_output, local_path
+
+    target = ctx.out if path is None else path
+    if target is None:
+        return nullcontext()
+    try:
+        local_path(target)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+    return claim_output(target, owner, inputs=ctx.logdirs, file=file, what="checkpoint" if flag == "--checkpoint" else "output")
+
+
+def run_job(body: Callable[[], int], *, prog: str) -> int:
+    """Run a job body; bad input, bad flags, I/O errors and Spark failures (a failed task, a JVM out
+    of memory or gone: :mod:`kafka_format.jobs.sparkerrors`) become one line on stderr and exit 2."""
+    from kafka_format.jobs.sparkerrors import spark_failure
+
+    py4j = logging.getLogger("py4j")
+    handler = _Py4JToSparkLog()
+    saved = py4j.propagate
+    py4j.addHandler(handler)
+    py4j.propagate = False
+    try:
+        return _run_body(body, prog, spark_failure)
+    finally:
+        py4j.removeHandler(handler)
+        py4j.propagate = saved
+
+
+def _run_body(body: Callable[[], int], prog: str, spark_failure: Callable[[BaseException], Any]) -> int:
+    try:
+        return int(body() or 0)
+    except BrokenPipeError:   # `klogs JOB | head`
+        return EXIT_OK
+    except (KafkaFormatError, ConfigError, UsageError, OSError) as exc:
+        failure = spark_failure(exc) if isinstance(exc, OSError) else None   # a dead JVM's refused socket
+        print(_redact(f"klogs {prog}: {failure or exc}{_log_hint(failure)}"), file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:
+        failure = spark_failure(exc)
+        if failure is None:
+            raise
+        print(_redact(f"klogs {prog}: {failure}{_log_hint(failure)}"), file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _redact(line: str) -> str:
+    """The line with URI credentials redacted (:func:`kafka_format.storage.fsio.redact`)."""
+    from kafka_format.storage.fsio import redact
+
+    return redact(line)
+
+
+def _log_hint(failure: object) -> str:
+    """`` (Spark's log: PATH)`` after a Spark failure of a run whose JVM output went to a file."""
+    if failure is None or _jvm_log is None or not os.path.exists(_jvm_log):
+        return ""
+    return f" (Spark's log: {_jvm_log})"
+
+
+def run_main(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
+             body: Callable[[argparse.Namespace], int], *, prog: str) -> int:
+    """A job's ``main``: parse ``argv`` (argparse's own exit codes for --help and bad usage), then
+    :func:`run_job` the body with the parsed flags."""
+    args = parse_args(parser, argv)
+    if isinstance(args, int):
+        return args
+    return run_job(lambda: body(args), prog=prog)
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:
+    """``parser.parse_args`` that returns argparse's exit code (0 for --help, 2 for bad usage)
+    instead of raising SystemExit, so ``main(argv)`` can return it."""
+    try:
+        return parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+
+
+def describe(ctx: JobContext) -> dict[str, Any]:
+    """The inputs of a run, for summaries (log dirs, selection, now, non-default configs)."""
+    from kafka_format.storage.fsio import redact
+
+    return {"logdirs": [redact(d) for d in ctx.logdirs], "topics": ctx.topics, "topicPattern": ctx.topic_pattern, "nowMs": ctx.now_ms}

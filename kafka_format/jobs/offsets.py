@@ -1,0 +1,110 @@
+"""``klogs offsets LOGDIR... --timestamp T [--timestamp T ...] [--format jsonl|table]
+[--isolation-level read_uncommitted|read_committed] [--out PATH]`` (docs/jobs/).
+
+One line per partition and timestamp: ``{"topic","partition","timestamp","offset","recordTimestamp",
+"leaderEpoch"}`` -- exactly Kafka's ListOffsets answer, ``offset`` null when Kafka returns none.
+``T`` is ms since the epoch, ISO-8601, ``earliest``, ``latest``, ``max-timestamp`` or Kafka's
+numeric -1..-6.  Output goes to stdout, or atomically to the file ``--out``: a path that does not
+exist, or this job's previous file unchanged since (the hidden marker ``.NAME.klogs-output``
+beside it names the job and the file's SHA-256); anything else is refused with exit 2.
+
+Also runs as ``spark-submit jobs/offsets.py ARGS``.  Semantics: :mod:`kafka_format.log.list_offsets`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from kafka_format.jobs.jobargs import (
+    EXIT_OK,
+    JobContext,
+    add_common_arguments,
+    claim_out,
+    engine_for,
+    job_context,
+    run_main,
+    session_for,
+)
+from kafka_format.log.list_offsets import ISOLATION_LEVELS, parse_timestamp_spec
+from kafka_format.output.ownership import Owner
+
+OWNER = Owner("offsets", "answers")          # the sidecar marker of an --out file
+COLUMNS = ("topic", "partition", "timestamp", "offset", "recordTimestamp", "leaderEpoch")
+
+
+def _spec(text: str) -> int:
+    try:
+        return parse_timestamp_spec(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Common job flags plus ``--timestamp`` (repeatable) and ``--isolation-level``."""
+    parser = argparse.ArgumentParser(
+        prog="klogs offsets",
+        description="Offset for timestamp per partition, exactly as Kafka's ListOffsets answers, from "
+                    "index files (no broker).")
+    add_common_arguments(parser, formats=("jsonl", "table"), default_format="jsonl")
+    parser.add_argument("--timestamp", action="append", required=True, type=_spec, dest="timestamps",
+                        metavar="T", help="ms, ISO-8601, earliest, latest, max-timestamp or -1..-6 (repeatable)")
+    parser.add_argument("--isolation-level", choices=ISOLATION_LEVELS, default="read_uncommitted",
+                        help="HW (read_uncommitted) or LSO (read_committed) hides later answers "
+                             "(default %(default)s)")
+    return parser
+
+
+def format_rows(rows: Sequence[dict[str, Any]], fmt: str) -> str:
+    """jsonl (one object per line, exactly :data:`COLUMNS`) or an aligned text table."""
+    if fmt == "jsonl":
+        return "".join(json.dumps({k: r[k] for k in COLUMNS}) + "\n" for r in rows)
+    cells = [list(COLUMNS)] + [["null" if r[k] is None else str(r[k]) for k in COLUMNS] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
+    lines = []
+    for row in cells:
+        left = row[0].ljust(widths[0])
+        lines.append("  ".join([left, *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the job; returns the exit code (0 ok, 2 could not run)."""
+    return run_main(build_parser(), argv, _body, prog="offsets")
+
+
+def _body(args: argparse.Namespace) -> int:
+    ctx = job_context(args)
+    with claim_out(ctx, OWNER, file=True):    # refused or busy: exit 2 before any work
+        return _run(ctx, args)
+
+
+def _run(ctx: JobContext, args: argparse.Namespace) -> int:
+    if engine_for(ctx) == "local":
+        from kafka_format.engine.offsets import list_offsets_local
+
+        rows = list_offsets_local(ctx.logdirs, args.timestamps, topics=ctx.topics or None,
+                                  topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level)
+    else:
+        spark = session_for(ctx, "offsets")
+        from kafka_format.spark.offsets import offsets_for_timestamps
+
+        df = offsets_for_timestamps(spark, ctx.logdirs, args.timestamps, topics=ctx.topics or None,
+                                    topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level)
+        rows = [r.asDict() for r in df.collect()]
+    text = format_rows(rows, ctx.format or "jsonl")
+    if ctx.out:
+        from kafka_format.output.publish import publish_file
+
+        publish_file(ctx.out, text.encode("utf-8"), OWNER)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

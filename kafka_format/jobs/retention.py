@@ -1,0 +1,77 @@
+"""``klogs retention LOGDIR... [--format jsonl|table] [--out DIR]`` (docs/jobs/).
+
+One line per segment: ``{"topic","partition","baseOffset","sizeBytes","largestTimestamp","deletable",
+"reason","deletableAtMs"}`` -- exactly the segments Kafka's retention pass would delete at ``--now``,
+and when each becomes deletable.  ``--out DIR`` also writes ``segments.jsonl`` (or ``segments.txt``),
+``summary.json`` (per partition) and ``disk-usage.png`` / ``disk-usage.html``, published atomically --
+only to a path that does not exist, an empty directory or a previous report (its ``.klogs-output``
+marker); anything else, or a ``DIR`` another run holds, exits 2 before any work.
+
+Also runs as ``spark-submit jobs/retention.py ARGS``.  Semantics: :mod:`kafka_format.log.retention`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kafka_format.jobs.jobargs import (
+    EXIT_OK,
+    add_common_arguments,
+    claim_out,
+    describe,
+    engine_for,
+    JobContext,
+    job_context,
+    run_main,
+    session_for,
+)
+from kafka_format.report.retention_report import format_segments, write_report
+from kafka_format.log.retention import REPORT_OWNER, summarize
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Common job flags plus ``--format jsonl|table``."""
+    parser = argparse.ArgumentParser(
+        prog="klogs retention",
+        description="Which segments Kafka's retention pass deletes at --now, and when each becomes "
+                    "deletable (no new data assumed).")
+    add_common_arguments(parser, formats=("jsonl", "table"), default_format="jsonl")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the job; returns the exit code (0 ok, 2 could not run)."""
+    return run_main(build_parser(), argv, _body, prog="retention")
+
+
+def _body(args: argparse.Namespace) -> int:
+    ctx = job_context(args)
+    with claim_out(ctx, REPORT_OWNER):      # refused or busy: exit 2 before any work
+        return _run(ctx)
+
+
+def _run(ctx: JobContext) -> int:
+    if engine_for(ctx) == "local":
+        from kafka_format.engine.retention import retention_local
+
+        rows = retention_local(ctx.logdirs, ctx.configs, ctx.now_ms, topics=ctx.topics or None,
+                               topic_pattern=ctx.topic_pattern)
+    else:
+        spark = session_for(ctx, "retention")
+        from kafka_format.spark.retention import retention_candidates
+
+        df = retention_candidates(spark, ctx.logdirs, ctx.configs, ctx.now_ms, topics=ctx.topics or None,
+                                  topic_pattern=ctx.topic_pattern)
+        rows = [r.asDict() for r in df.collect()]
+    summary = summarize(rows)           # one row per segment is small: the same rule on both engines
+    fmt = ctx.format or "jsonl"
+    sys.stdout.write(format_segments(rows, fmt))
+    sys.stdout.flush()
+    if ctx.out:
+        write_report(ctx.out, rows, summary, ctx.now_ms, fmt=fmt, inputs=describe(ctx))
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

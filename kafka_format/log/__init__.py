@@ -1,0 +1,12 @@
+"""The log's rules, as Kafka's broker and tools apply them to a replica's files, without Spark.
+
+* :mod:`~kafka_format.log.topicconfig` — effective topic configs (``LogConfig``: defaults, broker
+  synonyms, KRaft metadata overrides, flags);
+* :mod:`~kafka_format.log.list_offsets` — ListOffsets (``UnifiedLog.fetchOffsetByTimestamp``);
+* :mod:`~kafka_format.log.retention` — the retention pass (``UnifiedLog.deleteOldSegments``);
+* :mod:`~kafka_format.log.cleaner` — the log cleaner (``LogCleanerManager``, ``Cleaner``);
+* :mod:`kafka_format.log.audit` — ``DumpLogSegments``' checks and more.
+
+May import: :mod:`kafka_format.common`, :mod:`kafka_format.records`, :mod:`kafka_format.internal`,
+:mod:`kafka_format.storage`, :mod:`kafka_format.writer`, :mod:`kafka_format.output`.
+"""

@@ -1,0 +1,469 @@
+/*
+ * Kafka's codecs in C for the fused decode path (see _fastcodecs.h).
+ *
+ * Each codec accepts only the framing Kafka producers write and answers KF_FALLBACK for
+ * everything else, so that kafka_format.records.compression (the Python path) decides every
+ * unusual or broken payload and reports its exact error:
+ *
+ *   lz4    Kafka's frame (Lz4BlockInputStream): FLG version 01 + independent blocks (block
+ *          checksums verified, content size skipped, content checksum read not verified),
+ *          BD block size 4..7, a correct header checksum (magic 2), blocks up to the end
+ *          mark; bytes after the end mark are ignored, as Kafka does.  liblz4's
+ *          LZ4_decompress_safe per block.
+ *   zstd   frames back to back (skippable frames skipped) by libzstd's streaming decoder
+ *          with the window limit of the Python path (ZSTD_MAX_WINDOW); the input must end
+ *          exactly at the end of a frame.
+ *   snappy xerial stream (SnappyInputStream) or one raw block: libsnappy per chunk; a
+ *          concatenated stream header falls back.
+ *   gzip   one member with FLG 0 (what GZIPOutputStream writes), raw inflate by zlib,
+ *          CRC32 and ISIZE of the trailer checked, nothing after the trailer.
+ *
+ * Output never exceeds max_output: the buffer grows (doubling) up to max_output + a few
+ * bytes, and a payload that would need more falls back (the Python path then raises the
+ * DecompressionLimitError).  Untrusted sizes never size an allocation beyond max_output.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string.h>
+
+#include "_fastcodecs.h"
+
+#ifdef KF_HAVE_LZ4
+#include <lz4.h>
+#endif
+#ifdef KF_HAVE_ZSTD
+#include <zstd.h>
+#endif
+#ifdef KF_HAVE_SNAPPY
+#include <snappy-c.h>
+#endif
+#ifdef KF_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+#define CODEC_GZIP 1
+#define CODEC_SNAPPY 2
+#define CODEC_LZ4 3
+#define CODEC_ZSTD 4
+
+#define SCRATCH_MIN ((size_t)256 << 10)
+
+unsigned kf_codecs_available(void)
+{
+    unsigned bits = 1u;
+#ifdef KF_HAVE_ZLIB
+    bits |= 1u << CODEC_GZIP;
+#endif
+#ifdef KF_HAVE_SNAPPY
+    bits |= 1u << CODEC_SNAPPY;
+#endif
+#ifdef KF_HAVE_LZ4
+    bits |= 1u << CODEC_LZ4;
+#endif
+#ifdef KF_HAVE_ZSTD
+    bits |= 1u << CODEC_ZSTD;
+#endif
+    return bits;
+}
+
+/* Make room for `need` bytes of output (need <= max_output + 1 by every caller). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((unused))
+#endif
+static int scratch_reserve(KfScratch *s, size_t need)
+{
+    if (need <= s->capacity)
+        return KF_OK;
+    size_t cap = s->capacity ? s->capacity : SCRATCH_MIN;
+    while (cap < need)
+        cap *= 2;
+    /* never more than needed when doubling overshoots a large request */
+    if (cap > need && cap - need > ((size_t)64 << 20))
+        cap = need;
+    unsigned char *p = PyMem_RawRealloc(s->data, cap);
+    if (!p)
+        return KF_NO_MEMORY;
+    s->data = p;
+    s->capacity = cap;
+    return KF_OK;
+}
+
+void kf_scratch_free(KfScratch *s)
+{
+    PyMem_RawFree(s->data);
+    s->data = NULL;
+    s->capacity = 0;
+#ifdef KF_HAVE_ZSTD
+    if (s->zstd)
+        ZSTD_freeDCtx((ZSTD_DCtx *)s->zstd);
+#endif
+    s->zstd = NULL;
+#ifdef KF_HAVE_ZLIB
+    if (s->zlib) {
+        inflateEnd((z_stream *)s->zlib);
+        PyMem_RawFree(s->zlib);
+    }
+#endif
+    s->zlib = NULL;
+}
+
+static inline uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static inline uint32_t kf_be32(const unsigned char *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+/* ------------------------------------------------------------------ lz4 */
+
+#ifdef KF_HAVE_LZ4
+#define XXH_P1 2654435761u
+#define XXH_P2 2246822519u
+#define XXH_P3 3266489917u
+#define XXH_P4 668265263u
+#define XXH_P5 374761393u
+
+static inline uint32_t rotl32(uint32_t x, int r)
+{
+    return (x << r) | (x >> (32 - r));
+}
+
+/* xxh32 (seed 0) of the frame descriptor and of stored blocks (block checksums). */
+static uint32_t xxh32(const unsigned char *p, size_t n)
+{
+    const unsigned char *end = p + n;
+    uint32_t h;
+    if (n >= 16) {
+        uint32_t v1 = XXH_P1 + XXH_P2, v2 = XXH_P2, v3 = 0, v4 = 0u - XXH_P1;
+        const unsigned char *limit = end - 16;
+        do {
+            v1 = rotl32(v1 + le32(p) * XXH_P2, 13) * XXH_P1;
+            v2 = rotl32(v2 + le32(p + 4) * XXH_P2, 13) * XXH_P1;
+            v3 = rotl32(v3 + le32(p + 8) * XXH_P2, 13) * XXH_P1;
+            v4 = rotl32(v4 + le32(p + 12) * XXH_P2, 13) * XXH_P1;
+            p += 16;
+        } while (p <= limit);
+        h = rotl32(v1, 1) + rotl32(v2, 7) + rotl32(v3, 12) + rotl32(v4, 18);
+    } else {
+        h = XXH_P5;
+    }
+    h += (uint32_t)n;
+    for (; p + 4 <= end; p += 4)
+        h = rotl32(h + le32(p) * XXH_P3, 17) * XXH_P4;
+    for (; p < end; p++)
+        h = rotl32(h + *p * XXH_P5, 11) * XXH_P1;
+    h ^= h >> 15;
+    h *= XXH_P2;
+    h ^= h >> 13;
+    h *= XXH_P3;
+    h ^= h >> 16;
+    return h;
+}
+
+#define LZ4_FRAME_MAGIC 0x184D2204u
+#define LZ4_FLG_FIXED_MASK 0xE3      /* version, independence, reserved bits */
+#define LZ4_FLG_FIXED 0x60           /* version 01, independent blocks, reserved 0 */
+#define LZ4_FLG_BLOCK_CHECKSUM 0x10
+#define LZ4_FLG_CONTENT_SIZE 0x08
+#define LZ4_FLG_CONTENT_CHECKSUM 0x04
+#define LZ4_STORED 0x80000000u
+
+static int kf_unlz4(KfScratch *s, const unsigned char *src, size_t n, size_t max_output, size_t *out_len)
+{
+    if (n < 7 || le32(src) != LZ4_FRAME_MAGIC)
+        return KF_FALLBACK;
+    unsigned flg = src[4], bd = src[5];
+    unsigned code = (bd >> 4) & 7;
+    if ((flg & LZ4_FLG_FIXED_MASK) != LZ4_FLG_FIXED || (bd & 0x8F) || code < 4)
+        return KF_FALLBACK;
+    size_t hc_at = 6 + ((flg & LZ4_FLG_CONTENT_SIZE) ? 8 : 0);   /* content size: skipped */
+    if (n <= hc_at || src[hc_at] != ((xxh32(src + 4, hc_at - 4) >> 8) & 0xFF))
+        return KF_FALLBACK;
+    size_t checksum = (flg & LZ4_FLG_BLOCK_CHECKSUM) ? 4 : 0;
+    size_t max_block = (size_t)1 << (2 * code + 8);
+    /* Walk the blocks first: the frame must be complete (up to the end mark), and the output
+     * is bounded before decoding (a stored block gives its size, a compressed one <= max_block). */
+    size_t first = hc_at + 1, pos = first, bound = 0;
+    for (;;) {
+        if (n - pos < 4)
+            return KF_FALLBACK;
+        uint32_t word = le32(src + pos);
+        size_t size = word & ~LZ4_STORED;
+        if (size == 0) {
+            if ((flg & LZ4_FLG_CONTENT_CHECKSUM) && n - pos - 4 < 4)
+                return KF_FALLBACK;                 /* read, never verified, by Kafka */
+            break;
+        }
+        if (size > max_block || n - pos - 4 < size + checksum)
+            return KF_FALLBACK;
+        bound += (word & LZ4_STORED) ? size : max_block;
+        pos += 4 + size + checksum;
+    }
+    if (bound > max_output)
+        bound = max_output;
+    int rc = scratch_reserve(s, bound ? bound : 1);
+    if (rc != KF_OK)
+        return rc;
+    size_t total = 0;
+    pos = first;
+    for (;;) {
+        uint32_t word = le32(src + pos);
+        size_t size = word & ~LZ4_STORED;
+        if (size == 0)
+            break;
+        const unsigned char *block = src + pos + 4;
+        if (checksum && xxh32(block, size) != le32(block + size))
+            return KF_FALLBACK;
+        size_t room = bound - total;
+        if (word & LZ4_STORED) {
+            if (size > room)
+                return KF_FALLBACK;
+            memcpy(s->data + total, block, size);
+            total += size;
+        } else {
+            size_t cap = room < max_block ? room : max_block;
+            if (cap == 0)
+                return KF_FALLBACK;
+            int got = LZ4_decompress_safe((const char *)block, (char *)s->data + total, (int)size, (int)cap);
+            if (got < 0)
+                return KF_FALLBACK;
+            total += (size_t)got;
+        }
+        pos += 4 + size + checksum;
+    }
+    *out_len = total;
+    return KF_OK;
+}
+#endif
+
+/* ------------------------------------------------------------------ zstd */
+
+#ifdef KF_HAVE_ZSTD
+
+static int kf_unzstd(KfScratch *s, const unsigned char *src, size_t n, size_t max_output, size_t *out_len)
+{
+    if (!s->zstd) {
+        ZSTD_DCtx *d = ZSTD_createDCtx();
+        if (!d)
+            return KF_NO_MEMORY;
+        if (ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, 27))) {  /* ZSTD_MAX_WINDOW */
+            ZSTD_freeDCtx(d);
+            return KF_FALLBACK;
+        }
+        s->zstd = d;
+    } else {
+        ZSTD_DCtx_reset((ZSTD_DCtx *)s->zstd, ZSTD_reset_session_only);
+    }
+    ZSTD_DCtx *d = (ZSTD_DCtx *)s->zstd;
+    size_t want = n * 4 < SCRATCH_MIN ? SCRATCH_MIN : n * 4;
+    if (want > max_output + 1)
+        want = max_output + 1;
+    int rc = scratch_reserve(s, want);
+    if (rc != KF_OK)
+        return rc;
+    ZSTD_inBuffer in = {src, n, 0};
+    ZSTD_outBuffer out = {s->data, s->capacity < max_output + 1 ? s->capacity : max_output + 1, 0};
+    size_t ret = 0;
+    if (n == 0) {                                     /* no frame: nothing (as the Python path) */
+        *out_len = 0;
+        return KF_OK;
+    }
+    for (;;) {
+        ret = ZSTD_decompressStream(d, &out, &in);
+        if (ZSTD_isError(ret) || out.pos > max_output)
+            return KF_FALLBACK;                       /* corrupt, or over the cap */
+        if (in.pos == in.size && (ret == 0 || out.pos < out.size))
+            break;                                    /* input consumed, everything flushed */
+        if (out.pos == out.size) {                    /* output full: grow (bounded by the cap) */
+            if (out.size > max_output)
+                return KF_FALLBACK;
+            size_t grow = out.size * 2 > max_output + 1 ? max_output + 1 : out.size * 2;
+            if ((rc = scratch_reserve(s, grow)) != KF_OK)
+                return rc;
+            out.dst = s->data;
+            out.size = grow;
+        }
+    }
+    if (ret != 0)
+        return KF_FALLBACK;                           /* a truncated frame */
+    *out_len = out.pos;
+    return KF_OK;
+}
+#endif
+
+/* ------------------------------------------------------------------ snappy */
+
+#ifdef KF_HAVE_SNAPPY
+static const unsigned char XERIAL_MAGIC[8] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
+#define XERIAL_HEADER 16
+#define XERIAL_MAX_CHUNK ((size_t)512 << 20)
+
+/* The raw block's uncompressed length varint (<= 5 bytes, 32 bits), or -1. */
+static int64_t snappy_declared(const unsigned char *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n && i < 5; i++) {
+        v |= (uint64_t)(p[i] & 0x7F) << (7 * i);
+        if (!(p[i] & 0x80))
+            return v > 0xFFFFFFFFu ? -1 : (int64_t)v;
+    }
+    return -1;
+}
+
+static int snappy_block(KfScratch *s, const unsigned char *p, size_t len, size_t *total,
+                        size_t max_output)
+{
+    int64_t declared = snappy_declared(p, len);
+    if (declared < 0 || (size_t)declared > max_output - *total)
+        return KF_FALLBACK;
+    int rc = scratch_reserve(s, *total + (size_t)declared + 1);
+    if (rc != KF_OK)
+        return rc;
+    size_t got = (size_t)declared;
+    if (snappy_uncompress((const char *)p, len, (char *)s->data + *total, &got) != SNAPPY_OK ||
+        got != (size_t)declared)
+        return KF_FALLBACK;
+    *total += got;
+    return KF_OK;
+}
+
+static int kf_unsnappy(KfScratch *s, const unsigned char *src, size_t n, size_t max_output, size_t *out_len)
+{
+    size_t total = 0;
+    int rc;
+    if (n == 0)
+        return KF_FALLBACK;
+    if (n < XERIAL_HEADER || memcmp(src, XERIAL_MAGIC, 8) != 0) {
+        if ((rc = snappy_block(s, src, n, &total, max_output)) != KF_OK)
+            return rc;
+        *out_len = total;
+        return KF_OK;
+    }
+    size_t pos = XERIAL_HEADER;
+    while (n - pos >= 4) {
+        uint32_t word = kf_be32(src + pos);
+        if (word == kf_be32(XERIAL_MAGIC) || word > XERIAL_MAX_CHUNK)
+            return KF_FALLBACK;                  /* concatenated header, negative or huge length */
+        size_t start = pos + 4;
+        if (n - start < word)
+            return KF_FALLBACK;
+        if ((rc = snappy_block(s, src + start, word, &total, max_output)) != KF_OK)
+            return rc;
+        pos = start + word;
+    }
+    *out_len = total;
+    return KF_OK;
+}
+#endif
+
+/* ------------------------------------------------------------------ gzip */
+
+#ifdef KF_HAVE_ZLIB
+#define GZIP_HEADER 10
+#define GZIP_TRAILER 8
+
+static int kf_gunzip(KfScratch *s, const unsigned char *src, size_t n, size_t max_output, size_t *out_len)
+{
+    /* GZIPOutputStream's header: 1f 8b, CM 8, FLG 0 (MTIME, XFL, OS not read) */
+    if (n < GZIP_HEADER + GZIP_TRAILER || src[0] != 0x1f || src[1] != 0x8b || src[2] != 8 || src[3] != 0)
+        return KF_FALLBACK;
+    z_stream *z = (z_stream *)s->zlib;
+    if (!z) {
+        z = PyMem_RawCalloc(1, sizeof *z);
+        if (!z)
+            return KF_NO_MEMORY;
+        if (inflateInit2(z, -15) != Z_OK) {
+            PyMem_RawFree(z);
+            return KF_NO_MEMORY;
+        }
+        s->zlib = z;
+    } else if (inflateReset(z) != Z_OK) {
+        return KF_FALLBACK;
+    }
+    size_t want = n * 4 < SCRATCH_MIN ? SCRATCH_MIN : n * 4;
+    if (want > max_output + 1)
+        want = max_output + 1;
+    int rc = scratch_reserve(s, want);
+    if (rc != KF_OK)
+        return rc;
+    const unsigned char *in = src + GZIP_HEADER;
+    size_t in_left = n - GZIP_HEADER;
+    size_t total = 0;
+    size_t limit = s->capacity < max_output + 1 ? s->capacity : max_output + 1;
+    for (;;) {
+        unsigned in_chunk = in_left > 0x40000000u ? 0x40000000u : (unsigned)in_left;
+        size_t room = limit - total;
+        unsigned out_chunk = room > 0x40000000u ? 0x40000000u : (unsigned)room;
+        z->next_in = (Bytef *)in;
+        z->avail_in = in_chunk;
+        z->next_out = s->data + total;
+        z->avail_out = out_chunk;
+        int zr = inflate(z, Z_NO_FLUSH);
+        size_t used = in_chunk - z->avail_in;
+        in += used;
+        in_left -= used;
+        total += out_chunk - z->avail_out;
+        if (zr == Z_STREAM_END)
+            break;
+        if (zr != Z_OK && zr != Z_BUF_ERROR)
+            return KF_FALLBACK;
+        if (total > max_output)
+            return KF_FALLBACK;
+        if (z->avail_out == 0) {                 /* output full: grow (bounded by the cap) */
+            if (limit > max_output)
+                return KF_FALLBACK;
+            size_t grow = limit * 2 > max_output + 1 ? max_output + 1 : limit * 2;
+            if ((rc = scratch_reserve(s, grow)) != KF_OK)
+                return rc;
+            limit = grow;
+        } else if (in_left == 0 || zr == Z_BUF_ERROR) {
+            return KF_FALLBACK;                  /* truncated deflate data */
+        }
+    }
+    if (total > max_output || in_left != GZIP_TRAILER)
+        return KF_FALLBACK;                      /* over the cap, truncated, or more members */
+    uint32_t crc = (uint32_t)crc32(0L, Z_NULL, 0);
+    const unsigned char *p = s->data;
+    size_t left = total;
+    while (left) {
+        uInt step = left > 0x40000000u ? 0x40000000u : (uInt)left;
+        crc = (uint32_t)crc32(crc, p, step);
+        p += step;
+        left -= step;
+    }
+    if (le32(in) != crc || le32(in + 4) != (uint32_t)(total & 0xFFFFFFFFu))
+        return KF_FALLBACK;
+    *out_len = total;
+    return KF_OK;
+}
+#endif
+
+int kf_decompress(KfScratch *s, int codec, const unsigned char *src, size_t n, size_t max_output,
+                  size_t *out_len)
+{
+    (void)s; (void)src; (void)n; (void)max_output; (void)out_len;
+    switch (codec) {
+#ifdef KF_HAVE_LZ4
+    case CODEC_LZ4:
+        return kf_unlz4(s, src, n, max_output, out_len);
+#endif
+#ifdef KF_HAVE_ZSTD
+    case CODEC_ZSTD:
+        return kf_unzstd(s, src, n, max_output, out_len);
+#endif
+#ifdef KF_HAVE_SNAPPY
+    case CODEC_SNAPPY:
+        return kf_unsnappy(s, src, n, max_output, out_len);
+#endif
+#ifdef KF_HAVE_ZLIB
+    case CODEC_GZIP:
+        return kf_gunzip(s, src, n, max_output, out_len);
+#endif
+    default:
+        return KF_FALLBACK;
+    }
+}

@@ -1,0 +1,40 @@
+/*
+ * kafka_format.records._fastdecode codecs: Kafka's compressed payloads decoded in C into one
+ * reused buffer (no Python call and no new bytes object per batch).
+ *
+ * This is a fast path only.  It accepts a strict subset of what kafka_format.records.compression
+ * accepts (the framing every Kafka producer writes) and answers KF_FALLBACK for anything
+ * else: a corrupt payload, an unusual but legal framing, output beyond max_output, or a
+ * codec library missing at build time.  The caller then runs the Python path, which
+ * decides and reports the exact error, so both paths agree by construction.
+ */
+#ifndef KF_FASTCODECS_H
+#define KF_FASTCODECS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KF_OK 0
+#define KF_FALLBACK (-1)   /* not decoded here: the Python path decides */
+#define KF_NO_MEMORY (-2)
+
+/* One decompression buffer (and codec contexts) reused for every batch of a call. */
+typedef struct {
+    unsigned char *data;
+    size_t capacity;
+    void *zstd;       /* ZSTD_DCtx*, created on first use */
+    void *zlib;       /* z_stream*, created on first use */
+} KfScratch;
+
+/* Bit i set: codec id i is decoded in C (0 = none is always set). */
+unsigned kf_codecs_available(void);
+
+/* Decompress the records region `src[0:n]` of a magic-2 batch with `codec` into
+ * s->data; *out_len receives the decompressed size (<= max_output).  Safe without
+ * the GIL (uses PyMem_Raw* only). */
+int kf_decompress(KfScratch *s, int codec, const unsigned char *src, size_t n, size_t max_output,
+                  size_t *out_len);
+
+void kf_scratch_free(KfScratch *s);
+
+#endif

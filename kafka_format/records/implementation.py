@@ -1,0 +1,51 @@
+"""Which record decoder a process uses: the compiled one when it imports, else the reference.
+
+The environment variable ``KAFKA_FORMAT_DECODER=reference`` pins the reference decoder for a whole
+process; ``IMPLEMENTATION`` says which one is active (``"fast"`` or ``"reference"``).  This module
+sits above both decoders, so the reference decoder never imports its compiled override.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+from kafka_format.records.decoder import REFERENCE, Decoder
+
+__all__ = ["get_decoder", "IMPLEMENTATION", "ENV_VAR"]  # noqa: F822 (IMPLEMENTATION: module __getattr__)
+
+ENV_VAR = "KAFKA_FORMAT_DECODER"
+FAST = "fast"
+
+_chosen: Decoder | None = None
+_implementation: str | None = None
+
+
+def _choose() -> tuple[Decoder, str]:
+    if os.environ.get(ENV_VAR, "").strip().lower() == REFERENCE:
+        return Decoder(), REFERENCE
+    try:
+        from kafka_format.records.fast import FastDecoder
+    except ImportError as exc:
+        if isinstance(exc, ModuleNotFoundError) and exc.name == "kafka_format.records.fast":
+            return Decoder(), REFERENCE  # no compiled decoder in this build
+        warnings.warn(f"kafka_format: compiled decoder unavailable ({exc}); using the slower "
+                      f"reference decoder", RuntimeWarning, stacklevel=3)
+        return Decoder(), REFERENCE
+    return FastDecoder(), FAST
+
+
+def get_decoder() -> Decoder:
+    """The active decoder (compiled when available; see ``IMPLEMENTATION``)."""
+    global _chosen, _implementation
+    if _chosen is None:
+        _chosen, _implementation = _choose()
+    return _chosen
+
+
+def __getattr__(name: str) -> Any:
+    if name == "IMPLEMENTATION":
+        get_decoder()
+        return _implementation
+    raise AttributeError(f"module 'kafka_format.records.implementation' has no attribute {name!r}")

@@ -1,0 +1,17 @@
+"""The files of a log dir and the state a replica's files hold (Kafka's ``storage.internals.log``
+and ``storage.internals.checkpoint``).
+
+* :mod:`~kafka_format.storage.fsio` — local paths and ``pyarrow.fs`` URIs: list, stat, read;
+* :mod:`~kafka_format.storage.index` — ``.index`` / ``.timeindex`` (``OffsetIndex``, ``TimeIndex``);
+* :mod:`~kafka_format.storage.txnindex` — ``.txnindex`` (``TransactionIndex``);
+* :mod:`~kafka_format.storage.snapshot` — producer ``.snapshot`` (``ProducerStateManager``);
+* :mod:`~kafka_format.storage.checkpoints` — offset checkpoints, ``leader-epoch-checkpoint``,
+  ``partition.metadata``, ``meta.properties``, ``.kafka_cleanshutdown``, ``quorum-state``;
+* :mod:`~kafka_format.storage.logdir` — ``open_log_dirs``: log dirs, partitions, segments, replicas
+  (``LocalLog``, ``LogLoader``);
+* :mod:`~kafka_format.storage.watermarks` — the high-watermark-on-load and last-stable-offset rules as
+  arithmetic; :mod:`~kafka_format.storage.partition_state` — a replica's LEO, HW, LSO, transaction
+  replay and the one batch-header walker (``UnifiedLog``, ``ProducerStateManager``).
+
+May import: :mod:`kafka_format.common`, :mod:`kafka_format.records`.
+"""

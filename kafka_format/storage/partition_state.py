@@ -1,0 +1,347 @@
+"""Partition state offline: what a broker loading a replica knows of it, computed once.
+
+One home for the values every job, the planner and the data source need of a replica:
+
+* :class:`PartitionRef` — a replica as picklable data, re-opened from its directory where a task runs;
+  :class:`TopicSelection` — ``--topic`` / ``--topic-pattern`` (the data source's ``topics`` /
+  ``topicPattern``) as every job applies them;
+* :func:`iter_batch_heads` / :func:`walk_batch_heads` — the one batch-header walker
+  (``FileLogInputStream.nextBatch``: header bytes only, no decompression, no CRC);
+* :func:`log_end_offset` — ``LogSegment.readNextOffset`` of the last segment;
+* :func:`high_watermark` — the checkpoint entry as ``UnifiedLog.updateHighWatermark`` loads it
+  (rule in :mod:`kafka_format.storage.watermarks`);
+* :func:`replay_open_transactions` / :func:`last_stable_offset` — producer and transaction
+  replay (``ProducerStateManager``) and ``UnifiedLog.lastStableOffset``.
+
+The log start offset is :attr:`kafka_format.storage.logdir.PartitionLog.log_start_offset`
+(``LogLoader``).  No Spark, no record decoding: index files, producer snapshots and batch headers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kafka_format.common.errors import CorruptRecordError, KafkaFormatError, LogDirError
+from kafka_format.storage.logdir import PartitionLog, Segment, open_log_dirs
+from kafka_format.records import batch_v2, legacy
+from kafka_format.records.entry import ENTRY, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_OFFSET
+from kafka_format.storage.watermarks import MISSING_HIGH_WATERMARK, high_watermark_on_load, last_stable_offset_from
+
+__all__ = [
+    "PartitionRef",
+    "TopicSelection",
+    "BatchHead",
+    "SCAN_CHUNK",
+    "parse_batch_head",
+    "walk_batch_heads",
+    "iter_batch_heads",
+    "next_offset_after",
+    "log_end_offset",
+    "high_watermark",
+    "replay_open_transactions",
+    "last_stable_offset",
+    "high_watermark_on_load",
+    "last_stable_offset_from",
+    "MISSING_HIGH_WATERMARK",
+]
+
+NO_TIMESTAMP = -1                 # RecordBatch.NO_TIMESTAMP
+NO_PARTITION_LEADER_EPOCH = -1    # RecordBatch.NO_PARTITION_LEADER_EPOCH
+NO_PRODUCER_ID = -1               # RecordBatch.NO_PRODUCER_ID
+SCAN_CHUNK = 1 << 20              # read size of a walk over a whole segment
+_MIN_ENTRY_SIZE = legacy.RECORD_OVERHEAD_V0      # LegacyRecord.RECORD_OVERHEAD_V0 = 14
+_MIN_V2_BATCH_SIZE = batch_v2.HEADER_SIZE        # DefaultRecordBatch.RECORD_BATCH_OVERHEAD = 61
+
+@dataclass(frozen=True)
+class PartitionRef:
+    """One replica as picklable data (names and locations, no open file, no file system): what a driver
+    hands a task, re-opened from its directory wherever the task runs (:meth:`open`).  Job tasks
+    extend it with what else they need."""
+
+    topic: str
+    partition: int
+    path: str            # the partition dir (a local path or a URI)
+    log_dir: str         # the log dir holding it
+
+    @classmethod
+    def of(cls, replica: PartitionLog) -> PartitionRef:
+        """The reference of an open replica."""
+        return cls(replica.topic, replica.partition, replica.path, replica.log_dir)
+
+    def open(self) -> PartitionLog:
+        """The live replica in :attr:`path`, read again from its files and its log dir's checkpoints;
+        :class:`LogDirError` when the directory no longer holds it."""
+        for replica in open_log_dirs(self.path).all_partitions():
+            if (replica.topic, replica.partition, replica.kind) == (self.topic, self.partition, "live"):
+                return replica
+        raise LogDirError("partition dir no longer holds the partition", path=self.path,
+                          expected=f"{self.topic}-{self.partition}", found="nothing")
+
+
+@dataclass(frozen=True)
+class TopicSelection:
+    """The topics a run reads: one of ``topics`` or a whole-name match (``re.fullmatch``) of
+    ``pattern``; with neither, every topic.  ``--topic`` / ``--topic-pattern`` of every job and the
+    data source's ``topics`` / ``topicPattern`` mean this."""
+
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+
+    @classmethod
+    def of(cls, topics: Sequence[str] | None = None, pattern: str | None = None) -> TopicSelection:
+        """From the flags' values (``None`` or empty: no list)."""
+        return cls(tuple(topics or ()), pattern)
+
+    @property
+    def everything(self) -> bool:
+        """True when neither a list nor a pattern narrows the run."""
+        return not self.topics and self.pattern is None
+
+    def matches(self, topic: str) -> bool:
+        """Whether ``topic`` is selected."""
+        if self.everything or topic in self.topics:
+            return True
+        return self.pattern is not None and _fullmatch(self.pattern, topic)
+
+    def select(self, replicas: Iterable[PartitionLog]) -> list[PartitionLog]:
+        """The replicas whose topic is selected, in their order."""
+        return [r for r in replicas if self.matches(r.topic)]
+
+    def regex(self, *, unless_named: Sequence[str] = ()) -> str:
+        """One ``re.fullmatch`` pattern equal to :meth:`matches` (for a reader that takes a pattern,
+        e.g. the data source's ``topicPattern``); with no list and no pattern, every topic but
+        ``unless_named``."""
+        alternatives = [re.escape(t) for t in self.topics]
+        if self.pattern is not None:
+            alternatives.append(f"(?:{self.pattern})")
+        if not alternatives:
+            return "".join(f"(?!{re.escape(t)}$)" for t in unless_named) + ".*"
+        return "(?:" + "|".join(alternatives) + ")"
+
+
+def _fullmatch(pattern: str, topic: str) -> bool:
+    return re.fullmatch(pattern, topic) is not None
+
+
+ReadAt = Callable[[int, int], bytes]
+"""``read_at(nbytes, offset)`` of a file open for positioned reads (pyarrow ``NativeFile``)."""
+
+
+@dataclass(frozen=True)
+class BatchHead:
+    """Header fields of one batch (legacy: one shallow message), read without its records."""
+
+    position: int
+    size: int                       # bytes of the entry, prefix included
+    magic: int
+    base_offset: int                # legacy: the entry's offset (a compressed wrapper's last offset)
+    last_offset: int
+    max_timestamp: int              # NO_TIMESTAMP for magic 0
+    leader_epoch: int               # NO_PARTITION_LEADER_EPOCH for legacy
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = -1
+    count: int | None = None        # v2 recordsCount; None for legacy
+    is_transactional: bool = False
+    is_control: bool = False
+
+
+def parse_batch_head(data: bytes | memoryview, pos: int, end: int, *, path: str | None = None
+                     ) -> BatchHead | None:
+    """One header from ``data`` (the bytes at file position ``pos``: the whole v2 header when the
+    file holds it); None at the end of data: a partial trailing batch or a zero-filled tail.
+
+    Raises :class:`CorruptRecordError` (naming ``path`` and ``pos``) for a size below the minimum
+    entry, a v2 entry smaller than its header, or an unknown magic."""
+    offset, size = ENTRY.unpack_from(data, 0)
+    if size < _MIN_ENTRY_SIZE:
+        if offset == 0 and size == 0:
+            return None                              # zero-filled (preallocated) tail
+        raise CorruptRecordError("record size smaller than the minimum record overhead", path=path,
+                                 position=pos, expected=f"size >= {_MIN_ENTRY_SIZE}", found=f"size {size}")
+    total = LOG_OVERHEAD + size
+    if total > end - pos:
+        return None                                  # partial trailing batch
+    magic = data[MAGIC_OFFSET]
+    if magic == 2:
+        if total < _MIN_V2_BATCH_SIZE or len(data) < _MIN_V2_BATCH_SIZE:
+            raise CorruptRecordError("batch smaller than a v2 header", path=path, position=pos,
+                                     expected=f">= {_MIN_V2_BATCH_SIZE} bytes", found=f"{total} bytes")
+        (base, _length, epoch, _magic, _crc, attributes, last_delta, _base_ts, max_ts, pid, pepoch,
+         _base_seq, count) = batch_v2.HEADER.unpack_from(data, 0)
+        return BatchHead(pos, total, 2, base, batch_v2.wrap_int64(base + last_delta), max_ts, epoch, pid,
+                         pepoch, count, bool(attributes & batch_v2.TRANSACTIONAL_MASK),
+                         bool(attributes & batch_v2.CONTROL_MASK))
+    if magic in (0, 1):
+        _crc, _attributes, timestamp = legacy.read_message_header(data, 0, magic)
+        return BatchHead(pos, total, magic, offset, offset, timestamp, NO_PARTITION_LEADER_EPOCH)
+    raise CorruptRecordError("unknown magic", path=path, position=pos, expected="magic 0, 1 or 2",
+                             found=f"magic {magic}")
+
+
+def walk_batch_heads(read_at: ReadAt, start: int, end: int, *, path: str | None = None, chunk: int = 0,
+                     strict: bool = True) -> Iterator[BatchHead]:
+    """Batch headers of ``[start, end)`` of one ``.log`` (``start`` a batch boundary, ``end`` the
+    file size), as ``FileLogInputStream.nextBatch`` walks them: stops when 17 bytes or fewer remain,
+    at a partial trailing batch and at a zero-filled tail.
+
+    ``chunk=0`` reads each header by one positioned read (a walk of a few batches); a positive
+    ``chunk`` reads windows of that many bytes (a walk over a whole segment).  Corrupt framing
+    raises :class:`CorruptRecordError` when ``strict``, else ends the walk (where recovery would
+    truncate)."""
+    pos = start
+    window, window_at = b"", 0
+    while end - pos > HEADER_SIZE_UP_TO_MAGIC:
+        want = min(batch_v2.HEADER_SIZE, end - pos)
+        if chunk:
+            if not (window_at <= pos and pos + want <= window_at + len(window)):
+                window, window_at = bytes(read_at(min(max(chunk, want), end - pos), pos)), pos
+            data: bytes = window[pos - window_at:pos - window_at + want]
+        else:
+            data = bytes(read_at(want, pos))
+        try:
+            head = parse_batch_head(data, pos, end, path=path)
+        except CorruptRecordError:
+            if strict:
+                raise
+            return
+        if head is None:
+            return
+        yield head
+        pos += head.size
+
+
+def _log_size(replica: PartitionLog, seg: Segment) -> int:
+    if seg.log_size is not None:
+        return int(seg.log_size)
+    h = replica.filesystem
+    st = h.stat(h.fs_path(seg.log_path or ""))
+    return int(st.size or 0) if st is not None else 0
+
+
+def iter_batch_heads(replica: PartitionLog, seg: Segment, start: int = 0, stop: int | None = None, *,
+                     strict: bool = False, chunk: int = SCAN_CHUNK) -> Iterator[BatchHead]:
+    """Batch headers of a segment's ``.log`` from byte ``start`` (a batch boundary), those starting
+    before ``stop`` (None: to the end); :func:`walk_batch_heads` over the replica's filesystem.
+    Stops quietly at corrupt framing unless ``strict``."""
+    if seg.log_path is None:
+        return
+    end = _log_size(replica, seg)
+    if end - start <= HEADER_SIZE_UP_TO_MAGIC:
+        return
+    h = replica.filesystem
+    try:
+        with h.opened(h.fs_path(seg.log_path)) as f:
+            for head in walk_batch_heads(f.read_at, start, end, path=seg.log_path, chunk=chunk, strict=strict):
+                if stop is not None and head.position >= stop:
+                    return
+                yield head
+    except KafkaFormatError:
+        if strict:
+            raise
+
+
+def next_offset_after(heads: list[BatchHead], base_offset: int) -> int:
+    """``LogSegment.readNextOffset`` from the batches after the last offset-index entry: the last
+    complete batch's ``lastOffset + 1``, else the segment's base offset."""
+    return heads[-1].last_offset + 1 if heads else base_offset
+
+
+def last_index_position(replica: PartitionLog, seg: Segment) -> int:
+    """Position of the last valid offset-index entry of ``seg`` (0 without one, or when it lies at
+    or past the end of the ``.log``): where ``readNextOffset`` starts its walk."""
+    idx = replica.offset_index(seg)
+    if idx is None or not len(idx):
+        return 0
+    pos = int(idx.last_entry().position)
+    return pos if pos < int(seg.log_size or 0) else 0
+
+
+def log_end_offset(replica: PartitionLog) -> int:
+    """Log end offset: ``replica.log_end_offset`` when discovery computed it, else
+    ``LogSegment.readNextOffset`` of the last segment (batch headers from its last offset-index
+    entry; corrupt framing ends the data, as recovery would).  A replica without segments: its log
+    start offset (``LogLoader`` opens an empty segment there)."""
+    if replica.log_end_offset is not None:
+        return replica.log_end_offset
+    if not replica.segments:
+        return replica.log_start_offset
+    seg = replica.segments[-1]
+    heads = list(iter_batch_heads(replica, seg, last_index_position(replica, seg)))
+    return next_offset_after(heads, seg.base_offset)
+
+
+def high_watermark(replica: PartitionLog, *, log_end_offset: int | None, override: int | None = None,
+                   missing: int = MISSING_HIGH_WATERMARK) -> int:
+    """The replica's high watermark as a broker loads it: :func:`high_watermark_on_load` of
+    ``override``, else of the ``replication-offset-checkpoint`` entry, else of ``missing`` (Kafka
+    loads 0 when the checkpoint has no entry, so the log start offset; a job may assume the log end
+    offset instead and say so)."""
+    hw = override if override is not None else replica.high_watermark_checkpoint
+    return high_watermark_on_load(missing if hw is None else hw, log_start_offset=replica.log_start_offset,
+                                  log_end_offset=log_end_offset)
+
+
+# --- producer state --------------------------------------------------------------------------
+def _snapshot_open_txns(replica: PartitionLog, upto: int) -> tuple[dict[int, int], int]:
+    """(producer id -> first offset of its open transaction, offset the snapshot covers up to) of
+    the latest readable producer snapshot at or below ``upto`` and within the log; ({}, 0) without
+    one (the broker skips a corrupt snapshot: an older one, or a full replay)."""
+    first = replica.segments[0].base_offset if replica.segments else 0
+    for snap in sorted(replica.snapshots, key=lambda s: s.offset, reverse=True):
+        if not first <= snap.offset <= upto:
+            continue
+        try:
+            entries = replica.read_snapshot(snap).entries
+        except KafkaFormatError:
+            continue
+        return {e.producer_id: e.current_txn_first_offset for e in entries if e.has_open_txn}, snap.offset
+    return {}, 0
+
+
+def replay_open_transactions(replica: PartitionLog, high_watermark: int) -> dict[int, int]:
+    """Producer id -> first offset of its transaction still open at ``high_watermark``.
+
+    As the broker loads producer state (``ProducerStateManager``): the open transactions of the
+    latest producer ``.snapshot`` at or below HW (``currentTxnFirstOffset``), then batch headers from
+    the snapshot's offset: a transactional data batch opens a transaction for its producer if none
+    is open; a control batch of that producer below HW closes it.  Without a usable snapshot the
+    replay starts at the first segment."""
+    open_txns, start = _snapshot_open_txns(replica, high_watermark)
+    segs = replica.segments
+    for i, seg in enumerate(segs):
+        nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
+        if seg.base_offset >= high_watermark:
+            break
+        if nxt is not None and nxt <= start:
+            continue
+        position = 0
+        if start > seg.base_offset:
+            idx = replica.offset_index(seg)
+            if idx is not None and len(idx):
+                offsets = idx.offsets.astype(np.int64, copy=False)
+                k = int(np.searchsorted(offsets, start, side="right")) - 1
+                position = int(idx.positions[k]) if k >= 0 else 0
+        for head in iter_batch_heads(replica, seg, position):
+            if head.base_offset >= high_watermark:
+                break
+            if head.last_offset < start or not head.is_transactional:
+                continue
+            if head.is_control:
+                open_txns.pop(head.producer_id, None)
+            else:
+                open_txns.setdefault(head.producer_id, head.base_offset)
+    return open_txns
+
+
+def last_stable_offset(replica: PartitionLog, high_watermark: int) -> int:
+    """LSO offline: the first offset of the earliest transaction open at ``high_watermark``
+    (:func:`replay_open_transactions`), raised to the log start offset, when below HW; else HW
+    (:func:`last_stable_offset_from`)."""
+    open_txns = replay_open_transactions(replica, high_watermark)
+    first = min(open_txns.values()) if open_txns else None
+    return last_stable_offset_from(first, high_watermark=high_watermark,
+                                   log_start_offset=replica.log_start_offset)
