@@ -3,15 +3,17 @@
  *
  * One entry point, one C call per Arrow batch (never per record):
  *
- *   decode(programs, cols, root, data, starts, ends, prog)
+ *   decode(programs, cols, root, data, offsets, wide, first, n, validity, keys, slots)
  *
  * A *program* is the compiled resolution of one writer schema to the table (reader) schema,
  * made once per schema id by kafka_format/registry/avro_columns.py: a flat array of nodes
  * (six int32 each: op, col, a, b, c, d), a child-index array and a tuple of constant byte
  * strings (enum symbol tables, default strings).  *cols* describes the output columns (one
  * per Arrow array of the table type, nested ones included): kind, width and children.
- * Row i is payload data[starts[i]:ends[i]] decoded by program prog[i]; prog[i] < 0 makes the
- * row null (null values, bad headers, rows another path decodes).
+ * The rows are an Arrow binary array's values in the Schema Registry wire format: the header
+ * (magic byte 0, big-endian int32 schema id) is read here, the id picks the program (keys ->
+ * slots); a row without one (null, short, bad magic, an id without a program) is null in the
+ * output and its status says why.
  *
  * Avro binary encoding (Avro specification, "Binary Encoding"): int and long are zig-zag
  * varints, float and double little-endian IEEE 754, bytes and string a long length then the
@@ -21,8 +23,8 @@
  *
  * The fast path is conservative: whatever it is not sure decodes exactly as the reference
  * (fastavro with the same schemas, then pyarrow) makes the row *fail* here: its partial
- * output is rolled back, the row is null, and failed[i] = 1 tells the caller to decode it
- * with the reference, which also words the error of a row that does not decode.  So a row
+ * output is rolled back, the row is null, and its status ST_FAILED tells the caller to decode
+ * it with the reference, which also words the error of a row that does not decode.  So a row
  * this code accepts equals the reference, and every other row is the reference's.
  * Every count that drives an allocation is bounded by the payload bytes that back it.
  */
@@ -71,6 +73,10 @@ enum {
     OP_COUNT
 };
 
+/* row status (avro_columns.ST_*) */
+enum { ST_OK = 0, ST_NULL, ST_SHORT, ST_BAD_MAGIC, ST_NO_PROGRAM, ST_FAILED, ST_BAD_OFFSETS };
+#define WIRE_HEADER 5              /* magic byte + 4-byte schema id (AbstractKafkaSchemaSerDe) */
+
 enum { DEF_NULL = 0, DEF_BOOL, DEF_I32, DEF_I64, DEF_F32, DEF_F64, DEF_BYTES, DEF_EMPTY };
 
 /* column kinds (avro_columns.KIND) */
@@ -81,9 +87,9 @@ enum { K_STRUCT = 0, K_FIXED = 1, K_VAR = 2, K_LIST = 3 };
 
 /* ------------------------------------------------------------------ growable column buffers */
 typedef struct {
-    int kind, width, nchild;
+    int kind, width, nchild, per_row;
     int *child;
-    uint8_t *valid;
+    uint8_t *valid;                /* NULL until the first null (every slot valid so far) */
     int64_t n, vcap;
     uint8_t *data;                 /* K_FIXED: n * width bytes; K_VAR: dlen bytes */
     int64_t dlen, dcap;
@@ -108,7 +114,16 @@ typedef struct {
     int oom;
 } Ctx;
 
-static int grow(void **buf, int64_t *cap, int64_t need, size_t item) {
+#define HOT static inline __attribute__((always_inline))
+#define COLD static __attribute__((noinline, cold))
+
+COLD int grow_slow(void **buf, int64_t *cap, int64_t need, size_t item);
+
+HOT int grow(void **buf, int64_t *cap, int64_t need, size_t item) {
+    return need <= *cap ? 0 : grow_slow(buf, cap, need, item);
+}
+
+COLD int grow_slow(void **buf, int64_t *cap, int64_t need, size_t item) {
     if (need <= *cap) return 0;
     int64_t c = *cap ? *cap : 64;
     while (c < need) c *= 2;
@@ -119,8 +134,19 @@ static int grow(void **buf, int64_t *cap, int64_t need, size_t item) {
     return 0;
 }
 
-static int col_slot(Ctx *x, Col *c, uint8_t valid) {
-    if (grow((void **)&c->valid, &c->vcap, c->n + 1, 1)) { x->oom = 1; return -1; }
+/* The validity byte of slot n: stored once a column has had a null (lazily: all ones before). */
+COLD int col_slot(Ctx *x, Col *c, uint8_t valid) {
+    if (!c->valid) {
+        if (valid) return 0;
+        int64_t cap = c->vcap > c->n + 1 ? c->vcap : c->n + 64;
+        c->valid = malloc((size_t)cap);
+        if (!c->valid) { x->oom = 1; return -1; }
+        c->vcap = cap;
+        memset(c->valid, 1, (size_t)c->n);
+    } else if (grow((void **)&c->valid, &c->vcap, c->n + 1, 1)) {
+        x->oom = 1;
+        return -1;
+    }
     c->valid[c->n] = valid;
     return 0;
 }
@@ -157,21 +183,23 @@ static int col_null(Ctx *x, int ci) {
     return col_close_null(x, c);
 }
 
-static int put_fixed(Ctx *x, int ci, const void *v) {
+/* A value of `size` bytes (the column's width: col_fits checked it) into a fixed-width column. */
+HOT int put_fixed(Ctx *x, int ci, const void *v, int size) {
     Col *c = &x->cols[ci];
-    if (col_slot(x, c, 1)) return -1;
-    if (grow((void **)&c->data, &c->dcap, (c->n + 1) * c->width, 1)) { x->oom = 1; return -1; }
-    memcpy(c->data + c->n * c->width, v, (size_t)c->width);
+    if (c->valid && col_slot(x, c, 1)) return -1;
+    int64_t at = c->n * size;
+    if (grow((void **)&c->data, &c->dcap, at + size, 1)) { x->oom = 1; return -1; }
+    memcpy(c->data + at, v, (size_t)size);
     c->n += 1;
     return 0;
 }
 
-static int put_var(Ctx *x, int ci, const uint8_t *v, int64_t len) {
+HOT int put_var(Ctx *x, int ci, const uint8_t *v, int64_t len) {
     Col *c = &x->cols[ci];
     if (c->dlen + len > INT32_MAX) return -1;          /* int32 offsets: the row fails */
-    if (col_slot(x, c, 1)) return -1;
-    if (grow((void **)&c->data, &c->dcap, c->dlen + len, 1) ||
-        grow((void **)&c->offs, &c->ocap, c->n + 2, 4)) { x->oom = 1; return -1; }
+    if (c->valid && col_slot(x, c, 1)) return -1;
+    if ((c->dlen + len > c->dcap && grow((void **)&c->data, &c->dcap, c->dlen + len, 1)) ||
+        (c->n + 2 > c->ocap && grow((void **)&c->offs, &c->ocap, c->n + 2, 4))) { x->oom = 1; return -1; }
     if (len) memcpy(c->data + c->dlen, v, (size_t)len);
     c->dlen += len;
     c->offs[c->n + 1] = (int32_t)c->dlen;
@@ -180,17 +208,17 @@ static int put_var(Ctx *x, int ci, const uint8_t *v, int64_t len) {
 }
 
 /* A valid struct slot whose children the caller fills. */
-static int put_struct(Ctx *x, int ci) {
+HOT int put_struct(Ctx *x, int ci) {
     Col *c = &x->cols[ci];
-    if (col_slot(x, c, 1)) return -1;
+    if (c->valid && col_slot(x, c, 1)) return -1;
     c->n += 1;
     return 0;
 }
 
 /* A valid list (or map) slot ending at child row `end`. */
-static int list_close(Ctx *x, Col *c, int64_t end) {
+HOT int list_close(Ctx *x, Col *c, int64_t end) {
     if (end > INT32_MAX) return -1;                      /* int32 offsets: the row fails */
-    if (col_slot(x, c, 1)) return -1;
+    if (c->valid && col_slot(x, c, 1)) return -1;
     if (grow((void **)&c->offs, &c->ocap, c->n + 2, 4)) { x->oom = 1; return -1; }
     c->offs[c->n + 1] = (int32_t)end;
     c->n += 1;
@@ -198,7 +226,12 @@ static int list_close(Ctx *x, Col *c, int64_t end) {
 }
 
 /* ------------------------------------------------------------------ primitive readers */
-static int read_long(Ctx *x, int64_t *out) {
+HOT int read_long(Ctx *x, int64_t *out) {
+    if (x->p < x->end && !(*x->p & 0x80)) {   /* one byte: the usual small value */
+        uint64_t b = *x->p++;
+        *out = (int64_t)(b >> 1) ^ -(int64_t)(b & 1);
+        return 0;
+    }
     uint64_t n = 0;
     int shift = 0;
     for (;;) {
@@ -214,13 +247,27 @@ static int read_long(Ctx *x, int64_t *out) {
     return 0;
 }
 
-static int read_int(Ctx *x, int64_t *out) {
+HOT int read_int(Ctx *x, int64_t *out) {
     if (read_long(x, out)) return -1;
     return (*out < INT32_MIN || *out > INT32_MAX) ? -1 : 0;
 }
 
 /* Strict UTF-8, as Python's decoder: no overlong forms, no surrogates, at most U+10FFFF. */
-static int utf8_ok(const uint8_t *s, int64_t n) {
+COLD int utf8_check(const uint8_t *s, int64_t n);
+
+HOT int utf8_ok(const uint8_t *s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {              /* ASCII, eight bytes at a time */
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (w & 0x8080808080808080ULL) return utf8_check(s + i, n - i);
+    }
+    for (; i < n; i++)
+        if (s[i] & 0x80) return utf8_check(s + i, n - i);
+    return 1;
+}
+
+COLD int utf8_check(const uint8_t *s, int64_t n) {
     int64_t i = 0;
     while (i < n) {
         uint8_t c = s[i];
@@ -249,7 +296,7 @@ static int utf8_ok(const uint8_t *s, int64_t n) {
     return 1;
 }
 
-static int read_blob(Ctx *x, const uint8_t **v, int64_t *len) {
+HOT int read_blob(Ctx *x, const uint8_t **v, int64_t *len) {
     if (read_long(x, len)) return -1;
     if (*len < 0 || *len > x->end - x->p) return -1;
     *v = x->p;
@@ -260,7 +307,7 @@ static int read_blob(Ctx *x, const uint8_t **v, int64_t *len) {
 /* Next block count of an array or map: 0 ends it; a negative count is followed by a byte size.
  * Every item takes at least one byte (the compiler guarantees it), so a count above the bytes
  * left cannot be right: the row fails before anything is allocated for it. */
-static int block_count(Ctx *x, int64_t *count) {
+HOT int block_count(Ctx *x, int64_t *count) {
     if (read_long(x, count)) return -1;
     if (*count < 0) {
         int64_t size;
@@ -278,9 +325,11 @@ static const int32_t *node_at(const Program *g, int node) {
     return g->nodes + (Py_ssize_t)node * NODE_INTS;
 }
 
+static inline int step(Ctx *x, int node);
+
 static int run_kids(Ctx *x, int first, int count) {
     for (int i = 0; i < count; i++)
-        if (run(x, x->prog->kids[first + i])) return -1;
+        if (step(x, x->prog->kids[first + i])) return -1;
     return 0;
 }
 
@@ -353,14 +402,17 @@ static int keys_repeat(Ctx *x, Col *k, int64_t first) {
     return dup;
 }
 
-static int run(Ctx *x, int node) {
+#define IS_LEAF(op) ((op) <= OP_UUID || (op) == OP_DEFAULT || ((op) >= OP_SKIP_BOOL && (op) <= OP_SKIP_BYTES))
+
+/* The ops that read one value (or skip one) without running other nodes: inlined where a record's
+ * fields and an array's items are run, so most fields cost no call. */
+static inline int leaf(Ctx *x, const int32_t *nd) {
     const Program *g = x->prog;
-    if (node < 0 || node >= g->nnodes) return -1;
-    const int32_t *nd = node_at(g, node);
     int op = nd[0], col = nd[1], a = nd[2], b = nd[3], c = nd[4];
     int64_t v;
-    if (++x->depth > MAX_DEPTH) return -1;
     int rc = 0;
+    (void)g;
+    (void)c;
     switch (op) {
     case OP_NOP:
         break;
@@ -373,29 +425,29 @@ static int run(Ctx *x, int node) {
     case OP_BOOL: {
         if (x->p >= x->end || *x->p > 1) { rc = -1; break; }
         uint8_t bit = *x->p++;
-        rc = put_fixed(x, col, &bit);
+        rc = put_fixed(x, col, &bit, sizeof(bit));
         break;
     }
     case OP_INT32: {
         if (read_int(x, &v)) { rc = -1; break; }
         int32_t i = (int32_t)v;
-        rc = put_fixed(x, col, &i);
+        rc = put_fixed(x, col, &i, sizeof(i));
         break;
     }
     case OP_INT64:
         if (a ? read_int(x, &v) : read_long(x, &v)) { rc = -1; break; }
-        rc = put_fixed(x, col, &v);
+        rc = put_fixed(x, col, &v, sizeof(v));
         break;
     case OP_TO_F32: {
         if (a ? read_int(x, &v) : read_long(x, &v)) { rc = -1; break; }
         float f = (float)(double)v;
-        rc = put_fixed(x, col, &f);
+        rc = put_fixed(x, col, &f, sizeof(f));
         break;
     }
     case OP_TO_F64: {
         if (a ? read_int(x, &v) : read_long(x, &v)) { rc = -1; break; }
         double d = (double)v;
-        rc = put_fixed(x, col, &d);
+        rc = put_fixed(x, col, &d, sizeof(d));
         break;
     }
     case OP_F32:
@@ -407,9 +459,9 @@ static int run(Ctx *x, int node) {
         double d = (double)f;
         if (op == OP_F32) {
             float back = (float)d;
-            rc = put_fixed(x, col, &back);
+            rc = put_fixed(x, col, &back, sizeof(back));
         } else {
-            rc = put_fixed(x, col, &d);
+            rc = put_fixed(x, col, &d, sizeof(d));
         }
         break;
     }
@@ -418,7 +470,7 @@ static int run(Ctx *x, int node) {
         double d;
         memcpy(&d, x->p, 8);
         x->p += 8;
-        rc = put_fixed(x, col, &d);
+        rc = put_fixed(x, col, &d, sizeof(d));
         break;
     }
     case OP_BYTES: {
@@ -444,7 +496,7 @@ static int run(Ctx *x, int node) {
         /* datetime.date.fromordinal(days + 719163): ordinals 1 .. 3652059 */
         if (read_long(x, &v) || v < -719162 || v > 2932896) { rc = -1; break; }
         int32_t d = (int32_t)v;
-        rc = put_fixed(x, col, &d);
+        rc = put_fixed(x, col, &d, sizeof(d));
         break;
     }
     case OP_TIMESTAMP: {
@@ -453,16 +505,16 @@ static int run(Ctx *x, int node) {
         if (read_long(x, &v) || v < lo / a || v > hi / a) { rc = -1; break; }
         int64_t us = v * a;
         if (us < lo || us > hi) { rc = -1; break; }
-        rc = put_fixed(x, col, &us);
+        rc = put_fixed(x, col, &us, sizeof(us));
         break;
     }
     case OP_TIME: {
         if (read_long(x, &v) || v < 0 || v >= (int64_t)a * 86400000LL) { rc = -1; break; }
         if (a == 1) {
             int32_t t = (int32_t)v;
-            rc = put_fixed(x, col, &t);
+            rc = put_fixed(x, col, &t, sizeof(t));
         } else {
-            rc = put_fixed(x, col, &v);
+            rc = put_fixed(x, col, &v, sizeof(v));
         }
         break;
     }
@@ -487,7 +539,7 @@ static int run(Ctx *x, int node) {
         __int128 limit = 1;
         for (int i = 0; i < a; i++) limit *= 10;
         if (u >= limit || u <= -limit) { rc = -1; break; }
-        rc = put_fixed(x, col, &u);
+        rc = put_fixed(x, col, &u, sizeof(u));
         break;
     }
     case OP_UUID: {
@@ -513,55 +565,6 @@ static int run(Ctx *x, int node) {
         rc = put_var(x, col, out, 36);
         break;
     }
-    case OP_RECORD:
-        if (put_struct(x, col)) { rc = -1; break; }
-        rc = run_kids(x, a, b);
-        break;
-    case OP_ARRAY: {
-        Col *lc = &x->cols[col];
-        Col *item = &x->cols[lc->child[0]];
-        int64_t count;
-        for (;;) {
-            if (block_count(x, &count)) { rc = -1; break; }
-            if (count == 0) break;
-            for (int64_t i = 0; i < count && !rc; i++) rc = run(x, a);
-            if (rc) break;
-        }
-        if (rc) break;
-        rc = list_close(x, lc, item->n);
-        break;
-    }
-    case OP_MAP: {
-        Col *mc = &x->cols[col];
-        Col *keys = &x->cols[b];
-        int64_t first = keys->n, count;
-        for (;;) {
-            if (block_count(x, &count)) { rc = -1; break; }
-            if (count == 0) break;
-            for (int64_t i = 0; i < count && !rc; i++) {
-                const uint8_t *s;
-                int64_t len;
-                if (read_blob(x, &s, &len) || !utf8_ok(s, len) || put_struct(x, a) ||
-                    put_var(x, b, s, len) || run(x, c))
-                    rc = -1;
-            }
-            if (rc) break;
-        }
-        if (rc || keys_repeat(x, keys, first)) { rc = -1; break; }
-        rc = list_close(x, mc, x->cols[a].n);
-        break;
-    }
-    case OP_UNION:
-        if (read_long(x, &v) || v < 0 || v >= b) { rc = -1; break; }
-        rc = run(x, g->kids[a + v]);
-        break;
-    case OP_MEMBER: {
-        Col *sc = &x->cols[col];
-        if (put_struct(x, col)) { rc = -1; break; }
-        for (int i = 0; i < sc->nchild && !rc; i++)
-            rc = (i == a) ? run(x, b) : col_null(x, sc->child[i]);
-        break;
-    }
     case OP_DEFAULT: {
         int64_t k = ((int64_t)(uint32_t)c << 32) | (uint32_t)nd[5];
         switch (a) {
@@ -570,16 +573,16 @@ static int run(Ctx *x, int node) {
             break;
         case DEF_BOOL: {
             uint8_t bit = (uint8_t)(k != 0);
-            rc = put_fixed(x, col, &bit);
+            rc = put_fixed(x, col, &bit, sizeof(bit));
             break;
         }
         case DEF_I32: {
             int32_t i = (int32_t)k;
-            rc = put_fixed(x, col, &i);
+            rc = put_fixed(x, col, &i, sizeof(i));
             break;
         }
         case DEF_I64:
-            rc = put_fixed(x, col, &k);
+            rc = put_fixed(x, col, &k, sizeof(k));
             break;
         case DEF_F32:
         case DEF_F64:
@@ -587,7 +590,7 @@ static int run(Ctx *x, int node) {
             PyObject *cb = PyTuple_GET_ITEM(g->consts, b);
             const uint8_t *s = (const uint8_t *)PyBytes_AS_STRING(cb);
             if (a == DEF_BYTES) rc = put_var(x, col, s, PyBytes_GET_SIZE(cb));
-            else rc = put_fixed(x, col, s);
+            else rc = put_fixed(x, col, s, x->cols[col].width);
             break;
         }
         case DEF_EMPTY: {
@@ -614,6 +617,77 @@ static int run(Ctx *x, int node) {
     case OP_SKIP_BYTES:
         rc = skip_string_checked(x, a);
         break;
+    default:
+        rc = -1;
+    }
+    return rc;
+}
+
+static inline int step(Ctx *x, int node) {
+    if (node < 0 || node >= x->prog->nnodes) return -1;
+    const int32_t *nd = node_at(x->prog, node);
+    return IS_LEAF(nd[0]) ? leaf(x, nd) : run(x, node);
+}
+
+static int run(Ctx *x, int node) {
+    const Program *g = x->prog;
+    if (node < 0 || node >= g->nnodes) return -1;
+    const int32_t *nd = node_at(g, node);
+    int op = nd[0], col = nd[1], a = nd[2], b = nd[3], c = nd[4];
+    int64_t v;
+    if (IS_LEAF(op)) return leaf(x, nd);
+    if (++x->depth > MAX_DEPTH) return -1;
+    int rc = 0;
+    switch (op) {
+    case OP_RECORD:
+        if (put_struct(x, col)) { rc = -1; break; }
+        rc = run_kids(x, a, b);
+        break;
+    case OP_ARRAY: {
+        Col *lc = &x->cols[col];
+        Col *item = &x->cols[lc->child[0]];
+        int64_t count;
+        for (;;) {
+            if (block_count(x, &count)) { rc = -1; break; }
+            if (count == 0) break;
+            for (int64_t i = 0; i < count && !rc; i++) rc = step(x, a);
+            if (rc) break;
+        }
+        if (rc) break;
+        rc = list_close(x, lc, item->n);
+        break;
+    }
+    case OP_MAP: {
+        Col *mc = &x->cols[col];
+        Col *keys = &x->cols[b];
+        int64_t first = keys->n, count;
+        for (;;) {
+            if (block_count(x, &count)) { rc = -1; break; }
+            if (count == 0) break;
+            for (int64_t i = 0; i < count && !rc; i++) {
+                const uint8_t *s;
+                int64_t len;
+                if (read_blob(x, &s, &len) || !utf8_ok(s, len) || put_struct(x, a) ||
+                    put_var(x, b, s, len) || step(x, c))
+                    rc = -1;
+            }
+            if (rc) break;
+        }
+        if (rc || keys_repeat(x, keys, first)) { rc = -1; break; }
+        rc = list_close(x, mc, x->cols[a].n);
+        break;
+    }
+    case OP_UNION:
+        if (read_long(x, &v) || v < 0 || v >= b) { rc = -1; break; }
+        rc = step(x, g->kids[a + v]);
+        break;
+    case OP_MEMBER: {
+        Col *sc = &x->cols[col];
+        if (put_struct(x, col)) { rc = -1; break; }
+        for (int i = 0; i < sc->nchild && !rc; i++)
+            rc = (i == a) ? step(x, b) : col_null(x, sc->child[i]);
+        break;
+    }
     case OP_SKIP_RECORD:
         rc = run_kids(x, a, b);
         break;
@@ -625,7 +699,7 @@ static int run(Ctx *x, int node) {
             if (count == 0) break;
             for (int64_t i = 0; i < count && !rc; i++) {
                 if (op == OP_SKIP_MAP && skip_string_checked(x, 1)) rc = -1;
-                else rc = run(x, a);
+                else rc = step(x, a);
             }
             if (rc) break;
         }
@@ -633,7 +707,7 @@ static int run(Ctx *x, int node) {
     }
     case OP_SKIP_UNION:
         if (read_long(x, &v) || v < 0 || v >= b) { rc = -1; break; }
-        rc = run(x, g->kids[a + v]);
+        rc = step(x, g->kids[a + v]);
         break;
     default:
         rc = -1;
@@ -643,6 +717,50 @@ static int run(Ctx *x, int node) {
 }
 
 /* ------------------------------------------------------------------ Python glue */
+/* Output memory handed to Python without a copy: a malloc'd block behind the buffer protocol. */
+typedef struct {
+    PyObject_HEAD
+    void *data;
+    Py_ssize_t size;
+} BufObject;
+
+static void Buf_dealloc(BufObject *self) {
+    free(self->data);
+    PyObject_Free(self);
+}
+
+static int Buf_getbuffer(BufObject *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->size, 1, flags);
+}
+
+static PyBufferProcs Buf_as_buffer = {(getbufferproc)Buf_getbuffer, NULL};
+
+static PyTypeObject BufType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafka_format.registry._avrocolumns.Buffer",
+    .tp_doc = "Column memory of one decode call (read-only buffer protocol).",
+    .tp_basicsize = sizeof(BufObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Buf_dealloc,
+    .tp_as_buffer = &Buf_as_buffer,
+};
+
+/* The first `size` bytes of *mem as a Buffer (*mem is taken: NULL afterwards); None for no memory. */
+static PyObject *take_buffer(void **mem, int64_t size) {
+    if (!*mem) {
+        if (size) Py_RETURN_NONE;
+        return PyBytes_FromStringAndSize("", 0);
+    }
+    BufObject *b = PyObject_New(BufObject, &BufType);
+    if (!b) return NULL;
+    void *shrunk = size > 0 ? realloc(*mem, (size_t)size) : NULL;
+    if (size > 0 && shrunk) *mem = shrunk;
+    b->data = *mem;
+    b->size = (Py_ssize_t)size;
+    *mem = NULL;
+    return (PyObject *)b;
+}
+
 static void free_cols(Col *cols, int n) {
     if (!cols) return;
     for (int i = 0; i < n; i++) {
@@ -654,7 +772,7 @@ static void free_cols(Col *cols, int n) {
     free(cols);
 }
 
-/* cols: tuple of (kind, width, (child, ...)) */
+/* cols: tuple of (kind, width, (child, ...), per_row); per_row: one slot per row (reserved up front) */
 static Col *make_cols(PyObject *spec, int *ncols) {
     if (!PyTuple_Check(spec)) {
         PyErr_SetString(PyExc_TypeError, "cols must be a tuple");
@@ -666,7 +784,8 @@ static Col *make_cols(PyObject *spec, int *ncols) {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *children;
         Col *c = &cols[i];
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(spec, i), "iiO!", &c->kind, &c->width, &PyTuple_Type, &children))
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(spec, i), "iiO!i", &c->kind, &c->width, &PyTuple_Type, &children,
+                              &c->per_row))
             goto fail;
         c->nchild = (int)PyTuple_GET_SIZE(children);
         c->child = calloc((size_t)(c->nchild ? c->nchild : 1), sizeof(int));
@@ -742,38 +861,39 @@ static int col_fits(const Col *cols, int op, const int32_t *nd, PyObject *consts
     return width == 0 || cols[nd[1]].width == width;
 }
 
-static PyObject *bytes_or_none(const void *p, int64_t len) {
-    if (!p && len) Py_RETURN_NONE;
-    return PyBytes_FromStringAndSize(p ? (const char *)p : "", (Py_ssize_t)len);
-}
-
 PyDoc_STRVAR(decode_doc,
-"decode(programs, cols, root, data, starts, ends, prog) -> (columns, failed)\n\n"
-"programs: tuple of (nodes: int32 bytes, kids: int32 bytes, consts: tuple of bytes);\n"
-"cols: tuple of (kind, width, children); root: the column of a row's value;\n"
-"data: the payload bytes; starts/ends: int64 bytes, row payload bounds in data;\n"
-"prog: int32 bytes, the program of each row (< 0: the row is null).\n"
-"columns: per column (length, validity bytes, data bytes or None, offsets bytes or None);\n"
-"failed: one byte per row, 1 where the row did not decode here (it is null in columns).");
+"decode(programs, cols, root, data, offsets, wide, first, n, validity, keys, slots)\n"
+"    -> (columns, status, ids)\n\n"
+"Rows first .. first+n of an Arrow binary array (data, offsets: int32, or int64 when wide,\n"
+"validity: its bitmap or None), each a Schema Registry wire-format value: magic 0, a 4-byte\n"
+"big-endian schema id, the Avro payload.  keys/slots: int32 bytes, the schema ids with a\n"
+"program and the index of that program in programs (tuple of (nodes, kids, consts)).\n"
+"cols: tuple of (kind, width, children, per_row); root: the column of a row's value.\n"
+"columns: per column (length, validity or None when every slot is valid, data or None,\n"
+"offsets or None), each a buffer (zero-copy); status: one byte per row (ST_*; every row but\n"
+"ST_OK is null in columns); ids: int32 per row, the schema id (-1 without a header).");
 
 static PyObject *ac_decode(PyObject *self, PyObject *args) {
-    PyObject *programs, *spec;
-    int root;
-    Py_buffer data = {0}, starts = {0}, ends = {0}, progs = {0};
+    PyObject *programs, *spec, *validity_obj;
+    int root, wide;
+    Py_ssize_t first, rows;
+    Py_buffer data = {0}, offsets = {0}, validity = {0}, keys = {0}, slots = {0};
     PyObject *result = NULL;
     Program *gs = NULL;
     Col *cols = NULL;
     int ncols = 0;
     int64_t *snap = NULL;
-    uint8_t *failed = NULL;
+    uint8_t *status = NULL;
+    int32_t *ids = NULL;
     Py_ssize_t ng = 0;
 
-    if (!PyArg_ParseTuple(args, "O!O!iy*y*y*y*", &PyTuple_Type, &programs, &PyTuple_Type, &spec, &root,
-                          &data, &starts, &ends, &progs))
+    if (!PyArg_ParseTuple(args, "O!O!iy*y*innOy*y*", &PyTuple_Type, &programs, &PyTuple_Type, &spec, &root,
+                          &data, &offsets, &wide, &first, &rows, &validity_obj, &keys, &slots))
         return NULL;
-    Py_ssize_t rows = starts.len / 8;
-    if (ends.len / 8 != rows || progs.len / 4 != rows) {
-        PyErr_SetString(PyExc_ValueError, "starts, ends and prog differ in length");
+    if (validity_obj != Py_None && PyObject_GetBuffer(validity_obj, &validity, PyBUF_SIMPLE) < 0) goto done;
+    if (first < 0 || rows < 0 || (first + rows + 1) * (wide ? 8 : 4) > offsets.len ||
+        (validity.buf && (first + rows + 7) / 8 > validity.len) || keys.len != slots.len) {
+        PyErr_SetString(PyExc_ValueError, "offsets, validity or ids do not cover the rows");
         goto done;
     }
     cols = make_cols(spec, &ncols);
@@ -824,19 +944,60 @@ static PyObject *ac_decode(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "malformed Avro column program");
         goto done;
     }
+    for (int k = 0; k < ncols; k++) {          /* one slot per row: no regrowth for those columns */
+        Col *c = &cols[k];
+        if (!c->per_row || rows == 0) continue;
+        int64_t need = rows + 1;
+        if ((c->kind == K_FIXED && grow((void **)&c->data, &c->dcap, need * c->width, 1)) ||
+            ((c->kind == K_VAR || c->kind == K_LIST) && grow((void **)&c->offs, &c->ocap, need + 1, 4))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
     snap = malloc((size_t)(2 * ncols) * sizeof(int64_t));
-    failed = calloc((size_t)(rows ? rows : 1), 1);
-    if (!snap || !failed) { PyErr_NoMemory(); goto done; }
+    status = calloc((size_t)(rows ? rows : 1), 1);
+    ids = malloc((size_t)(rows ? rows : 1) * sizeof(int32_t));
+    if (!snap || !status || !ids) { PyErr_NoMemory(); goto done; }
 
-    const int64_t *st = starts.buf, *en = ends.buf;
-    const int32_t *pg = progs.buf;
-    const uint8_t *base = data.buf;
+    const uint8_t *base = data.buf, *bits = validity.buf;
+    const int32_t *key = keys.buf, *slot = slots.buf;
+    Py_ssize_t nkeys = keys.len / 4;
     Ctx x = {.cols = cols, .ncols = ncols};
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r = 0; r < rows && !x.oom; r++) {
-        int32_t gi = pg[r];
-        if (gi < 0 || gi >= ng || st[r] < 0 || en[r] < st[r] || en[r] > data.len) {
-            if (gi >= 0) failed[r] = 1;
+        Py_ssize_t i = first + r;
+        int64_t st, en;
+        if (wide) {
+            memcpy(&st, (const char *)offsets.buf + 8 * i, 8);
+            memcpy(&en, (const char *)offsets.buf + 8 * (i + 1), 8);
+        } else {
+            int32_t a32, b32;
+            memcpy(&a32, (const char *)offsets.buf + 4 * i, 4);
+            memcpy(&b32, (const char *)offsets.buf + 4 * (i + 1), 4);
+            st = a32;
+            en = b32;
+        }
+        ids[r] = -1;
+        uint8_t state = ST_OK;
+        int32_t gi = -1;
+        if (bits && !((bits[i >> 3] >> (i & 7)) & 1)) {
+            state = ST_NULL;
+        } else if (st < 0 || en < st || en > data.len) {
+            state = ST_BAD_OFFSETS;
+        } else if (en - st < WIRE_HEADER) {
+            state = ST_SHORT;
+        } else if (base[st] != 0) {
+            state = ST_BAD_MAGIC;
+        } else {
+            uint32_t id = ((uint32_t)base[st + 1] << 24) | ((uint32_t)base[st + 2] << 16) |
+                          ((uint32_t)base[st + 3] << 8) | base[st + 4];
+            ids[r] = (int32_t)id;
+            for (Py_ssize_t k = 0; k < nkeys; k++)
+                if (key[k] == (int32_t)id) { gi = slot[k]; break; }
+            if (gi < 0 || gi >= ng) state = ST_NO_PROGRAM;
+        }
+        if (state != ST_OK) {
+            status[r] = state;
             if (col_null(&x, root)) break;
             continue;
         }
@@ -844,8 +1005,8 @@ static PyObject *ac_decode(PyObject *self, PyObject *args) {
             snap[2 * k] = cols[k].n;
             snap[2 * k + 1] = cols[k].dlen;
         }
-        x.p = base + st[r];
-        x.end = base + en[r];
+        x.p = base + st + WIRE_HEADER;
+        x.end = base + en;
         x.prog = &gs[gi];
         x.depth = 0;
         if (run(&x, 0)) {
@@ -853,7 +1014,7 @@ static PyObject *ac_decode(PyObject *self, PyObject *args) {
                 cols[k].n = snap[2 * k];
                 cols[k].dlen = snap[2 * k + 1];
             }
-            failed[r] = 1;
+            status[r] = ST_FAILED;
             if (col_null(&x, root)) break;
         }
     }
@@ -865,24 +1026,35 @@ static PyObject *ac_decode(PyObject *self, PyObject *args) {
     for (int k = 0; k < ncols; k++) {
         Col *c = &cols[k];
         int64_t dlen = c->kind == K_FIXED ? c->n * c->width : c->dlen;
-        PyObject *t = Py_BuildValue(
-            "(LNNN)", (long long)c->n, bytes_or_none(c->valid, c->n),
-            (c->kind == K_FIXED || c->kind == K_VAR) ? bytes_or_none(c->data, dlen) : (Py_INCREF(Py_None), Py_None),
-            c->offs ? bytes_or_none(c->offs, 4 * (c->n + 1)) : (Py_INCREF(Py_None), Py_None));
-        if (!t) { Py_DECREF(out); goto done; }
+        PyObject *valid = c->valid ? take_buffer((void **)&c->valid, c->n) : (Py_INCREF(Py_None), Py_None);
+        PyObject *values = (c->kind == K_FIXED || c->kind == K_VAR) ? take_buffer((void **)&c->data, dlen)
+                                                                    : (Py_INCREF(Py_None), Py_None);
+        PyObject *offsets = c->offs ? take_buffer((void **)&c->offs, 4 * (c->n + 1)) : (Py_INCREF(Py_None), Py_None);
+        PyObject *t = (valid && values && offsets) ? Py_BuildValue("(LNNN)", (long long)c->n, valid, values, offsets)
+                                                   : NULL;
+        if (!t) {
+            Py_XDECREF(valid);
+            Py_XDECREF(values);
+            Py_XDECREF(offsets);
+            Py_DECREF(out);
+            goto done;
+        }
         PyTuple_SET_ITEM(out, k, t);
     }
-    result = Py_BuildValue("(NN)", out, PyBytes_FromStringAndSize((const char *)failed, rows));
+    result = Py_BuildValue("(NNN)", out, take_buffer((void **)&status, rows),
+                           take_buffer((void **)&ids, 4 * (int64_t)rows));
 
 done:
     free(gs);
     free_cols(cols, ncols);
     free(snap);
-    free(failed);
+    free(status);
+    free(ids);
     PyBuffer_Release(&data);
-    PyBuffer_Release(&starts);
-    PyBuffer_Release(&ends);
-    PyBuffer_Release(&progs);
+    PyBuffer_Release(&offsets);
+    if (validity.obj) PyBuffer_Release(&validity);
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&slots);
     return result;
 }
 
@@ -899,4 +1071,7 @@ static struct PyModuleDef ac_module = {
     .m_methods = ac_methods,
 };
 
-PyMODINIT_FUNC PyInit__avrocolumns(void) { return PyModule_Create(&ac_module); }
+PyMODINIT_FUNC PyInit__avrocolumns(void) {
+    if (PyType_Ready(&BufType) < 0) return NULL;
+    return PyModule_Create(&ac_module);
+}

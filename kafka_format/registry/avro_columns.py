@@ -23,14 +23,15 @@ evolution included.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["AvroColumns", "Program", "compile_table", "available"]
+__all__ = ["AvroColumns", "Program", "compile_table", "available", "ST_OK", "ST_NULL", "ST_SHORT",
+           "ST_BAD_MAGIC", "ST_NO_PROGRAM", "ST_FAILED", "ST_BAD_OFFSETS"]
 
 try:
     from kafka_format.registry import _avrocolumns  # type: ignore[attr-defined]
@@ -44,6 +45,9 @@ except ImportError:  # pragma: no cover - built without a C compiler
     SKIP_BOOL, SKIP_VARINT, SKIP_N, SKIP_BYTES, SKIP_RECORD, SKIP_ARRAY, SKIP_MAP, SKIP_UNION,
 ) = range(33)
 DEF_NULL, DEF_BOOL, DEF_I32, DEF_I64, DEF_F32, DEF_F64, DEF_BYTES, DEF_EMPTY = range(8)
+# row status: decoded; null input; shorter than the header; magic byte not 0; no program for the
+# schema id; the program did not take the payload (the reference decides); offsets outside the data
+ST_OK, ST_NULL, ST_SHORT, ST_BAD_MAGIC, ST_NO_PROGRAM, ST_FAILED, ST_BAD_OFFSETS = range(7)
 K_STRUCT, K_FIXED, K_VAR, K_LIST = range(4)
 
 _PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
@@ -114,6 +118,19 @@ class _Layout:
     def _children(self, col: int, children: Sequence[int]) -> None:
         kind, width, _ = self.cols[col]
         self.cols[col] = (kind, width, tuple(children))
+
+    def specs(self, root: Any) -> list[tuple[int, int, tuple[int, ...], int]]:
+        """The column specs for ``_avrocolumns``: (kind, width, children, per_row), per_row for
+        the columns with one slot per row (not inside a list or map)."""
+        per_row: set[int] = set()
+        stack = [_col_of(root)]
+        while stack:
+            col = stack.pop()
+            per_row.add(col)
+            kind, _, children = self.cols[col]
+            if kind == K_STRUCT:
+                stack.extend(children)
+        return [(kind, width, children, int(i in per_row)) for i, (kind, width, children) in enumerate(self.cols)]
 
     def _prim(self, kind: str, arrow: pa.DataType, width: int, s: Any, **kw: Any) -> Target:
         col = self._col(K_VAR if width == 0 else K_FIXED, width)
@@ -589,7 +606,7 @@ def _logical(s: Any) -> str | None:
 class AvroColumns:
     """The fast decoder of one table schema: layout once, a program per writer schema."""
 
-    def __init__(self, layout: Any, cols: list[tuple[int, int, tuple[int, ...]]], named: dict[str, Any],
+    def __init__(self, layout: Any, cols: list[tuple[int, int, tuple[int, ...], int]], named: dict[str, Any],
                  reader: Any) -> None:
         self.layout = layout
         self.cols = tuple(cols)
@@ -603,18 +620,25 @@ class AvroColumns:
         c = _Compiler(writer_named, self.named, resolve=not same)
         return c.program(writer, self.reader, self.layout)
 
-    def decode(self, data: Any, starts: np.ndarray, ends: np.ndarray, prog: np.ndarray,
-               programs: Sequence[Program]) -> tuple[pa.Array, np.ndarray]:
-        """Row i = payload ``data[starts[i]:ends[i]]`` by ``programs[prog[i]]`` (prog < 0: null).
-        Returns the column and the rows that did not decode here (null in it)."""
-        root = _col_of(self.layout)
-        outs, failed = _avrocolumns.decode(
-            tuple(p.as_tuple() for p in programs), self.cols, root, data,
-            np.ascontiguousarray(starts, dtype=np.int64).tobytes(),
-            np.ascontiguousarray(ends, dtype=np.int64).tobytes(),
-            np.ascontiguousarray(prog, dtype=np.int32).tobytes(),
+    def decode(self, arr: pa.Array, programs: Sequence[Program],
+               slots: Mapping[int, int]) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+        """A binary column of wire-format values decoded in one C call: each row's schema id
+        picks ``programs[slots[id]]``.  Returns the typed column (null wherever the status is not
+        ``ST_OK``), the status of every row (``ST_*``) and its schema id (-1 without a header)."""
+        n = len(arr)
+        if n == 0:
+            return pa.array([], type=self.arrow_type), np.zeros(0, np.uint8), np.zeros(0, np.int32)
+        if not (pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
+            raise TypeError(f"expected a binary column, found {arr.type}")
+        validity, offsets, data = arr.buffers()[:3]
+        outs, status, ids = _avrocolumns.decode(
+            tuple(p.as_tuple() for p in programs), self.cols, _col_of(self.layout), data if data is not None else b"",
+            offsets, int(pa.types.is_large_binary(arr.type)), arr.offset, n, validity,
+            np.fromiter(slots.keys(), dtype=np.int32, count=len(slots)).tobytes(),
+            np.fromiter(slots.values(), dtype=np.int32, count=len(slots)).tobytes(),
         )
-        return _assemble(self.layout, outs), np.frombuffer(failed, dtype=np.uint8).astype(bool)
+        return (_assemble(self.layout, outs), np.frombuffer(status, dtype=np.uint8, count=n),
+                np.frombuffer(ids, dtype=np.int32, count=n))
 
 
 def compile_table(reader: Any, named: dict[str, Any], expected: pa.DataType) -> AvroColumns | None:
@@ -629,11 +653,13 @@ def compile_table(reader: Any, named: dict[str, Any], expected: pa.DataType) -> 
         return None
     if _arrow_of(root) != expected:
         return None
-    return AvroColumns(root, layout.cols, named, reader)
+    return AvroColumns(root, layout.specs(root), named, reader)
 
 
 # --- Arrow arrays from the column buffers ------------------------------------------------------
-def _validity(raw: bytes, n: int) -> tuple[pa.Buffer | None, int]:
+def _validity(raw: Any, n: int) -> tuple[pa.Buffer | None, int]:
+    if raw is None:  # no null was written
+        return None, 0
     valid = np.frombuffer(raw, dtype=np.uint8, count=n)
     nulls = n - int(np.count_nonzero(valid))
     if nulls == 0:

@@ -265,6 +265,7 @@ class DecodeProblem:
 
 
 _CACHE_LOCK = threading.Lock()
+SHORT = "shorter than the 5-byte wire-format header"
 _OBJECT_AT = re.compile(r" from <[\w.]+ object at 0x[0-9a-f]+>")  # fastavro names its stream object
 _DECODERS: dict[str, ColumnDecoder] = {}
 
@@ -281,6 +282,8 @@ class ColumnDecoder:
         self._reader_named: dict[str, Any] = {}
         self._convert: Any = None
         self._fast: Any = None  # avro_columns.AvroColumns of the table schema, when compiled
+        self._programs: list[Any] = []  # compiled writers, and their index per schema id
+        self._slots: dict[int, int] = {}
 
     @classmethod
     def for_plan(cls, plan: ColumnPlan) -> ColumnDecoder:
@@ -364,23 +367,24 @@ class ColumnDecoder:
     # -- batches --------------------------------------------------------------------------------
     def decode(self, arr: pa.Array) -> tuple[pa.Array, list[DecodeProblem]]:
         """Typed values of a binary column (null where the input is null or the row failed) and
-        the rows that failed.  Avro rows go through the compiled column decoder when the table
-        and the writer schema compile (:mod:`kafka_format.registry.avro_columns`); the rows it
-        does not take, and every row of the other formats, through the reference decoders."""
+        the rows that failed.  Avro columns go through the compiled column decoder when the table
+        schema compiles (:mod:`kafka_format.registry.avro_columns`: wire header, schema id and
+        payload read in one C call per batch); the rows it does not take, and every row of the
+        other formats, through the reference decoders."""
+        if self._reader is None:
+            self._setup_reader()
+        if self._fast is not None:
+            return self._decode_compiled(arr)
         from kafka_format.registry.wire import wire_headers
 
         h = wire_headers(arr)
         n = len(arr)
         problems: list[DecodeProblem] = []
         for row in np.flatnonzero(h.short):
-            problems.append(DecodeProblem(int(row), "shorter than the 5-byte wire-format header", None))
+            problems.append(DecodeProblem(int(row), SHORT, None))
         for row in np.flatnonzero(h.bad_magic):
-            problems.append(
-                DecodeProblem(int(row), f"magic byte {h.data[int(h.start[row]) - 5]} is not 0", None)
-            )
+            problems.append(DecodeProblem(int(row), f"magic byte {h.data[int(h.start[row]) - 5]} is not 0", None))
         slow: list[np.ndarray] = []
-        prog = np.full(n, -1, dtype=np.int32)
-        programs: list[Any] = []
         ok_rows = np.flatnonzero(h.ok)
         if ok_rows.size:
             ids = h.ids[ok_rows]
@@ -391,48 +395,76 @@ class ColumnDecoder:
                 codec = self._codec(sid)
                 if isinstance(codec, str):
                     problems.extend(DecodeProblem(int(r), codec, sid) for r in group)
-                elif getattr(codec, "program", None) is not None:
-                    prog[group] = len(programs)
-                    programs.append(codec.program)
                 else:
                     slow.append(group)
-        if programs:
-            typed, failed = self._fast.decode(h.data, h.start, h.end, prog, programs)
-            slow.append(np.flatnonzero(failed))
-            rows = np.unique(np.concatenate(slow))
-            self.rows["compiled"] += int(np.count_nonzero(prog >= 0)) - int(np.count_nonzero(failed))
-            if rows.size == 0:
-                return typed, sorted(problems, key=lambda p: p.row)
-            patch = self._reference(h, rows, problems)
-            index = np.arange(n, dtype=np.int64)
-            index[rows] = n + np.arange(rows.size)
-            typed = pa.concat_arrays([typed, patch]).take(pa.array(index))
-            return typed, sorted(problems, key=lambda p: p.row)
         rows = np.sort(np.concatenate(slow)) if slow else np.zeros(0, dtype=np.int64)
-        patch = self._reference(h, rows, problems)
+        payloads = [h.data[a:b] for a, b in zip(h.start[rows].tolist(), h.end[rows].tolist())]
+        patch = self._reference(rows, payloads, h.ids[rows].tolist(), problems)
         index = np.full(n, rows.size, dtype=np.int64)  # rows without a value: the null at the end
         index[rows] = np.arange(rows.size)
         typed = pa.concat_arrays([patch, pa.nulls(1, self.plan.arrow_type)]).take(pa.array(index))
         return typed, sorted(problems, key=lambda p: p.row)
 
-    def _reference(self, h: Any, rows: np.ndarray, problems: list[DecodeProblem]) -> pa.Array:
-        """The values of ``rows`` (payloads of ``h``) by the reference decoders, as an array of
-        len(rows) (null where a row fails; its problem appended)."""
+    def _decode_compiled(self, arr: pa.Array) -> tuple[pa.Array, list[DecodeProblem]]:
+        from kafka_format.registry import avro_columns as ac
+
+        typed, status, ids = self._fast.decode(arr, self._programs, self._slots)
+        unseen = np.unique(ids[(status == ac.ST_NO_PROGRAM)])
+        learned = [self._learn(int(sid)) for sid in unseen.tolist() if int(sid) not in self._codecs]
+        if any(learned):
+            typed, status, ids = self._fast.decode(arr, self._programs, self._slots)  # new writers compiled
+        problems: list[DecodeProblem] = []
+        slow: list[int] = []
+        for r in np.flatnonzero(status > ac.ST_NULL).tolist():
+            st, sid = int(status[r]), int(ids[r])
+            if st == ac.ST_SHORT:
+                problems.append(DecodeProblem(r, SHORT, None))
+            elif st == ac.ST_BAD_MAGIC:
+                problems.append(DecodeProblem(r, f"magic byte {arr[r].as_py()[0]} is not 0", None))
+            elif st == ac.ST_NO_PROGRAM and isinstance(self._codecs[sid], str):
+                problems.append(DecodeProblem(r, self._codecs[sid], sid))
+            elif st in (ac.ST_NO_PROGRAM, ac.ST_FAILED):
+                slow.append(r)
+            else:
+                raise ValueError(f"row {r} of the binary column has offsets outside its data")
+        self.rows["compiled"] += int(np.count_nonzero(status == ac.ST_OK))
+        if slow:
+            rows = np.asarray(slow, dtype=np.int64)
+            patch = self._reference(rows, [arr[r].as_py()[5:] for r in slow], [int(ids[r]) for r in slow], problems)
+            index = np.arange(len(arr), dtype=np.int64)
+            index[rows] = len(arr) + np.arange(rows.size)
+            typed = pa.concat_arrays([typed, patch]).take(pa.array(index))
+        return typed, sorted(problems, key=lambda p: p.row)
+
+    def _learn(self, sid: int) -> bool:
+        """Look up and compile writer ``sid``; True when it has a compiled program now."""
+        codec = self._codec(sid)
+        program = getattr(codec, "program", None)
+        if isinstance(codec, str) or program is None:
+            return False
+        self._slots[sid] = len(self._programs)
+        self._programs.append(program)
+        return True
+
+    def _reference(
+        self, rows: np.ndarray, payloads: Sequence[Any], sids: Sequence[int], problems: list[DecodeProblem]
+    ) -> pa.Array:
+        """The values of ``rows`` (their payloads after the wire header, their schema ids) by the
+        reference decoders, as an array of len(rows) (null where a row fails; its problem appended)."""
         values: list[Any] = [None] * rows.size
-        data, convert = h.data, self._convert
+        convert = self._convert
         self.rows["reference"] += int(rows.size)
-        for i, (r, start, end) in enumerate(zip(rows.tolist(), h.start[rows].tolist(), h.end[rows].tolist())):
-            sid = int(h.ids[r])
+        for i, (r, payload, sid) in enumerate(zip(rows.tolist(), payloads, sids)):
             try:
-                v = self._codecs[sid].decode(data[start:end])
+                v = self._codecs[sid].decode(payload)
                 values[i] = convert(v) if convert is not None else v
             except Exception as exc:  # noqa: BLE001 - any payload that does not decode
                 reason = _OBJECT_AT.sub("", f"{type(exc).__name__}: {exc}")
                 problems.append(DecodeProblem(r, f"payload does not decode with schema id {sid}: {reason}"[:500], sid))
-        return self._to_arrow(values, rows, problems, h.ids)
+        return self._to_arrow(values, rows, problems, sids)
 
     def _to_arrow(
-        self, values: list[Any], rows: np.ndarray, problems: list[DecodeProblem], ids: np.ndarray
+        self, values: list[Any], rows: np.ndarray, problems: list[DecodeProblem], sids: Sequence[int]
     ) -> pa.Array:
         t = self.plan.arrow_type
         try:
@@ -447,7 +479,7 @@ class ColumnDecoder:
             except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
                 values[i] = None
                 r = int(rows[i])
-                problems.append(DecodeProblem(r, f"value does not fit the table type: {exc}"[:500], int(ids[r])))
+                problems.append(DecodeProblem(r, f"value does not fit the table type: {exc}"[:500], int(sids[i])))
         return pa.array(values, type=t)
 
 
