@@ -211,14 +211,12 @@ def _java_strings(column: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 def convert_table(table: pa.Table, *, partition_by: Sequence[str], key_as: str, value_as: str) -> pa.Table:
     """The exported columns of ``kafka-log`` rows: ``key_as``/``value_as`` ``string`` decoded as
-    Java does, ``date`` (UTC day of ``timestamp``, null for ``NO_TIMESTAMP``) when partitioned by it."""
+    Java does, ``date`` (UTC day of ``timestamp``, null for ``NO_TIMESTAMP``) when partitioned by it.
+    Typed ``key_as``/``value_as`` columns are :func:`decode_table`'s, taken as they are."""
     _check_choice("key_as", key_as, KEY_AS)
     _check_choice("value_as", value_as, VALUE_AS)
     if value_as == "json":
         raise ValueError("--value-as json needs Spark's JSON parser (--engine spark)")
-    for column, as_type in (("key", key_as), ("value", value_as)):
-        if as_type in TYPED_AS and column in table.column_names and pa.types.is_binary(table.schema.field(column).type):
-            raise ValueError(f"--{column}-as {as_type}: the rows are not decoded yet (decode_table first)")
     needed = ({"key"} if key_as != "binary" else set()) | ({"value"} if value_as != "binary" else set()) \
         | (set(partition_by) - {"date"}) | ({"timestamp"} if "date" in partition_by else set())
     missing = sorted(needed - set(table.column_names))

@@ -36,23 +36,77 @@ def expected(corpus: Any) -> list[dict[str, Any]]:
     return [{**v, "note": v.get("note")} for v in corpus.values]
 
 
+def read_table_dir(out: Path) -> Any:
+    import pyarrow.dataset as ds
+
+    return ds.dataset(str(out), format="parquet", partitioning="hive").to_table().sort_by("offset")
+
+
 @pytest.mark.parametrize(
     "fmt,value_as", [("avro", "avro"), ("protobuf", "auto"), ("json-schema", "json-schema")]
 )
-def test_typed_parquet_export(
+def test_typed_parquet_export_on_both_engines(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str, value_as: str
 ) -> None:
+    """The local engine and Spark publish the same typed table (the same types, the same values)."""
     c = corpus_mod.make_corpus(tmp_path / "logs", fmt, n1=3, n2=3)
+    tables = {}
+    for engine in ("local", "spark"):
+        out = tmp_path / engine
+        argv = [c.root, "--out", out, "--topic", "orders", "--value-as", value_as, "--key-as", "auto"]
+        assert run_export(*argv, "--engine", engine) == 0
+        result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert result["rows"] == 6 and result["engine"] == engine
+        assert result["typed"]["decodeErrors"] == {"value": 0} and result["typed"]["untyped"] == ["key"]
+        rows = read_parquet_dir(out)
+        assert [r["value"] for r in rows] == expected(c)
+        assert [r["key"] for r in rows] == [v["id"].encode() for v in c.values]  # no orders-key subject: binary
+        tables[engine] = read_table_dir(out)
+    assert tables["local"].schema.field("value").type == tables["spark"].schema.field("value").type
+    assert tables["local"].column("value").to_pylist() == tables["spark"].column("value").to_pylist()
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_typed_keys_and_values(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], engine: str) -> None:
+    """Keys by confluent-kafka's Avro serializer under orders-key, values under orders-value: two
+    typed columns, each counted."""
+    c = corpus_mod.make_corpus(tmp_path / "logs", "avro", n1=2, n2=2, avro_keys=True,
+                               extra=[(b"\x00\x00\x00\x00", None)])
     out = tmp_path / "out"
-    assert (
-        run_export(c.root, "--out", out, "--topic", "orders", "--value-as", value_as, "--key-as", "auto") == 0
-    )
+    argv = [c.root, "--out", out, "--topic", "orders", "--key-as", "avro", "--value-as", "avro", "--engine", engine,
+            "--option", "mode=PERMISSIVE"]
+    assert run_export(*argv) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert result["rows"] == 6
-    assert result["typed"]["decodeErrors"] == {"value": 0} and result["typed"]["untyped"] == ["key"]
+    assert result["typed"]["decodeErrors"] == {"key": 1, "value": 0}
+    assert [col["subject"] for col in result["typed"]["columns"]] == ["orders-key", "orders-value"]
     rows = read_parquet_dir(out)
-    assert [r["value"] for r in rows] == expected(c)
-    assert [r["key"] for r in rows] == [v["id"].encode() for v in c.values]  # no orders-key subject: binary
+    assert [r["key"] for r in rows] == [{"id": v["id"]} for v in c.values] + [None]
+    assert [r["value"] for r in rows[:4]] == expected(c) and rows[4]["value"] is None
+    assert "5-byte" in rows[4]["_keyDecodeError"]["reason"] and rows[4]["_valueDecodeError"] is None
+
+
+@pytest.mark.parametrize("mode,kept", [("PERMISSIVE", 9), ("DROPMALFORMED", 6)])
+def test_local_engine_modes_count_every_bad_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str, kept: int
+) -> None:
+    probe = corpus_mod.make_corpus(tmp_path / "probe", "avro", n1=1, n2=1)
+    bad = [(b"bad-magic", b"\x01" + probe.wire[0][1:]), (b"unknown", b"\x00\x00\x01\x00\x00" + probe.wire[0][5:]),
+           (b"short", b"\x00\x00"), (b"tombstone", None)]
+    c = corpus_mod.make_corpus(tmp_path / "logs", "avro", n1=3, n2=3, extra=bad)
+    out = tmp_path / "out"
+    argv = [c.root, "--out", out, "--topic", "orders", "--value-as", "avro", "--option", f"mode={mode}"]
+    assert run_export(*argv, "--engine", "local") == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["typed"]["decodeErrors"] == {"value": 3} and result["rows"] == kept + 1
+    rows = read_parquet_dir(out)
+    assert [r["value"] for r in rows[:6]] == expected(c) and rows[-1]["key"] == b"tombstone"
+    if mode == "PERMISSIVE":
+        errors = [r["_valueDecodeError"] for r in rows]
+        assert [e is not None for e in errors] == [False] * 6 + [True] * 3 + [False]
+        assert "magic byte 1" in errors[6]["reason"] and errors[7]["schemaId"] == 65536
+        assert errors[8]["bytes"] == b"\x00\x00"
+    else:
+        assert "_valueDecodeError" not in rows[0]
 
 
 def test_typed_delta_export_permissive_reports_bad_rows(
@@ -88,14 +142,17 @@ def test_typed_delta_export_permissive_reports_bad_rows(
     assert rows[4]["value"] is None and "unknown schema id 32639" in rows[4]["_valueDecodeError"]["reason"]
 
 
+@pytest.mark.parametrize("engine", ["local", "spark"])
 def test_failfast_exits_2_naming_the_record(
-    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], engine: str
 ) -> None:
     c = corpus_mod.make_corpus(tmp_path / "logs", "json-schema", n1=1, n2=1, extra=[(b"x", b"{not wire}")])
     out = tmp_path / "out"
-    assert run_export(c.root, "--out", out, "--topic", "orders", "--value-as", "json-schema") == 2
+    argv = [c.root, "--out", out, "--topic", "orders", "--value-as", "json-schema", "--engine", engine]
+    assert run_export(*argv) == 2
     err = capsys.readouterr().err
     assert "orders-0/00000000000000000000.log" in err and "offset 2" in err and "magic byte 123" in err
+    assert "record value does not decode at offset 2" in err
     assert not out.exists()
 
 
