@@ -243,6 +243,7 @@ def decode_table(table: pa.Table, typed: Any) -> tuple[pa.Table, dict[str, int]]
     (:func:`kafka_format.registry.batches.decode_batch`), and the rows that did not decode per column."""
     from kafka_format.registry.batches import decode_batch, typed_schema
 
+    schema = typed_schema(table.schema, typed.plans, typed.mode == "PERMISSIVE")
     counts = {c: 0 for c in typed.plans}
     batches = []
     for batch in table.to_batches():
@@ -250,7 +251,6 @@ def decode_table(table: pa.Table, typed: Any) -> tuple[pa.Table, dict[str, int]]
         batches.append(decoded)
         for c, n in found.items():
             counts[c] += n
-    schema = typed_schema(table.schema, typed.plans, typed.mode == "PERMISSIVE")
     return pa.Table.from_batches(batches, schema=schema), counts
 
 

@@ -94,6 +94,9 @@ def typed_from_args(
         topic = selected[0]
     if topic == SCHEMAS_TOPIC:
         raise UsageError(f"--topic {SCHEMAS_TOPIC} is the registry's storage topic, not schema-encoded data")
+    granularity = next((v for k, v in options.items() if k.lower() == "granularity"), "record")
+    if granularity.strip().lower() != "record":
+        raise UsageError(f"typed --key-as/--value-as decode record keys and values: not with granularity={granularity}")
     mode = next((v for k, v in options.items() if k.lower() == "mode"), "FAILFAST")
     source = open_schema_source(args.schemas, logdirs)
     return plan_columns(

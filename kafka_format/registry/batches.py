@@ -48,9 +48,13 @@ class RecordDecodeError(TypedDecodeError):
 def typed_schema(schema: pa.Schema, plans: Mapping[str, ColumnPlan], errors: bool) -> pa.Schema:
     """``schema`` (the data source's rows) with the planned columns typed, and the error columns
     appended (key first) when ``errors``."""
+    missing = [c for c in plans if schema.get_field_index(c) < 0]
+    if missing:
+        raise TypedDecodeError("typed columns need the record columns (granularity=record)",
+                               expected="the kafka-log record columns " + ", ".join(missing),
+                               found=", ".join(schema.names))
     for column, plan in plans.items():
-        i = schema.get_field_index(column)
-        schema = schema.set(i, pa.field(column, plan.arrow_type))
+        schema = schema.set(schema.get_field_index(column), pa.field(column, plan.arrow_type))
     if errors:
         for column in ("key", "value"):
             if column in plans:

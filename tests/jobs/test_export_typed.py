@@ -162,6 +162,9 @@ def test_usage_errors_before_spark(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "select it with --topic" in capsys.readouterr().err
     assert run_export(c.root, "--out", tmp_path / "o2", "--topic", "orders", "--key-as", "avro") == 2
     assert "orders-key" in capsys.readouterr().err
+    argv = [c.root, "--out", tmp_path / "o3", "--topic", "orders", "--value-as", "avro", "--option", "granularity=batch"]
+    assert run_export(*argv) == 2
+    assert "granularity=batch" in capsys.readouterr().err
 
 
 def test_incremental_typed_export_counts_across_micro_batches(
