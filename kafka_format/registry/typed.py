@@ -496,7 +496,10 @@ class _ProtoCodec:
     def decode(self, payload: memoryview) -> Any:
         from kafka_format.registry.protobuf import read_message_indexes
 
-        path, pos = read_message_indexes(payload, 0)
+        if len(payload) and payload[0] == 0:  # the usual single 0 byte: the file's first message
+            path, pos = [0], 1
+        else:
+            path, pos = read_message_indexes(payload, 0)
         key = tuple(path)
         name = self._names.get(key)
         if name is None:
