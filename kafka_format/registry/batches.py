@@ -90,7 +90,7 @@ def decode_batch(
         column, first = min(((c, ps[0]) for c, _, _, ps in decoded if ps), key=lambda cp: cp[1].row)
         path, position, offset = segment_path(batch, first.row)
         raise RecordDecodeError(column, offset, first.reason, path=path, position=position)
-    for column, raw, typed, problems in decoded:
+    for column, _raw, typed, problems in decoded:
         batch = batch.set_column(batch.schema.get_field_index(column), pa.field(column, plans[column].arrow_type),
                                  typed)
         for p in problems:
