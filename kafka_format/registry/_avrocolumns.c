@@ -792,7 +792,7 @@ static Col *make_cols(PyObject *spec, int *ncols) {
         if (!c->child) { PyErr_NoMemory(); goto fail; }
         for (int j = 0; j < c->nchild; j++) {
             long k = PyLong_AsLong(PyTuple_GET_ITEM(children, j));
-            if (k < 0 || k >= n) {
+            if (k <= i || k >= n) {                /* children come after their parent: no cycles */
                 if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "column child out of range");
                 goto fail;
             }

@@ -429,3 +429,34 @@ def test_a_union_the_reference_guesses_is_left_to_it() -> None:
         {"member0": 2, "member1": None, "member2": None},
         {"member0": None, "member1": None, "member2": "x"},
     ]
+
+
+def test_a_program_that_does_not_fit_its_columns_is_refused() -> None:
+    """The C decoder checks every node against the columns before it runs one (a program naming a
+    column of the wrong kind, a child out of range, a cycle between columns is a ValueError)."""
+    import numpy as np
+
+    from kafka_format.registry import _avrocolumns  # type: ignore[attr-defined]
+    from kafka_format.registry import avro_columns as ac
+    from kafka_format.registry.avro_layout import K_FIXED, K_STRUCT
+
+    cols = ((K_STRUCT, 0, (1,), 1), (K_FIXED, 8, (), 1))
+    data, offsets = b"\x00\x00\x00\x00\x01\x02", np.array([0, 6], np.int32).tobytes()
+
+    def run(nodes: list[tuple[int, ...]], kids: list[int], columns: Any = cols) -> Any:
+        program = (np.array(nodes, np.int32).tobytes(), np.array(kids, np.int32).tobytes(), ())
+        return _avrocolumns.decode((program,), columns, 0, data, offsets, 0, 0, 1, None,
+                                   np.array([1], np.int32).tobytes(), np.array([0], np.int32).tobytes())
+
+    outs, status, _ = run([(ac.RECORD, 0, 0, 1, 0, 0), (ac.INT64, 1, 0, 0, 0, 0)], [1])
+    assert bytes(status) == b"\x00" and np.frombuffer(outs[1][2], np.int64).tolist() == [1]
+    for nodes, kids in (
+        ([(ac.RECORD, 0, 0, 1, 0, 0), (ac.BYTES, 1, 0, 0, 0, 0)], [1]),  # bytes into a fixed-width column
+        ([(ac.RECORD, 0, 0, 2, 0, 0), (ac.INT64, 1, 0, 0, 0, 0)], [1]),  # more children than kids
+        ([(ac.INT32, 1, 0, 0, 0, 0)], []),  # an int32 into an 8-byte column
+        ([(99, 0, 0, 0, 0, 0)], []),  # no such op
+    ):
+        with pytest.raises(ValueError, match="malformed"):
+            run(nodes, kids)
+    with pytest.raises(ValueError, match="column child"):
+        run([(ac.NOP, -1, 0, 0, 0, 0)], [], ((K_STRUCT, 0, (0,), 1),))  # a column its own child
