@@ -1,8 +1,9 @@
-"""Build the compiled columnar decode loop (kafka_format.records._fastdecode) and the Avro column
-decoder of typed exports (kafka_format.registry._avrocolumns).
+"""Build the compiled columnar decode loop (kafka_format.records._fastdecode), the log cleaner's
+kernels (kafka_format.log.cleaner._kernels: MD5, the offset map, v2 record encoding) and the Avro
+column decoder of typed exports (kafka_format.registry._avrocolumns).
 
-Both extensions are optional at build time: when no C compiler is available the
-package still installs and the plain reference decoders are used (with a warning,
+The extensions are optional at build time: when no C compiler is available the
+package still installs and the plain reference paths are used (with a warning,
 see kafka_format.records.decoder; typed Avro columns then decode with fastavro alone).
 
 Codecs in C (``_fastcodecs.c``): each of zlib, liblz4, libzstd and libsnappy whose
@@ -78,14 +79,24 @@ def _extensions() -> list[Extension]:
     return [
         Extension(
             "kafka_format.records._fastdecode",
-            sources=["kafka_format/records/_fastdecode.c", "kafka_format/records/_fastcodecs.c"],
-            depends=["kafka_format/records/_fastcodecs.h"],
+            sources=["kafka_format/records/_fastdecode.c", "kafka_format/records/_fastcodecs.c",
+                     "kafka_format/records/_fastcrc.c", "kafka_format/records/_fastbuf.c",
+                     "kafka_format/records/_fastarrow.c", "kafka_format/records/_fastdir.c",
+                     "kafka_format/records/_fastrecords.c", "kafka_format/records/_fastscan.c"],
+            depends=["kafka_format/records/_fastcodecs.h", "kafka_format/records/_fastcrc.h",
+                     "kafka_format/records/_fastbuf.h", "kafka_format/records/_fastdecode.h"],
             define_macros=macros,
             libraries=libraries,
             extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],
             optional=True,
         ),
-        Extension(
+        Extension(   # the log cleaner's MD5, offset map and record encoder (log/cleaner/kernels.py)
+            "kafka_format.log.cleaner._kernels",
+            sources=["kafka_format/log/cleaner/_kernels.c"],
+            extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],
+            optional=True,
+        ),
+        Extension(   # typed Avro columns (registry/avro_columns.py)
             "kafka_format.registry._avrocolumns",
             sources=["kafka_format/registry/_avrocolumns.c"],
             extra_compile_args=["-O3", "-std=gnu11", "-fno-strict-aliasing"],

@@ -4,7 +4,8 @@
   position, expected, found): every error for bad bytes is one of them;
 * :mod:`~kafka_format.common.crc` — CRC-32C and CRC-32 (Kafka's ``Crc32C`` / ``Crc32``);
 * :mod:`~kafka_format.common.units` — human units (sizes, durations, instants) for messages and reports;
-* :mod:`~kafka_format.common.redaction` — credentials removed from every location shown or recorded.
+* :mod:`~kafka_format.common.redaction` — credentials removed from every location shown or recorded;
+* :mod:`~kafka_format.common.bulk` — the cyclic garbage collector paused while many small objects are built.
 
 May import: nothing of ``kafka_format`` but this folder.
 """

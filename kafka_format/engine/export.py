@@ -32,11 +32,13 @@ from kafka_format.storage.fsio import redact
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.output.ownership import Owner, OutputRefused
 from kafka_format.output.publish import claim_output, crash_point, local_path, staging_dir
+from kafka_format.output.store import claim, is_store
 
 __all__ = [
     "FORMATS", "PARTITION_LAYOUTS", "TYPED_AS", "KEY_AS", "VALUE_AS", "ExportError", "ExportResult", "source_options",
     "parse_partition_by", "PARQUET_OWNER", "INCREMENTAL_OWNER", "DELTA_OWNER", "CHECKPOINT_OWNER", "BATCH_OWNER",
-    "output_owner", "hold_outputs", "needs_spark", "export_local", "convert_table", "decode_table",
+    "output_owner", "hold_outputs", "check_location", "needs_spark", "export_local", "convert_table",
+    "decode_table",
 ]
 
 FORMATS = ("parquet", "delta")
@@ -161,13 +163,34 @@ def output_owner(format: str, incremental: bool) -> Owner:
     return INCREMENTAL_OWNER if incremental else PARQUET_OWNER
 
 
+def check_location(out: str, *, format: str, incremental: bool) -> None:
+    """ValueError unless ``out`` can receive this export: Parquet goes to a local path (published by
+    one rename) or, batch only, to ``s3a://`` (:mod:`kafka_format.output.store`'s publish: the
+    files copied into place, ``_SUCCESS`` and the marker last); Delta goes anywhere Spark writes."""
+    if format != "parquet" or _is_local(out):
+        return
+    if is_store(out) and not incremental:
+        return
+    if is_store(out):
+        raise ValueError(f"{out}: an incremental Parquet export publishes each micro-batch with one rename, "
+                         f"which an object store lacks; use --format delta there (exactly once through "
+                         f"Delta's commits) or a local --out")
+    try:
+        local_path(out)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; a Parquet export may go to s3a://, and Delta (--format delta) anywhere "
+                         f"Spark writes") from None
+
+
 @contextmanager
 def hold_outputs(out: str, *, format: str, incremental: bool, checkpoint: str | None = None,
-                 inputs: Sequence[str] = ()) -> Iterator[None]:
+                 inputs: Sequence[str] = (), stores: bool = True) -> Iterator[None]:
     """Claim a local ``OUT`` (and a local ``checkpoint``) for the run: refused unless absent, empty
     or the same kind of klogs export output (:class:`OutputRefused`), locked against a second run
     (:class:`~kafka_format.output.runlock.OutputBusy`).  Re-entrant: the job claims first, the library
-    functions again.  Non-local URIs are not claimed (no lock, no marker on object stores)."""
+    functions again.  ``s3a://`` ones are checked by the same rules
+    (:func:`kafka_format.output.store.claim`; no lock there) when ``stores`` (False before a
+    session holds S3A's settings); other URIs are not claimed."""
     from contextlib import ExitStack
 
     if checkpoint is not None and _is_local(out) and _is_local(checkpoint):
@@ -176,11 +199,16 @@ def hold_outputs(out: str, *, format: str, incremental: bool, checkpoint: str | 
             raise OutputRefused("the checkpoint and the output overlap", path=checkpoint,
                                 expected="a --checkpoint outside --out (and --out outside it)",
                                 found=f"--out {out}")
+    check_location(out, format=format, incremental=incremental)
     with ExitStack() as stack:
         if _is_local(out):
             stack.enter_context(claim_output(out, output_owner(format, incremental), inputs=inputs))
+        elif stores and is_store(out):
+            claim(out, output_owner(format, incremental), inputs=inputs)
         if checkpoint is not None and _is_local(checkpoint):
             stack.enter_context(claim_output(checkpoint, CHECKPOINT_OWNER, inputs=inputs, what="checkpoint"))
+        elif checkpoint is not None and stores and is_store(checkpoint):
+            claim(checkpoint, CHECKPOINT_OWNER, inputs=inputs)
         yield
 
 

@@ -39,18 +39,18 @@ from __future__ import annotations
 import json
 import math
 import re
-import struct
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
 from kafka_format.storage import fsio
+from kafka_format.common.bulk import no_cyclic_gc
 from kafka_format.common.errors import LogDirError
 from kafka_format.storage.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
+from kafka_format.storage.partition_files import SegmentTable
 from kafka_format.log.list_offsets import PartitionLookup
 from kafka_format.storage.partition_state import (
     BatchHead,
@@ -75,7 +75,6 @@ __all__ = [
     "BatchHead",
     "iter_batch_heads",
     "open_input",
-    "benchmark_planning",
 ]
 
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024
@@ -85,9 +84,10 @@ NO_TIMESTAMP = -1   # RecordBatch.NO_TIMESTAMP
 
 
 # --- outputs -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SegmentRange:
-    """Byte range ``[start_position, end_position)`` of one ``.log`` (end None = end of file)."""
+class SegmentRange(NamedTuple):
+    """Byte range ``[start_position, end_position)`` of one ``.log`` (end None = end of file).
+
+    A named tuple (one per planned segment: a plan of a large cluster makes hundreds of thousands)."""
 
     path: str
     segment: int
@@ -353,7 +353,7 @@ def _partition_bound(replica: PartitionLog, options: PlanOptions, bounds: Bounds
             b.empty = True
         elif so >= 0:
             b.start = so
-        elif replica.log_start_offset > replica.segments[0].base_offset:
+        elif replica.log_start_offset > int(_segment_columns(replica)[0][0]):
             b.start = replica.log_start_offset      # earliest = logStartOffset (DeleteRecords)
     end_ts = bounds.end_timestamp_all if bounds.end_timestamp_all is not None else bounds.end_timestamp.get(tp)
     if end_ts is not None:
@@ -384,6 +384,16 @@ class _Piece:
     end: int | None
     first_offset: int
     size: int
+
+
+def _segment_columns(replica: PartitionLog) -> tuple[np.ndarray, np.ndarray]:
+    """(base offsets, .log sizes) of the replica's segments as int64 arrays (the discovery's table
+    columns when it has them)."""
+    segs = replica.segments
+    if isinstance(segs, SegmentTable):
+        return segs.base_offsets, segs.log_sizes
+    return (np.fromiter((s.base_offset for s in segs), np.int64, len(segs)),
+            np.fromiter((_log_size(s) for s in segs), np.int64, len(segs)))
 
 
 def _segment_pieces(replica: PartitionLog, i: int, bound: _Bound, min_ts: int | None,
@@ -462,27 +472,86 @@ def _segment_pieces(replica: PartitionLog, i: int, bound: _Bound, min_ts: int | 
     return pieces
 
 
+def _whole_segments(bases: np.ndarray, sizes: np.ndarray, bound: _Bound, min_ts: int | None,
+                    target: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per segment: whether no piece of it is read (``skip``) and whether it is one whole piece
+    whose index need not be read (``whole``): :func:`_segment_pieces`' first tests, on columns."""
+    n = len(bases)
+    has_next = np.arange(n) < n - 1
+    next_base = np.append(bases[1:], 0)
+    skip = np.zeros(n, dtype=bool)
+    if bound.end is not None:
+        skip |= bases >= bound.end
+    if bound.start is not None:
+        skip |= has_next & (next_base <= bound.start)
+    if bound.start_hit is not None:
+        skip[:bound.start_hit.segment_index] = True
+    if bound.end_hit is not None:
+        skip[bound.end_hit.segment_index + 1:] = True
+    if min_ts is not None or bound.start_hit is not None or bound.end_hit is not None:
+        return skip, np.zeros(n, dtype=bool)
+    whole = ~skip & (sizes <= target)
+    if bound.start is not None:
+        whole &= bound.start <= bases
+    if bound.end is not None:
+        whole &= has_next & (bound.end >= next_base)
+    return skip, whole
+
+
+def _replica_pieces(replica: PartitionLog, bound: _Bound, min_ts: int | None, target: int,
+                    columns: tuple[np.ndarray, np.ndarray]) -> tuple[list[_Piece], bool]:
+    """The pieces of a replica's segments in order (whole small segments straight from the
+    columns; the others cut at their index entries by :func:`_segment_pieces`), and whether any
+    segment went through its index (then the pieces depend on the target)."""
+    bases, sizes = columns
+    skip, whole = _whole_segments(bases, sizes, bound, min_ts, target)
+    if whole.all():
+        return [_Piece(i, 0, size, base, size) for i, (base, size) in enumerate(zip(bases.tolist(), sizes.tolist(), strict=True))
+                if size > 0], False
+    pieces: list[_Piece] = []
+    cut = False
+    for i in np.flatnonzero(~skip).tolist():
+        if whole[i]:
+            size = int(sizes[i])
+            if size > 0:
+                pieces.append(_Piece(i, 0, size, int(bases[i]), size))
+        else:
+            pieces.extend(_segment_pieces(replica, i, bound, min_ts, target))
+            cut = True
+    return pieces, cut
+
+
 def _aborted_for(replica: PartitionLog, txns: list[tuple[int, int, int, int]],
                  lo: int, hi: int | None) -> tuple[tuple[int, int, int], ...]:
     return tuple((pid, first, last) for pid, first, last, _ in txns
                  if last >= lo and (hi is None or first < hi))
 
 
-def _plan_replica(replica: PartitionLog, options: PlanOptions, bounds: Bounds,
-                  target: int, leo_cache: dict[int, int]) -> list[Split]:
-    if not replica.segments:
-        return []
+@dataclass
+class _ReplicaPlan:
+    """One replica being planned: its bound, segment columns and pieces."""
+
+    replica: PartitionLog
+    bound: _Bound
+    columns: tuple[np.ndarray, np.ndarray]
+    pieces: list[_Piece]
+    cut: bool                  # some segment was cut at its index (its pieces depend on the target)
+
+
+def _plan_pieces(replica: PartitionLog, options: PlanOptions, bounds: Bounds, target: int,
+                 leo_cache: dict[int, int]) -> _ReplicaPlan | None:
+    if not len(replica.segments):
+        return None
     bound = _partition_bound(replica, options, bounds, leo_cache)
     if bound.empty:
-        return []
-    pieces: list[_Piece] = []
-    for i in range(len(replica.segments)):
-        pieces.extend(_segment_pieces(replica, i, bound, bounds.min_timestamp, target))
-    txns: list[tuple[int, int, int, int]] = []
-    if options.read_committed:
-        for seg in replica.segments:
-            txns.extend(read_txn_index(replica, seg))
-    # pack consecutive pieces into splits of ~target bytes
+        return None
+    columns = _segment_columns(replica)
+    pieces, cut = _replica_pieces(replica, bound, bounds.min_timestamp, target, columns)
+    return _ReplicaPlan(replica, bound, columns, pieces, cut)
+
+
+def _pack(pieces: list[_Piece], target: int) -> list[list[_Piece]]:
+    """Consecutive pieces packed into groups of ~target bytes."""
     groups: list[list[_Piece]] = []
     acc = 0
     for p in pieces:
@@ -492,15 +561,37 @@ def _plan_replica(replica: PartitionLog, options: PlanOptions, bounds: Bounds,
         else:
             groups.append([p])
             acc = p.size
+    return groups
+
+
+def _log_locations(replica: PartitionLog) -> list[str]:
+    segs = replica.segments
+    if isinstance(segs, SegmentTable):
+        return segs.log_locations()
+    return [s.log_path or "" for s in segs]
+
+
+def _splits(plan: _ReplicaPlan, options: PlanOptions, target: int) -> list[Split]:
+    replica, bound = plan.replica, plan.bound
+    groups = _pack(plan.pieces, target)
+    txns: list[tuple[int, int, int, int]] = []
+    if options.read_committed:
+        for seg in replica.segments:
+            txns.extend(read_txn_index(replica, seg))
+    bases = plan.columns[0]
+    base_list = bases.tolist()
+    paths = _log_locations(replica)
+    last = len(bases) - 1
+    log_start = replica.log_start_offset
+    hit_segment = int(bases[bound.start_hit.segment_index]) if bound.start_hit is not None else None
     splits = []
     for gi, group in enumerate(groups):
-        last = len(replica.segments) - 1
-        ranges = tuple(SegmentRange(replica.segments[p.seg_index].log_path, replica.segments[p.seg_index].base_offset,
-                                    p.start, p.end, p.first_offset, active=p.seg_index == last) for p in group)
+        ranges = tuple(SegmentRange(paths[p.seg_index], base_list[p.seg_index], p.start, p.end,
+                                    p.first_offset, p.seg_index == last) for p in group)
         hi = groups[gi + 1][0].first_offset if gi + 1 < len(groups) else bound.end
         start_ts = None
-        if bound.start_hit is not None and any(r.segment == replica.segments[bound.start_hit.segment_index].base_offset
-                                               and r.start_position == bound.start_hit.position for r in ranges):
+        if bound.start_hit is not None and any(r.segment == hit_segment and r.start_position == bound.start_hit.position
+                                               for r in ranges):
             start_ts = (bound.start_hit.position, bound.start_ts)
         end_ts = None
         if bound.end_hit is not None and gi == len(groups) - 1:
@@ -511,7 +602,7 @@ def _plan_replica(replica: PartitionLog, options: PlanOptions, bounds: Bounds,
             start_timestamp=start_ts, end_timestamp=end_ts,  # type: ignore[arg-type]
             read_committed=options.read_committed,
             aborted=_aborted_for(replica, txns, ranges[0].first_offset, hi) if options.read_committed else (),
-            log_start_offset=replica.log_start_offset,
+            log_start_offset=log_start,
         ))
     return splits
 
@@ -548,62 +639,32 @@ def plan_splits(logdirs: Any, options: PlanOptions | None = None, bounds: Bounds
     :func:`kafka_format.open_log_dirs`, or ``PartitionLog`` values from :func:`open_partitions`.
     Splits come out ordered by topic, partition, log dir, offset.
     """
-    options = options or PlanOptions()
-    bounds = bounds or Bounds()
+    with no_cyclic_gc():          # hundreds of thousands of acyclic ranges at cluster scale
+        return _plan_splits(logdirs, options or PlanOptions(), bounds or Bounds())
+
+
+def _plan_splits(logdirs: Any, options: PlanOptions, bounds: Bounds) -> list[Split]:
     replicas = _as_partitions(logdirs)
     check_assignment(replicas, options, bounds)
     chosen = _select_replicas(replicas, options)
     leo_cache: dict[int, int] = {}
     target = max(1, options.max_bytes_per_partition)
-    splits = [s for r in chosen for s in _plan_replica(r, options, bounds, target, leo_cache)]
-    total = sum(s.size_bytes or 0 for s in splits)
+    plans = [p for r in chosen if (p := _plan_pieces(r, options, bounds, target, leo_cache)) is not None]
+    total = sum(piece.size for plan in plans for piece in plan.pieces)
     smaller = target
     if options.default_parallelism:
         # every core gets work on inputs of any size, as Spark's file sources cut their splits
         smaller = min(target, max(options.open_cost_bytes, math.ceil(total / options.default_parallelism)))
-    if options.min_partitions and len(splits) < options.min_partitions:
+    if options.min_partitions and sum(len(_pack(plan.pieces, target)) for plan in plans) < options.min_partitions:
         smaller = min(smaller, max(1, math.ceil(total / options.min_partitions)))
     if smaller < target:
-        splits = [s for r in chosen for s in _plan_replica(r, options, bounds, smaller, leo_cache)]
-    return splits
-
-
-# --- benchmark ---------------------------------------------------------------------------
-def benchmark_planning(root: str, segments: int = 10_000, partitions: int = 10) -> dict[str, float]:
-    """Write a synthetic log dir of ``segments`` tiny segments (with indexes) and time planning.
-
-    For ``make bench``; returns ``{"segments", "splits", "discover_s", "plan_s"}``.
-    """
-    import os
-
-    batch = _tiny_batch()
-    per = max(1, segments // partitions)
-    with open(os.path.join(root, "meta.properties"), "w", encoding="utf-8") as f:
-        f.write("version=0\nbroker.id=0\n")
-    for p in range(partitions):
-        d = os.path.join(root, f"bench-{p}")
-        os.makedirs(d, exist_ok=True)
-        for s in range(per):
-            base = s
-            name = os.path.join(d, f"{base:020d}")
-            with open(name + ".log", "wb") as f:
-                f.write(struct.pack(">q", base) + batch[8:])
-            open(name + ".index", "wb").close()
-            open(name + ".timeindex", "wb").close()
-    t0 = time.perf_counter()
-    parts = open_partitions(root)
-    t1 = time.perf_counter()
-    splits = plan_splits(parts)
-    t2 = time.perf_counter()
-    return {"segments": float(sum(len(p.segments) for p in parts)), "splits": float(len(splits)),
-            "discover_s": t1 - t0, "plan_s": t2 - t1}
-
-
-def _tiny_batch() -> bytes:
-    """One small v2 batch (kafka_format.writer) used only to give benchmark segments content."""
-    from kafka_format.writer.batches import Record, build_v2_batch
-
-    return bytes(build_v2_batch([Record(key=b"k", value=b"v", timestamp=0)], base_offset=0).data)
+        # pieces are the same at the smaller size unless a segment was cut or a piece is larger
+        for plan in plans:
+            if plan.cut or any(piece.size > smaller for piece in plan.pieces):
+                plan.pieces, plan.cut = _replica_pieces(plan.replica, plan.bound, bounds.min_timestamp, smaller,
+                                                        plan.columns)
+        target = smaller
+    return [s for plan in plans for s in _splits(plan, options, target)]
 
 
 def splits_to_json(splits: Iterable[Split]) -> str:

@@ -77,6 +77,9 @@ _META_BASE_SEQUENCE, _META_COUNT, _META_FLAGS, _META_CRC = 4, 5, 6, 7
 _META_COLUMNS: int = _fastdecode.META_COLUMNS
 _CHUNK_META_COLUMNS: int = _fastdecode.CHUNK_META_COLUMNS
 _CHUNK_START, _CHUNK_END = _META_COLUMNS, _META_COLUMNS + 1
+#: Decompressed bytes one fused call decodes at most (then the next call goes on): output columns
+#: stay the size of the decoder's recycled blocks (~ a read chunk) instead of fresh pages.
+REGION_HELD_BYTES = 16 << 20
 #: Codec ids decompressed in C by :meth:`FastDecoder.decode_v2_region` (bit i = codec i), as built.
 C_CODECS: frozenset[int] = frozenset(i for i in range(8) if _fastdecode.C_CODECS >> i & 1)
 
@@ -189,7 +192,8 @@ class FastDecoder(Decoder):
 
 
     def decode_v2_region(self, buf: bytes | bytearray | memoryview, table: BatchTable, rows: Sequence[int], *,
-                         check_crc: bool, max_decompressed: int) -> tuple[RecordColumns, int] | None:
+                         check_crc: bool, max_decompressed: int,
+                         include_headers: bool = True) -> tuple[RecordColumns, int] | None:
         """The fused path: records of a prefix of the v2 batches ``rows`` of ``buf`` (positions of
         ``table`` relative to ``buf``) in one C call, compressed batches decompressed in C into one
         reused buffer (no Python call, no new bytes object per batch).
@@ -197,9 +201,11 @@ class FastDecoder(Decoder):
         Same contract as the general path of ``api`` (decompress, then :meth:`decode_v2_records`
         or, with ``check_crc``, :meth:`decode_v2_checked` for the uncompressed batches): batches
         are taken until ``max_decompressed`` decompressed bytes are held (at least one), each
-        payload capped at ``max_decompressed``.  Returns ``(columns, done)``, or None when the C
+        payload capped at ``max_decompressed`` (a call holds at most ``REGION_HELD_BYTES``: the
+        caller asks again for the rest).  Returns ``(columns, done)``, or None when the C
         path declines (a codec not compiled in, an unusual or broken payload, a bad CRC, a format
-        violation): the caller then takes the general path, which decides and reports exactly."""
+        violation): the caller then takes the general path, which decides and reports exactly.
+        ``include_headers=False``: headers are read and checked but not output (none in the columns)."""
         row_index = np.asarray(rows, dtype=np.intp)
         meta = np.empty((len(row_index), _CHUNK_META_COLUMNS), dtype=np.int64)
         meta[:, :_META_COLUMNS] = _meta(table, row_index)
@@ -214,8 +220,10 @@ class FastDecoder(Decoder):
             meta[plain, _META_FLAGS] |= _fastdecode.FLAG_CHECK_CRC
             meta[plain, _CHUNK_START] = position[plain] + batch_v2.ATTRIBUTES_OFFSET
             meta[:, _META_CRC] = table.crc[row_index]
+        options = 0 if include_headers else _fastdecode.OPT_SKIP_HEADERS
         try:
-            buffers, done, _held = _fastdecode.decode_v2_chunk(buf, meta, max_decompressed, 0)
+            buffers, done, _held = _fastdecode.decode_v2_chunk(buf, meta, max_decompressed, options,
+                                                               min(max_decompressed, REGION_HELD_BYTES))
         except _fastdecode.FormatViolation:
             return None
         return _columns(buffers), done

@@ -6,7 +6,9 @@
   size and the bytes the file has), with FAILFAST / PERMISSIVE / DROPMALFORMED modes;
 * :func:`decode_file` — a whole ``.log`` file, provenance columns filled from its path;
 * :func:`decode_bytes` — the same over an in-memory buffer;
-* :func:`iter_batches` — batch headers only, no decompression.
+* :func:`iter_batches` — batch headers only, no decompression;
+* :func:`decoded_chunks` — the columnar view for code that works on batches and records
+  together (the log cleaner): each chunk's bytes, its batch table and its decoded records.
 
 Modes: FAILFAST raises the first problem (file, position, expected, found).
 PERMISSIVE and DROPMALFORMED skip a bad byte range and report it through
@@ -38,12 +40,8 @@ from kafka_format.records.decoder import Decoder, decompress, locate
 from kafka_format.records.implementation import get_decoder
 from kafka_format.common.errors import ChecksumError, CorruptRecordError, KafkaFormatError
 from kafka_format.records import batch_v2, framing, legacy
-from kafka_format.records.columns import (
-    FileContext,
-    RecordColumns,
-    batch_table_to_arrow,
-    to_arrow,
-)
+from kafka_format.records.assembly import batch_table_to_arrow, to_arrow_batches
+from kafka_format.records.columns import FileContext, RecordColumns
 from kafka_format.records.framing import BatchTable
 
 __all__ = [
@@ -54,6 +52,8 @@ __all__ = [
     "decode_file",
     "decode_bytes",
     "iter_batches",
+    "DecodedChunk",
+    "decoded_chunks",
     "context_from_path",
     "MODES",
     "DEFAULT_READ_SIZE",
@@ -98,6 +98,8 @@ def _may_be_active_segment(path: str) -> bool:
         return True
     return name >= hit[1]
 _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)  # populate: one pass, not a fault per page
+# Decoded parts of a chunk are handed on once they hold this many bytes (smaller ones are merged).
+_PART_BYTES = 16 << 20
 # Chunks of other sources are read into one reused buffer up to this size (larger: fresh bytes).
 _REUSE_LIMIT = 64 << 20
 _MAGIC_V2 = 2
@@ -461,8 +463,9 @@ class _Walker:
 
 class _RecordDecoder:
     def __init__(self, dec: Decoder, *, path: str | None, verify_crc: bool, max_decompressed: int,
-                 permissive: bool, walker: _Walker) -> None:
+                 permissive: bool, walker: _Walker, include_headers: bool = True) -> None:
         self.dec = dec
+        self.include_headers = include_headers   # False: the fused path need not output headers
         self.path = path
         self.verify_crc = verify_crc
         self.max_decompressed = max_decompressed
@@ -478,7 +481,7 @@ class _RecordDecoder:
         fused = getattr(self.dec, "decode_v2_region", None)
         if fused is not None:  # compiled decoder: decompression and decoding in one C call
             got = fused(buf, table, rows, check_crc=self.walker.defer_crc,
-                        max_decompressed=self.max_decompressed)
+                        max_decompressed=self.max_decompressed, include_headers=self.include_headers)
             if got is not None:
                 return got
         mv = memoryview(buf)
@@ -574,8 +577,9 @@ class _RecordDecoder:
         return hit[0], located
 
     def decode(self, buf: bytes | memoryview, table: BatchTable, base: int) -> Iterator[RecordColumns]:
-        """Records of the entries of ``table`` in order, in parts holding about ``max_decompressed``
-        bytes each (so memory stays bounded by the cap, not by the number of batches in a chunk)."""
+        """Records of the entries of ``table`` in order, in parts of about ``_PART_BYTES`` (at most
+        ``max_decompressed``) decoded bytes each: memory stays bounded by the cap, not by the
+        number of batches in a chunk, and small parts (legacy wrappers) are merged."""
         is_v2 = table.magic == _MAGIC_V2
         # Empty v2 batches (compaction leftovers) have no rows and nothing to decompress.
         rows = np.flatnonzero(~(is_v2 & (table.count == 0)))
@@ -583,13 +587,14 @@ class _RecordDecoder:
         cuts = (np.flatnonzero(kinds[1:] != kinds[:-1]) + 1).tolist()
         held: list[RecordColumns] = []
         size = 0
+        part_bytes = min(self.max_decompressed, _PART_BYTES)
         for lo, hi in zip([0, *cuts], [*cuts, len(rows)], strict=True):
             if hi > lo:
                 run = rows[lo:hi].tolist()
                 for part in self._run(self._v2 if kinds[lo] else self._legacy, buf, table, run, base):
                     held.append(part)
                     size += _nbytes(part)
-                    if size >= self.max_decompressed:
+                    if size >= part_bytes:
                         yield RecordColumns.concat(held)
                         held, size = [], 0
                 if self.failure is not None or self.crc_bad is not None:
@@ -658,7 +663,8 @@ def decode_segment(
                          read_size=read_size)
         records = _RecordDecoder(dec, path=path, verify_crc=verify_crc, permissive=permissive,
                                  max_decompressed=(_default_max_decompressed() if max_decompressed is None
-                                                   else max_decompressed), walker=walker)
+                                                   else max_decompressed), walker=walker,
+                                 include_headers=include_headers)
         for buf, table, base in walker:
             if granularity == "batch":
                 yield batch_table_to_arrow(table.shifted(base), ctx)
@@ -666,14 +672,86 @@ def decode_segment(
             shifted = table.shifted(base)
             for columns in records.decode(buf, table, base):
                 if len(columns):
-                    batch = to_arrow(shifted, columns, ctx, include_headers=include_headers)
-                    for lo in range(0, batch.num_rows, max_rows_per_batch):
-                        yield batch.slice(lo, max_rows_per_batch)
+                    yield from to_arrow_batches(shifted, columns, ctx, include_headers=include_headers,
+                                                max_rows=max_rows_per_batch)
             if records.failure is not None:
                 raise records.take_failure()
             walker.deferred_bad, records.crc_bad = records.crc_bad, None
     finally:
         src.close()
+
+
+@dataclass
+class DecodedChunk:
+    """Consecutive batches of a file with their records decoded (:func:`decoded_chunks`).
+
+    ``data`` holds the chunk's bytes from file position ``base`` (valid until the next chunk is
+    read), ``table`` its batch headers (positions relative to ``data``); this piece covers the
+    table's rows ``lo..hi`` (empty batches included) and ``columns`` holds their records
+    (``batch_row`` indexes ``table``)."""
+
+    data: bytes | memoryview
+    base: int
+    table: BatchTable
+    lo: int
+    hi: int
+    columns: RecordColumns
+
+
+def decoded_chunks(source: str | os.PathLike[str] | IO[bytes] | Any, *, start: int = 0, end: int | None = None,
+                   path: str | None = None, read_size: int = DEFAULT_READ_SIZE, max_rows: int = DEFAULT_MAX_ROWS,
+                   verify_crc: bool = True, max_decompressed: int | None = None,
+                   decoder: Decoder | None = None) -> Iterator[DecodedChunk]:
+    """Every entry whose first byte lies in ``[start, end)`` of ``source``, in order, with its
+    records decoded (FAILFAST: the first problem raises, as :func:`decode_segment`).  A piece
+    holds whole batches, at most ``max_rows`` records unless one batch has more."""
+    if max_rows < 1:
+        raise ValueError("max_rows must be >= 1")
+    dec = decoder if decoder is not None else get_decoder()
+    src = _Source(source)
+    try:
+        where = path if path is not None else src.path
+        walker = _Walker(src, dec, start=start, end=end, path=where, verify_crc=verify_crc, permissive=False,
+                         crc_errors=True, on_skip=None, read_size=read_size)
+        records = _RecordDecoder(dec, path=where, verify_crc=verify_crc, permissive=False,
+                                 max_decompressed=(_default_max_decompressed() if max_decompressed is None
+                                                   else max_decompressed), walker=walker)
+        for buf, table, base in walker:
+            lo = 0
+            for columns in records.decode(buf, table, base):
+                if not len(columns):
+                    continue
+                for hi, part in _pieces(columns, max_rows):
+                    yield DecodedChunk(buf, base, table, lo, hi, part)
+                    lo = hi
+            if records.failure is not None:
+                raise records.take_failure()
+            if records.crc_bad is None and lo < len(table):
+                yield DecodedChunk(buf, base, table, lo, len(table), RecordColumns.empty())
+            walker.deferred_bad, records.crc_bad = records.crc_bad, None
+    finally:
+        src.close()
+
+
+def _pieces(columns: RecordColumns, max_rows: int) -> Iterator[tuple[int, RecordColumns]]:
+    """(end row, records) pieces of ``columns`` cut at batch boundaries, ``max_rows`` records each
+    at most (one batch is never cut)."""
+    rows = columns.batch_row
+    n = len(rows)
+    if n <= max_rows:
+        yield int(rows[-1]) + 1, columns
+        return
+    starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+    a = 0
+    while a < n:
+        z = a + max_rows
+        if z < n:
+            k = int(np.searchsorted(starts, z, side="right")) - 1     # last batch start <= z
+            z = int(starts[k]) if starts[k] > a else (int(starts[k + 1]) if k + 1 < len(starts) else n)
+        else:
+            z = n
+        yield int(rows[z - 1]) + 1, columns.take(a, z)
+        a = z
 
 
 def context_from_path(path: str | os.PathLike[str], *, broker_id: int | None = None) -> FileContext:

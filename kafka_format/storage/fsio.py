@@ -1,4 +1,5 @@
-"""One face over local paths, ``file://`` and every ``pyarrow.fs`` URI (s3://, gs://, hdfs://).
+"""One face over local paths, ``file://``, every ``pyarrow.fs`` URI (s3://, gs://, hdfs://) and
+Hadoop's ``s3a://`` (opened as S3A would be: :mod:`kafka_format.storage.s3a`).
 
 Everything that touches a log dir's files goes through :class:`FileSystemHandle`, so the same
 code reads a broker's disk, a backup in object storage or an in-memory test filesystem.
@@ -35,8 +36,10 @@ import pyarrow.fs as pafs
 
 from kafka_format.common.redaction import REDACTED, redact
 from kafka_format.common.errors import LogDirError
+from kafka_format.storage import s3a
 
 __all__ = [
+    "DirRow",
     "FileStat",
     "FileSystemHandle",
     "resolve",
@@ -62,6 +65,10 @@ class FileStat:
     is_dir: bool
     size: int | None
     mtime_ms: int | None
+
+
+#: One entry of a directory listing: name, is_dir, size (files), mtime_ms (None when unknown).
+DirRow = tuple[str, bool, "int | None", "int | None"]
 
 
 def _io_error(location: str, action: str, exc: BaseException) -> LogDirError:
@@ -130,6 +137,53 @@ class FileSystemHandle:
         stats = [s for s in (_to_stat(i) for i in infos) if s is not None]
         stats.sort(key=lambda s: s.name)
         return stats
+
+    def list_dir_rows(self, fs_path: str) -> tuple[str, list[DirRow]] | None:
+        """The listing of :meth:`list_dir` as plain rows ``(name, is_dir, size, mtime_ms)`` sorted by
+        name, and the prefix that makes a name its filesystem path (``prefix + name``): the cheap
+        form for directories of many files.  None when this filesystem's paths are not
+        ``prefix + name`` (the caller then uses :meth:`list_dir`)."""
+        if self.is_local and type(self.filesystem) is pafs.LocalFileSystem:
+            listed = _scan_local_rows(fs_path)
+            if listed is not None:
+                return listed
+        try:
+            infos = self.filesystem.get_file_info(
+                pafs.FileSelector(fs_path, allow_not_found=True, recursive=False))
+        except (OSError, pa.ArrowException) as exc:
+            raise _io_error(self.location(fs_path), "list directory", exc) from exc
+        return _rows_of(fs_path, infos)
+
+    def list_tree_rows(self, fs_path: str) -> dict[str, tuple[str, list[DirRow]]] | None:
+        """Every directory directly inside ``fs_path`` with its listing (as :meth:`list_dir_rows`),
+        from one recursive listing: one request to an object store (paged by the store) for a
+        whole log dir instead of one per partition.  None on a local filesystem (a listing per directory is as
+        cheap there) or when paths are not ``prefix + name``."""
+        if self.is_local:
+            return None
+        try:
+            infos = self.filesystem.get_file_info(pafs.FileSelector(fs_path, allow_not_found=True, recursive=True))
+        except (OSError, pa.ArrowException) as exc:
+            raise _io_error(self.location(fs_path), "list directory", exc) from exc
+        base = fs_path.rstrip("/")
+        top = base + "/" if base else ""
+        children: dict[str, list[pafs.FileInfo]] = {}
+        for info in infos:
+            path = info.path
+            if not path.startswith(top):
+                return None
+            parts = path[len(top):].split("/")
+            if len(parts) == 2:                       # an entry of a child directory
+                children.setdefault(top + parts[0], []).append(info)
+            elif len(parts) == 1 and info.type == _DIRECTORY:
+                children.setdefault(path, [])
+        out = {}
+        for child, listing in children.items():
+            rows = _rows_of(child, listing)
+            if rows is None:
+                return None
+            out[child] = rows
+        return out
 
     # -- reading --------------------------------------------------------------------------------
     def read_bytes(self, fs_path: str, *, max_bytes: int | None = None, code: str | None = None) -> bytes:
@@ -206,6 +260,49 @@ def _scan_local(fs_path: str) -> list[FileStat] | None:
     return out
 
 
+def _scan_local_rows(fs_path: str) -> tuple[str, list[DirRow]] | None:
+    """:func:`_scan_local` as plain rows (no object per entry)."""
+    base = fs_path.rstrip("/") or "/"
+    prefix = base if base.endswith("/") else base + "/"
+    rows: list[DirRow] = []
+    is_dir, is_reg = stat_module.S_ISDIR, stat_module.S_ISREG
+    try:
+        with os.scandir(fs_path) as entries:
+            for e in entries:
+                try:
+                    st = e.stat()
+                except FileNotFoundError:
+                    continue  # a broken symlink: pyarrow leaves it out
+                mode = st.st_mode
+                rows.append((e.name, is_dir(mode), st.st_size if is_reg(mode) else None,
+                             st.st_mtime_ns // 1_000_000))
+    except FileNotFoundError:
+        return prefix, []
+    except OSError:
+        return None
+    rows.sort()
+    return prefix, rows
+
+
+def _rows_of(fs_path: str, infos: list[pafs.FileInfo]) -> tuple[str, list[DirRow]] | None:
+    """Listing rows of ``infos`` (entries of ``fs_path``); None when a path is not prefix + name."""
+    base = fs_path.rstrip("/")
+    prefix = base + "/" if base else ""
+    rows: list[DirRow] = []
+    for info in infos:
+        kind = info.type
+        if kind == _NOT_FOUND:
+            continue
+        name = info.base_name
+        if info.path != prefix + name:
+            return None
+        mtime = info.mtime_ns
+        rows.append((name, kind == _DIRECTORY, info.size if kind == _FILE else None,
+                     None if mtime is None else mtime // 1_000_000))
+    rows.sort()
+    return prefix, rows
+
+
 def _to_stat(info: pafs.FileInfo) -> FileStat | None:
     kind = info.type  # one enum conversion per entry (listings of 10^5 files: it was most of the cost)
     if kind == _NOT_FOUND:
@@ -246,6 +343,13 @@ def resolve(location: str | os.PathLike[str], filesystem: pafs.FileSystem | File
         except (OSError, pa.ArrowException, ValueError) as exc:
             raise _io_error(text, "open URI", exc) from exc
         return _LOCAL, path
+    if s3a.is_s3a(text):
+        try:
+            fs, path = s3a.filesystem(text)
+        except (OSError, pa.ArrowException, ValueError) as exc:
+            raise _io_error(text, "open URI", exc) from exc
+        bare = text.rstrip("/")
+        return FileSystemHandle(fs, bare[: len(bare) - len(path)]), path
     try:
         fs, path = pafs.FileSystem.from_uri(text)
     except (OSError, pa.ArrowException, ValueError) as exc:
@@ -282,4 +386,4 @@ def local_path(target: str | os.PathLike[str]) -> str:
     if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and text[1:3] in (":\\", ":/")):
         return parsed.path if parsed.scheme == "file" else text
     raise ValueError(f"{text}: atomic publishing needs a local path or file:// URI "
-                     f"(object stores have no atomic rename; use --format delta there)")
+                     f"(object stores have no atomic rename)")

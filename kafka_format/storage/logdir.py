@@ -29,10 +29,12 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import pyarrow.fs as pafs
 
 from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage import fsio
+from kafka_format.common.bulk import no_cyclic_gc
 from kafka_format.common.errors import KafkaFormatError, LogDirError
 from kafka_format.storage.fsio import FileStat, FileSystemHandle
 from kafka_format.storage.index import (
@@ -42,6 +44,34 @@ from kafka_format.storage.index import (
     TimestampOffset,
     read_offset_index,
     read_time_index,
+)
+from kafka_format.storage.partition_files import (  # noqa: F401  (suffixes and values re-exported)
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    FILE_KINDS,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    METADATA_SNAPSHOT_DELETED_SUFFIX,
+    METADATA_SNAPSHOT_PART_SUFFIX,
+    METADATA_SNAPSHOT_SUFFIX,
+    OFFSET_DIGITS,
+    SEGMENT_FILE_SUFFIXES,
+    SNAPSHOT_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TMP_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    MetadataSnapshotFile,
+    PartitionFiles,
+    Segment,
+    SegmentTable,
+    SnapshotFile,
+    classify_files,
+    filename_prefix_from_offset,
+    scan_local_partition,
+    offset_from_name,
+    table_from_listing,
+    take_rows,
 )
 from kafka_format.storage.snapshot import ProducerSnapshot, read_producer_snapshot
 from kafka_format.storage.txnindex import TransactionIndex, read_transaction_index
@@ -69,50 +99,18 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
 ]
 
-# LogFileUtils.java suffixes
-LOG_SUFFIX = ".log"
-INDEX_SUFFIX = ".index"
-TIME_INDEX_SUFFIX = ".timeindex"
-TXN_INDEX_SUFFIX = ".txnindex"
-SNAPSHOT_SUFFIX = ".snapshot"
-DELETED_SUFFIX = ".deleted"
-CLEANED_SUFFIX = ".cleaned"
-SWAP_SUFFIX = ".swap"
-TMP_SUFFIX = ".tmp"
-# KRaft metadata snapshots (raft/.../snapshot/Snapshots.java): <offset 20>-<epoch 10>.checkpoint
-METADATA_SNAPSHOT_SUFFIX = ".checkpoint"
-METADATA_SNAPSHOT_PART_SUFFIX = ".checkpoint.part"
-METADATA_SNAPSHOT_DELETED_SUFFIX = ".checkpoint.deleted"
 # LocalLog.scala suffixes of special partition dirs
 SPECIAL_DIR_KINDS = ("delete", "future", "stray")
-OFFSET_DIGITS = 20  # LogFileUtils.filenamePrefixFromOffset
 DEFAULT_MAX_DEPTH = 3
 INT32_MAX = (1 << 31) - 1
-INT64_MAX = (1 << 63) - 1
 
 _SPECIAL_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$")
-_METADATA_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
-_SEGMENT_FILE_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, SNAPSHOT_SUFFIX)
 _INDEX_FILE_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 _PARTITION_MARKERS = (ckpt.LEADER_EPOCH_CHECKPOINT, ckpt.PARTITION_METADATA, ckpt.QUORUM_STATE)
 _LOG_DIR_MARKERS = (ckpt.META_PROPERTIES, ckpt.CLEAN_SHUTDOWN, ".lock", *ckpt.OFFSET_CHECKPOINT_FILES)
 _KNOWN_LOG_DIR_FILES = (*_LOG_DIR_MARKERS, "bootstrap.checkpoint")
 
 NextOffsetFn = Callable[["Segment", FileSystemHandle], int]
-
-
-def filename_prefix_from_offset(offset: int) -> str:
-    """``LogFileUtils.filenamePrefixFromOffset``: zero-padded to 20 digits."""
-    return f"{offset:0{OFFSET_DIGITS}d}"
-
-
-def _offset_from_name(name: str) -> int | None:
-    """``offsetFromFileName`` (text before the first '.'), None where Kafka's parseLong throws."""
-    stem = name.split(".", 1)[0]
-    if not stem or not stem.isascii() or not stem.isdigit():
-        return None
-    value = int(stem)
-    return value if value <= INT64_MAX else None
 
 
 def _java_int(text: str) -> int | None:
@@ -147,51 +145,6 @@ def parse_partition_dir_name(name: str) -> tuple[str, int, str] | None:
 
 
 @dataclass(frozen=True)
-class Segment:
-    """Files of one segment; a missing file has path and size None.  Paths are locations
-    (local path or URI) re-openable through :func:`kafka_format.storage.fsio.resolve`."""
-
-    base_offset: int
-    log_path: str | None
-    log_size: int | None = None
-    log_mtime_ms: int | None = None
-    index_path: str | None = None
-    index_size: int | None = None
-    timeindex_path: str | None = None
-    timeindex_size: int | None = None
-    txnindex_path: str | None = None
-    txnindex_size: int | None = None
-    from_swap: bool = False
-
-    @property
-    def has_log(self) -> bool:
-        return self.log_path is not None
-
-    @property
-    def name(self) -> str:
-        return filename_prefix_from_offset(self.base_offset)
-
-
-@dataclass(frozen=True)
-class SnapshotFile:
-    """A producer-state ``.snapshot``: ``offset`` = end offset it covers (exclusive)."""
-
-    offset: int
-    path: str
-    size: int | None
-
-
-@dataclass(frozen=True)
-class MetadataSnapshotFile:
-    """A KRaft metadata snapshot ``<offset>-<epoch>.checkpoint`` (records in log format)."""
-
-    end_offset: int
-    epoch: int
-    path: str
-    size: int | None
-
-
-@dataclass(frozen=True)
 class IndexSummary:
     """What a segment's index files tell without reading the log."""
 
@@ -212,7 +165,7 @@ class PartitionLog:
     path: str
     log_dir: str
     kind: str = "live"
-    segments: tuple[Segment, ...] = ()
+    segments: Sequence[Segment] = ()     # a SegmentTable from discovery: Segment values on access
     orphan_segments: tuple[Segment, ...] = ()
     leader_epochs: ckpt.LeaderEpochCheckpoint | None = None
     topic_id: str | None = None
@@ -233,7 +186,8 @@ class PartitionLog:
     @property
     def log_start_offset(self) -> int:
         """``max(log-start-offset-checkpoint or 0, first segment base)`` (``LogLoader``, non-tiered)."""
-        first = self.segments[0].base_offset if self.segments else 0
+        segs = self.segments
+        first = (int(segs.base_offsets[0]) if isinstance(segs, SegmentTable) else segs[0].base_offset) if len(segs) else 0
         return max(self.log_start_offset_checkpoint or 0, first)
 
     @property
@@ -418,7 +372,7 @@ def _is_partition_dir_content(entries: list[FileStat]) -> bool:
             continue
         if e.name in _PARTITION_MARKERS:
             return True
-        if _offset_from_name(e.name) is not None and any(s in e.name for s in _SEGMENT_FILE_SUFFIXES):
+        if offset_from_name(e.name) is not None and any(s in e.name for s in SEGMENT_FILE_SUFFIXES):
             return True
     return False
 
@@ -467,6 +421,13 @@ def _read_log_dir(walk: _Walk, fs_path: str, entries: list[FileStat], only: str 
             _problem(walk, err, problems)
     broker_id = meta.node_id if meta else None
     partitions: list[PartitionLog] = []
+    # an object store: one recursive listing of the whole log dir, not one request per partition
+    tree = None
+    if only is None and not h.is_local:
+        try:
+            tree = h.list_tree_rows(fs_path)
+        except LogDirError:
+            tree = None     # listed per partition below, where a failure names its partition
     for e in entries:
         if not e.is_dir:
             if (e.name not in _KNOWN_LOG_DIR_FILES and not e.name.endswith(TMP_SUFFIX)):
@@ -489,7 +450,8 @@ def _read_log_dir(walk: _Walk, fs_path: str, entries: list[FileStat], only: str 
                 recovery_point=offsets[ckpt.RECOVERY_POINT_CHECKPOINT].get(key),
                 log_start=offsets[ckpt.LOG_START_OFFSET_CHECKPOINT].get(key),
                 hw=offsets[ckpt.REPLICATION_OFFSET_CHECKPOINT].get(key),
-                cleaner=offsets[ckpt.CLEANER_OFFSET_CHECKPOINT].get(key))
+                cleaner=offsets[ckpt.CLEANER_OFFSET_CHECKPOINT].get(key),
+                listing=tree.get(e.path) if tree is not None else None)
         except KafkaFormatError as err:  # e.g. an unreadable partition dir
             _problem(walk, err, problems)
             notes.append(f"skipped directory {e.name}: {err.reason}")
@@ -506,15 +468,61 @@ def _read_log_dir(walk: _Walk, fs_path: str, entries: list[FileStat], only: str 
         partitions=tuple(partitions), notes=tuple(notes), problems=tuple(problems), filesystem=h)
 
 
-def _suffix_of(name: str) -> str:
-    """Everything from the first '.' (``.log``, ``.index.swap``, ...)."""
-    i = name.find(".")
-    return name[i:] if i >= 0 else ""
-
-
 def _read_partition(walk: _Walk, fs_path: str, topic: str, partition: int, kind: str, log_dir: str,
                     broker_id: int | None, *, recovery_point: int | None, log_start: int | None,
-                    hw: int | None, cleaner: int | None) -> PartitionLog:
+                    hw: int | None, cleaner: int | None,
+                    listing: tuple[str, list[fsio.DirRow]] | None = None) -> PartitionLog:
+    """One partition dir (``listing``: its rows when the caller listed it already)."""
+    h = walk.handle
+    tail = "?" + h.query if h.query else ""
+    fast = None
+    subdirs: list[str] = []
+    if listing is None and h.is_local and type(h.filesystem) is pafs.LocalFileSystem:
+        base = fs_path.rstrip("/") or "/"
+        prefix = base if base.endswith("/") else base + "/"
+        scanned = scan_local_partition(fs_path, h.prefix + prefix, tail)   # listing and table in one pass
+        if scanned is not None:
+            fast, subdirs = scanned
+    else:
+        listing = listing if listing is not None else h.list_dir_rows(fs_path)
+        if listing is not None:
+            prefix, rows = listing
+            fast = table_from_listing(rows, h.prefix + prefix, tail)
+            subdirs = [name for name, is_dir, _size, _mtime in rows if is_dir]
+    if fast is None:      # .swap/.cleaned/.deleted files (or odd paths): LogLoader's reconciliation
+        return _read_partition_reconciled(walk, fs_path, topic, partition, kind, log_dir, broker_id,
+                                          recovery_point=recovery_point, log_start=log_start, hw=hw,
+                                          cleaner=cleaner)
+    notes = [f"ignored subdirectory {name}" for name in subdirs]
+    problems: list[KafkaFormatError] = []
+    state = classify_files(h, [(name, FileStat(name, prefix + name, False, size, mtime))
+                               for name, _d, size, mtime in fast.others], notes,
+                           lambda err: _problem(walk, err, problems))
+    table = fast.table
+    orphan_rows = set(fast.orphans)
+    no_index = [] if fast.all_indexed else np.flatnonzero(~table.has_file(INDEX_SUFFIX)).tolist()
+    orphans: list[Segment] = []
+    for i in sorted(orphan_rows.union(no_index)):
+        seg = table[i]
+        name = filename_prefix_from_offset(seg.base_offset)
+        if i in orphan_rows:
+            orphans.append(seg)
+            present = sorted(k for k in FILE_KINDS if table.has_file(k)[i])
+            notes.append(f"segment {name} has index files but no .log ({', '.join(present)}): orphaned, the "
+                         "broker would delete them")
+        else:
+            notes.append(f"segment {name} has no .index (the broker rebuilds it on recovery)")
+    segments = take_rows(table, [i for i in range(len(table)) if i not in orphan_rows]) if orphan_rows else table
+    return _partition_log(walk, state, segments, tuple(orphans), topic=topic, partition=partition,
+                          fs_path=fs_path, log_dir=log_dir, kind=kind, broker_id=broker_id,
+                          recovery_point=recovery_point, log_start=log_start, hw=hw, cleaner=cleaner,
+                          notes=notes, problems=problems)
+
+
+def _read_partition_reconciled(walk: _Walk, fs_path: str, topic: str, partition: int, kind: str, log_dir: str,
+                               broker_id: int | None, *, recovery_point: int | None, log_start: int | None,
+                               hw: int | None, cleaner: int | None) -> PartitionLog:
+    """The general path: ``LogLoader``'s startup reconciliation of swap, cleaned and deleted files."""
     h = walk.handle
     notes: list[str] = []
     problems: list[KafkaFormatError] = []
@@ -532,7 +540,7 @@ def _read_partition(walk: _Walk, fs_path: str, topic: str, partition: int, kind:
             if not name.endswith(METADATA_SNAPSHOT_DELETED_SUFFIX):
                 notes.append(f"ignored {name} (pending deletion)")
             continue
-        off = _offset_from_name(name)
+        off = offset_from_name(name)
         if name.endswith(CLEANED_SUFFIX):
             notes.append(f"ignored {name} (unfinished cleaning output)")
             if off is not None:
@@ -542,17 +550,17 @@ def _read_partition(walk: _Walk, fs_path: str, topic: str, partition: int, kind:
     live = {n: st for n, st in files.items()
             if not n.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX))}
     for name in list(swaps):
-        off = _offset_from_name(name)
+        off = offset_from_name(name)
         if off is None or (cleaned_min is not None and off >= cleaned_min):
             notes.append(f"ignored {name} (swap file of an incomplete split: offset >= {cleaned_min})")
             del swaps[name]
     # pass 2: the .log.swap segments replace files in [minSwapBase, maxSwapNextOffset)
     swap_logs = [n for n in swaps if n.endswith(LOG_SUFFIX + SWAP_SUFFIX)]
     if swap_logs:
-        lo = min(_offset_from_name(n) or 0 for n in swap_logs)
+        lo = min(offset_from_name(n) or 0 for n in swap_logs)
         hi: int | None = None
         for n in swap_logs:
-            base = _offset_from_name(n) or 0
+            base = offset_from_name(n) or 0
             seg = Segment(base_offset=base, log_path=h.location(swaps[n].path), log_size=swaps[n].size)
             try:
                 fn = walk.next_offset or _default_next_offset
@@ -563,7 +571,7 @@ def _read_partition(walk: _Walk, fs_path: str, topic: str, partition: int, kind:
             if nxt is not None:
                 hi = nxt if hi is None else max(hi, nxt)
         for name in sorted(live):
-            off = _offset_from_name(name)
+            off = offset_from_name(name)
             if off is not None and off >= lo and (hi is None and off == lo or hi is not None and off < hi):
                 notes.append(f"ignored {name} (replaced by swap segment)")
                 del live[name]
@@ -573,52 +581,12 @@ def _read_partition(walk: _Walk, fs_path: str, topic: str, partition: int, kind:
     swapped = {n[: -len(SWAP_SUFFIX)] for n in swaps}
 
     # passes 3-4: classify the remaining files
-    by_offset: dict[int, dict[str, FileStat]] = {}
-    snapshots: list[SnapshotFile] = []
-    meta_snaps: list[MetadataSnapshotFile] = []
-    leader_epochs = None
-    topic_id = None
-    quorum = None
-    for name, st in sorted(live.items()):
-        if name == ckpt.LEADER_EPOCH_CHECKPOINT:
-            try:
-                leader_epochs = ckpt.read_leader_epoch_checkpoint(st.path, filesystem=h)
-            except KafkaFormatError as err:
-                _problem(walk, err, problems)
-            continue
-        if name == ckpt.PARTITION_METADATA:
-            try:
-                topic_id = ckpt.read_partition_metadata(st.path, filesystem=h).topic_id
-            except KafkaFormatError as err:
-                _problem(walk, err, problems)
-            continue
-        if name == ckpt.QUORUM_STATE:
-            try:
-                quorum = ckpt.read_quorum_state(st.path, filesystem=h)
-            except KafkaFormatError as err:
-                _problem(walk, err, problems)
-            continue
-        if name.endswith(TMP_SUFFIX) or name.endswith(METADATA_SNAPSHOT_PART_SUFFIX):
-            continue
-        m = _METADATA_SNAPSHOT.match(name)
-        if m:
-            meta_snaps.append(MetadataSnapshotFile(int(m.group(1)), int(m.group(2)), h.location(st.path),
-                                                   st.size))
-            continue
-        off = _offset_from_name(name)
-        suffix = _suffix_of(name)
-        if off is None or suffix not in (*_SEGMENT_FILE_SUFFIXES,):
-            notes.append(f"ignored file {name}")
-            continue
-        if suffix == SNAPSHOT_SUFFIX:
-            snapshots.append(SnapshotFile(off, h.location(st.path), st.size))
-            continue
-        by_offset.setdefault(off, {})[suffix] = st
-
+    state = classify_files(h, sorted(live.items()), notes,
+                           lambda err: _problem(walk, err, problems))
     segments: list[Segment] = []
     orphans: list[Segment] = []
-    for off in sorted(by_offset):
-        group = by_offset[off]
+    for off in sorted(state.by_offset):
+        group = state.by_offset[off]
 
         def _p(suffix: str, group: dict[str, FileStat] = group) -> str | None:
             return h.location(group[suffix].path) if suffix in group else None
@@ -633,7 +601,7 @@ def _read_partition(walk: _Walk, fs_path: str, topic: str, partition: int, kind:
             index_path=_p(INDEX_SUFFIX), index_size=_s(INDEX_SUFFIX),
             timeindex_path=_p(TIME_INDEX_SUFFIX), timeindex_size=_s(TIME_INDEX_SUFFIX),
             txnindex_path=_p(TXN_INDEX_SUFFIX), txnindex_size=_s(TXN_INDEX_SUFFIX),
-            from_swap=any(_offset_from_name(n) == off for n in swapped))
+            from_swap=any(offset_from_name(n) == off for n in swapped))
         if log is None:
             orphans.append(seg)
             notes.append(f"segment {filename_prefix_from_offset(off)} has index files but no .log "
@@ -643,15 +611,25 @@ def _read_partition(walk: _Walk, fs_path: str, topic: str, partition: int, kind:
             if INDEX_SUFFIX not in group:
                 notes.append(f"segment {filename_prefix_from_offset(off)} has no .index "
                              "(the broker rebuilds it on recovery)")
+    return _partition_log(walk, state, tuple(segments), tuple(orphans), topic=topic, partition=partition,
+                          fs_path=fs_path, log_dir=log_dir, kind=kind, broker_id=broker_id,
+                          recovery_point=recovery_point, log_start=log_start, hw=hw, cleaner=cleaner,
+                          notes=notes, problems=problems)
 
+
+def _partition_log(walk: _Walk, state: PartitionFiles, segments: Sequence[Segment], orphans: tuple[Segment, ...],
+                   *, topic: str, partition: int, fs_path: str, log_dir: str, kind: str, broker_id: int | None,
+                   recovery_point: int | None, log_start: int | None, hw: int | None, cleaner: int | None,
+                   notes: list[str], problems: list[KafkaFormatError]) -> PartitionLog:
+    h = walk.handle
     part = PartitionLog(
         topic=topic, partition=partition, path=h.location(fs_path), log_dir=log_dir, kind=kind,
-        segments=tuple(segments), orphan_segments=tuple(orphans), leader_epochs=leader_epochs,
-        topic_id=topic_id, snapshots=tuple(snapshots), metadata_snapshots=tuple(meta_snaps),
-        quorum_state=quorum, recovery_point=recovery_point, log_start_offset_checkpoint=log_start,
+        segments=segments, orphan_segments=orphans, leader_epochs=state.leader_epochs,
+        topic_id=state.topic_id, snapshots=tuple(state.snapshots), metadata_snapshots=tuple(state.meta_snaps),
+        quorum_state=state.quorum, recovery_point=recovery_point, log_start_offset_checkpoint=log_start,
         high_watermark_checkpoint=hw, cleaner_offset_checkpoint=cleaner, broker_id=broker_id,
         notes=tuple(notes), problems=tuple(problems), filesystem=h)
-    if walk.next_offset is not None and segments:
+    if walk.next_offset is not None and len(segments):
         try:
             leo = walk.next_offset(segments[-1], h)
         except KafkaFormatError as err:
@@ -698,6 +676,13 @@ def open_log_dirs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     (e.g. a batch-header scan) gives each partition's ``log_end_offset`` and the swap ranges; by
     default swap ranges use :func:`kafka_format.records.file_records.iter_batches` and LEO stays unknown.
     """
+    with no_cyclic_gc():          # a cluster's partitions and segments: many acyclic values
+        return _open_log_dirs(paths, filesystem, include_special, max_depth, strict, next_offset)
+
+
+def _open_log_dirs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+                   filesystem: pafs.FileSystem | FileSystemHandle | None, include_special: bool, max_depth: int,
+                   strict: bool, next_offset: NextOffsetFn | None) -> LogDirSet:
     items: list[str | os.PathLike[str]] = (
         [paths] if isinstance(paths, (str, os.PathLike)) else list(paths))
     found: list[LogDir] = []

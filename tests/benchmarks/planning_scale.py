@@ -47,8 +47,6 @@ def generate(root: Path, scale: Scale) -> Path:
     done = tree / ".complete"
     if done.exists():
         return tree
-    from kafka_format.read.planning import _tiny_batch
-
     batch = _tiny_batch()
     per_partition = max(1, scale.segments // scale.partitions)
     index_entry = struct.pack(">ii", 0, 0)
@@ -108,6 +106,56 @@ class Result:
     plan_s: float
     peak_py_mb: float
     rss_growth_mb: float
+    requests: dict[str, int] | None = None     # object-store requests (object_store_requests)
+
+
+def object_store_requests(tree: Path) -> dict[str, int]:
+    """Requests discovery + planning send to a non-local filesystem: the tree read through a
+    ``pyarrow.fs.PyFileSystem`` that counts the calls its handler gets (each would be a round trip
+    to an object store): listings (one recursive listing per log dir), single stats, file opens."""
+    import pyarrow.fs as pafs
+
+    from kafka_format.read.planning import PlanOptions, plan_splits
+    from kafka_format.storage.logdir import open_log_dirs
+
+    counts = {"listings": 0, "recursive listings": 0, "stats": 0, "opens": 0}
+    local = pafs.LocalFileSystem()
+
+    class Counting(pafs.FileSystemHandler):
+        def get_type_name(self) -> str:
+            return "counting"
+
+        def equals(self, other: object) -> bool:
+            return other is self
+
+        def normalize_path(self, path: str) -> str:
+            return path
+
+        def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
+            counts["stats"] += len(paths)
+            return local.get_file_info(paths)
+
+        def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
+            counts["recursive listings" if selector.recursive else "listings"] += 1
+            return local.get_file_info(selector)
+
+        def open_input_file(self, path: str) -> object:
+            counts["opens"] += 1
+            return local.open_input_file(path)
+
+        def open_input_stream(self, path: str) -> object:
+            counts["opens"] += 1
+            return local.open_input_stream(path)
+
+        def _no_writes(self, *args: object, **kwargs: object) -> None:   # discovery and planning only read
+            raise NotImplementedError
+
+        create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = delete_file = _no_writes
+        move = copy_file = open_output_stream = open_append_stream = _no_writes
+
+    found = open_log_dirs(str(tree.resolve()), filesystem=pafs.PyFileSystem(Counting()))
+    plan_splits(found, PlanOptions(default_parallelism=2))
+    return counts
 
 
 def measure(tree: Path, scale: Scale, repeats: int = 2) -> Result:
@@ -163,7 +211,52 @@ def markdown(results: list[Result]) -> list[str]:
             f"{(r.discover_s + r.plan_s) / r.partitions * 1e6:.0f} | {r.peak_py_mb:.0f} | "
             f"{r.peak_py_mb * 1e6 / r.segments:.0f} | {r.rss_growth_mb:.0f} |")
     lines.append("")
+    for r in results:
+        if r.requests is not None:
+            q = r.requests
+            lines += [f"Requests to a non-local filesystem ({r.scale.brokers} log dirs, {r.partitions:,} partitions, "
+                      f"{r.segments:,} segments; counted through a `pyarrow.fs.PyFileSystem`): "
+                      f"{q['recursive listings']} recursive listings (one per log dir), {q['listings']} single-dir "
+                      f"listings (finding the log dirs), {q['stats']} stats, {q['opens']} file opens (checkpoints; "
+                      "no index is read for a segment no bound or cut falls in).", ""]
     return lines
+
+
+def benchmark_planning(root: str, segments: int = 10_000, partitions: int = 10) -> dict[str, float]:
+    """Write a synthetic log dir of ``segments`` tiny segments (with indexes) and time planning.
+
+    For ``make bench``; returns ``{"segments", "splits", "discover_s", "plan_s"}``.
+    """
+    from kafka_format.read.planning import open_partitions, plan_splits
+
+    batch = _tiny_batch()
+    per = max(1, segments // partitions)
+    with open(os.path.join(root, "meta.properties"), "w", encoding="utf-8") as f:
+        f.write("version=0\nbroker.id=0\n")
+    for p in range(partitions):
+        d = os.path.join(root, f"bench-{p}")
+        os.makedirs(d, exist_ok=True)
+        for s in range(per):
+            base = s
+            name = os.path.join(d, f"{base:020d}")
+            with open(name + ".log", "wb") as f:
+                f.write(struct.pack(">q", base) + batch[8:])
+            open(name + ".index", "wb").close()
+            open(name + ".timeindex", "wb").close()
+    t0 = time.perf_counter()
+    parts = open_partitions(root)
+    t1 = time.perf_counter()
+    splits = plan_splits(parts)
+    t2 = time.perf_counter()
+    return {"segments": float(sum(len(p.segments) for p in parts)), "splits": float(len(splits)),
+            "discover_s": t1 - t0, "plan_s": t2 - t1}
+
+
+def _tiny_batch() -> bytes:
+    """One small v2 batch (kafka_format.writer) used only to give benchmark segments content."""
+    from kafka_format.writer.batches import Record, build_v2_batch
+
+    return bytes(build_v2_batch([Record(key=b"k", value=b"v", timestamp=0)], base_offset=0).data)
 
 
 SCALES = {"small": Scale(5, 2_000, 20_000), "large": Scale(50, 20_000, 200_000)}
@@ -176,7 +269,10 @@ def run(root: Path, names: list[str]) -> list[Result]:
         t0 = time.perf_counter()
         tree = generate(root, scale)
         print(f"{scale.name}: tree ready in {time.perf_counter() - t0:.0f} s", flush=True)
-        out.append(measure(tree, scale))
+        result = measure(tree, scale)
+        if scale.segments <= 20_000:        # counted once, on the small tree (the counts grow as stated)
+            result.requests = object_store_requests(tree)
+        out.append(result)
     return out
 
 

@@ -306,7 +306,7 @@ def planning_notes(segments: int = 10_000) -> list[str]:
     """Driver-side planning of a synthetic log dir of ``segments`` segments (target: < 5 s)."""
     import tempfile
 
-    from kafka_format.read.planning import benchmark_planning
+    from planning_scale import benchmark_planning  # noqa: PLC0415  (benchmark-local module)
 
     with tempfile.TemporaryDirectory() as root:
         r = benchmark_planning(root, segments=segments)

@@ -19,17 +19,27 @@ every round (a load change on the shared machine hits all of them) and the best 
   (``decode_v2_chunk`` with ``OPT_DECOMPRESS_ONLY``: liblz4/libzstd/libsnappy/zlib, no Python
   call per batch) plus our uncompressed decode of the same records.
 
-Breakdown (C entry points timed with phases switched off, on the file in memory):
-framing = ``scan`` without CRC; CRC = ``scan`` with CRC - framing; decompression = the
-decompress-only pass; varints = the record loop without key/value copies - decompression;
-copies = the full record loop - the loop without copies; Arrow + Python = the whole
-``decode_segment`` - (scan with CRC + full record loop): Arrow assembly, numpy header
-columns, the per-chunk Python of the walker.
+The headline (ours, aiokafka, the codec floor) is one pass of interleaved rounds; each breakdown
+part is then timed on its own (a partial run leaves output blocks of other sizes in the
+decoder's block cache, which would slow the next run of another kind: the real path reuses its
+own).  Breakdown (C entry
+points timed with phases switched off, on the file in memory): mapping = mapping and unmapping
+the file's 16 MiB windows as ``decode_segment`` does (page-table work: its cost depends on the
+page cache's folio sizes); framing = ``scan`` without CRC; CRC = ``scan`` with CRC - framing;
+decompression = the decompress-only pass; varints = the record loop without key/value copies -
+decompression; copies = the full record loop - the loop without copies; Arrow + Python = the
+whole ``decode_segment`` - (mapping + scan with CRC + full record loop): Arrow assembly, numpy
+header columns, the per-chunk Python of the walker.
+
+``--json FILE`` saves the rows; ``--before FILE`` (rows of an earlier run, e.g. of the previous
+commit: ``PYTHONPATH=<old checkout> python shapes.py --json before.json``) adds before/after
+columns.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import struct
 import sys
@@ -171,22 +181,23 @@ def _chunk_meta(data: bytes) -> np.ndarray:
 
 
 def _chunk(data: bytes, meta: np.ndarray, options: int) -> Callable[[], int]:
-    """decode_v2_chunk over ``data`` in 16 MiB parts (the read size of decode_segment, so that
-    output blocks are recycled as in the real path)."""
+    """decode_v2_chunk over ``data`` in 16 MiB parts (the read size of decode_segment) holding at
+    most REGION_HELD_BYTES decompressed a call, so that output blocks are recycled as in the real
+    path."""
     from kafka_format.records import _fastdecode
-    from kafka_format.records.fast import _CHUNK_START
+    from kafka_format.records.fast import _CHUNK_START, REGION_HELD_BYTES
 
     cap = 256 * MIB
     part = (meta[:, _CHUNK_START] // (16 * MIB)).astype(np.int64)
     cuts = [0, *(np.flatnonzero(np.diff(part)) + 1).tolist(), len(meta)]
-    groups = [np.ascontiguousarray(meta[a:b]) for a, b in zip(cuts, cuts[1:]) if b > a]
+    groups = [np.ascontiguousarray(meta[a:b]) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
     def run() -> int:
         n = 0
         for group in groups:
             i = 0
             while i < len(group):
-                cols, done, held = _fastdecode.decode_v2_chunk(data, group[i:], cap, options)
+                cols, done, held = _fastdecode.decode_v2_chunk(data, group[i:], cap, options, REGION_HELD_BYTES)
                 n += held if options & _fastdecode.OPT_DECOMPRESS_ONLY else len(cols[1]) // 8
                 i += done
                 del cols
@@ -199,6 +210,25 @@ def _scan(data: bytes, verify: int) -> Callable[[], int]:
 
     def run() -> int:
         return _fastdecode.scan(data, 0, len(data), verify)[3]
+    return run
+
+
+def _mapping(path: Path) -> Callable[[], int]:
+    """Map and unmap the file's windows as ``decode_segment`` does (its ``_Source``)."""
+    from kafka_format.records.file_records import DEFAULT_READ_SIZE, _Source
+
+    def run() -> int:
+        src = _Source(str(path))
+        pos = windows = 0
+        try:
+            while pos < src.size:
+                window = src.read_chunk(pos, DEFAULT_READ_SIZE)
+                pos += len(window)
+                windows += 1
+                del window                      # unmapped here, as the next chunk's read does
+        finally:
+            src.close()
+        return windows
     return run
 
 
@@ -222,17 +252,19 @@ def measure(data_dir: Path, shape: Shape, codec: str, repeats: int) -> Row:
     path = corpus(data_dir, shape, codec)
     data = path.read_bytes()
     meta = _chunk_meta(data)
-    fns: dict[str, Callable[[], int]] = {
-        "ours": _ours(path),
-        "aiokafka": _aiokafka(data),
+    headline: dict[str, Callable[[], int]] = {"ours": _ours(path), "aiokafka": _aiokafka(data)}
+    if codec != "none":
+        headline["decompress"] = _chunk(data, meta, _fastdecode.OPT_DECOMPRESS_ONLY)
+    parts: dict[str, Callable[[], int]] = {
+        "mapping": _mapping(path),
         "scan": _scan(data, 0),
         "scan_crc": _scan(data, 1),
         "records": _chunk(data, meta, 0),
         "records_no_copy": _chunk(data, meta, _fastdecode.OPT_NO_COPY),
     }
-    if codec != "none":
-        fns["decompress"] = _chunk(data, meta, _fastdecode.OPT_DECOMPRESS_ONLY)
-    best = _best(fns, repeats)
+    best = _best(headline, repeats)
+    for name, fn in parts.items():      # each alone: a partial run's blocks must not feed the next one
+        best.update(_best({name: fn}, repeats))
     records = best["ours"][0]
     assert best["aiokafka"][0] == records == best["records"][0], (best["aiokafka"][0], records)
     row = Row(shape.name, codec, len(data), records, 0, {k: v[1] for k, v in best.items()})
@@ -247,13 +279,15 @@ def breakdown(row: Row) -> dict[str, float]:
     """ns per record of each phase (see the module doc)."""
     t = row.times
     decompress = t.get("decompress", 0.0)
+    mapping = t.get("mapping", 0.0)
     parts = {
+        "mapping": mapping,
         "framing": t["scan"],
         "CRC": max(t["scan_crc"] - t["scan"], 0.0),
         "decompression": decompress,
         "varints": max(t["records_no_copy"] - decompress, 0.0),
         "key/value copies": max(t["records"] - t["records_no_copy"], 0.0),
-        "Arrow + Python": max(t["ours"] - t["scan_crc"] - t["records"], 0.0),
+        "Arrow + Python": max(t["ours"] - mapping - t["scan_crc"] - t["records"], 0.0),
     }
     return {k: v / row.records * 1e9 for k, v in parts.items()}
 
@@ -263,15 +297,15 @@ def _fmt_rate(row: Row) -> str:
     return f"{row.records / s / 1e6:.2f} M rec/s, {row.log_bytes / s / 1e9:.2f} GB/s"
 
 
-def markdown(rows: list[Row]) -> list[str]:
+def markdown(rows: list[Row], before: list[Row] | None = None) -> list[str]:
     by = {(r.shape, r.codec): r for r in rows}
     lines = ["## Decode by corpus shape (tests/benchmarks/shapes.py)", "",
              "One core, CPU time of the measuring thread, CRC verified, warm page cache, every field of every "
-             "record decoded (ours: into Arrow; aiokafka: C reader, offset/timestamp/key/value/headers "
-             "touched), best round of interleaved runs.  Shapes: small (keys 8-16 B, values 20-100 B, 500 "
-             "records/batch), medium (keys 16-32 B, values 100-500 B, 0-2 headers, 200 records/batch), large "
-             "(values 4-64 KiB, 16 records/batch).  Floor = the codec's C decompression into a reused buffer "
-             "+ our uncompressed decode of the same records.", "",
+             "record decoded (ours: `decode_segment` of the file into Arrow; aiokafka: C reader over the bytes "
+             "in memory, offset/timestamp/key/value/headers touched), best round of interleaved runs.  Shapes: "
+             "small (keys 8-16 B, values 20-100 B, 500 records/batch), medium (keys 16-32 B, values 100-500 B, "
+             "0-2 headers, 200 records/batch), large (values 4-64 KiB, 16 records/batch).  Floor = the "
+             "codec's C decompression into a reused buffer + our uncompressed decode of the same records.", "",
              "| shape | codec | records | log MB | ours ns/rec | ours rate | aiokafka ns/rec | vs aiokafka "
              "| floor ns/rec | ours / floor | codec C GB/s (output) |",
              "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
@@ -287,16 +321,43 @@ def markdown(rows: list[Row]) -> list[str]:
         lines.append(f"| {r.shape} | {r.codec} | {r.records:,} | {r.log_bytes / 1e6:.1f} | {r.ns('ours'):.1f} | "
                      f"{_fmt_rate(r)} | {r.ns('aiokafka'):.1f} | {r.times['aiokafka'] / r.times['ours']:.2f}x | "
                      f"{floor} | {ratio} | {codec_rate} |")
+    if before:
+        lines += before_after(rows, before)
     lines += ["", "Where the time goes (ns per record; phases timed with parts of the C decoder switched off, "
               "so each is a difference of two runs and carries their noise):", "",
-              "| shape | codec | framing | CRC | decompression | varints | key/value copies | Arrow + Python "
-              "| total (ours) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "| shape | codec | mapping | framing | CRC | decompression | varints | key/value copies "
+              "| Arrow + Python | total (ours) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         b = breakdown(r)
         lines.append(f"| {r.shape} | {r.codec} | " + " | ".join(f"{v:.1f}" for v in b.values())
                      + f" | {r.ns('ours'):.1f} |")
     lines += ["", *targets(by), ""]
     return lines
+
+
+def before_after(rows: list[Row], before: list[Row]) -> list[str]:
+    """Ours and aiokafka, ns per record, in the earlier run and this one."""
+    old = {(r.shape, r.codec): r for r in before}
+    lines = ["", "Before and after (`--before`: the same script, corpora and machine, an earlier checkout's "
+             "decoder; aiokafka measured in both runs shows how far the load moved between them):", "",
+             "| shape | codec | ours before ns/rec | ours after ns/rec | speed-up | aiokafka before / after "
+             "ns/rec | vs aiokafka before → after |", "|---|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        b = old.get((r.shape, r.codec))
+        if b is None:
+            continue
+        lines.append(f"| {r.shape} | {r.codec} | {b.ns('ours'):.1f} | {r.ns('ours'):.1f} | "
+                     f"{b.ns('ours') / r.ns('ours'):.2f}x | {b.ns('aiokafka'):.1f} / {r.ns('aiokafka'):.1f} | "
+                     f"{b.times['aiokafka'] / b.times['ours']:.2f}x → {r.times['aiokafka'] / r.times['ours']:.2f}x |")
+    return lines
+
+
+def save_rows(path: Path, rows: list[Row]) -> None:
+    path.write_text(json.dumps([r.__dict__ for r in rows], indent=1), encoding="utf-8")
+
+
+def load_rows(path: Path) -> list[Row]:
+    return [Row(**d) for d in json.loads(path.read_text(encoding="utf-8"))]
 
 
 def targets(by: dict[tuple[str, str], Row]) -> list[str]:
@@ -366,10 +427,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--codecs", default=",".join(CODECS))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--update", type=Path, help="write the section into this BENCHMARKS.md")
+    parser.add_argument("--json", type=Path, help="save the rows (for a later --before)")
+    parser.add_argument("--before", type=Path, help="rows of an earlier run: before/after columns")
     args = parser.parse_args(argv)
     rows = run(args.data_dir, shapes=args.shapes.split(","), codecs=args.codecs.split(","),
                repeats=args.repeats)
-    lines = markdown(rows)
+    if args.json:
+        save_rows(args.json, rows)
+    lines = markdown(rows, load_rows(args.before) if args.before else None)
     print("\n".join(lines))
     if args.update:
         update_section(args.update, lines)

@@ -228,11 +228,11 @@ def test_codec_missing_from_the_build_falls_back(monkeypatch: pytest.MonkeyPatch
     expected = _outcome(data, REFERENCE)
     real = native.decode_v2_chunk
 
-    def no_codecs(buf: Any, meta: Any, cap: int, options: int) -> Any:
+    def no_codecs(buf: Any, meta: Any, cap: int, options: int, *held: int) -> Any:
         codecs = (memoryview(meta).cast("B").cast("q").tolist()[6::native.CHUNK_META_COLUMNS])
         if any(flags >> native.FLAG_CODEC_SHIFT & 7 for flags in codecs):
             raise native.FormatViolation(0, "decompress", 0)
-        return real(buf, meta, cap, options)
+        return real(buf, meta, cap, options, *held)
 
     monkeypatch.setattr(native, "decode_v2_chunk", no_codecs)
     got = _outcome(data, FAST)
@@ -242,7 +242,7 @@ def test_codec_missing_from_the_build_falls_back(monkeypatch: pytest.MonkeyPatch
 def test_arrow_assembly_compiled_fills_equal_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     """``to_arrow``'s compiled fills (per-record batch fields, constant columns) give the same
     table as its numpy expressions, for mixed codecs, nulls and every context field."""
-    from kafka_format.records import columns as columns_module
+    from kafka_format.records import assembly as columns_module
 
     plain, n = _plain_records(7)
     data = b"".join(_batch(c, compression.compress(CODECS[c], plain), n, base_offset=10 * i)

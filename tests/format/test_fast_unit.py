@@ -75,10 +75,13 @@ def test_hardware_crc_on_x86_64() -> None:
     if platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("SSE4.2 path exists only on x86_64")
     with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-        flags = f.read()
-    has_sse42, has_clmul = " sse4_2" in flags, " pclmulqdq" in flags
-    expected = "pclmul+sse4.2" if has_sse42 and has_clmul else "sse4.2" if has_sse42 else "table"
-    assert fastdecode.CRC32C_IMPLEMENTATION == expected
+        flags = set(next((line for line in f if line.startswith("flags")), "").split())
+    has_sse42, has_clmul = "sse4_2" in flags, "pclmulqdq" in flags
+    has_avx512 = has_clmul and flags >= {"avx512f", "avx512vl", "vpclmulqdq"}
+    level = 3 if has_avx512 else 2 if has_sse42 and has_clmul else 1 if has_sse42 else 0
+    assert fastdecode.CRC_LEVEL == level
+    name = fastdecode.CRC32C_IMPLEMENTATION
+    assert name.startswith(["table", "sse4.2", "pclmul+sse4.2", "avx512-vpclmul+sse4.2"][level])
 
 
 # ---------------------------------------------------------------------------------------------

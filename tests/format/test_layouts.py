@@ -10,7 +10,7 @@ from pathlib import Path
 from kafka_format.records import batch_v2, entry, framing, legacy
 from kafka_format.writer import batches as writer_batches
 
-C_SOURCE = Path(__file__).resolve().parents[2] / "kafka_format" / "records" / "_fastdecode.c"
+C_SOURCE = Path(__file__).resolve().parents[2] / "kafka_format" / "records" / "_fastdecode.h"   # the format's constants
 
 
 def _c_defines() -> dict[str, int]:
@@ -51,6 +51,6 @@ def test_c_decoder_constants_match_the_declared_layouts() -> None:
         "MIN_V2_RECORD_SIZE": batch_v2.MIN_RECORD_SIZE,
     }
     missing = sorted(set(want) - set(c))
-    assert missing == [], f"_fastdecode.c no longer #defines {missing}: declare them or update this test"
+    assert missing == [], f"_fastdecode.h no longer #defines {missing}: declare them or update this test"
     assert {k: c[k] for k in want} == want
     assert {k: c[k] for k in optional if k in c} == {k: v for k, v in optional.items() if k in c}

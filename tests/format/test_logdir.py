@@ -387,32 +387,23 @@ def test_copied_real_set_through_file_uri(realdata: Path, tmp_path: Path) -> Non
     assert _shape(a) == _shape(b) and _shape(a)
 
 
-def test_s3_uri_through_moto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_s3_uri_through_moto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moto_s3) -> None:  # type: ignore[no-untyped-def]
     """An s3:// URI (moto's S3 server) lists, stats and reads like a local dir; locations keep the URI
-    options so they re-open the same store on their own."""
-    moto_server = pytest.importorskip("moto.server")
-    boto3 = pytest.importorskip("boto3")
-    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(key, "testing")
+    options so they re-open the same store on their own.  The credentials come from the environment
+    (the server refuses any other)."""
+    from s3store import KEY, SECRET
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        s3 = boto3.client("s3", endpoint_url=f"http://{host}:{port}", region_name="us-east-1")
-        s3.create_bucket(Bucket="logs")
-        root = _build(tmp_path)
-        for f in sorted(root.rglob("*")):
-            if f.is_file():
-                s3.put_object(Bucket="logs", Key=f.relative_to(tmp_path).as_posix(), Body=f.read_bytes())
-        options = f"endpoint_override={host}:{port}&scheme=http&region=us-east-1"
-        found = open_log_dirs(f"s3://logs/brokers?{options}")
-        assert _shape(found) == [(1, "t", 0, [0], [3]), (2, "t", 0, [0], [4])]
-        seg = found.replicas("t", 0)[0].segments[0]
-        assert seg.index_path == f"s3://logs/brokers/b1/t-0/{seg_name(0, '.index')}?{options}"
-        assert read_offset_index(seg.index_path).lookup(9) == (5, 2)  # re-opened from the string alone
-    finally:
-        server.stop()
+    root = _build(tmp_path)
+    moto_s3.bucket("logdir-tests", {"brokers": root})
+    options = moto_s3.query
+    found = open_log_dirs(f"s3://logdir-tests/brokers?{options}")
+    assert _shape(found) == [(1, "t", 0, [0], [3]), (2, "t", 0, [0], [4])]
+    seg = found.replicas("t", 0)[0].segments[0]
+    assert seg.index_path == f"s3://logdir-tests/brokers/b1/t-0/{seg_name(0, '.index')}?{options}"
+    assert read_offset_index(seg.index_path).lookup(9) == (5, 2)  # re-opened from the string alone
 
 
 _NAME = st.text(alphabet="ab-._0123456789", min_size=1, max_size=30).filter(lambda s: s not in (".", ".."))
@@ -448,6 +439,7 @@ class _DenyListing(pafs.FileSystemHandler):
 
     def __init__(self) -> None:
         self.fs = pafs.LocalFileSystem()
+        self.listings: list[tuple[str, bool]] = []
 
     def get_type_name(self) -> str:
         return "deny-listing"
@@ -462,7 +454,9 @@ class _DenyListing(pafs.FileSystemHandler):
         return self.fs.get_file_info(paths)
 
     def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
-        if selector.base_dir.rstrip("/").endswith("/denied-0"):
+        self.listings.append((selector.base_dir, selector.recursive))
+        base = selector.base_dir.rstrip("/")
+        if base.endswith("/denied-0") or (selector.recursive and Path(base, "denied-0").exists()):
             raise PermissionError(f"listing {selector.base_dir} denied")
         return self.fs.get_file_info(selector)
 
@@ -510,6 +504,24 @@ def test_unlistable_partition_dir_is_a_problem(tmp_path: Path) -> None:
     assert found.problems[0].code == "IO_ERROR" and "denied-0" in str(found.problems[0].path)
     with pytest.raises(LogDirError):
         open_log_dirs(str(root), filesystem=fs, strict=True)
+
+
+def test_object_store_log_dir_is_listed_in_one_request(tmp_path: Path) -> None:
+    """A non-local filesystem: one recursive listing of the log dir, not one per partition (the
+    partition dirs themselves are still listed while the log dir is recognised)."""
+    root = _build(tmp_path) / "b1"
+    for p in range(1, 30):
+        touch(root / f"t-{p}" / seg_name(0, ".log"), b"ab")
+        touch(root / f"t-{p}" / seg_name(0, ".index"))
+    handler = _DenyListing()
+    found = open_log_dirs(str(root), filesystem=pafs.PyFileSystem(handler))
+    assert len(found.all_partitions()) == 30 and not found.problems
+    assert [s.log_size for s in found.replicas("t", 7)[0].segments] == [2]
+    recursive = [base for base, deep in handler.listings if deep]
+    assert recursive == [str(root)]
+    assert len(handler.listings) < 10        # the walk's own look at a few dirs, not 30 partitions
+    assert _shape(open_log_dirs(str(root), filesystem=pafs.PyFileSystem(_DenyListing()))) == _shape(
+        open_log_dirs(root))
 
 
 def _empty_v2_batch(base_offset: int, last_offset_delta: int) -> bytes:

@@ -1,0 +1,144 @@
+/*
+ * kafka_format.records._fastdecode internals shared by its C units: the format's constants, the
+ * violation codes, and the record loop's state (_fastrecords.c) that the entry points
+ * (_fastdecode.c) and the scan (_fastscan.c) use.
+ */
+#ifndef KF_FASTDECODE_H
+#define KF_FASTDECODE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "_fastbuf.h"
+
+/* Framing (Records.java / DefaultRecordBatch.java). */
+#define LOG_OVERHEAD 12             /* offset int64 + size int32 */
+#define HEADER_SIZE_UP_TO_MAGIC 17  /* Records.HEADER_SIZE_UP_TO_MAGIC */
+#define MAGIC_OFFSET 16
+#define MIN_ENTRY_SIZE 14           /* LegacyRecord.RECORD_OVERHEAD_V0 */
+#define V2_CRC_OFFSET 17
+#define V2_ATTRIBUTES_OFFSET 21
+#define V2_HEADER_SIZE 61           /* DefaultRecordBatch.RECORD_BATCH_OVERHEAD */
+#define MIN_V2_RECORD_SIZE 7        /* smallest encodable record: seven one-byte fields */
+
+#define SCAN_INITIAL_ENTRIES 512
+
+/* crc_valid values written by scan. */
+#define CRC_NOT_CHECKED 2
+
+/* scan verify_crc modes. */
+#define SCAN_VERIFY_DEFER 2         /* leave non-empty uncompressed v2 batches to decode_v2 */
+#define V2_COUNT_OFFSET 57
+#define V2_CODEC_MASK 7
+
+/* scan status. */
+#define SCAN_END 0                  /* stopped: <= 17 bytes left or partial trailing entry */
+#define SCAN_ZERO_TAIL 1            /* stopped: size < 14 and every remaining byte is zero */
+#define SCAN_CORRUPT_SIZE 2         /* stopped: size < 14 with non-zero bytes */
+
+/* decode_v2 meta columns (int64 each, one row per batch). */
+enum {
+    META_ROW, META_BASE_OFFSET, META_BASE_TIMESTAMP, META_MAX_TIMESTAMP,
+    META_BASE_SEQUENCE, META_COUNT, META_FLAGS, META_CRC, META_NCOLS
+};
+#define FLAG_LOG_APPEND_TIME 1
+/* The payload is the CRC region (attributes..end, uncompressed batch): verify it against
+ * META_CRC, then decode the records after the rest of the header (deferred CRC). */
+#define FLAG_CHECK_CRC 2
+#define CRC_REGION_HEADER (V2_HEADER_SIZE - V2_ATTRIBUTES_OFFSET)
+#define NO_SEQUENCE (-1)
+
+static inline uint64_t load_le64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+
+/* Violation codes: the kind of rule a batch broke (fast.py re-derives the exact
+ * message from the reference decoder). */
+typedef enum {
+    V_OK = 0,
+    V_NEGATIVE_COUNT,          /* recordsCount < 0 */
+    V_COUNT_TOO_LARGE,         /* recordsCount > payload_len / 7: cannot be backed by bytes */
+    V_TRUNCATED,               /* a field runs past the payload */
+    V_VARINT_TOO_LONG,         /* varint > 5 bytes / varlong > 10 bytes */
+    V_RECORD_LENGTH,           /* record length does not match the bytes consumed */
+    V_HEADER_COUNT,            /* header count < 0 or > remaining bytes */
+    V_HEADER_KEY_LENGTH,       /* header key length < 0 */
+    V_HEADER_KEY_UTF8,         /* header key is not valid UTF-8 */
+    V_TRAILING_BYTES,          /* bytes remain after recordsCount records */
+    V_CRC,                     /* deferred CRC-32C mismatch (FLAG_CHECK_CRC) */
+    V_DECOMPRESS,              /* not decompressed in C (corrupt, unusual, over the cap, no codec) */
+    V_TOO_LARGE,               /* one batch past the int32 offsets of one call */
+    V_NO_MEMORY,               /* not a violation: allocation failed */
+} Violation;
+
+
+enum {
+    C_BATCH_ROW, C_OFFSET, C_TIMESTAMP, C_TIMESTAMP_TYPE, C_SEQUENCE,
+    C_KEY_OFFSETS, C_KEY_DATA, C_KEY_VALID,
+    C_VALUE_OFFSETS, C_VALUE_DATA, C_VALUE_VALID,
+    C_HEADER_OFFSETS,
+    C_HKEY_OFFSETS, C_HKEY_DATA, C_HVALUE_OFFSETS, C_HVALUE_DATA, C_HVALUE_VALID,
+    C_NCOLS
+};
+
+typedef struct {
+    Py_buffer *views;
+    Py_ssize_t nviews;
+    Column cols[C_NCOLS];
+    int ncols_ready;
+} DecodeState;
+
+/* Output positions while the loop runs. */
+typedef struct {
+    size_t n;                /* records written */
+    size_t h;                /* headers written */
+    size_t key_pos, val_pos, hkey_pos, hval_pos;
+} Out;
+
+/* Decoding options (benchmarks only: phases switched off to see where time goes). */
+#define OPT_NO_COPY 1            /* keys and values not copied (lengths still checked; their bytes
+                                    are prefetched, so the loop still streams through memory) */
+#define OPT_DECOMPRESS_ONLY 2    /* decompress (and CRC), decode nothing: the codec floor */
+#define OPT_SKIP_HEADERS 4       /* headers not asked for: read (every length still checked) but
+                                    neither copied nor their keys' UTF-8 looked at; none output */
+
+/* CRC-32C computed while the records are decoded (the fused path): the bytes are checksummed
+ * in pieces of CRC_PIECE right after the record loop has read them, while they are in cache,
+ * so a batch larger than the cache is read from memory once, not twice.  A key or value of at
+ * least CRC_FUSE_MIN bytes is checksummed by the copy itself (kf_crc32c_copy: each block is
+ * loaded once, stored and folded). */
+#define CRC_PIECE 8192
+#define CRC_FUSE_MIN 1024
+typedef struct {
+    int on;
+    uint32_t value;                  /* Kafka-style running CRC of [region start, from) */
+    const unsigned char *from;
+} RunningCrc;
+
+/* int32 Arrow offsets: whether `len` more payload bytes could pass them in some column. */
+static inline int out_would_overflow(const Out *o, size_t len)
+{
+    return o->val_pos + len > (size_t)INT32_MAX || o->key_pos + len > (size_t)INT32_MAX ||
+           o->hkey_pos + len > (size_t)INT32_MAX || o->hval_pos + len > (size_t)INT32_MAX;
+}
+
+/* _fastrecords.c: the record loop. */
+void decode_state_free(DecodeState *st);
+int reserve_batch(DecodeState *st, const Out *o, size_t rows, size_t data_bytes);
+Violation decode_records(DecodeState *st, Out *o, const unsigned char *start, const unsigned char *end,
+                         const int64_t *m, int opts, Py_ssize_t *bad_offset, RunningCrc *crc);
+void out_start(DecodeState *st, Out *o);
+void out_finish(DecodeState *st, const Out *o);
+
+#endif
