@@ -7,7 +7,9 @@ an export both engines share (the options, the output claims, the published file
 ``StringDeserializer`` (:func:`kafka_format.records.batch_v2.java_utf8`), ``date`` the UTC day of
 ``timestamp`` (null for ``NO_TIMESTAMP``) -- and writes ``OUT/topic=T/partition=P/part-*.parquet``
 (or ``OUT/date=.../``) with ``TIMESTAMP_MICROS`` timestamps into a staging directory published by
-one rename, as the Spark export does.  What needs Spark (:func:`needs_spark`): Delta,
+one rename, as the Spark export does.  Typed keys and values (``--key-as``/``--value-as avro``, ...)
+are decoded by :func:`decode_table` with the plan made on the command line, batch by batch, as the
+Spark source's reader decodes them.  What needs Spark (:func:`needs_spark`): Delta,
 ``--checkpoint`` (Spark's streaming checkpoint), ``--value-as json`` (Spark's JSON parser decides
 what passes).  No pyspark here.
 """
@@ -36,6 +38,7 @@ __all__ = [
     "FORMATS", "PARTITION_LAYOUTS", "TYPED_AS", "KEY_AS", "VALUE_AS", "ExportError", "ExportResult", "source_options",
     "parse_partition_by", "PARQUET_OWNER", "INCREMENTAL_OWNER", "DELTA_OWNER", "CHECKPOINT_OWNER", "BATCH_OWNER",
     "output_owner", "hold_outputs", "check_location", "needs_spark", "export_local", "convert_table",
+    "decode_table",
 ]
 
 FORMATS = ("parquet", "delta")
@@ -213,8 +216,6 @@ def hold_outputs(out: str, *, format: str, incremental: bool, checkpoint: str | 
 # --- the local engine ---------------------------------------------------------------------------
 def needs_spark(*, format: str, checkpoint: str | None, value_as: str, key_as: str = "binary") -> str | None:
     """Why an export cannot run on the local engine, or None."""
-    if key_as in TYPED_AS or value_as in TYPED_AS:
-        return "typed --key-as/--value-as (Schema Registry decoding in Spark tasks)"
     if format == "delta":
         return "Delta output (delta-spark)"
     if checkpoint is not None:
@@ -238,13 +239,12 @@ def _java_strings(column: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 def convert_table(table: pa.Table, *, partition_by: Sequence[str], key_as: str, value_as: str) -> pa.Table:
     """The exported columns of ``kafka-log`` rows: ``key_as``/``value_as`` ``string`` decoded as
-    Java does, ``date`` (UTC day of ``timestamp``, null for ``NO_TIMESTAMP``) when partitioned by it."""
+    Java does, ``date`` (UTC day of ``timestamp``, null for ``NO_TIMESTAMP``) when partitioned by it.
+    Typed ``key_as``/``value_as`` columns are :func:`decode_table`'s, taken as they are."""
     _check_choice("key_as", key_as, KEY_AS)
     _check_choice("value_as", value_as, VALUE_AS)
     if value_as == "json":
         raise ValueError("--value-as json needs Spark's JSON parser (--engine spark)")
-    if key_as in TYPED_AS or value_as in TYPED_AS:
-        raise ValueError("typed --key-as/--value-as decode in Spark tasks (--engine spark)")
     needed = ({"key"} if key_as != "binary" else set()) | ({"value"} if value_as != "binary" else set()) \
         | (set(partition_by) - {"date"}) | ({"timestamp"} if "date" in partition_by else set())
     missing = sorted(needed - set(table.column_names))
@@ -265,11 +265,29 @@ def convert_table(table: pa.Table, *, partition_by: Sequence[str], key_as: str, 
     return out
 
 
+def decode_table(table: pa.Table, typed: Any) -> tuple[pa.Table, dict[str, int]]:
+    """``kafka-log`` rows with the typed columns of ``typed`` (a
+    :class:`kafka_format.registry.typed.TypedPlan`) decoded batch by batch and its mode applied
+    (:func:`kafka_format.registry.batches.decode_batch`), and the rows that did not decode per column."""
+    from kafka_format.registry.batches import decode_batch, typed_schema
+
+    schema = typed_schema(table.schema, typed.plans, typed.mode == "PERMISSIVE")
+    counts = {c: 0 for c in typed.plans}
+    batches = []
+    for batch in table.to_batches():
+        decoded, found = decode_batch(batch, typed.plans, typed.mode)
+        batches.append(decoded)
+        for c, n in found.items():
+            counts[c] += n
+    return pa.Table.from_batches(batches, schema=schema), counts
+
+
 def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str] | None = None,
                  partition_by: str | Sequence[str] = ("topic", "partition"), key_as: str = "binary",
-                 value_as: str = "binary") -> ExportResult:
+                 value_as: str = "binary", typed: Any = None) -> ExportResult:
     """A batch Parquet export of ``logdirs`` in this process, published atomically (``out``
-    replaced by one rename, as :func:`kafka_format.spark.export.export` does)."""
+    replaced by one rename, as :func:`kafka_format.spark.export.export` does).  ``typed``: the
+    :class:`kafka_format.registry.typed.TypedPlan` of typed ``key_as``/``value_as``."""
     import json
 
     import pyarrow.dataset as ds
@@ -280,7 +298,10 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
     local_path(out)             # ValueError for object stores: no atomic rename there
     opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
     with hold_outputs(out, format="parquet", incremental=False, inputs=logdirs):
-        data = convert_table(read_table(opts), partition_by=cols, key_as=key_as, value_as=value_as)
+        data, counts = read_table(opts), {}
+        if typed is not None and typed.plans:
+            data, counts = decode_table(data, typed)
+        data = convert_table(data, partition_by=cols, key_as=key_as, value_as=value_as)
         with staging_dir(out, PARQUET_OWNER) as tmp:
             if data.num_rows:
                 part_schema = pa.schema([data.schema.field(c) for c in cols])
@@ -294,4 +315,4 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
             files = _data_files(pafs.LocalFileSystem(), tmp)
             crash_point("export:files-written")
     return ExportResult(out=out, format="parquet", partition_by=cols, rows=sum(f.rows for f in files),
-                        files=len(files), engine="local")
+                        files=len(files), engine="local", typed=None if typed is None else typed.report(counts))

@@ -100,7 +100,7 @@ def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str], typed:
 
         try:
             result = export_local(ctx.logdirs, str(ctx.out), options=opts, partition_by=args.partition_by,
-                                  key_as=args.key_as, value_as=args.value_as)
+                                  key_as=args.key_as, value_as=args.value_as, typed=typed)
         except ValueError as exc:      # bad option values
             raise UsageError(str(exc)) from None
         print(json.dumps(result.to_json(), sort_keys=True))
@@ -108,6 +108,10 @@ def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str], typed:
     from kafka_format.spark.export import export, export_incremental, read_source
 
     spark = session_for(ctx, PROG)
+    if typed is not None:
+        from kafka_format.spark.typed import TypedColumns
+
+        typed = TypedColumns.of(typed)
     common = dict(format=fmt, partition_by=args.partition_by,
                   key_as=args.key_as, value_as=args.value_as, typed=typed)
     try:
@@ -115,7 +119,7 @@ def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str], typed:
             result = export_incremental(spark, ctx.logdirs, str(ctx.out), args.checkpoint, options=opts,
                                         **common)
         else:
-            result = export(read_source(spark, ctx.logdirs, opts), str(ctx.out), **common)
+            result = export(read_source(spark, ctx.logdirs, opts, typed=typed), str(ctx.out), **common)
     except ValueError as exc:          # bad option values, non-local Parquet target
         raise UsageError(str(exc)) from None
     print(json.dumps(result.to_json(), sort_keys=True))

@@ -11,6 +11,7 @@ The only folder (with :mod:`kafka_format.jobs`) that imports pyspark.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kafka_format.common.redaction import URI_CREDENTIALS_REGEX
@@ -18,7 +19,7 @@ from kafka_format.common.redaction import URI_CREDENTIALS_REGEX
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["register", "FORMAT"]
+__all__ = ["register", "register_derived", "FORMAT"]
 
 FORMAT = "kafka-log"
 # Set on every session the product builds or registers with: the reader needs filter pushdown, and
@@ -41,6 +42,12 @@ def register(spark: SparkSession) -> None:
     on a cluster :class:`~kafka_format.spark.workers.WorkerPythonError` names it and the fix.
     The session's S3A settings (``fs.s3a.*``) go with the source to its workers, so ``s3a://``
     log dirs open as Hadoop's S3A would open them (:func:`kafka_format.spark.s3a.share_settings`)."""
+    register_derived(spark, None)
+
+
+def register_derived(spark: SparkSession, derive: Callable[[type], type] | None) -> str:
+    """:func:`register` with the session-sized source class passed through ``derive`` first (a
+    subclass with its own ``name()``, e.g. the typed source of an export); returns the name."""
     from kafka_format.read.planning import DEFAULT_OPEN_COST_BYTES
     from kafka_format.spark.datasource import bind_session_sizing
     from kafka_format.spark.s3a import share_settings
@@ -60,10 +67,14 @@ def register(spark: SparkSession) -> None:
     saved = sc.pythonExec
     if python is not None:          # the registered source carries the interpreter its workers start
         sc.pythonExec = python
+    cls = bind_session_sizing(parallelism, open_cost)
+    if derive is not None:
+        cls = derive(cls)
     try:
-        spark.dataSource.register(bind_session_sizing(parallelism, open_cost))
+        spark.dataSource.register(cls)
     finally:
         sc.pythonExec = saved
+    return cls.name()
 
 
 def _bytes(text: str | None) -> int:

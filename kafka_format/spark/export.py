@@ -206,7 +206,7 @@ def convert_columns(df: DataFrame, *, partition_by: Sequence[str] = ("topic", "p
         raise ExportError("the DataFrame lacks columns the export needs (granularity=batch?)",
                           expected="the kafka-log record columns " + ", ".join(missing),
                           found=", ".join(df.columns))
-    out = typed.apply(df) if typed is not None else df
+    out = typed.for_export(df) if typed is not None else df
     if key_as == "string":
         out = out.withColumn("key", _java_string(F.col("key")))
     if value_as in ("string", "json"):
@@ -407,13 +407,18 @@ def _delta_written(spark: SparkSession, path: str, after: int | None) -> tuple[i
 
 
 # --- reading --------------------------------------------------------------------------
-def read_source(spark: SparkSession, logdirs: Sequence[str], options: Mapping[str, str] | None = None) -> DataFrame:
+def read_source(spark: SparkSession, logdirs: Sequence[str], options: Mapping[str, str] | None = None,
+                typed: Any = None) -> DataFrame:
     """Batch ``kafka-log`` DataFrame over ``logdirs``; options are validated here first, so a bad
-    one is a :class:`~kafka_format.read.options.KafkaLogOptionError` (ValueError), not a Spark error."""
+    one is a :class:`~kafka_format.read.options.KafkaLogOptionError` (ValueError), not a Spark error.
+    ``typed`` (:func:`kafka_format.spark.typed.typed_columns`): the typed columns are decoded by
+    the source's own reader (:meth:`~kafka_format.spark.typed.TypedColumns.read`)."""
     from kafka_format.read.options import parse_options
 
     opts = dict(options or {})
     parse_options({**opts, "paths": json.dumps(list(logdirs))})
+    if typed is not None:
+        return typed.read(spark, logdirs, opts)
     return spark.read.format("kafka-log").options(**opts).load(list(logdirs))
 
 
@@ -470,9 +475,17 @@ def export(df: DataFrame, out: str, *, format: str = "parquet",
     """Export a batch DataFrame of the ``kafka-log`` source to ``out``, published atomically
     (Parquet: ``out`` replaced by one rename; Delta: one commit, overwriting the table's data).
     ``typed``: :func:`kafka_format.spark.typed.typed_columns` for the typed ``key_as``/``value_as``."""
-    result = _export(df, out, format=format, partition_by=partition_by, key_as=key_as, value_as=value_as,
-                     typed=typed)
-    return result if typed is None else replace(result, typed=typed.report())
+    try:
+        result = _export(df, out, format=format, partition_by=partition_by, key_as=key_as, value_as=value_as,
+                         typed=typed)
+    except BaseException:
+        if typed is not None:
+            typed.discard()
+        raise
+    if typed is None:
+        return result
+    typed.commit()                      # the rows of the query that wrote what was published
+    return replace(result, typed=typed.report())
 
 
 def _export(df: DataFrame, out: str, *, format: str, partition_by: str | Sequence[str], key_as: str,
@@ -605,7 +618,11 @@ def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, ch
     opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
     parse_options(opts, streaming=True)         # bad options fail here, before anything is created
     with hold_outputs(out, format=format, incremental=True, checkpoint=checkpoint, inputs=logdirs):
-        result = _run_incremental(spark, out, checkpoint, opts, format, cols, key_as, value_as, typed)
+        try:
+            result = _run_incremental(spark, out, checkpoint, opts, format, cols, key_as, value_as, typed)
+        finally:
+            if typed is not None:
+                typed.discard()
         return result if typed is None else replace(result, typed=typed.report())
 
 
@@ -637,16 +654,22 @@ def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mappi
             qid = query_id["id"]
             with write_conf(batch_df.sparkSession):
                 data = convert_columns(batch_df, partition_by=cols, key_as=key_as, value_as=value_as, typed=typed)
+                published = len(run.batches)
                 if format == "parquet":
                     _publish_parquet_batch(data, root, batch_id, qid, cols, run)
                 else:
                     _commit_delta_batch(data, out, batch_id, qid, cols, run, delta_spark)
+                if typed is not None:       # counted once its rows are published, never for a replay
+                    typed.commit() if len(run.batches) > published else typed.discard()
         except KafkaFormatError as exc:
             failures.append(exc)                # re-raised as itself once the query has stopped
             raise
         crash_point("export:batch-committed")
 
-    stream = spark.readStream.format("kafka-log").options(**opts).load()
+    if typed is not None:
+        stream = typed.read_stream(spark, opts)
+    else:
+        stream = spark.readStream.format("kafka-log").options(**opts).load()
     query = (stream.writeStream.foreachBatch(each_batch).option("checkpointLocation", spark_path(checkpoint))
              .trigger(availableNow=True).start())
     query_id["id"] = query.id
