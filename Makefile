@@ -8,7 +8,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 STAMP := $(VENV)/.installed
-SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/records/*.c kafka_format/records/*.h)
+SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/records/*.c kafka_format/records/*.h kafka_format/log/cleaner/*.c kafka_format/registry/*.c)
 
 .PHONY: help setup lint test test-reference test-cluster conformance demo bench bench-scale fuzz package samples clean docs docs-cli
 
@@ -19,7 +19,7 @@ $(STAMP): $(SOURCES_FOR_INSTALL)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip setuptools wheel
 	$(PIP) install --quiet -e '.[spark,test,docs]'
-	$(PY) -m kafka_format.spark.delta   # delta-spark's jars into Spark's Ivy cache (~/.ivy2.5.2)
+	$(PY) -m kafka_format.spark.jars    # delta-spark's and hadoop-aws's jars into Spark's Ivy cache (~/.ivy2.5.2)
 	touch $(STAMP)
 
 setup: $(STAMP) ## Create .venv and install the package (with its compiled decoder) and test deps

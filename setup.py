@@ -1,8 +1,10 @@
-"""Build the compiled columnar decode loop (kafka_format.records._fastdecode).
+"""Build the compiled columnar decode loop (kafka_format.records._fastdecode), the log cleaner's
+kernels (kafka_format.log.cleaner._kernels: MD5, the offset map, v2 record encoding) and the Avro
+column decoder of typed exports (kafka_format.registry._avrocolumns).
 
-The extension is optional at build time: when no C compiler is available the
-package still installs and the plain reference decoder is used (with a warning,
-see kafka_format.records.decoder).
+The extensions are optional at build time: when no C compiler is available the
+package still installs and the plain reference paths are used (with a warning,
+see kafka_format.records.decoder; typed Avro columns then decode with fastavro alone).
 
 Codecs in C (``_fastcodecs.c``): each of zlib, liblz4, libzstd and libsnappy whose
 development files are found (a test program compiles and links) is compiled in; a
@@ -87,7 +89,19 @@ def _extensions() -> list[Extension]:
             libraries=libraries,
             extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],
             optional=True,
-        )
+        ),
+        Extension(   # the log cleaner's MD5, offset map and record encoder (log/cleaner/kernels.py)
+            "kafka_format.log.cleaner._kernels",
+            sources=["kafka_format/log/cleaner/_kernels.c"],
+            extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],
+            optional=True,
+        ),
+        Extension(   # typed Avro columns (registry/avro_columns.py)
+            "kafka_format.registry._avrocolumns",
+            sources=["kafka_format/registry/_avrocolumns.c"],
+            extra_compile_args=["-O3", "-std=gnu11", "-fno-strict-aliasing"],
+            optional=True,
+        ),
     ]
 
 

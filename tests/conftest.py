@@ -46,6 +46,17 @@ def spark():
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from kafka_format.spark.session import build_session
 
-    session = build_session(master="local[2]", profile="test")
+    session = build_session(master="local[2]", profile="test", s3a=True)   # hadoop-aws too: s3a:// tests share it
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def moto_s3():  # type: ignore[no-untyped-def]
+    """One local S3-compatible server (moto) for the whole run (tests/s3store.py); each module takes
+    its own bucket."""
+    pytest.importorskip("boto3")
+    pytest.importorskip("moto.server")
+    from s3store import start
+
+    yield from start()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -196,10 +195,24 @@ def finish_segments_dir(segments_dir: str, summary_rows: Iterable[Any]) -> list[
         for file_name, entries in files.items():
             with open(os.path.join(target, file_name), "wb") as f:
                 f.write(encode_offset_checkpoint(entries))
-        source = os.path.join(rows[0]["logDir"], META_PROPERTIES)
-        if "://" not in rows[0]["logDir"] and os.path.isfile(source):
-            shutil.copyfile(source, os.path.join(target, META_PROPERTIES))
+        meta = _meta_properties(str(rows[0]["logDir"]))
+        if meta is not None:
+            with open(os.path.join(target, META_PROPERTIES), "wb") as f:
+                f.write(meta)
     return removed
+
+
+def _meta_properties(log_dir: str) -> bytes | None:
+    """The source log dir's ``meta.properties`` (None when it has none, or when ``log_dir`` is a
+    location shown with its secret redacted, which cannot be opened again)."""
+    from kafka_format.storage.fsio import REDACTED, resolve
+    from kafka_format.writer.logdir import META_PROPERTIES
+
+    if f":{REDACTED}@" in log_dir:
+        return None
+    handle, path = resolve(log_dir)
+    meta = handle.join(path, META_PROPERTIES)
+    return handle.read_bytes(meta) if handle.stat(meta) is not None else None
 
 
 def finish_records_dir(records_dir: str) -> None:
@@ -235,7 +248,8 @@ def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
     from kafka_format.log import cleaner as core
 
     replica = task.open()
-    plan = core.plan_cleaning(replica, task.config, task.now_ms)
+    inputs = core.plan_inputs(replica, task.config, task.now_ms)      # one header scan for both
+    plan = core.plan_from(replica, task.config, task.now_ms, inputs, replica.cleaner_offset_checkpoint)
     policy = ",".join(sorted(task.config.cleanup_policy))
     summary: dict[str, Any] = {
         "topic": task.topic, "partition": task.partition, "logDir": redact(replica.log_dir),
@@ -255,7 +269,7 @@ def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
             local_dirs = [d for d in os.environ.get("SPARK_LOCAL_DIRS", "").split(",") if d and os.path.isdir(d)]
             result = core.clean_partition(replica, task.config, task.now_ms, force=task.force,
                                           batch_rows=task.batch_rows, read_buffer=task.read_buffer,
-                                          work_dir=local_dirs[0] if local_dirs else None)
+                                          work_dir=local_dirs[0] if local_dirs else None, inputs=inputs)
         except KafkaFormatError as exc:
             # LogCleaner.cleanFilthiestLog: a failed cleaning marks the partition uncleanable and the
             # log stays as it is.  Reported in the summary (the error names file and position);
@@ -283,7 +297,7 @@ def run_cleaner_task(task: CleanerTask) -> Iterator[pa.RecordBatch]:
                 _write_segments(replica, task, result)
                 summary["segmentsDir"] = task.segments_dest
         finally:
-            result.close()                    # the cleaner's work files (decisions, rebuilt batches)
+            result.close()                    # the cleaner's work files (decisions, cleaned segments)
     yield _summary_row(summary)
 
 

@@ -7,7 +7,9 @@ split reader, :func:`kafka_format.read.split_reader.read_split`), streaming, and
 ``StringDeserializer`` (:func:`kafka_format.records.batch_v2.java_utf8`), ``date`` the UTC day of
 ``timestamp`` (null for ``NO_TIMESTAMP``) -- and writes ``OUT/topic=T/partition=P/part-*.parquet``
 (or ``OUT/date=.../``) with ``TIMESTAMP_MICROS`` timestamps into a staging directory published by
-one rename, as the Spark export does.  What needs Spark (:func:`needs_spark`): Delta,
+one rename, as the Spark export does.  Typed keys and values (``--key-as``/``--value-as avro``, ...)
+are decoded by :func:`decode_table` with the plan made on the command line, batch by batch, as the
+Spark source's reader decodes them.  What needs Spark (:func:`needs_spark`): Delta,
 ``--checkpoint`` (Spark's streaming checkpoint), ``--value-as json`` (Spark's JSON parser decides
 what passes).  No pyspark here.
 """
@@ -30,11 +32,13 @@ from kafka_format.storage.fsio import redact
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.output.ownership import Owner, OutputRefused
 from kafka_format.output.publish import claim_output, crash_point, local_path, staging_dir
+from kafka_format.output.store import claim, is_store
 
 __all__ = [
     "FORMATS", "PARTITION_LAYOUTS", "TYPED_AS", "KEY_AS", "VALUE_AS", "ExportError", "ExportResult", "source_options",
     "parse_partition_by", "PARQUET_OWNER", "INCREMENTAL_OWNER", "DELTA_OWNER", "CHECKPOINT_OWNER", "BATCH_OWNER",
-    "output_owner", "hold_outputs", "needs_spark", "export_local", "convert_table",
+    "output_owner", "hold_outputs", "check_location", "needs_spark", "export_local", "convert_table",
+    "decode_table",
 ]
 
 FORMATS = ("parquet", "delta")
@@ -159,13 +163,34 @@ def output_owner(format: str, incremental: bool) -> Owner:
     return INCREMENTAL_OWNER if incremental else PARQUET_OWNER
 
 
+def check_location(out: str, *, format: str, incremental: bool) -> None:
+    """ValueError unless ``out`` can receive this export: Parquet goes to a local path (published by
+    one rename) or, batch only, to ``s3a://`` (:mod:`kafka_format.output.store`'s publish: the
+    files copied into place, ``_SUCCESS`` and the marker last); Delta goes anywhere Spark writes."""
+    if format != "parquet" or _is_local(out):
+        return
+    if is_store(out) and not incremental:
+        return
+    if is_store(out):
+        raise ValueError(f"{out}: an incremental Parquet export publishes each micro-batch with one rename, "
+                         f"which an object store lacks; use --format delta there (exactly once through "
+                         f"Delta's commits) or a local --out")
+    try:
+        local_path(out)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; a Parquet export may go to s3a://, and Delta (--format delta) anywhere "
+                         f"Spark writes") from None
+
+
 @contextmanager
 def hold_outputs(out: str, *, format: str, incremental: bool, checkpoint: str | None = None,
-                 inputs: Sequence[str] = ()) -> Iterator[None]:
+                 inputs: Sequence[str] = (), stores: bool = True) -> Iterator[None]:
     """Claim a local ``OUT`` (and a local ``checkpoint``) for the run: refused unless absent, empty
     or the same kind of klogs export output (:class:`OutputRefused`), locked against a second run
     (:class:`~kafka_format.output.runlock.OutputBusy`).  Re-entrant: the job claims first, the library
-    functions again.  Non-local URIs are not claimed (no lock, no marker on object stores)."""
+    functions again.  ``s3a://`` ones are checked by the same rules
+    (:func:`kafka_format.output.store.claim`; no lock there) when ``stores`` (False before a
+    session holds S3A's settings); other URIs are not claimed."""
     from contextlib import ExitStack
 
     if checkpoint is not None and _is_local(out) and _is_local(checkpoint):
@@ -174,11 +199,16 @@ def hold_outputs(out: str, *, format: str, incremental: bool, checkpoint: str | 
             raise OutputRefused("the checkpoint and the output overlap", path=checkpoint,
                                 expected="a --checkpoint outside --out (and --out outside it)",
                                 found=f"--out {out}")
+    check_location(out, format=format, incremental=incremental)
     with ExitStack() as stack:
         if _is_local(out):
             stack.enter_context(claim_output(out, output_owner(format, incremental), inputs=inputs))
+        elif stores and is_store(out):
+            claim(out, output_owner(format, incremental), inputs=inputs)
         if checkpoint is not None and _is_local(checkpoint):
             stack.enter_context(claim_output(checkpoint, CHECKPOINT_OWNER, inputs=inputs, what="checkpoint"))
+        elif checkpoint is not None and stores and is_store(checkpoint):
+            claim(checkpoint, CHECKPOINT_OWNER, inputs=inputs)
         yield
 
 
@@ -186,8 +216,6 @@ def hold_outputs(out: str, *, format: str, incremental: bool, checkpoint: str | 
 # --- the local engine ---------------------------------------------------------------------------
 def needs_spark(*, format: str, checkpoint: str | None, value_as: str, key_as: str = "binary") -> str | None:
     """Why an export cannot run on the local engine, or None."""
-    if key_as in TYPED_AS or value_as in TYPED_AS:
-        return "typed --key-as/--value-as (Schema Registry decoding in Spark tasks)"
     if format == "delta":
         return "Delta output (delta-spark)"
     if checkpoint is not None:
@@ -211,13 +239,12 @@ def _java_strings(column: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 def convert_table(table: pa.Table, *, partition_by: Sequence[str], key_as: str, value_as: str) -> pa.Table:
     """The exported columns of ``kafka-log`` rows: ``key_as``/``value_as`` ``string`` decoded as
-    Java does, ``date`` (UTC day of ``timestamp``, null for ``NO_TIMESTAMP``) when partitioned by it."""
+    Java does, ``date`` (UTC day of ``timestamp``, null for ``NO_TIMESTAMP``) when partitioned by it.
+    Typed ``key_as``/``value_as`` columns are :func:`decode_table`'s, taken as they are."""
     _check_choice("key_as", key_as, KEY_AS)
     _check_choice("value_as", value_as, VALUE_AS)
     if value_as == "json":
         raise ValueError("--value-as json needs Spark's JSON parser (--engine spark)")
-    if key_as in TYPED_AS or value_as in TYPED_AS:
-        raise ValueError("typed --key-as/--value-as decode in Spark tasks (--engine spark)")
     needed = ({"key"} if key_as != "binary" else set()) | ({"value"} if value_as != "binary" else set()) \
         | (set(partition_by) - {"date"}) | ({"timestamp"} if "date" in partition_by else set())
     missing = sorted(needed - set(table.column_names))
@@ -238,6 +265,23 @@ def convert_table(table: pa.Table, *, partition_by: Sequence[str], key_as: str, 
     return out
 
 
+def decode_table(table: pa.Table, typed: Any) -> tuple[pa.Table, dict[str, int]]:
+    """``kafka-log`` rows with the typed columns of ``typed`` (a
+    :class:`kafka_format.registry.typed.TypedPlan`) decoded batch by batch and its mode applied
+    (:func:`kafka_format.registry.batches.decode_batch`), and the rows that did not decode per column."""
+    from kafka_format.registry.batches import decode_batch, typed_schema
+
+    schema = typed_schema(table.schema, typed.plans, typed.mode == "PERMISSIVE")
+    counts = {c: 0 for c in typed.plans}
+    batches = []
+    for batch in table.to_batches():
+        decoded, found = decode_batch(batch, typed.plans, typed.mode)
+        batches.append(decoded)
+        for c, n in found.items():
+            counts[c] += n
+    return pa.Table.from_batches(batches, schema=schema), counts
+
+
 @dataclass(frozen=True)
 class _SplitExport:
     """One split of a local export: read, converted and written under ``root`` by one task."""
@@ -249,27 +293,41 @@ class _SplitExport:
     partition_by: tuple[str, ...]
     key_as: str
     value_as: str
+    typed: Any = None             # a kafka_format.registry.typed.TypedPlan, or None
 
 
-def _export_split(task: _SplitExport) -> int:
+def _export_split(task: _SplitExport) -> dict[str, int]:
     """Stream one split's rows into Parquet files under ``task.root`` (hive directories of
-    ``partition_by``); the rows written.  Holds one decoded chunk at a time."""
+    ``partition_by``), typed columns decoded batch by batch (:func:`decode_table`'s rule); the
+    rows that did not decode per typed column.  Holds one decoded chunk at a time."""
     import pyarrow.dataset as ds
 
     from kafka_format.read.split_reader import arrow_schema, read_split
 
+    typed = task.typed if task.typed is not None and task.typed.plans else None
+    source = arrow_schema(task.options)
+    if typed is not None:
+        from kafka_format.registry.batches import typed_schema
+
+        source = typed_schema(source, typed.plans, typed.mode == "PERMISSIVE")
+    counts = {c: 0 for c in (typed.plans if typed is not None else ())}
+
     def convert(table: pa.Table) -> pa.Table:
         return convert_table(table, partition_by=task.partition_by, key_as=task.key_as, value_as=task.value_as)
 
-    schema = convert(arrow_schema(task.options).empty_table()).schema
-    rows = 0
+    schema = convert(source.empty_table()).schema
 
     def batches() -> Iterator[pa.RecordBatch]:
-        nonlocal rows
         for batch in read_split(task.split, task.options):
-            if batch.num_rows:
-                rows += batch.num_rows
-                yield from convert(pa.Table.from_batches([batch])).to_batches()
+            if not batch.num_rows:
+                continue
+            table = pa.Table.from_batches([batch])
+            if typed is not None:
+                table, found = decode_table(table, typed)
+                for c, n in found.items():
+                    counts[c] += n
+            if table.num_rows:
+                yield from convert(table).to_batches()
 
     part_schema = pa.schema([schema.field(c) for c in task.partition_by])
     ds.write_dataset(pa.RecordBatchReader.from_batches(schema, batches()), task.root, format="parquet",
@@ -278,16 +336,17 @@ def _export_split(task: _SplitExport) -> int:
                      existing_data_behavior="overwrite_or_ignore", preserve_order=True,
                      file_options=ds.ParquetFileFormat().make_write_options(
                          coerce_timestamps="us", allow_truncated_timestamps=False))
-    return rows
+    return counts
 
 
 def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str] | None = None,
                  partition_by: str | Sequence[str] = ("topic", "partition"), key_as: str = "binary",
-                 value_as: str = "binary") -> ExportResult:
+                 value_as: str = "binary", typed: Any = None) -> ExportResult:
     """A batch Parquet export of ``logdirs`` in this process, published atomically (``out``
     replaced by one rename, as :func:`kafka_format.spark.export.export` does).  One task per
     planned split (the data source's plan), each streaming its rows to its own files, over a
-    process pool where there is more than one split's worth of work (:func:`kafka_format.engine.run_tasks`)."""
+    process pool where there is more than one split's worth of work (:func:`kafka_format.engine.run_tasks`).
+    ``typed``: the :class:`kafka_format.registry.typed.TypedPlan` of typed ``key_as``/``value_as``."""
     import json
 
     from kafka_format.engine import run_tasks
@@ -300,17 +359,23 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
     opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
     with hold_outputs(out, format="parquet", incremental=False, inputs=logdirs):
         parsed, splits = read_splits(opts)
-        convert_table(_probe(parsed), partition_by=cols, key_as=key_as,
+        probe = _probe(parsed)
+        if typed is not None and typed.plans:
+            probe = decode_table(probe, typed)[0]
+        convert_table(probe, partition_by=cols, key_as=key_as,
                       value_as=value_as)        # refuses what it cannot convert before any work
         with staging_dir(out, PARQUET_OWNER) as tmp:
-            tasks = [_SplitExport(s, parsed, tmp, i, cols, key_as, value_as) for i, s in enumerate(splits)]
-            run_tasks(_export_split, tasks, weights=[split_bytes(s) for s in splits])
+            tasks = [_SplitExport(s, parsed, tmp, i, cols, key_as, value_as, typed) for i, s in enumerate(splits)]
+            counts: dict[str, int] = {}
+            for found in run_tasks(_export_split, tasks, weights=[split_bytes(s) for s in splits]):
+                for c, n in found.items():
+                    counts[c] = counts.get(c, 0) + n
             with open(os.path.join(tmp, "_SUCCESS"), "wb"):
                 pass
             files = _data_files(pafs.LocalFileSystem(), tmp)
             crash_point("export:files-written")
     return ExportResult(out=out, format="parquet", partition_by=cols, rows=sum(f.rows for f in files),
-                        files=len(files), engine="local")
+                        files=len(files), engine="local", typed=None if typed is None else typed.report(counts))
 
 
 def _probe(options: Any) -> pa.Table:

@@ -263,8 +263,7 @@ def replay_cluster_metadata(
             view.topic_ids[data["name"]] = data["topicId"]
             view.topic_names[data["topicId"]] = data["name"]
         elif kind == "PARTITION_RECORD":
-            key = (data["topicId"], data["partitionId"])
-            view.partitions[key] = PartitionState(
+            view.partitions[(data["topicId"], data["partitionId"])] = PartitionState(
                 data["topicId"], data["partitionId"], list(data["replicas"]), list(data["isr"]),
                 data["leader"], data["leaderEpoch"], data["partitionEpoch"],
                 list(data["removingReplicas"]), list(data["addingReplicas"]))
@@ -276,8 +275,8 @@ def replay_cluster_metadata(
             if name is not None and view.topic_ids.get(name) == tid:
                 del view.topic_ids[name]
                 view.configs.pop((RESOURCE_TYPE_TOPIC, name), None)
-            for key in [k for k in view.partitions if k[0] == tid]:
-                del view.partitions[key]
+            for gone in [k for k in view.partitions if k[0] == tid]:
+                del view.partitions[gone]
         elif kind == "CONFIG_RECORD":
             res = (data["resourceType"], data["resourceName"])
             if data["value"] is None:

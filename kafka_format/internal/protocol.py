@@ -434,16 +434,16 @@ def _read_struct(r: Reader, s: StructSpec, version: int, msg_flexible: Versions)
             tag_pos = r.pos
             tag = r.uvarint("tag")
             size = r.uvarint("tagged field size")
-            f = by_tag.get(tag)
-            if f is None:
+            spec = by_tag.get(tag)
+            if spec is None:
                 if size < 0:
                     raise r.fail("negative tagged field size", "size >= 0", str(size), tag_pos)
                 unknown[tag] = r.raw(size, f"unknown tagged field {tag}")
                 continue
-            if not (_contains(f.versions, version) and _contains(f.tagged, version)):
+            if not (_contains(spec.versions, version) and _contains(spec.tagged, version)):
                 raise r.fail(f"tag {tag} is not valid for version {version}", "a tag of this version",
                              str(tag), tag_pos)
-            tagged_values[f.name] = _read_value(r, f, version, msg_flexible, True)
+            tagged_values[spec.name] = _read_value(r, spec, version, msg_flexible, True)
         for f in s.fields:  # JSON order = schema order; tagged fields only when not default
             if f.name in tagged_values and not _is_default(f, tagged_values[f.name], version, msg_flexible):
                 out[f.name] = tagged_values[f.name]
@@ -460,10 +460,10 @@ def _scalar_default(t: str, raw: str | None) -> Any:
         return str(raw).lower() == "true"
     if t == "uuid":
         return ZERO_UUID if raw in (None, "") else raw
+    if raw is None or raw == "":
+        return 0.0 if t == "float64" else 0
     if t == "float64":
-        return float(raw) if raw not in (None, "") else 0.0
-    if raw in (None, ""):
-        return 0
+        return float(raw)
     return int(raw, 0)
 
 

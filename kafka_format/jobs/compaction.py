@@ -5,7 +5,8 @@
 source's columns + ``decision``, ``reason``, ``supersededBy``), ``DIR/summary.json`` and, with
 ``--write-segments`` (cleaner mode), ``DIR/segments/<log-dir name>/<topic>-<partition>/`` in
 Kafka's format.  Everything is built in a staging directory beside ``DIR`` and published as
-``DIR`` with one rename.  ``DIR`` must be absent, empty or a previous output of this job (its
+``DIR`` with one rename (``s3a://DIR``: built locally, then uploaded as
+:mod:`kafka_format.output.store` publishes).  ``DIR`` must be absent, empty or a previous output of this job (its
 ``.klogs-output`` marker), else the job exits 2 touching nothing; a second run on the same ``DIR``
 exits 2 naming the first.  Leftovers of a crashed run of the same ``DIR`` are removed first.  The logic lives in :mod:`kafka_format.spark.compaction`.
 
@@ -35,6 +36,8 @@ from kafka_format.jobs.jobargs import (
 )
 from kafka_format.report.text import table
 from kafka_format.output.ownership import Owner
+from kafka_format.common.redaction import redact
+from kafka_format.output.store import is_store, output_dir
 
 PROG = "compaction"
 OWNER = Owner(PROG, "results")          # the marker of DIR
@@ -69,10 +72,13 @@ def _body(args: argparse.Namespace) -> int:
         raise UsageError(f"--cleaner-batch-rows must be at least 1, not {args.cleaner_batch_rows}")
     if args.write_segments and args.mode != "cleaner":
         raise UsageError("--write-segments needs --mode cleaner (the table view has no log format)")
-    try:
-        out = os.path.abspath(publish.local_path(args.out))
-    except ValueError as exc:
-        raise UsageError(f"--out: {exc}") from None
+    if is_store(args.out):
+        out = args.out
+    else:
+        try:
+            out = os.path.abspath(publish.local_path(args.out))
+        except ValueError as exc:
+            raise UsageError(f"--out: {exc}; a directory of outputs may also be s3a://") from None
     ctx = job_context(args)
     with claim_out(ctx, OWNER):          # refused or busy: exit 2 before any work; own leftovers removed
         return _run(ctx, args, out)
@@ -81,7 +87,7 @@ def _body(args: argparse.Namespace) -> int:
 def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
     local = engine_for(ctx) == "local"
     summary: dict[str, object] = {"mode": args.mode, **describe(ctx)}
-    with publish.staging_dir(out, OWNER) as stage:
+    with output_dir(out, OWNER) as stage:
         records_dir = os.path.join(stage, "records")
         if args.mode == "full":
             summary["partitions"] = sorted(_full(ctx, records_dir, local), key=_partition_order)
@@ -106,7 +112,7 @@ def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
         with open(os.path.join(stage, "report.html"), "w", encoding="utf-8") as f:
             f.write(render_compaction_page(summary))
     _print_summary(summary["partitions"], args.mode)  # type: ignore[arg-type]
-    print(f"results: {out}")
+    print(f"results: {redact(out)}")
     return EXIT_OK
 
 

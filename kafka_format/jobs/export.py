@@ -33,7 +33,6 @@ from kafka_format.jobs.jobargs import (
     session_for,
 )
 from kafka_format.jobs.typedargs import TYPED_AS, add_typed_arguments, typed_from_args
-from kafka_format.output.publish import local_path
 
 __all__ = ["main", "build_parser"]
 
@@ -75,19 +74,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _body(args: argparse.Namespace) -> int:
-    from kafka_format.engine.export import hold_outputs, source_options
+    from kafka_format.engine.export import check_location, hold_outputs, source_options
 
     ctx = job_context(args)
     opts = source_options(topics=ctx.topics, topic_pattern=ctx.topic_pattern,
                           isolation_level=args.isolation_level, extra=_options(args.options))
-    if (ctx.format or "parquet") == "parquet":
-        try:
-            local_path(str(ctx.out))
-        except ValueError as exc:
-            raise UsageError(f"--out: {exc}") from None
+    try:
+        check_location(str(ctx.out), format=ctx.format or "parquet", incremental=bool(args.checkpoint))
+    except ValueError as exc:
+        raise UsageError(f"--out: {exc}") from None
     typed = typed_from_args(args, ctx.logdirs, ctx.topics, ctx.topic_pattern, opts)   # before Spark starts
+    # refused or busy: exit 2 now (s3a:// ones once the session has S3A's settings: export() checks them)
     with hold_outputs(str(ctx.out), format=ctx.format or "parquet", incremental=bool(args.checkpoint),
-                      checkpoint=args.checkpoint, inputs=ctx.logdirs):    # refused or busy: exit 2 now
+                      checkpoint=args.checkpoint, inputs=ctx.logdirs, stores=False):
         return _run(ctx, args, opts, typed)
 
 
@@ -101,7 +100,7 @@ def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str], typed:
 
         try:
             result = export_local(ctx.logdirs, str(ctx.out), options=opts, partition_by=args.partition_by,
-                                  key_as=args.key_as, value_as=args.value_as)
+                                  key_as=args.key_as, value_as=args.value_as, typed=typed)
         except ValueError as exc:      # bad option values
             raise UsageError(str(exc)) from None
         print(json.dumps(result.to_json(), sort_keys=True))
@@ -109,6 +108,10 @@ def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str], typed:
     from kafka_format.spark.export import export, export_incremental, read_source
 
     spark = session_for(ctx, PROG)
+    if typed is not None:
+        from kafka_format.spark.typed import TypedColumns
+
+        typed = TypedColumns.of(typed)
     common = dict(format=fmt, partition_by=args.partition_by,
                   key_as=args.key_as, value_as=args.value_as, typed=typed)
     try:
@@ -116,7 +119,7 @@ def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str], typed:
             result = export_incremental(spark, ctx.logdirs, str(ctx.out), args.checkpoint, options=opts,
                                         **common)
         else:
-            result = export(read_source(spark, ctx.logdirs, opts), str(ctx.out), **common)
+            result = export(read_source(spark, ctx.logdirs, opts, typed=typed), str(ctx.out), **common)
     except ValueError as exc:          # bad option values, non-local Parquet target
         raise UsageError(str(exc)) from None
     print(json.dumps(result.to_json(), sort_keys=True))

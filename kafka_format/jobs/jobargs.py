@@ -16,12 +16,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.log.topicconfig import ConfigError, TopicConfigs, load_topic_configs, parse_time
 from kafka_format.storage.partition_state import TopicSelection
+from kafka_format.storage.s3a import is_s3a
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["add_common_arguments", "JobContext", "job_context", "check_inputs", "session_for", "jvm_log_path",
            "engine_for",
-           "run_job", "run_main", "parse_args", "describe", "claim_out",
+           "run_job", "run_main", "parse_args", "describe", "claim_out", "locations", "redacting_excepthook",
+           "install_redacting_hooks",
            "UsageError",
            "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
 
@@ -91,6 +93,8 @@ class JobContext:
     format: str | None
     master: str | None
     args: argparse.Namespace
+    # s3a:// outputs to claim once the session has S3A's settings (session_for): (location, owner)
+    store_claims: list[tuple[str, Owner]] = field(default_factory=list)
 
     def selects(self, topic: str) -> bool:
         """--topic / --topic-pattern (full match); with neither, every topic."""
@@ -108,11 +112,17 @@ def job_context(args: argparse.Namespace) -> JobContext:
             re.compile(args.topic_pattern)
         except re.error as exc:
             raise UsageError(f"--topic-pattern {args.topic_pattern!r}: {exc}") from None
-    check_inputs(list(args.logdirs))
-    configs = load_topic_configs(list(args.logdirs), overrides=list(args.configs), config_file=args.config_file)
+    # s3a:// log dirs are opened once the session has S3A's settings (session_for)
+    check_inputs([d for d in args.logdirs if not is_s3a(d)])
+    configs = _configs(args, [d for d in args.logdirs if not is_s3a(d)])
     return JobContext(
         logdirs=list(args.logdirs), topics=list(args.topics), topic_pattern=args.topic_pattern, now_ms=now_ms,
         configs=configs, out=args.out, format=_output_format(args), master=args.master, args=args)
+
+
+def _configs(args: argparse.Namespace, logdirs: list[str]) -> TopicConfigs:
+    """Topic configs from ``--config``, ``--config-file`` and the KRaft metadata in ``logdirs``."""
+    return load_topic_configs(logdirs, overrides=list(args.configs), config_file=args.config_file)
 
 
 def _output_format(args: argparse.Namespace) -> str | None:
@@ -150,6 +160,8 @@ def engine_for(ctx: JobContext, *, needs_spark: str | None = None) -> str:
     requested = str(getattr(ctx.args, "engine", None) or "auto")
     if os.environ.get("PYSPARK_GATEWAY_PORT"):          # jobs/*.py under spark-submit
         return "spark"
+    if needs_spark is None and any(is_s3a(loc) for loc in locations(ctx)):
+        needs_spark = "s3a:// locations (Hadoop's S3A connector, set up by Spark's fs.s3a.* settings)"
     if requested == "auto" and _active_session() is not None:
         return "spark"
     try:
@@ -183,7 +195,6 @@ def session_for(ctx: JobContext, app_name: str) -> SparkSession:
     allow_pandas()                      # a local run earlier in this process kept pandas out
     from pyspark.sql import SparkSession
 
-    from kafka_format.spark import register
     from kafka_format.spark.session import ALWAYS, build_session
 
     active = SparkSession.getActiveSession()
@@ -193,19 +204,45 @@ def session_for(ctx: JobContext, app_name: str) -> SparkSession:
     if active is not None and ctx.master is None:
         for key, value in ALWAYS.items():
             active.conf.set(key, value)
-        register(active)
-        return active
+        return _ready(active, ctx)
     global _jvm_log, _verbose
     verbose = _verbose = bool(getattr(ctx.args, "verbose", False))
     _jvm_log = None if verbose else jvm_log_path(app_name)
-    spark = build_session(master=ctx.master, profile="local", app_name=f"klogs {app_name}", jvm_log=_jvm_log)
+    spark = build_session(master=ctx.master, profile="local", app_name=f"klogs {app_name}", jvm_log=_jvm_log,
+                          s3a=any(is_s3a(loc) for loc in locations(ctx)))
     if not verbose:                     # Spark's own bar went to the log file with the JVM's output
         import atexit
 
         from kafka_format.spark.progress import ConsoleProgress
 
         atexit.register(ConsoleProgress(spark).start().stop)
+    return _ready(spark, ctx)
+
+
+def _ready(spark: SparkSession, ctx: JobContext) -> SparkSession:
+    """``spark`` set up for this run's locations (``s3a://`` credentials and settings:
+    :func:`kafka_format.spark.s3a.prepare`), the source registered, the ``s3a://`` inputs and
+    outputs checked."""
+    from kafka_format.spark import register
+    from kafka_format.spark.s3a import prepare
+
+    prepare(spark, locations(ctx))
+    register(spark)
+    if any(is_s3a(d) for d in ctx.logdirs):
+        check_inputs([d for d in ctx.logdirs if is_s3a(d)])
+        ctx.configs = _configs(ctx.args, ctx.logdirs)     # with the KRaft metadata of the s3a:// log dirs
+    if ctx.store_claims:
+        from kafka_format.output.store import claim
+
+        for target, owner in ctx.store_claims:
+            claim(target, owner, inputs=ctx.logdirs)
     return spark
+
+
+def locations(ctx: JobContext) -> list[str]:
+    """Every location of a run: its log dirs, ``--out`` and ``--checkpoint``."""
+    extra = [getattr(ctx.args, "checkpoint", None), ctx.out]
+    return [*ctx.logdirs, *(str(x) for x in extra if x)]
 
 
 _jvm_log: str | None = None       # this run's Spark log file, once session_for started a JVM
@@ -219,7 +256,7 @@ class _Py4JToSparkLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            text = self.format(record)
+            text = _redact(self.format(record))
             if _verbose:
                 print(text, file=sys.stderr)
             elif _jvm_log is not None:
@@ -242,26 +279,35 @@ def claim_out(ctx: JobContext, owner: Owner, *, file: bool = False,
               path: str | None = None, flag: str = "--out") -> AbstractContextManager[Claim | None]:
     """Hold the job's output (``path``, default ``--out``) for the run: refused (exit 2) unless it
     is absent, empty or this job's previous output, or when another run holds it (see
-    :func:`kafka_format.output.publish.claim_output`); a no-op without an output."""
+    :func:`kafka_format.output.publish.claim_output`); a no-op without an output.  An ``s3a://`` output
+    is checked by :func:`session_for` once the session has S3A's settings
+    (:func:`kafka_format.output.store.claim`: the same rules, no lock)."""
     from kafka_format.output.publish import claim_output, local_path
 
     target = ctx.out if path is None else path
     if target is None:
         return nullcontext()
+    if is_s3a(target) and not file:
+        ctx.store_claims.append((target, owner))        # checked by session_for, before any work
+        return nullcontext()
     try:
         local_path(target)
     except ValueError as exc:
-        raise UsageError(f"{flag}: {exc}") from None
+        hint = "" if file else "; a directory of outputs may also be s3a://"
+        raise UsageError(f"{flag}: {exc}{hint}") from None
     return claim_output(target, owner, inputs=ctx.logdirs, file=file, what="checkpoint" if flag == "--checkpoint" else "output")
 
 
 def run_job(body: Callable[[], int], *, prog: str) -> int:
     """Run a job body; bad input, bad flags, I/O errors and Spark failures (a failed task, a JVM out
-    of memory or gone: :mod:`kafka_format.jobs.sparkerrors`) become one line on stderr and exit 2."""
+    of memory or gone: :mod:`kafka_format.jobs.sparkerrors`) become one line on stderr and exit 2.
+    Anything else is a bug and goes through as itself; its traceback, when Python prints it, has
+    URI credentials redacted like every other line (:func:`redacting_excepthook`)."""
     from kafka_format.jobs.sparkerrors import spark_failure
 
     from kafka_format.storage.fsio import listing_cache
 
+    install_redacting_hooks()
     py4j = logging.getLogger("py4j")
     handler = _Py4JToSparkLog()
     saved = py4j.propagate
@@ -290,6 +336,33 @@ def _run_body(body: Callable[[], int], prog: str, spark_failure: Callable[[BaseE
             raise
         print(_redact(f"klogs {prog}: {failure}{_log_hint(failure)}"), file=sys.stderr)
         return EXIT_USAGE
+
+
+def redacting_excepthook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
+    """``sys.excepthook`` printing the traceback as Python would, URI credentials redacted (an
+    unexpected error's message, a chained cause, a Py4J error's Java stack trace may name a
+    ``scheme://user:secret@`` location)."""
+    import traceback
+
+    sys.stderr.write(_redact("".join(traceback.format_exception(exc_type, exc, tb))))
+    sys.stderr.flush()
+
+
+def _redacting_thread_hook(args: Any) -> None:
+    if args.exc_type is SystemExit:
+        return
+    name = getattr(args.thread, "name", "?")
+    sys.stderr.write(f"Exception in thread {name}:\n")
+    redacting_excepthook(args.exc_type, args.exc_value, args.exc_traceback)
+
+
+def install_redacting_hooks() -> None:
+    """Make Python print uncaught exceptions (main thread and others) through
+    :func:`redacting_excepthook`; idempotent."""
+    import threading
+
+    sys.excepthook = redacting_excepthook
+    threading.excepthook = _redacting_thread_hook
 
 
 def _redact(line: str) -> str:

@@ -67,7 +67,7 @@ def _looks_like_dead_jvm(exc: BaseException, text: str) -> bool:
     return name == "Py4JNetworkError" or "SparkContext was shut down" in text or "Answer from Java side is empty" in text
 
 
-def _where(text: str, task_names: Any) -> str:
+def _where(text: str, task_names: Any, running: Any) -> str:
     m = _REPLICA.search(text)
     if m:
         return f" in partition {m.group(1)}"
@@ -77,7 +77,27 @@ def _where(text: str, task_names: Any) -> str:
         if task_names is not None and 0 <= task < len(task_names):
             return f" in partition {task_names[task]}"
         return f" in task {task} of stage {m.group(2)}"
+    if running:
+        return (f" in partition {running[0]}" if len(running) == 1
+                else f" while partitions {', '.join(running)} were running")
     return ""
+
+
+def _stage_tasks(exc: BaseException) -> Any:
+    """The ``klogs_stage_tasks`` attached to ``exc`` or to an exception it was raised from or
+    while handling (a failed stage's error, then the session's own failure to stop)."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        cur = todo.pop()
+        if cur is None or id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        stage = getattr(cur, "klogs_stage_tasks", None)
+        if stage is not None:
+            return stage
+        todo += [cur.__cause__, cur.__context__]
+    return None
 
 
 def _first_line(text: str) -> str:
@@ -91,12 +111,17 @@ def _first_line(text: str) -> str:
 def spark_failure(exc: BaseException, *, task_names: Any = None) -> SparkFailure | None:
     """``exc`` as a :class:`SparkFailure` when it comes from Spark (or from a dead Spark JVM), else
     None.  ``task_names``: what each task index of the failing stage worked on (e.g. the cleaner's
-    ``topic-partition (log dir)`` per task), used when the error names a task but not a partition."""
+    ``topic-partition (log dir)`` per task), used when the error names a task but not a partition;
+    by default the ``klogs_stage_tasks`` a job attached to ``exc`` (its ``names``, and the tasks
+    ``running`` when the JVM died, which the error cannot say)."""
     text = str(exc)
     spark_made = _is_spark_error(exc)
     if not spark_made and not isinstance(exc, (ConnectionError, MemoryError)):
         return None
-    where = _where(text, task_names)
+    stage = _stage_tasks(exc)
+    if task_names is None and stage is not None:
+        task_names = stage.names
+    where = _where(text, task_names, getattr(stage, "running", None))
     if isinstance(exc, MemoryError):
         return SparkFailure(f"out of memory in the driver's Python process ({exc or 'MemoryError'}): "
                             f"{PYTHON_MEMORY_KNOB}")

@@ -70,16 +70,16 @@ def typed_from_args(
     topic_pattern: str | None,
     options: Mapping[str, str],
 ) -> Any:
-    """The planned typed columns (:class:`kafka_format.spark.typed.TypedColumns`) of the flags, or
+    """The planned typed columns (:class:`kafka_format.registry.typed.TypedPlan`) of the flags, or
     None when no column is typed.  Bad flags and missing subjects raise ``UsageError``/``KafkaFormatError``
-    (exit 2) before Spark starts."""
+    (exit 2) before any engine starts; no pyspark is imported (the local engine decodes them too)."""
     from kafka_format.jobs.jobargs import UsageError
     if not wants_typed(args):
-        return None      # no pyspark import for an untyped export (the local engine runs without it)
+        return None
     from kafka_format.registry.sources import SCHEMAS_TOPIC, open_schema_source
-    from kafka_format.spark.typed import topics_of, typed_columns
+    from kafka_format.registry.typed import plan_columns
 
-    selected = [t for t in topics_of(logdirs, topics, topic_pattern)]
+    selected = _topics_of(logdirs, topics, topic_pattern)
     topic = None
     needs_topic = (args.key_as in TYPED_AS and not (args.key_subject or args.key_schema)) or (
         args.value_as in TYPED_AS and not (args.value_subject or args.value_schema)
@@ -94,9 +94,12 @@ def typed_from_args(
         topic = selected[0]
     if topic == SCHEMAS_TOPIC:
         raise UsageError(f"--topic {SCHEMAS_TOPIC} is the registry's storage topic, not schema-encoded data")
+    granularity = next((v for k, v in options.items() if k.lower() == "granularity"), "record")
+    if granularity.strip().lower() != "record":
+        raise UsageError(f"typed --key-as/--value-as decode record keys and values: not with granularity={granularity}")
     mode = next((v for k, v in options.items() if k.lower() == "mode"), "FAILFAST")
     source = open_schema_source(args.schemas, logdirs)
-    return typed_columns(
+    return plan_columns(
         source,
         key_as=args.key_as,
         value_as=args.value_as,
@@ -109,3 +112,16 @@ def typed_from_args(
         value_message=args.value_message,
         mode=mode,
     )
+
+
+def _topics_of(logdirs: Sequence[str], topics: Sequence[str] = (), pattern: str | None = None) -> list[str]:
+    """Topics under ``logdirs`` a job's ``--topic``/``--topic-pattern`` select (all when neither)."""
+    import re
+
+    from kafka_format.storage.logdir import open_log_dirs
+
+    found = open_log_dirs(list(logdirs)).topics()
+    if not topics and pattern is None:
+        return found
+    rx = re.compile(pattern) if pattern is not None else None
+    return [t for t in found if t in topics or (rx is not None and rx.fullmatch(t))]

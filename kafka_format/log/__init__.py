@@ -4,7 +4,8 @@
   synonyms, KRaft metadata overrides, flags);
 * :mod:`~kafka_format.log.list_offsets` — ListOffsets (``UnifiedLog.fetchOffsetByTimestamp``);
 * :mod:`~kafka_format.log.retention` — the retention pass (``UnifiedLog.deleteOldSegments``);
-* :mod:`~kafka_format.log.cleaner` — the log cleaner (``LogCleanerManager``, ``Cleaner``);
+* :mod:`kafka_format.log.cleaner` — the log cleaner (``LogCleanerManager``, ``Cleaner``, ``filterTo``;
+  its MD5, offset map and record encoder compiled in ``_kernels.c``);
 * :mod:`kafka_format.log.audit` — ``DumpLogSegments``' checks and more.
 
 May import: :mod:`kafka_format.common`, :mod:`kafka_format.records`, :mod:`kafka_format.internal`,

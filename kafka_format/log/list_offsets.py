@@ -413,7 +413,11 @@ class PartitionLookup:
         seg = self.replica.segments[i]
         tidx = self._reader.index(i, "time")
         n = tidx.end()
-        best = tidx.entry(n - 1) if n else TimestampOffset(NO_TIMESTAMP, seg.base_offset)
+        best = TimestampOffset(NO_TIMESTAMP, seg.base_offset)
+        if n:
+            last = tidx.entry(n - 1)
+            assert isinstance(last, TimestampOffset)     # a time index's entries
+            best = last
         active = i == len(self.replica.segments) - 1
         # in memory on a running broker / after recovery: the active segment, a segment whose time
         # index was not trimmed (crash), a segment without .index (recovered, indexes rebuilt)

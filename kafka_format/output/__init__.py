@@ -4,7 +4,9 @@
   replaces only its own previous output, never a foreign file or a Kafka log dir;
 * :mod:`~kafka_format.output.runlock` — an ``flock`` per output or checkpoint;
 * :mod:`~kafka_format.output.publish` — temporary sibling, fsync, one rename; crash leftovers
-  cleaned; the ``KLA_CRASH_AT`` fault-injection points.
+  cleaned; the ``KLA_CRASH_AT`` fault-injection points;
+* :mod:`~kafka_format.output.store` — the same rules for outputs on an object store (``s3a://``), and
+  the publish a store without rename allows (files first, ``_SUCCESS`` and the marker last).
 
 May import: :mod:`kafka_format.common`, :mod:`kafka_format.storage` (file access).
 """

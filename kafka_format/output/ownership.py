@@ -38,7 +38,7 @@ from kafka_format.common.errors import KafkaFormatError
 from kafka_format.storage.fsio import local_path
 
 __all__ = ["MARKER", "MARKER_TAG", "Owner", "Marker", "OutputRefused", "TargetState", "check_target",
-           "check_inputs", "read_marker", "dir_marker", "write_marker", "marker_bytes", "is_klogs_temp",
+           "check_inputs", "read_marker", "parse_marker", "dir_marker", "write_marker", "marker_bytes", "is_klogs_temp",
            "remove_tree", "sidecar_path", "read_sidecar", "write_sidecar", "file_digest", "new_run_id",
            "describe_path"]
 
@@ -98,7 +98,8 @@ def marker_bytes(owner: Owner, run: str, **extra: Any) -> bytes:
     return (json.dumps(doc, sort_keys=False) + "\n").encode("utf-8")
 
 
-def _parse_marker(data: bytes) -> Marker | None:
+def parse_marker(data: bytes) -> Marker | None:
+    """The marker a file's bytes hold, or None when they are not one."""
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
@@ -124,7 +125,7 @@ def read_marker(path: str) -> Marker | None:
         data = os.read(fd, _MAX_MARKER_BYTES + 1)
     finally:
         os.close(fd)
-    return None if len(data) > _MAX_MARKER_BYTES else _parse_marker(data)
+    return None if len(data) > _MAX_MARKER_BYTES else parse_marker(data)
 
 
 def dir_marker(path: str) -> Marker | None:
@@ -299,10 +300,10 @@ def check_target(target: str, owner: Owner, *, inputs: Iterable[str] = (), file:
     try:
         st = os.lstat(target)
     except FileNotFoundError:
-        side = sidecar_path(target)
-        if file and os.path.lexists(side) and read_sidecar(target) is None:
-            raise OutputRefused("refusing to write the output's marker there", path=side,
-                                expected="no file there, or klogs' marker", found=describe_path(side)) from None
+        side_path = sidecar_path(target)
+        if file and os.path.lexists(side_path) and read_sidecar(target) is None:
+            raise OutputRefused("refusing to write the output's marker there", path=side_path,
+                                expected="no file there, or klogs' marker", found=describe_path(side_path)) from None
         return "absent"
     except OSError as exc:           # e.g. a parent that is a file: name the user's path and the reason
         raise OutputRefused("cannot create the output here", path=target,

@@ -19,7 +19,8 @@ a reader in between sees no output rather than a partial one.
 
 ``crash_point(name)`` is the fault-injection hook the crash-consistency tests use: when the
 environment variable ``KLA_CRASH_AT`` equals ``name`` the process kills itself with SIGKILL
-right there, so a test can stop a job at an exact step without timing.
+right there (with ``session=True``, every process of its session: a Spark job's driver, JVM and
+workers), so a test can stop a job at an exact step without timing.
 """
 
 from __future__ import annotations
@@ -60,10 +61,30 @@ CRASH_ENV = "KLA_CRASH_AT"
 _TEMP = re.compile(r"^\..+\.(tmp|old)-[0-9a-f]{32}$")
 
 
-def crash_point(name: str) -> None:
-    """SIGKILL this process if ``$KLA_CRASH_AT == name`` (test hook; a no-op otherwise)."""
-    if os.environ.get(CRASH_ENV) == name:
-        os.kill(os.getpid(), signal.SIGKILL)
+def crash_point(name: str, *, session: bool = False) -> None:
+    """SIGKILL this process if ``$KLA_CRASH_AT == name`` (test hook; a no-op otherwise).
+    ``session``: every process of this process's session first -- a job a test started in a
+    session of its own (the driver, its JVM, Spark's Python workers, which run in a process group
+    of their own) dies at once, as when its machine goes down."""
+    if os.environ.get(CRASH_ENV) != name:
+        return
+    if session:
+        _kill_session()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _kill_session() -> None:
+    sid, me = os.getsid(0), os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()     # state, ppid, pgrp, session, ...
+            if int(fields[3]) == sid:
+                os.kill(int(entry), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
 
 
 def _temp_sibling(path: str, kind: str) -> str:

@@ -273,10 +273,10 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Rea
         end_by_ts, end = {}, {}
     elif end_by_ts:
         end = {}
-    for label, m in (("startingOffsetsByTimestamp", start_by_ts), ("endingOffsetsByTimestamp", end_by_ts)):
-        for (t, p), v in m.items():
-            if v < 0:
-                raise KafkaLogOptionError(label, f"timestamp for {t}-{p} must be >= 0, got {v}")
+    for label, by_ts in (("startingOffsetsByTimestamp", start_by_ts), ("endingOffsetsByTimestamp", end_by_ts)):
+        for (topic, partition), ts in by_ts.items():
+            if ts < 0:
+                raise KafkaLogOptionError(label, f"timestamp for {topic}-{partition} must be >= 0, got {ts}")
 
     isolation = _choice("isolationLevel", get("isolationLevel"), ("read_uncommitted", "read_committed"),
                         "read_uncommitted")

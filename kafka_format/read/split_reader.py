@@ -58,7 +58,7 @@ def _keep_mask(batch: pa.RecordBatch, split: Split, opts: ReadOptions, state: di
         keep &= offset < split.end_offset
     position = batch.column("position").to_numpy(zero_copy_only=False)
     segment = batch.column("segment").to_numpy(zero_copy_only=False)
-    ts_ms = None
+    ts_ms = np.empty(0, np.int64)
     if split.start_timestamp is not None or split.end_timestamp is not None:
         ts_ms = batch.column("timestamp").cast(pa.int64()).to_numpy(zero_copy_only=False) // 1000
     if split.start_timestamp is not None:

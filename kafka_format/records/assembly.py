@@ -29,6 +29,7 @@ import pyarrow as pa
 from kafka_format.records.columns import FileContext, RecordColumns, codec_name
 from kafka_format.records.schema import BATCH_SCHEMA, HEADER_TYPE, RECORD_SCHEMA
 
+_native: Any
 try:  # compiled fills for the per-record columns (same values; memory recycled between chunks)
     from kafka_format.records import _fastdecode as _native
 except ImportError:  # pragma: no cover - a build without the compiled decoder
@@ -263,7 +264,7 @@ def _batch_column(runs: _Runs, values: np.ndarray, type_: pa.DataType, v2: np.nd
     masked = v2 is not None and not v2.all()
     if not masked and _uniform(values):
         return _Constant(_first(values), type_)
-    return _array(runs.expand(values), type_, runs.expand(v2) if masked else None)
+    return _array(runs.expand(values), type_, runs.expand(v2) if masked and v2 is not None else None)
 
 
 def _timestamps(ms: np.ndarray) -> pa.Array:

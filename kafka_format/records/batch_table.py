@@ -6,6 +6,7 @@ record decoders read; it depends on no record format, so every format module may
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -69,7 +70,7 @@ class BatchTable:
         return [f.name for f in fields(cls) if f.name in cls.DTYPES]
 
     @classmethod
-    def from_columns(cls, columns: dict[str, list[int] | np.ndarray], *, end: int,
+    def from_columns(cls, columns: Mapping[str, Sequence[int] | np.ndarray], *, end: int,
                      zero_tail: bool = False) -> BatchTable:
         """Build from per-column sequences (converted to the declared dtypes)."""
         arrays: dict[str, np.ndarray] = {name: np.asarray(columns[name], dtype=dtype) for name, dtype in cls.DTYPES.items()}

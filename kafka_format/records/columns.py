@@ -78,6 +78,22 @@ class RecordColumns:
         """No records."""
         return RecordColumnsBuilder().build()
 
+    def take(self, lo: int, hi: int) -> RecordColumns:
+        """Records ``lo..hi`` as a view sharing this object's data: the per-record columns sliced,
+        the ``*_offsets`` columns sliced without rebasing (they start where record ``lo``'s bytes
+        and headers start), the data and header columns whole."""
+        per_record = {"batch_row", "offset", "timestamp", "timestamp_type", "sequence", "key_valid", "value_valid"}
+        cut: dict[str, np.ndarray] = {}
+        for f in fields(self):
+            arr = getattr(self, f.name)
+            if f.name in per_record:
+                cut[f.name] = arr[lo:hi]
+            elif f.name in ("key_offsets", "value_offsets", "header_offsets"):
+                cut[f.name] = arr[lo:hi + 1]
+            else:
+                cut[f.name] = arr
+        return RecordColumns(**cut)
+
     @classmethod
     def concat(cls, parts: list[RecordColumns]) -> RecordColumns:
         """Records of ``parts`` in order (offset arrays are rebased)."""

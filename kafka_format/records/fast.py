@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -114,7 +115,7 @@ class FastDecoder(Decoder):
         stop = len(mv) if end is None else min(end, len(mv))
         if start < 0 or start > stop:
             return super().scan(buf, start=start, end=end, path=path, verify_crc=verify_crc)
-        mode = _fastdecode.SCAN_VERIFY_DEFER if verify_crc and defer_crc else int(verify_crc)
+        mode: Any = _fastdecode.SCAN_VERIFY_DEFER if verify_crc and defer_crc else int(verify_crc)
         positions, headers, crc_ok, _n, pos, status = _fastdecode.scan(mv, start, stop, mode)
         if status == _fastdecode.SCAN_CORRUPT_SIZE:
             return super().scan(buf, start=start, end=end, path=path, verify_crc=verify_crc)
@@ -170,8 +171,8 @@ class FastDecoder(Decoder):
                 return super().decode_v2_records(payloads, table, rows)
             half = len(row_index) // 2
             return RecordColumns.concat([
-                self.decode_v2_records(payloads[:half], table, row_index[:half]),
-                self.decode_v2_records(payloads[half:], table, row_index[half:]),
+                self.decode_v2_records(payloads[:half], table, row_index[:half].tolist()),
+                self.decode_v2_records(payloads[half:], table, row_index[half:].tolist()),
             ])
         return _columns(buffers)
 
@@ -243,7 +244,7 @@ def _meta(table: BatchTable, row_index: np.ndarray) -> np.ndarray:
     return meta
 
 
-def _columns(buffers: Sequence[object]) -> RecordColumns:
+def _columns(buffers: Sequence[Any]) -> RecordColumns:
     """RecordColumns over the buffers decode_v2 returned (zero-copy)."""
     return RecordColumns(**{name: np.frombuffer(data, dtype=dtype)
                             for (name, dtype), data in zip(_RESULT_DTYPES, buffers, strict=True)})

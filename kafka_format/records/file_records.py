@@ -6,7 +6,9 @@
   size and the bytes the file has), with FAILFAST / PERMISSIVE / DROPMALFORMED modes;
 * :func:`decode_file` — a whole ``.log`` file, provenance columns filled from its path;
 * :func:`decode_bytes` — the same over an in-memory buffer;
-* :func:`iter_batches` — batch headers only, no decompression.
+* :func:`iter_batches` — batch headers only, no decompression;
+* :func:`decoded_chunks` — the columnar view for code that works on batches and records
+  together (the log cleaner): each chunk's bytes, its batch table and its decoded records.
 
 Modes: FAILFAST raises the first problem (file, position, expected, found).
 PERMISSIVE and DROPMALFORMED skip a bad byte range and report it through
@@ -50,6 +52,8 @@ __all__ = [
     "decode_file",
     "decode_bytes",
     "iter_batches",
+    "DecodedChunk",
+    "decoded_chunks",
     "context_from_path",
     "MODES",
     "DEFAULT_READ_SIZE",
@@ -348,8 +352,10 @@ class _Walker:
                                 base_offset=int(table.base_offset[i]))
         return self._skip_to_resync(bad, bad + int(table.size[i]), "CRC mismatch")
 
-    def _take_deferred(self) -> int | None:
+    def _take_deferred(self) -> int:
+        """The row of the deferred CRC failure (called only when there is one), cleared."""
         bad, self.deferred_bad = self.deferred_bad, None
+        assert bad is not None
         return bad
 
     def _zero_rest(self, pos: int) -> bool:
@@ -411,13 +417,13 @@ class _Walker:
             if table.zero_tail:
                 if at_eof or self._zero_rest(pos + len(buf)):
                     return
-                exc = CorruptRecordError("record size smaller than the minimum record overhead",
+                err = CorruptRecordError("record size smaller than the minimum record overhead",
                                          path=self.path, position=new_pos,
                                          expected=f"size >= {framing.MIN_ENTRY_SIZE}",
                                          found="zero bytes followed by data")
                 if not self.permissive:
-                    raise exc
-                pos = self._skip_to_resync(new_pos, None, exc.reason)
+                    raise err
+                pos = self._skip_to_resync(new_pos, None, err.reason)
                 continue
             if new_pos > pos:
                 pos = new_pos
@@ -675,6 +681,79 @@ def decode_segment(
             walker.deferred_bad, records.crc_bad = records.crc_bad, None
     finally:
         src.close()
+
+
+@dataclass
+class DecodedChunk:
+    """Consecutive batches of a file with their records decoded (:func:`decoded_chunks`).
+
+    ``data`` holds the chunk's bytes from file position ``base`` (valid until the next chunk is
+    read), ``table`` its batch headers (positions relative to ``data``); this piece covers the
+    table's rows ``lo..hi`` (empty batches included) and ``columns`` holds their records
+    (``batch_row`` indexes ``table``)."""
+
+    data: bytes | memoryview
+    base: int
+    table: BatchTable
+    lo: int
+    hi: int
+    columns: RecordColumns
+
+
+def decoded_chunks(source: str | os.PathLike[str] | IO[bytes] | Any, *, start: int = 0, end: int | None = None,
+                   path: str | None = None, read_size: int = DEFAULT_READ_SIZE, max_rows: int = DEFAULT_MAX_ROWS,
+                   verify_crc: bool = True, max_decompressed: int | None = None,
+                   decoder: Decoder | None = None) -> Iterator[DecodedChunk]:
+    """Every entry whose first byte lies in ``[start, end)`` of ``source``, in order, with its
+    records decoded (FAILFAST: the first problem raises, as :func:`decode_segment`).  A piece
+    holds whole batches, at most ``max_rows`` records unless one batch has more."""
+    if max_rows < 1:
+        raise ValueError("max_rows must be >= 1")
+    dec = decoder if decoder is not None else get_decoder()
+    src = _Source(source)
+    try:
+        where = path if path is not None else src.path
+        walker = _Walker(src, dec, start=start, end=end, path=where, verify_crc=verify_crc, permissive=False,
+                         crc_errors=True, on_skip=None, read_size=read_size)
+        records = _RecordDecoder(dec, path=where, verify_crc=verify_crc, permissive=False,
+                                 max_decompressed=(_default_max_decompressed() if max_decompressed is None
+                                                   else max_decompressed), walker=walker)
+        for buf, table, base in walker:
+            lo = 0
+            for columns in records.decode(buf, table, base):
+                if not len(columns):
+                    continue
+                for hi, part in _pieces(columns, max_rows):
+                    yield DecodedChunk(buf, base, table, lo, hi, part)
+                    lo = hi
+            if records.failure is not None:
+                raise records.take_failure()
+            if records.crc_bad is None and lo < len(table):
+                yield DecodedChunk(buf, base, table, lo, len(table), RecordColumns.empty())
+            walker.deferred_bad, records.crc_bad = records.crc_bad, None
+    finally:
+        src.close()
+
+
+def _pieces(columns: RecordColumns, max_rows: int) -> Iterator[tuple[int, RecordColumns]]:
+    """(end row, records) pieces of ``columns`` cut at batch boundaries, ``max_rows`` records each
+    at most (one batch is never cut)."""
+    rows = columns.batch_row
+    n = len(rows)
+    if n <= max_rows:
+        yield int(rows[-1]) + 1, columns
+        return
+    starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+    a = 0
+    while a < n:
+        z = a + max_rows
+        if z < n:
+            k = int(np.searchsorted(starts, z, side="right")) - 1     # last batch start <= z
+            z = int(starts[k]) if starts[k] > a else (int(starts[k + 1]) if k + 1 < len(starts) else n)
+        else:
+            z = n
+        yield int(rows[z - 1]) + 1, columns.take(a, z)
+        a = z
 
 
 def context_from_path(path: str | os.PathLike[str], *, broker_id: int | None = None) -> FileContext:

@@ -5,7 +5,11 @@
 * :mod:`~kafka_format.registry.wire` -- magic byte and schema id of a binary column, vectorised;
 * :mod:`~kafka_format.registry.avro`, :mod:`~kafka_format.registry.protobuf`,
   :mod:`~kafka_format.registry.jsonschema` -- payload decoding and table types per format;
-* :mod:`~kafka_format.registry.typed` -- column plans and the batch decoder the Spark stage uses.
+* :mod:`~kafka_format.registry.avro_columns` (+ ``_avrocolumns.c``) -- Avro payloads compiled
+  straight into Arrow columns (fastavro stays the reference and takes what it does not);
+* :mod:`~kafka_format.registry.typed` -- column plans and the column decoder;
+* :mod:`~kafka_format.registry.batches` -- a batch of ``kafka-log`` rows decoded, the read mode
+  applied (the Spark source's reader and the local engine's export).
 
 May import: every layer below it (``_schemas`` is read from log dirs through :mod:`kafka_format.read`);
 never :mod:`kafka_format.spark`.

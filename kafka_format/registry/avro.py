@@ -230,13 +230,17 @@ def _collect_named(s: Any, named: dict[str, Any]) -> None:
 
 
 class AvroCodec:
-    """Decodes payloads written with one writer schema into values of the reader schema."""
+    """Decodes payloads written with one writer schema into values of the reader schema
+    (``reader`` None: the writer schema is the table schema, read without resolution).
+    ``program``: the writer compiled for the fast column decoder
+    (:mod:`kafka_format.registry.avro_columns`), when there is one."""
 
-    def __init__(self, writer: Any, reader: Any) -> None:
+    def __init__(self, writer: Any, reader: Any, program: Any = None) -> None:
         from fastavro import schemaless_reader
 
         self.writer = writer
         self.reader = reader
+        self.program = program
         self._read = schemaless_reader
 
     def decode(self, payload: bytes | memoryview) -> Any:

@@ -14,11 +14,14 @@ state by consuming it from the beginning (Confluent schema-registry,
 * ``SCHEMA`` values ``{"subject","version","id","schemaType","references","schema","deleted",...}``;
   ``schemaType`` absent means AVRO; ``"deleted": true`` is a soft delete (the version stays, its id
   still resolves); a null value (tombstone) is a hard delete of that subject-version: the id
-  resolves while another subject-version still carries it;
+  resolves while another subject-version still carries it; a subject-version registered again
+  under another id leaves the old id pointing at it (``InMemoryCache.schemaRegistered`` never
+  unmaps it), so the old id now resolves to the new schema;
 * a ``SCHEMA`` whose id is already held by a different schema text is ignored (the registry's
   "duplicate ID" validation);
 * ``DELETE_SUBJECT`` ``{"subject","version"}`` soft-deletes versions 1..version;
-  ``CLEAR_SUBJECT`` ``{"subject"}`` removes the soft-deleted versions of the subject;
+  ``CLEAR_SUBJECT`` ``{"subject"}`` removes the soft-deleted versions of the subject (of every
+  subject of a context for ``:.ctx:``, of every subject for ``:.__GLOBAL:``);
 * ``CONFIG``/``MODE`` values are kept per subject (null subject = global); tombstones of non-schema
   keys are ignored, as the registry ignores them.
 
@@ -52,6 +55,7 @@ PROTOBUF = "PROTOBUF"
 JSON = "JSON"
 SCHEMA_TYPES = (AVRO, PROTOBUF, JSON)
 DEFAULT_CONTEXT = "."
+GLOBAL_CONTEXT = ".__GLOBAL"  # QualifiedSubject.GLOBAL_CONTEXT_NAME
 _KEY_TYPES = ("ASSOC", "CONFIG", "SCHEMA", "MODE", "NOOP", "DELETE_SUBJECT", "CLEAR_SUBJECT", "CONTEXT")
 
 
@@ -61,6 +65,18 @@ def context_of(subject: str) -> str:
     if subject.startswith(":.") and ":" in subject[2:]:
         return subject[1 : subject.index(":", 2)]
     return DEFAULT_CONTEXT
+
+
+def _clears(target: str, subject: str) -> bool:
+    """Whether a ``CLEAR_SUBJECT`` of ``target`` covers ``subject`` (``matchingSubjectPredicate``:
+    the subject itself; a context without a subject, ``:.ctx:``, covers the context's subjects,
+    ``:.__GLOBAL:`` every subject)."""
+    if target == subject:
+        return True
+    if not (target.startswith(":.") and target.endswith(":") and target.count(":") == 2):
+        return False
+    context = target[1:-1]
+    return context == GLOBAL_CONTEXT or context_of(subject) == context
 
 
 @dataclass(frozen=True)
@@ -163,7 +179,7 @@ class SchemaStore:
         elif keytype == "CLEAR_SUBJECT":
             name = v.get("subject") if isinstance(v.get("subject"), str) else subject
             if isinstance(name, str):
-                for sk in [sk for sk, s in self.schemas.items() if sk[0] == name and s.deleted]:
+                for sk in [sk for sk, s in self.schemas.items() if _clears(name, sk[0]) and s.deleted]:
                     self._drop(self.schemas.pop(sk))
 
     def _json(self, raw: bytes | None, offset: int | None, what: str) -> Any:
@@ -223,10 +239,7 @@ class SchemaStore:
                     )
                 )
                 return
-        previous = self.schemas.get((subject, version))
-        if previous is not None and previous.id != sid:
-            self._drop(previous)
-        self._put(new)
+        self._put(new)  # a previous id of this subject-version keeps pointing here, as in InMemoryCache
 
     def _put(self, s: RegisteredSchema) -> None:
         self.schemas[(s.subject, s.version)] = s

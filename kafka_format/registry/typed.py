@@ -13,9 +13,11 @@ Rows that do not decode are returned with their reason; the caller applies the r
 from __future__ import annotations
 
 import json
+import os
+import re
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +30,9 @@ from kafka_format.registry.store import AVRO, DEFAULT_CONTEXT, JSON, PROTOBUF, R
 __all__ = [
     "TYPED_FORMATS",
     "AS_TYPES",
+    "MODES",
+    "TypedPlan",
+    "plan_columns",
     "SchemaBundle",
     "ColumnPlan",
     "ColumnDecoder",
@@ -38,6 +43,7 @@ __all__ = [
 ]
 
 TYPED_FORMATS = {"avro": AVRO, "protobuf": PROTOBUF, "json-schema": JSON}
+DECODER_ENV = "KAFKA_FORMAT_DECODER"  # "reference": fastavro alone (no compiled Avro columns)
 AS_TYPES = (*TYPED_FORMATS, "auto")
 
 
@@ -155,6 +161,68 @@ def plan_column(
     )
 
 
+MODES = ("FAILFAST", "PERMISSIVE", "DROPMALFORMED")
+
+
+@dataclass
+class TypedPlan:
+    """The typed columns of one read: a plan per typed column, the read mode for rows that do not
+    decode, and the ``auto`` columns left binary (no subject)."""
+
+    plans: dict[str, ColumnPlan]
+    mode: str = "FAILFAST"
+    untyped: tuple[str, ...] = ()
+
+    def report(self, counts: Mapping[str, int]) -> dict[str, Any]:
+        """A JSON-ready summary: columns, subjects, table types, mode, rows that did not decode."""
+        return {
+            "columns": [describe(p) for p in self.plans.values()],
+            "untyped": list(self.untyped),
+            "mode": self.mode,
+            "decodeErrors": {c: int(counts.get(c, 0)) for c in self.plans},
+        }
+
+
+def plan_columns(
+    source: Any,
+    *,
+    key_as: str = "binary",
+    value_as: str = "binary",
+    topic: str | None = None,
+    key_subject: str | None = None,
+    value_subject: str | None = None,
+    key_schema: str | None = None,
+    value_schema: str | None = None,
+    key_message: str | None = None,
+    value_message: str | None = None,
+    mode: str = "FAILFAST",
+) -> TypedPlan:
+    """Plan the typed columns (no data read).  ``source``: a schema source
+    (:mod:`kafka_format.registry.sources`); ``*_as`` other than the typed formats leave the column
+    alone; ``*_schema``: a reader schema text (the table schema; default: the latest version of
+    ``*_subject``, default ``<topic>-key``/``<topic>-value``); ``*_message``: the Protobuf message
+    of the table (default: the schema's first message)."""
+    mode = mode.upper()
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    plans: dict[str, ColumnPlan] = {}
+    untyped: list[str] = []
+    for column, as_type, subject, schema, message in (
+        ("key", key_as, key_subject, key_schema, key_message),
+        ("value", value_as, value_subject, value_schema, value_message),
+    ):
+        if as_type not in AS_TYPES:
+            continue
+        plan = plan_column(
+            source, column, as_type, topic=topic, subject=subject, reader_schema=schema, message=message
+        )
+        if plan is None:
+            untyped.append(column)
+        else:
+            plans[column] = plan
+    return TypedPlan(plans, mode, tuple(untyped))
+
+
 def _table_type(reader: SchemaBundle, message: str | None) -> tuple[pa.DataType, str | None]:
     try:
         if reader.schema_type == AVRO:
@@ -197,17 +265,25 @@ class DecodeProblem:
 
 
 _CACHE_LOCK = threading.Lock()
+SHORT = "shorter than the 5-byte wire-format header"
+_OBJECT_AT = re.compile(r" from <[\w.]+ object at 0x[0-9a-f]+>")  # fastavro names its stream object
 _DECODERS: dict[str, ColumnDecoder] = {}
 
 
 class ColumnDecoder:
     """Decodes Arrow binary columns with one :class:`ColumnPlan` (writer schemas cached per id)."""
 
-    def __init__(self, plan: ColumnPlan) -> None:
+    def __init__(self, plan: ColumnPlan, *, compiled: bool = True) -> None:
         self.plan = plan
+        self.compiled = compiled and os.environ.get(DECODER_ENV, "").strip().lower() != "reference"
+        self.rows = {"compiled": 0, "reference": 0}  # rows decoded by each path so far
         self._codecs: dict[int, Any] = {}
         self._reader: Any = None
+        self._reader_named: dict[str, Any] = {}
         self._convert: Any = None
+        self._fast: Any = None  # avro_columns.AvroColumns of the table schema, when compiled
+        self._programs: list[Any] = []  # compiled writers, and their index per schema id
+        self._slots: dict[int, int] = {}
 
     @classmethod
     def for_plan(cls, plan: ColumnPlan) -> ColumnDecoder:
@@ -223,9 +299,13 @@ class ColumnDecoder:
         p = self.plan
         if p.schema_type == AVRO:
             from kafka_format.registry.avro import avro_arrow_type, parse_avro
+            from kafka_format.registry.avro_columns import compile_table
 
             self._reader, named = parse_avro(p.reader.schema, list(p.reader.flat_references().values()))
+            self._reader_named = named
             self._convert = avro_arrow_type(self._reader, named)[1]
+            if self.compiled:
+                self._fast = compile_table(self._reader, named, p.arrow_type)
         elif p.schema_type == PROTOBUF:
             self._reader = _compiled_proto(p.reader)
             self._convert = self._reader.arrow(p.message)[1]
@@ -265,12 +345,18 @@ class ColumnDecoder:
             from kafka_format.registry.avro import AvroCodec, parse_avro
 
             same = writer.schema == p.reader.schema and writer.references == p.reader.references
-            w = (
-                self._reader
+            w, named = (
+                (self._reader, self._reader_named)
                 if same
-                else parse_avro(writer.schema, list(writer.flat_references().values()))[0]
+                else parse_avro(writer.schema, list(writer.flat_references().values()))
             )
-            return AvroCodec(w, None if same else self._reader)
+            program = None
+            if self._fast is not None:
+                try:
+                    program = self._fast.program(w, named, same)
+                except Exception:  # noqa: BLE001 - a writer the compiler does not take: fastavro reads it
+                    program = None
+            return AvroCodec(w, None if same else self._reader, program)
         if p.schema_type == PROTOBUF:
             same = writer.schema == p.reader.schema
             return _ProtoCodec(
@@ -281,19 +367,24 @@ class ColumnDecoder:
     # -- batches --------------------------------------------------------------------------------
     def decode(self, arr: pa.Array) -> tuple[pa.Array, list[DecodeProblem]]:
         """Typed values of a binary column (null where the input is null or the row failed) and
-        the rows that failed."""
+        the rows that failed.  Avro columns go through the compiled column decoder when the table
+        schema compiles (:mod:`kafka_format.registry.avro_columns`: wire header, schema id and
+        payload read in one C call per batch); the rows it does not take, and every row of the
+        other formats, through the reference decoders."""
+        if self._reader is None:
+            self._setup_reader()
+        if self._fast is not None:
+            return self._decode_compiled(arr)
         from kafka_format.registry.wire import wire_headers
 
         h = wire_headers(arr)
         n = len(arr)
-        values: list[Any] = [None] * n
         problems: list[DecodeProblem] = []
         for row in np.flatnonzero(h.short):
-            problems.append(DecodeProblem(int(row), "shorter than the 5-byte wire-format header", None))
+            problems.append(DecodeProblem(int(row), SHORT, None))
         for row in np.flatnonzero(h.bad_magic):
-            problems.append(
-                DecodeProblem(int(row), f"magic byte {h.data[int(h.start[row]) - 5]} is not 0", None)
-            )
+            problems.append(DecodeProblem(int(row), f"magic byte {h.data[int(h.start[row]) - 5]} is not 0", None))
+        slow: list[np.ndarray] = []
         ok_rows = np.flatnonzero(h.ok)
         if ok_rows.size:
             ids = h.ids[ok_rows]
@@ -304,39 +395,91 @@ class ColumnDecoder:
                 codec = self._codec(sid)
                 if isinstance(codec, str):
                     problems.extend(DecodeProblem(int(r), codec, sid) for r in group)
-                    continue
-                data, convert, decode = h.data, self._convert, codec.decode
-                for r, start, end in zip(group.tolist(), h.start[group].tolist(), h.end[group].tolist()):
-                    try:
-                        v = decode(data[start:end])
-                        values[r] = convert(v) if convert is not None else v
-                    except Exception as exc:  # noqa: BLE001 - any payload that does not decode
-                        problems.append(
-                            DecodeProblem(
-                                r,
-                                f"payload does not decode with schema id {sid}: {type(exc).__name__}: {exc}"[
-                                    :500
-                                ],
-                                sid,
-                            )
-                        )
-        return self._to_arrow(values, problems, h.ids), sorted(problems, key=lambda p: p.row)
+                else:
+                    slow.append(group)
+        rows = np.sort(np.concatenate(slow)) if slow else np.zeros(0, dtype=np.int64)
+        payloads = [h.data[a:b] for a, b in zip(h.start[rows].tolist(), h.end[rows].tolist())]
+        patch = self._reference(rows, payloads, h.ids[rows].tolist(), problems)
+        index = np.full(n, rows.size, dtype=np.int64)  # rows without a value: the null at the end
+        index[rows] = np.arange(rows.size)
+        typed = pa.concat_arrays([patch, pa.nulls(1, self.plan.arrow_type)]).take(pa.array(index))
+        return typed, sorted(problems, key=lambda p: p.row)
 
-    def _to_arrow(self, values: list[Any], problems: list[DecodeProblem], ids: np.ndarray) -> pa.Array:
+    def _decode_compiled(self, arr: pa.Array) -> tuple[pa.Array, list[DecodeProblem]]:
+        from kafka_format.registry import avro_columns as ac
+
+        typed, status, ids = self._fast.decode(arr, self._programs, self._slots)
+        unseen = np.unique(ids[(status == ac.ST_NO_PROGRAM)])
+        learned = [self._learn(int(sid)) for sid in unseen.tolist() if int(sid) not in self._codecs]
+        if any(learned):
+            typed, status, ids = self._fast.decode(arr, self._programs, self._slots)  # new writers compiled
+        problems: list[DecodeProblem] = []
+        slow: list[int] = []
+        for r in np.flatnonzero(status > ac.ST_NULL).tolist():
+            st, sid = int(status[r]), int(ids[r])
+            if st == ac.ST_SHORT:
+                problems.append(DecodeProblem(r, SHORT, None))
+            elif st == ac.ST_BAD_MAGIC:
+                problems.append(DecodeProblem(r, f"magic byte {arr[r].as_py()[0]} is not 0", None))
+            elif st == ac.ST_NO_PROGRAM and isinstance(self._codecs[sid], str):
+                problems.append(DecodeProblem(r, self._codecs[sid], sid))
+            elif st in (ac.ST_NO_PROGRAM, ac.ST_FAILED):
+                slow.append(r)
+            else:
+                raise ValueError(f"row {r} of the binary column has offsets outside its data")
+        self.rows["compiled"] += int(np.count_nonzero(status == ac.ST_OK))
+        if slow:
+            rows = np.asarray(slow, dtype=np.int64)
+            patch = self._reference(rows, [arr[r].as_py()[5:] for r in slow], [int(ids[r]) for r in slow], problems)
+            index = np.arange(len(arr), dtype=np.int64)
+            index[rows] = len(arr) + np.arange(rows.size)
+            typed = pa.concat_arrays([typed, patch]).take(pa.array(index))
+        return typed, sorted(problems, key=lambda p: p.row)
+
+    def _learn(self, sid: int) -> bool:
+        """Look up and compile writer ``sid``; True when it has a compiled program now."""
+        codec = self._codec(sid)
+        program = getattr(codec, "program", None)
+        if isinstance(codec, str) or program is None:
+            return False
+        self._slots[sid] = len(self._programs)
+        self._programs.append(program)
+        return True
+
+    def _reference(
+        self, rows: np.ndarray, payloads: Sequence[Any], sids: Sequence[int], problems: list[DecodeProblem]
+    ) -> pa.Array:
+        """The values of ``rows`` (their payloads after the wire header, their schema ids) by the
+        reference decoders, as an array of len(rows) (null where a row fails; its problem appended)."""
+        values: list[Any] = [None] * rows.size
+        convert = self._convert
+        self.rows["reference"] += int(rows.size)
+        for i, (r, payload, sid) in enumerate(zip(rows.tolist(), payloads, sids)):
+            try:
+                v = self._codecs[sid].decode(payload)
+                values[i] = convert(v) if convert is not None else v
+            except Exception as exc:  # noqa: BLE001 - any payload that does not decode
+                reason = _OBJECT_AT.sub("", f"{type(exc).__name__}: {exc}")
+                problems.append(DecodeProblem(r, f"payload does not decode with schema id {sid}: {reason}"[:500], sid))
+        return self._to_arrow(values, rows, problems, sids)
+
+    def _to_arrow(
+        self, values: list[Any], rows: np.ndarray, problems: list[DecodeProblem], sids: Sequence[int]
+    ) -> pa.Array:
         t = self.plan.arrow_type
         try:
             return pa.array(values, type=t)
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
             pass
-        for r, v in enumerate(values):  # find the rows Arrow refuses
+        for i, v in enumerate(values):  # find the rows Arrow refuses
             if v is None:
                 continue
             try:
                 pa.array([v], type=t)
             except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-                values[r] = None
-                sid = int(ids[r])
-                problems.append(DecodeProblem(r, f"value does not fit the table type: {exc}"[:500], sid))
+                values[i] = None
+                r = int(rows[i])
+                problems.append(DecodeProblem(r, f"value does not fit the table type: {exc}"[:500], int(sids[i])))
         return pa.array(values, type=t)
 
 
@@ -353,7 +496,10 @@ class _ProtoCodec:
     def decode(self, payload: memoryview) -> Any:
         from kafka_format.registry.protobuf import read_message_indexes
 
-        path, pos = read_message_indexes(payload, 0)
+        if len(payload) and payload[0] == 0:  # the usual single 0 byte: the file's first message
+            path, pos = [0], 1
+        else:
+            path, pos = read_message_indexes(payload, 0)
         key = tuple(path)
         name = self._names.get(key)
         if name is None:

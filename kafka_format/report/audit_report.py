@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kafka_format.log.audit.auditor import ACCOUNTING_COLUMNS, REPORT_OWNER
-from kafka_format.output.publish import crash_point, staging_dir
+from kafka_format.output.publish import crash_point
+from kafka_format.output.store import output_dir
 from kafka_format.report.audit_page import render_audit_page
 
 __all__ = ["render_html", "write_outputs"]
@@ -41,7 +42,7 @@ def write_outputs(out: str, findings: Sequence[dict[str, Any]], files: Sequence[
         pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
         pa.field("file", pa.string(), False),
         *(pa.field(c, pa.int64(), False) for c in ACCOUNTING_COLUMNS[3:])])
-    with staging_dir(out, REPORT_OWNER) as tmp:
+    with output_dir(out, REPORT_OWNER) as tmp:
         for name, rows, schema in (("findings", findings, finding_schema), ("files", files, files_schema)):
             os.mkdir(os.path.join(tmp, name))
             table = pa.Table.from_pylist([dict(r) for r in rows], schema=schema)

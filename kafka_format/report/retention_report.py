@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from kafka_format.output.publish import crash_point, staging_dir
+from kafka_format.output.publish import crash_point
+from kafka_format.output.store import output_dir
 from kafka_format.report.retention_page import render_retention_page
 from kafka_format.report.text import table
 from kafka_format.log.retention import NOTES, REPORT_OWNER, SEGMENT_FIELDS, disk_usage_steps
@@ -91,7 +92,7 @@ def write_report(out: str, rows: Sequence[Mapping[str, Any]], summary: Sequence[
               ("segments", "bytes", "deletableSegments", "deletableBytes", "bytesRemaining", "bytesNeverDeletable")}
     doc = {"nowMs": now_ms, "inputs": dict(inputs or {}), "partitions": list(summary), "total": totals,
            "diskUsage": [{"fromMs": t, "bytes": b} for t, b in steps], "notes": list(NOTES)}
-    with staging_dir(out, REPORT_OWNER) as tmp:
+    with output_dir(out, REPORT_OWNER) as tmp:
         name = "segments.jsonl" if fmt == "jsonl" else "segments.txt"
         with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
             f.write(format_segments(rows, fmt))

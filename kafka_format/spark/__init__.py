@@ -11,6 +11,7 @@ The only folder (with :mod:`kafka_format.jobs`) that imports pyspark.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kafka_format.common.redaction import URI_CREDENTIALS_REGEX
@@ -18,7 +19,7 @@ from kafka_format.common.redaction import URI_CREDENTIALS_REGEX
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["register", "FORMAT"]
+__all__ = ["register", "register_derived", "FORMAT"]
 
 FORMAT = "kafka-log"
 # Set on every session the product builds or registers with: the reader needs filter pushdown, and
@@ -38,9 +39,18 @@ def register(spark: SparkSession) -> None:
     ``spark.sql.python.filterPushdown.enabled=true``).  The interpreter Spark's Python workers would run is checked first
     (:func:`kafka_format.spark.workers.source_python`): in local mode one that cannot import the
     source's packages is replaced, for this source only, by the driver's (one warning line);
-    on a cluster :class:`~kafka_format.spark.workers.WorkerPythonError` names it and the fix."""
+    on a cluster :class:`~kafka_format.spark.workers.WorkerPythonError` names it and the fix.
+    The session's S3A settings (``fs.s3a.*``) go with the source to its workers, so ``s3a://``
+    log dirs open as Hadoop's S3A would open them (:func:`kafka_format.spark.s3a.share_settings`)."""
+    register_derived(spark, None)
+
+
+def register_derived(spark: SparkSession, derive: Callable[[type], type] | None) -> str:
+    """:func:`register` with the session-sized source class passed through ``derive`` first (a
+    subclass with its own ``name()``, e.g. the typed source of an export); returns the name."""
     from kafka_format.read.planning import DEFAULT_OPEN_COST_BYTES
     from kafka_format.spark.datasource import bind_session_sizing
+    from kafka_format.spark.s3a import share_settings
     from kafka_format.spark.workers import source_python
 
     sc = spark.sparkContext
@@ -52,14 +62,19 @@ def register(spark: SparkSession) -> None:
 
     for key, value in ALWAYS.items():     # filter pushdown is required by the reader (and redaction)
         spark.conf.set(key, value)
+    share_settings(spark)           # before the source is wrapped: its workers get SparkContext.environment
     python = source_python(spark)
     saved = sc.pythonExec
     if python is not None:          # the registered source carries the interpreter its workers start
         sc.pythonExec = python
+    cls = bind_session_sizing(parallelism, open_cost)
+    if derive is not None:
+        cls = derive(cls)
     try:
-        spark.dataSource.register(bind_session_sizing(parallelism, open_cost))
+        spark.dataSource.register(cls)
     finally:
         sc.pythonExec = saved
+    return cls.name()
 
 
 def _bytes(text: str | None) -> int:

@@ -67,13 +67,14 @@ from kafka_format.engine.table_view import (  # the table view's rule and counts
     summary_counts,
 )
 from kafka_format.log.topicconfig import TopicConfigs
+from kafka_format.storage.fsio import redact
 
 __all__ = [
     "DECISION_FIELDS", "CLEANER_RECORD_SCHEMA", "SUMMARY_SCHEMA", "FULL_SUMMARY_COLUMNS", "FULL_SUMMARY_INPUT",
     "METADATA_TOPIC", "run_cleaner_pass", "ReplicaTaskError",
     "read_full_input", "compaction_full", "compaction_full_decisions", "compaction_full_summary",
     "CleanerTask", "cleaner_tasks", "run_cleaner_task", "compaction_cleaner", "finish_segments_dir",
-    "topic_selector", "SEGMENTS_ATTEMPT_OWNER",
+    "topic_selector", "SEGMENTS_ATTEMPT_OWNER", "StageTasks",
 ]
 
 
@@ -142,12 +143,79 @@ def run_cleaner_pass(spark: SparkSession, logdirs: str | Sequence[str], configs:
     tasks = cleaner_tasks(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern, force=force,
                           segments_dir=segments_dir, records_dir=records_dir, batch_rows=batch_rows)
     os.makedirs(records_dir, exist_ok=True)
-    payload = [(i, pickle.dumps(t)) for i, t in enumerate(tasks)]
+    markers = _markers_dir(spark)
+    payload = [(i, pickle.dumps(t), markers) for i, t in enumerate(tasks)]
     rdd = spark.sparkContext.parallelize(payload, numSlices=max(1, len(payload)))
-    descriptors = spark.createDataFrame(rdd, "i int, task binary")
-    rows = descriptors.mapInArrow(_run_tasks_to_files, from_arrow_schema(SUMMARY_SCHEMA)).collect()
+    descriptors = spark.createDataFrame(rdd, "i int, task binary, markers string")
+    try:
+        rows = descriptors.mapInArrow(_run_tasks_to_files, from_arrow_schema(SUMMARY_SCHEMA)).collect()
+    except BaseException as exc:
+        names = [f"{t.topic}-{t.partition} ({redact(t.log_dir)})" for t in tasks]
+        exc.klogs_stage_tasks = StageTasks(names, [names[i] for i in _running(markers, len(names))])  # type: ignore[attr-defined]
+        raise
+    finally:
+        if markers is not None:
+            shutil.rmtree(markers, ignore_errors=True)
     finish_records_dir(records_dir)
     return rows
+
+
+class StageTasks:
+    """What the tasks of a failed stage worked on, attached to its exception as
+    ``klogs_stage_tasks`` (read by :mod:`kafka_format.cli.sparkerrors`): ``names[i]`` for task
+    ``i`` of the stage, ``running`` the ones started and not finished when it failed (known in
+    local mode, where the executors' marker files are the driver's)."""
+
+    def __init__(self, names: list[str], running: list[str]) -> None:
+        self.names = names
+        self.running = running
+
+
+def _markers_dir(spark: SparkSession) -> str | None:
+    """A directory for the tasks' started/done markers when the executors share this machine."""
+    import tempfile
+
+    master = spark.sparkContext.master or ""
+    return tempfile.mkdtemp(prefix="klogs-cleaner-tasks-") if master.startswith("local") else None
+
+
+def _running(markers: str | None, n: int) -> list[int]:
+    """Tasks with a ``started`` marker and no ``done`` one."""
+    if markers is None or not os.path.isdir(markers):
+        return []
+    names = set(os.listdir(markers))
+    return [i for i in range(n) if f"{i}.started" in names and f"{i}.done" not in names]
+
+
+def _mark(markers: str | None, i: int, what: str) -> None:
+    if markers is not None and os.path.isdir(markers):
+        with open(os.path.join(markers, f"{i}.{what}"), "wb"):
+            pass
+
+
+def _crash_hook() -> None:
+    """Test hook (``KLA_CRASH_AT=cleaner:jvm``): SIGKILL the JVM this Python worker serves, as the
+    kernel's OOM killer ends a JVM that outgrew its machine (the worker's ancestors: the PySpark
+    daemon, then the JVM)."""
+    import signal
+
+    from kafka_format.output.publish import CRASH_ENV
+
+    if os.environ.get(CRASH_ENV) != "cleaner:jvm":
+        return
+    pid = os.getppid()
+    for _ in range(4):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return
+        if b"java" in cmd.split(b"\0", 1)[0]:
+            os.kill(pid, signal.SIGKILL)
+            return
+        pid = parent
 
 
 def compaction_cleaner(spark: SparkSession, logdirs: str | Sequence[str], configs: TopicConfigs, now_ms: int, *,
@@ -193,8 +261,13 @@ def _run_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 def _run_tasks_to_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor: run this Spark partition's tasks (records to their files), yield summary rows
-    only (:func:`kafka_format.engine.compaction.run_cleaner_file_task`)."""
+    only (:func:`kafka_format.engine.compaction.run_cleaner_file_task`); in local mode each task
+    leaves a ``started`` and a ``done`` marker (which task the driver names if the JVM dies)."""
     for batch in batches:
-        for blob in batch.column("task").to_pylist():
+        for i, blob, markers in zip(batch.column("i").to_pylist(), batch.column("task").to_pylist(),
+                                    batch.column("markers").to_pylist(), strict=True):
+            _mark(markers, i, "started")
+            _crash_hook()
             rows = run_cleaner_file_task(pickle.loads(blob))
+            _mark(markers, i, "done")
             yield pa.RecordBatch.from_pylist(rows, schema=SUMMARY_SCHEMA)

@@ -51,6 +51,7 @@ Examples
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
@@ -76,6 +77,7 @@ from kafka_format.read.planning import (
     open_partitions,
     plan_splits,
 )
+from kafka_format.output.publish import CRASH_ENV, crash_point
 from kafka_format.read.split_reader import CORRUPT_COLUMN, arrow_schema, plan_read, read_split
 from kafka_format.spark.filters import Pushed, push_filters
 from kafka_format.read.options import KafkaLogOptionError, ReadOptions, parse_options
@@ -157,6 +159,7 @@ class KafkaLogReader(DataSourceReader):
         split = getattr(partition, "split", None)
         if split is None:
             return iter(())
+        _crash_point(split)
         return read_split(split, self.opts)
 
 
@@ -318,10 +321,19 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: the same decoding as the batch reader."""
+        _crash_point(partition.split)  # type: ignore[attr-defined]
         return read_split(partition.split, self.opts)  # type: ignore[attr-defined]
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the log dirs are only read."""
+
+
+def _crash_point(split: Split) -> None:
+    """Test hook: ``KLA_CRASH_AT=spark-read:<topic>-<partition>`` kills the whole job (driver, JVM,
+    workers) when a task starts reading that partition, e.g. mid-write after other tasks wrote
+    their files (:func:`kafka_format.output.publish.crash_point`)."""
+    if CRASH_ENV in os.environ:
+        crash_point(f"spark-read:{split.topic}-{split.partition}", session=True)
 
 
 def _prorate(limit: int, sizes: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:

@@ -3,8 +3,8 @@ the session settings that put it on a session's classpath, and a set-up step tha
 
 The jars come through Spark's own package resolution (``spark.jars.packages``, Ivy), cached in
 Spark's Ivy directory (``~/.ivy2.5.2`` unless ``spark.jars.ivy`` says otherwise), outside any checkout.
-``python -m kafka_format.spark.delta`` (run by ``make setup``) resolves them once, so later sessions
-start without network.  Users of ``spark-submit`` pass the same coordinate with ``--packages``.
+``python -m kafka_format.spark.jars`` (run by ``make setup``) resolves them once, with hadoop-aws's, so
+later sessions start without downloading; ``python -m kafka_format.spark.delta`` resolves Delta's alone.  Users of ``spark-submit`` pass the same coordinate with ``--packages``.
 """
 
 from __future__ import annotations

@@ -87,8 +87,16 @@ Ownership and locks
     table klogs did not create, another kind of output) is refused with :class:`OutputRefused`
     before anything is written.  One run per ``OUT`` and per checkpoint: a second one gets
     :class:`~kafka_format.output.runlock.OutputBusy` naming the run that holds it (instead of Spark's
-    ``CONCURRENT_STREAM_LOG_UPDATE`` failure).  Object-store URIs have no lock or marker; there
-    the Delta target check below applies.
+    ``CONCURRENT_STREAM_LOG_UPDATE`` failure).  An ``s3a://`` ``OUT`` or checkpoint carries the same
+    marker and follows the same rules (:mod:`kafka_format.output.store`), without a lock; other
+    stores' URIs (``s3://`` through delta-rs) have neither, and the Delta target check below applies.
+
+Object stores (``s3a://``)
+    Delta is written by delta-spark to the URI without its credentials (they are the bucket's S3A
+    settings: :func:`kafka_format.spark.s3a.prepare`); its commits are atomic there too.  A batch
+    Parquet export is written by Spark under ``OUT/_klogs_staging/<run>/`` and published by
+    :func:`kafka_format.output.store.publish_staged` (copies, ``_SUCCESS`` and the marker last); an
+    incremental Parquet export is refused (:func:`kafka_format.engine.export.check_location`).
 """
 
 from __future__ import annotations
@@ -133,7 +141,10 @@ from kafka_format.engine.export import (  # shared with the local engine (no pys
     parse_partition_by,
     source_options,
 )
+from kafka_format.output import store as store_output
 from kafka_format.output.publish import cleanup_stale, crash_point, ensure_output_dir, local_path, staging_dir
+from kafka_format.output.store import is_store
+from kafka_format.spark.s3a import spark_path
 
 __all__ = [
     "FORMATS", "PARTITION_LAYOUTS", "KEY_AS", "VALUE_AS", "BATCH_COLUMN", "BATCH_MARKER", "STAGING_DIR",
@@ -195,7 +206,7 @@ def convert_columns(df: DataFrame, *, partition_by: Sequence[str] = ("topic", "p
         raise ExportError("the DataFrame lacks columns the export needs (granularity=batch?)",
                           expected="the kafka-log record columns " + ", ".join(missing),
                           found=", ".join(df.columns))
-    out = typed.apply(df) if typed is not None else df
+    out = typed.for_export(df) if typed is not None else df
     if key_as == "string":
         out = out.withColumn("key", _java_string(F.col("key")))
     if value_as in ("string", "json"):
@@ -358,38 +369,56 @@ def _remove_staging(out: str) -> None:
 
 
 def _delta_version(out: str) -> int | None:
+    """The version of the Delta table at ``out`` read with delta-rs (the fallback's engine)."""
     from deltalake import DeltaTable
 
     return DeltaTable(out).version() if DeltaTable.is_deltatable(out) else None
 
 
-def _delta_written(out: str, after: int | None) -> tuple[int, int, bool]:
-    """``(rows, files, committed)`` of the commits Spark's Delta writer made after version ``after``
-    (their ``commitInfo.operationMetrics``: ``numOutputRows``, ``numFiles``); ``committed`` False
-    when there is no new commit (an idempotent ``txnVersion`` already in the table: nothing written)."""
-    from deltalake import DeltaTable
+def _spark_delta_version(spark: SparkSession, path: str) -> int | None:
+    """The version of the Delta table at ``path`` (as the JVM names it) read by delta-spark, None
+    when there is no table yet."""
+    from delta.tables import DeltaTable
 
-    table = DeltaTable(out)
-    if after is not None and table.version() <= after:
+    if not DeltaTable.isDeltaTable(spark, path):
+        return None
+    return int(DeltaTable.forPath(spark, path).history(1).select("version").first()[0])
+
+
+def _delta_written(spark: SparkSession, path: str, after: int | None) -> tuple[int, int, bool]:
+    """``(rows, files, committed)`` of the commits Spark's Delta writer made to ``path`` after
+    version ``after`` (their ``commitInfo.operationMetrics``: ``numOutputRows``, ``numFiles``);
+    ``committed`` False when there is no new commit (an idempotent ``txnVersion`` already in the
+    table: nothing written)."""
+    from delta.tables import DeltaTable
+
+    now = _spark_delta_version(spark, path)
+    if now is None or (after is not None and now <= after):
         return 0, 0, False
     rows = files = 0
-    for entry in table.history(None if after is None else table.version() - after):
-        if after is not None and int(entry.get("version", after + 1)) <= after:
+    history = DeltaTable.forPath(spark, path).history(now + 1 if after is None else now - after)
+    for entry in history.select("version", "operationMetrics").collect():
+        if after is not None and int(entry["version"]) <= after:
             continue
-        metrics = entry.get("operationMetrics") or {}
+        metrics = entry["operationMetrics"] or {}
         rows += int(metrics.get("numOutputRows", 0) or 0)
         files += int(metrics.get("numFiles", metrics.get("numAddedFiles", 0)) or 0)
     return rows, files, True
 
 
 # --- reading --------------------------------------------------------------------------
-def read_source(spark: SparkSession, logdirs: Sequence[str], options: Mapping[str, str] | None = None) -> DataFrame:
+def read_source(spark: SparkSession, logdirs: Sequence[str], options: Mapping[str, str] | None = None,
+                typed: Any = None) -> DataFrame:
     """Batch ``kafka-log`` DataFrame over ``logdirs``; options are validated here first, so a bad
-    one is a :class:`~kafka_format.read.options.KafkaLogOptionError` (ValueError), not a Spark error."""
+    one is a :class:`~kafka_format.read.options.KafkaLogOptionError` (ValueError), not a Spark error.
+    ``typed`` (:func:`kafka_format.spark.typed.typed_columns`): the typed columns are decoded by
+    the source's own reader (:meth:`~kafka_format.spark.typed.TypedColumns.read`)."""
     from kafka_format.read.options import parse_options
 
     opts = dict(options or {})
     parse_options({**opts, "paths": json.dumps(list(logdirs))})
+    if typed is not None:
+        return typed.read(spark, logdirs, opts)
     return spark.read.format("kafka-log").options(**opts).load(list(logdirs))
 
 
@@ -398,14 +427,27 @@ _DELTA_ENTRY = re.compile(r"^(topic|date)=.*$")
 
 
 def _prepare_delta(out: str) -> None:
-    """Before writing a Delta table: a local ``out`` becomes a directory carrying the Delta export
-    marker (the claim already refused anything else); an object-store ``out`` must be a Delta
-    table or absent/empty (:func:`_check_delta_target`).  A crashed run's staging is removed."""
+    """Before writing a Delta table through delta-rs: a local ``out`` becomes a directory carrying the
+    Delta export marker (the claim already refused anything else); another store's ``out`` must be
+    a Delta table or absent/empty (:func:`_check_delta_target`).  A crashed run's staging is removed."""
+    if is_store(out):
+        raise ExportError("Delta on s3a:// is written by delta-spark, whose jars this session lacks", path=out,
+                          expected="a session with delta-spark (build_session adds it; spark-submit --packages "
+                                   "io.delta:...)", found="no io.delta.tables.DeltaTable class")
     if _is_local(out):
         ensure_output_dir(out, DELTA_OWNER)
     else:
         _check_delta_target(out)
     _remove_staging(out)
+
+
+def _own_delta_dir(out: str) -> None:
+    """Before delta-spark writes ``out``: it carries the Delta export marker (created when it held
+    nothing; the claim refused anything else)."""
+    if _is_local(out):
+        ensure_output_dir(out, DELTA_OWNER)
+    elif is_store(out):
+        store_output.ensure(out, DELTA_OWNER)
 
 
 def _check_delta_target(out: str) -> None:
@@ -433,9 +475,17 @@ def export(df: DataFrame, out: str, *, format: str = "parquet",
     """Export a batch DataFrame of the ``kafka-log`` source to ``out``, published atomically
     (Parquet: ``out`` replaced by one rename; Delta: one commit, overwriting the table's data).
     ``typed``: :func:`kafka_format.spark.typed.typed_columns` for the typed ``key_as``/``value_as``."""
-    result = _export(df, out, format=format, partition_by=partition_by, key_as=key_as, value_as=value_as,
-                     typed=typed)
-    return result if typed is None else replace(result, typed=typed.report())
+    try:
+        result = _export(df, out, format=format, partition_by=partition_by, key_as=key_as, value_as=value_as,
+                         typed=typed)
+    except BaseException:
+        if typed is not None:
+            typed.discard()
+        raise
+    if typed is None:
+        return result
+    typed.commit()                      # the rows of the query that wrote what was published
+    return replace(result, typed=typed.report())
 
 
 def _export(df: DataFrame, out: str, *, format: str, partition_by: str | Sequence[str], key_as: str,
@@ -443,34 +493,52 @@ def _export(df: DataFrame, out: str, *, format: str, partition_by: str | Sequenc
     _check_choice("format", format, FORMATS)
     cols = parse_partition_by(partition_by)
     spark = df.sparkSession
-    if format == "parquet":
-        local_path(out)             # ValueError for object stores: no atomic rename there
     with hold_outputs(out, format=format, incremental=False), write_conf(spark):
         data = convert_columns(df, partition_by=cols, key_as=key_as, value_as=value_as, typed=typed)
         if format == "parquet":
+            if is_store(out):
+                return _export_parquet_to_store(data, out, cols)
             with staging_dir(out, PARQUET_OWNER) as tmp:
                 _write_parquet(data, tmp, cols)
                 files = _data_files(pafs.LocalFileSystem(), tmp)
                 crash_point("export:files-written")
             return ExportResult(out=out, format=format, partition_by=cols, rows=sum(f.rows for f in files),
                                 files=len(files))
-        _prepare_delta(out)
         if delta_spark_available(spark):
-            before = _delta_version(out)
+            _own_delta_dir(out)
+            path = spark_path(out)
+            before = _spark_delta_version(spark, path)
             try:
                 data.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
-                    .partitionBy(*cols).save(out)
+                    .partitionBy(*cols).save(path)
             except Exception as exc:
                 err = _not_json_error(exc)
                 if err is not None:
                     raise err from None
                 raise
-            rows, nfiles, _ = _delta_written(out, before)
+            rows, nfiles, _ = _delta_written(spark, path, before)
             return ExportResult(out=out, format=format, partition_by=cols, rows=rows, files=nfiles,
-                                version=_delta_version(out), engine="delta-spark")
+                                version=_spark_delta_version(spark, path), engine="delta-spark")
+        _prepare_delta(out)
         rows, nfiles, version = _delta_commit(out, data, cols, "overwrite", None)
         return ExportResult(out=out, format=format, partition_by=cols, rows=rows, files=nfiles, version=version,
                             engine="delta-rs")
+
+
+def _export_parquet_to_store(data: DataFrame, out: str, cols: Sequence[str]) -> ExportResult:
+    """Batch Parquet to ``s3a://OUT``: Spark writes under ``OUT/_klogs_staging/<run>/`` (hidden from
+    readers), then :func:`kafka_format.output.store.publish_staged` copies the files into place,
+    ``_SUCCESS`` and the marker last (the closest a store without rename comes to one rename)."""
+    store_output.ensure_publishing(out, PARQUET_OWNER)
+    store_output.cleanup(out)                       # a crashed run's staging (the claim made OUT ours)
+    staged = store_output.staging_uri(out, uuid.uuid4().hex)
+    _write_parquet(data, spark_path(staged), cols)
+    target = store_output.target(staged)
+    files = _data_files(target.fs, target.path)
+    crash_point("export:files-written")
+    store_output.publish_staged(staged, out, PARQUET_OWNER)
+    return ExportResult(out=out, format="parquet", partition_by=tuple(cols), rows=sum(f.rows for f in files),
+                        files=len(files))
 
 
 # --- incremental ----------------------------------------------------------------------
@@ -509,10 +577,11 @@ def _commit_delta_batch(batch_df: DataFrame, out: str, batch_id: int, query_id: 
 
     app_id = DELTA_APP_PREFIX + query_id
     if delta_spark:
-        before = _delta_version(out)
+        spark, path = batch_df.sparkSession, spark_path(out)
+        before = _spark_delta_version(spark, path)
         batch_df.write.format("delta").mode("append").option("txnAppId", app_id) \
-            .option("txnVersion", batch_id).partitionBy(*partition_by).save(out)
-        rows, nfiles, committed = _delta_written(out, before)
+            .option("txnVersion", batch_id).partitionBy(*partition_by).save(path)
+        rows, nfiles, committed = _delta_written(spark, path, before)
         if not committed:                   # Delta skipped it: this (txnAppId, txnVersion) is in the table
             run.skipped.append(batch_id)
             return
@@ -548,10 +617,12 @@ def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, ch
 
     opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
     parse_options(opts, streaming=True)         # bad options fail here, before anything is created
-    if format == "parquet":
-        local_path(out)             # ValueError for object stores: no atomic rename there
     with hold_outputs(out, format=format, incremental=True, checkpoint=checkpoint, inputs=logdirs):
-        result = _run_incremental(spark, out, checkpoint, opts, format, cols, key_as, value_as, typed)
+        try:
+            result = _run_incremental(spark, out, checkpoint, opts, format, cols, key_as, value_as, typed)
+        finally:
+            if typed is not None:
+                typed.discard()
         return result if typed is None else replace(result, typed=typed.report())
 
 
@@ -565,10 +636,12 @@ def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mappi
         cleanup_stale(root)                     # marked staging dirs of crashed batches (we hold OUT)
     elif not delta_spark:
         _prepare_delta(out)
-    elif _is_local(out):
-        ensure_output_dir(out, DELTA_OWNER)
+    else:
+        _own_delta_dir(out)
     if _is_local(checkpoint):
         ensure_output_dir(checkpoint, CHECKPOINT_OWNER)
+    elif is_store(checkpoint):
+        store_output.ensure(checkpoint, CHECKPOINT_OWNER)
     run = _Run()
     query_id: dict[str, str] = {}
     ready = threading.Event()
@@ -581,17 +654,23 @@ def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mappi
             qid = query_id["id"]
             with write_conf(batch_df.sparkSession):
                 data = convert_columns(batch_df, partition_by=cols, key_as=key_as, value_as=value_as, typed=typed)
+                published = len(run.batches)
                 if format == "parquet":
                     _publish_parquet_batch(data, root, batch_id, qid, cols, run)
                 else:
                     _commit_delta_batch(data, out, batch_id, qid, cols, run, delta_spark)
+                if typed is not None:       # counted once its rows are published, never for a replay
+                    typed.commit() if len(run.batches) > published else typed.discard()
         except KafkaFormatError as exc:
             failures.append(exc)                # re-raised as itself once the query has stopped
             raise
         crash_point("export:batch-committed")
 
-    stream = spark.readStream.format("kafka-log").options(**opts).load()
-    query = (stream.writeStream.foreachBatch(each_batch).option("checkpointLocation", checkpoint)
+    if typed is not None:
+        stream = typed.read_stream(spark, opts)
+    else:
+        stream = spark.readStream.format("kafka-log").options(**opts).load()
+    query = (stream.writeStream.foreachBatch(each_batch).option("checkpointLocation", spark_path(checkpoint))
              .trigger(availableNow=True).start())
     query_id["id"] = query.id
     ready.set()
@@ -607,5 +686,10 @@ def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mappi
     engine = "spark" if format == "parquet" else ("delta-spark" if delta_spark else "delta-rs")
     return ExportResult(out=out, format=format, partition_by=cols, rows=run.rows, files=run.files,
                         batches=tuple(run.batches), skipped=tuple(run.skipped),
-                        version=_delta_version(out) if format == "delta" else None, engine=engine)
+                        version=_table_version(spark, out, delta_spark) if format == "delta" else None,
+                        engine=engine)
+
+
+def _table_version(spark: SparkSession, out: str, delta_spark: bool) -> int | None:
+    return _spark_delta_version(spark, spark_path(out)) if delta_spark else _delta_version(out)
 

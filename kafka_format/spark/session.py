@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 # (explain output, the SQL UI), as :func:`kafka_format.common.redaction.redact` does for klogs' own output.
 from kafka_format.spark import ALWAYS
 from kafka_format.spark.delta import with_delta
+from kafka_format.spark.s3a import with_s3a
 
 __all__ = ["build_session", "read_profile", "conf_dir", "ALWAYS"]
 
@@ -88,7 +89,8 @@ def _prune_logs(root: str) -> None:
 
 
 def build_session(master: str | None = None, profile: str = "local", app_name: str = "klogs",
-                  extra_conf: Mapping[str, str] | None = None, jvm_log: str | None = None) -> SparkSession:
+                  extra_conf: Mapping[str, str] | None = None, jvm_log: str | None = None,
+                  s3a: bool = False) -> SparkSession:
     """Get or create a SparkSession from a profile, with the ``kafka-log`` source registered.
 
     Precedence (lowest first): ``spark_conf/<profile>.conf``, ``extra_conf``, ``master``.
@@ -96,6 +98,7 @@ def build_session(master: str | None = None, profile: str = "local", app_name: s
     the JVM, delta-spark's package is added (:func:`kafka_format.spark.delta.with_delta`) so
     ``--format delta`` writes through Spark's Delta writer, and ``jvm_log`` (when given) receives
     its output (start-up warnings, Spark's log, workers' stderr) instead of this process's stderr.
+    ``s3a``: also hadoop-aws (:func:`kafka_format.spark.s3a.with_s3a`), for ``s3a://`` locations.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -106,6 +109,8 @@ def build_session(master: str | None = None, profile: str = "local", app_name: s
         conf["spark.master"] = master
     if not _jvm_running():
         conf = with_delta(conf)
+        if s3a:
+            conf = with_s3a(conf)
     builder = SparkSession.builder.appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -1,21 +1,39 @@
 """Typed ``key``/``value`` columns over a ``kafka-log`` DataFrame (Schema Registry wire format).
 
-:func:`decode_typed` replaces ``key`` and/or ``value`` (binary) by struct columns decoded with
-their schemas (docs/jobs/export.md, "Typed keys and values"): one Arrow UDF per typed column (only
-that column travels to Python and back), each Arrow batch decoded column-wise by
-:class:`kafka_format.registry.typed.ColumnDecoder` (schemas parsed once per schema id and Python
-worker).  Rows that do not decode follow the read ``mode``:
+Two ways in, one result (docs/jobs/export.md, "Typed keys and values"):
 
-* ``FAILFAST`` (default): the job stops (Spark's ``raise_error`` on the first such row) with
+* :meth:`TypedColumns.read` / :meth:`TypedColumns.read_stream` (the export's way): the log dirs
+  are read by the ``kafka-log`` source with the column plans inside its reader
+  (:mod:`kafka_format.spark.typed_source`), each Arrow batch decoded on the executor before it
+  reaches the JVM;
+* :func:`decode_typed` / :meth:`TypedColumns.apply` (any ``kafka-log`` DataFrame): one Arrow UDF
+  per typed column (only that column travels to Python and back).
+
+Either way each batch is decoded column-wise by
+:class:`kafka_format.registry.typed.ColumnDecoder` (schemas parsed once per schema id and Python
+worker; Avro through the compiled column decoder).  Rows that do not decode follow the read
+``mode``:
+
+* ``FAILFAST`` (default): the job stops with
   :class:`~kafka_format.registry.typed.TypedDecodeError` naming the segment file, the batch
-  position, the offset and the reason;
+  position, the offset and the reason (:func:`typed_error` reads it from Spark's failure);
 * ``PERMISSIVE``: the typed column is null and ``_keyDecodeError`` / ``_valueDecodeError``
   (``struct<reason string, schemaId int, bytes binary>``, null for rows that decoded) keeps the
   reason and the original bytes;
 * ``DROPMALFORMED``: the row is left out.
 
-PERMISSIVE and DROPMALFORMED count every failed row (:meth:`TypedColumns.error_counts`, Spark
-accumulators).
+Counting the rows that did not decode (PERMISSIVE, DROPMALFORMED):
+
+* in an export (:meth:`TypedColumns.for_export`), exactly: the count is an observed metric
+  (``DataFrame.observe``) of the query that writes the rows, taken before DROPMALFORMED drops
+  them.  Spark merges a task's metrics with its result, only for the attempt whose result it
+  takes, once per partition of the writing stage; so a failed or retried attempt, a speculative
+  copy or a second action never counts twice.  :meth:`TypedColumns.commit` adds a query's
+  counts once its output is published, :meth:`TypedColumns.discard` forgets those of a
+  micro-batch found already published;
+* with :meth:`TypedColumns.apply`, Spark accumulators: the rows that failed in all the actions
+  run on the returned DataFrame (an action run twice counts twice).
+
 Null keys and values (tombstones) stay null and are not errors.
 """
 
@@ -29,7 +47,9 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from kafka_format.registry.typed import AS_TYPES, ColumnDecoder, ColumnPlan, TypedDecodeError, plan_column
+from kafka_format.registry.batches import ERROR_COLUMNS, ERROR_TYPE, MODES
+from kafka_format.registry.typed import ColumnDecoder, ColumnPlan, TypedDecodeError, TypedPlan, plan_columns
+from kafka_format.spark.typed_source import MARK
 
 __all__ = [
     "TypedColumns",
@@ -41,59 +61,111 @@ __all__ = [
     "MODES",
 ]
 
-MODES = ("FAILFAST", "PERMISSIVE", "DROPMALFORMED")
-ERROR_COLUMNS = {"key": "_keyDecodeError", "value": "_valueDecodeError"}
-ERROR_TYPE = pa.struct(
-    [pa.field("reason", pa.string()), pa.field("schemaId", pa.int32()), pa.field("bytes", pa.binary())]
-)
-_MARK = "klogs-typed-decode"
 _MARK_RE = re.compile(
-    _MARK + r"\|(?P<column>[^|]*)\|(?P<path>[^|]*)\|(?P<position>-?\d+)\|(?P<offset>-?\d+)\|"
+    MARK + r"\|(?P<column>[^|]*)\|(?P<path>[^|]*)\|(?P<position>-?\d+)\|(?P<offset>-?\d+)\|"
     r"(?P<reason>[^|\n]*)\|end"
 )
 _NEEDED = ("logDir", "topic", "partition", "segment", "position", "offset")
 
 
 @dataclass
-class TypedColumns:
-    """The plans of the typed columns of one read, the mode, and the counts of failed rows."""
+class TypedColumns(TypedPlan):
+    """A :class:`~kafka_format.registry.typed.TypedPlan` on Spark, and the counts of failed rows."""
 
-    plans: dict[str, ColumnPlan]
-    mode: str = "FAILFAST"
-    untyped: tuple[str, ...] = ()  # ``auto`` columns left binary (no subject)
     _counters: dict[str, Any] = field(default_factory=dict, repr=False)
+    _pending: list[Any] = field(default_factory=list, repr=False)  # Observations not yet committed
+    _counted: dict[str, int] = field(default_factory=dict, repr=False)
+    _source: dict[int, str] = field(default_factory=dict, repr=False)  # id(session) -> format name
 
-    def apply(self, df: DataFrame) -> DataFrame:
-        """``df`` with the planned columns decoded (see the module doc)."""
+    @classmethod
+    def of(cls, plan: TypedPlan) -> TypedColumns:
+        """The Spark side of a plan made without Spark (``klogs export`` plans before choosing)."""
+        return plan if isinstance(plan, TypedColumns) else cls(dict(plan.plans), plan.mode, tuple(plan.untyped))
+
+    # --- reading with the plans in the source -----------------------------------------------
+    def source_format(self, spark: Any) -> str:
+        """The format name of the ``kafka-log`` source decoding these plans, registered with
+        ``spark`` on first use."""
+        name = self._source.get(id(spark))
+        if name is None:
+            from kafka_format.spark import register_derived
+            from kafka_format.spark.typed_source import typed_source_class
+
+            token = next(iter(self.plans.values())).token if self.plans else "none"
+            name = register_derived(spark, lambda base: typed_source_class(base, self.plans, self.mode, token))
+            self._source[id(spark)] = name
+        return name
+
+    def read(self, spark: Any, paths: Sequence[str], options: Mapping[str, str] | None = None) -> DataFrame:
+        """Batch ``kafka-log`` DataFrame over ``paths`` with the typed columns decoded by the
+        source (and the error columns unless FAILFAST): :meth:`for_export` applies the mode."""
+        fmt = self.source_format(spark) if self.plans else "kafka-log"
+        return spark.read.format(fmt).options(**dict(options or {})).load(list(paths))
+
+    def read_stream(self, spark: Any, options: Mapping[str, str]) -> DataFrame:
+        """Streaming ``kafka-log`` DataFrame (``paths`` in ``options``), decoded as :meth:`read`."""
+        fmt = self.source_format(spark) if self.plans else "kafka-log"
+        return spark.readStream.format(fmt).options(**dict(options)).load()
+
+    # --- exports: exact counts ------------------------------------------------------------------
+    def for_export(self, df: DataFrame) -> DataFrame:
+        """``df`` (from :meth:`read`, or a plain ``kafka-log`` DataFrame: decoded here) with the
+        mode applied, the failed rows counted by an observation of the query that runs it (see
+        the module doc); :meth:`commit` once its output is published."""
         if not self.plans:
             return df
-        missing = [c for c in (*self.plans, *_NEEDED) if c not in df.columns]
-        if missing:
-            raise TypedDecodeError(
-                "the DataFrame lacks columns typed decoding needs (granularity=batch?)",
-                expected="the kafka-log record columns " + ", ".join(missing),
-                found=", ".join(df.columns),
-            )
+        if any(_is_binary(df, c) for c in self.plans):
+            df = _udf_decode(_check_columns(df, self.plans), self.plans, self.mode, None)
+        if self.mode == "FAILFAST":
+            return df
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        obs = Observation()
+        metrics = [F.count_if(F.col(ERROR_COLUMNS[c]).isNotNull()).alias(c) for c in self.plans]
+        df = df.observe(obs, *metrics)
+        self._pending.append(obs)
+        return _finish(df, self.plans, self.mode)
+
+    def commit(self) -> None:
+        """Count the rows of the queries run since the last commit/discard (their output is
+        published); waits for their metrics."""
+        pending, self._pending = self._pending, []
+        for obs in pending:
+            for c, n in obs.get.items():
+                self._counted[c] = self._counted.get(c, 0) + int(n)
+
+    def discard(self) -> None:
+        """Forget the queries run since the last commit (a micro-batch already published)."""
+        self._pending = []
+
+    # --- any DataFrame: the UDF way ---------------------------------------------------------
+    def apply(self, df: DataFrame) -> DataFrame:
+        """``df`` with the planned columns decoded by Arrow UDFs and the mode applied; failed
+        rows counted by accumulators (see the module doc)."""
+        if not self.plans:
+            return df
         sc = df.sparkSession.sparkContext
         for c in self.plans:
             if c not in self._counters:
                 self._counters[c] = sc.accumulator(0)
-        return _decode(df, dict(self.plans), self.mode, dict(self._counters))
+        decoded = _udf_decode(_check_columns(df, self.plans), dict(self.plans), self.mode, self._counters)
+        return _finish(decoded, self.plans, self.mode)
 
     def error_counts(self) -> dict[str, int]:
-        """Rows that did not decode, per column, in the jobs run so far."""
-        return {c: int(acc.value) for c, acc in self._counters.items()}
+        """Rows that did not decode, per column: of the published exports (:meth:`commit`) and
+        the actions run on :meth:`apply`'s DataFrames."""
+        out = {c: 0 for c in self.plans}
+        for c, acc in self._counters.items():
+            out[c] += int(acc.value)
+        for c, n in self._counted.items():
+            out[c] = out.get(c, 0) + n
+        return out
 
-    def report(self) -> dict[str, Any]:
-        """A JSON-ready summary: columns, subjects, table types, mode, failed rows."""
-        from kafka_format.registry.typed import describe
-
-        return {
-            "columns": [describe(p) for p in self.plans.values()],
-            "untyped": list(self.untyped),
-            "mode": self.mode,
-            "decodeErrors": self.error_counts(),
-        }
+    def report(self, counts: Mapping[str, int] | None = None) -> dict[str, Any]:
+        """A JSON-ready summary: columns, subjects, table types, mode, failed rows
+        (:meth:`error_counts` unless ``counts`` given)."""
+        return super().report(self.error_counts() if counts is None else counts)
 
 
 def typed_columns(
@@ -114,25 +186,10 @@ def typed_columns(
     (:mod:`kafka_format.registry.sources`); ``*_schema``: a reader schema text (the table schema;
     default: the latest version of ``*_subject``, default ``<topic>-key``/``<topic>-value``);
     ``*_message``: the Protobuf message of the table (default: the schema's first message)."""
-    mode = mode.upper()
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
-    plans: dict[str, ColumnPlan] = {}
-    untyped: list[str] = []
-    for column, as_type, subject, schema, message in (
-        ("key", key_as, key_subject, key_schema, key_message),
-        ("value", value_as, value_subject, value_schema, value_message),
-    ):
-        if as_type not in AS_TYPES:
-            continue
-        plan = plan_column(
-            source, column, as_type, topic=topic, subject=subject, reader_schema=schema, message=message
-        )
-        if plan is None:
-            untyped.append(column)
-        else:
-            plans[column] = plan
-    return TypedColumns(plans, mode, tuple(untyped))
+    return TypedColumns.of(plan_columns(
+        source, key_as=key_as, value_as=value_as, topic=topic, key_subject=key_subject,
+        value_subject=value_subject, key_schema=key_schema, value_schema=value_schema, key_message=key_message,
+        value_message=value_message, mode=mode))
 
 
 def decode_typed(
@@ -152,17 +209,48 @@ def decode_typed(
     return typed.apply(df), typed
 
 
+def _is_binary(df: DataFrame, column: str) -> bool:
+    from pyspark.sql.types import BinaryType
+
+    return column in df.columns and isinstance(df.schema[column].dataType, BinaryType)
+
+
+def _check_columns(df: DataFrame, plans: Mapping[str, ColumnPlan]) -> DataFrame:
+    missing = [c for c in (*plans, *_NEEDED) if c not in df.columns]
+    if missing:
+        raise TypedDecodeError(
+            "the DataFrame lacks columns typed decoding needs (granularity=batch?)",
+            expected="the kafka-log record columns " + ", ".join(missing),
+            found=", ".join(df.columns),
+        )
+    return df
+
+
+def _finish(df: DataFrame, plans: Mapping[str, ColumnPlan], mode: str) -> DataFrame:
+    """The error columns kept (PERMISSIVE) or the failed rows and the error columns dropped."""
+    if mode != "DROPMALFORMED":
+        return df
+    from pyspark.sql import functions as F
+
+    errors = [ERROR_COLUMNS[c] for c in plans]
+    for name in errors:
+        df = df.where(F.col(name).isNull())
+    return df.drop(*errors)
+
+
 def _spark_type(t: pa.DataType) -> Any:
     from pyspark.sql.pandas.types import from_arrow_type
 
     return from_arrow_type(t)
 
 
-def _decode(
-    df: DataFrame, plans: Mapping[str, ColumnPlan], mode: str, counters: Mapping[str, Any]
+def _udf_decode(
+    df: DataFrame, plans: Mapping[str, ColumnPlan], mode: str, counters: Mapping[str, Any] | None
 ) -> DataFrame:
     """One Arrow UDF per typed column: only that column travels to Python and back, as
-    ``struct<v: table type, err: ERROR_TYPE>``; the mode is applied on the JVM side."""
+    ``struct<v: table type, err: ERROR_TYPE>``.  FAILFAST fails on the JVM side; otherwise the
+    error columns are added (the UDF is non-deterministic to Spark, so a filter on them is never
+    pushed below it and it runs once per row)."""
     from pyspark.sql import functions as F
     from pyspark.sql.functions import arrow_udf
 
@@ -170,14 +258,15 @@ def _decode(
     for c, plan in plans.items():
         tmp = f"__klogs_typed_{c}"
         result_type = pa.struct([pa.field("v", plan.arrow_type), pa.field("err", ERROR_TYPE)])
-        udf = arrow_udf(_column_udf(plan, counters[c], mode != "FAILFAST"), _spark_type(result_type))
+        counter = counters.get(c) if counters is not None and mode != "FAILFAST" else None
+        udf = arrow_udf(_column_udf(plan, counter), _spark_type(result_type)).asNondeterministic()
         out = out.withColumn(tmp, udf(F.col(c)))
         err = F.col(f"{tmp}.err")
         value = F.col(f"{tmp}.v")
         if mode == "FAILFAST":
             where = F.concat_ws(
                 "|",
-                F.lit(_MARK),
+                F.lit(MARK),
                 F.lit(c),
                 F.concat(
                     F.col("logDir"),
@@ -195,16 +284,14 @@ def _decode(
                 F.lit("end"),
             )
             value = F.when(err.isNotNull(), F.raise_error(where)).otherwise(value)
-        elif mode == "DROPMALFORMED":
-            out = out.where(err.isNull())
         cols = [value.alias(c) if name == c else F.col(name) for name in out.columns if name != tmp]
-        if mode == "PERMISSIVE":
+        if mode != "FAILFAST":
             cols.append(err.alias(ERROR_COLUMNS[c]))
         out = out.select(*cols)
     return out
 
 
-def _column_udf(plan: ColumnPlan, counter: Any, count: bool) -> Any:
+def _column_udf(plan: ColumnPlan, counter: Any) -> Any:
     """The Arrow UDF body of one typed column (picklable closure over the plan)."""
 
     def decode(raw: pa.Array) -> pa.Array:
@@ -219,7 +306,7 @@ def _column_udf(plan: ColumnPlan, counter: Any, count: bool) -> Any:
                 "schemaId": p.schema_id,
                 "bytes": raw[p.row].as_py(),
             }
-        if count:
+        if counter is not None:
             counter.add(len(problems))
         return pa.StructArray.from_arrays([typed, pa.array(errs, type=ERROR_TYPE)], names=["v", "err"])
 
@@ -245,14 +332,3 @@ def raise_typed(exc: BaseException) -> None:
     err = typed_error(exc)
     if err is not None:
         raise err from None
-
-
-def topics_of(logdirs: Sequence[str], topics: Sequence[str] = (), pattern: str | None = None) -> list[str]:
-    """Topics under ``logdirs`` a job's ``--topic``/``--topic-pattern`` select (all when neither)."""
-    from kafka_format.storage.logdir import open_log_dirs
-
-    found = open_log_dirs(list(logdirs)).topics()
-    if not topics and pattern is None:
-        return found
-    rx = re.compile(pattern) if pattern is not None else None
-    return [t for t in found if t in topics or (rx is not None and rx.fullmatch(t))]

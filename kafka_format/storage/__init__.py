@@ -2,6 +2,8 @@
 and ``storage.internals.checkpoint``).
 
 * :mod:`~kafka_format.storage.fsio` — local paths and ``pyarrow.fs`` URIs: list, stat, read;
+* :mod:`~kafka_format.storage.s3a` — Hadoop's ``s3a://`` opened with ``pyarrow.fs`` as S3A would, from
+  its ``fs.s3a.*`` settings;
 * :mod:`~kafka_format.storage.index` — ``.index`` / ``.timeindex`` (``OffsetIndex``, ``TimeIndex``);
 * :mod:`~kafka_format.storage.txnindex` — ``.txnindex`` (``TransactionIndex``);
 * :mod:`~kafka_format.storage.snapshot` — producer ``.snapshot`` (``ProducerStateManager``);

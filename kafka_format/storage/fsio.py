@@ -1,4 +1,5 @@
-"""One face over local paths, ``file://`` and every ``pyarrow.fs`` URI (s3://, gs://, hdfs://).
+"""One face over local paths, ``file://``, every ``pyarrow.fs`` URI (s3://, gs://, hdfs://) and
+Hadoop's ``s3a://`` (opened as S3A would be: :mod:`kafka_format.storage.s3a`).
 
 Everything that touches a log dir's files goes through :class:`FileSystemHandle`, so the same
 code reads a broker's disk, a backup in object storage or an in-memory test filesystem.
@@ -35,6 +36,7 @@ import pyarrow.fs as pafs
 
 from kafka_format.common.redaction import REDACTED, redact
 from kafka_format.common.errors import LogDirError
+from kafka_format.storage import s3a
 
 __all__ = [
     "DirRow",
@@ -374,6 +376,13 @@ def resolve(location: str | os.PathLike[str], filesystem: pafs.FileSystem | File
         except (OSError, pa.ArrowException, ValueError) as exc:
             raise _io_error(text, "open URI", exc) from exc
         return _LOCAL, path
+    if s3a.is_s3a(text):
+        try:
+            fs, path = s3a.filesystem(text)
+        except (OSError, pa.ArrowException, ValueError) as exc:
+            raise _io_error(text, "open URI", exc) from exc
+        bare = text.rstrip("/")
+        return FileSystemHandle(fs, bare[: len(bare) - len(path)]), path
     try:
         fs, path = pafs.FileSystem.from_uri(text)
     except (OSError, pa.ArrowException, ValueError) as exc:
@@ -410,4 +419,4 @@ def local_path(target: str | os.PathLike[str]) -> str:
     if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and text[1:3] in (":\\", ":/")):
         return parsed.path if parsed.scheme == "file" else text
     raise ValueError(f"{text}: atomic publishing needs a local path or file:// URI "
-                     f"(object stores have no atomic rename; use --format delta there)")
+                     f"(object stores have no atomic rename)")

@@ -365,6 +365,7 @@ def table_from_listing(rows: Sequence[DirRow], head: str, tail: str = "") -> Lis
 
 
 _S_IFMT, _S_IFDIR, _S_IFREG = 0o170000, 0o040000, 0o100000
+_scan_dir: Callable[[str], Any] | None
 try:   # readdir + fstatat into the table's rows in C (Python's per-file work costs more than the calls)
     from kafka_format.records._fastdecode import scan_partition_dir as _scan_dir
 except ImportError:  # pragma: no cover - a build without the compiled decoder
@@ -380,15 +381,15 @@ def scan_local_partition(fs_path: str, head: str, tail: str = "") -> tuple[Listi
     if _scan_dir is not None:
         scanned = _scan_dir(fs_path)
         if scanned is not None:                        # the compiled twin of the loop below
-            rows, c_others, dirs, logs, indexes = scanned
-            dirs.sort()
+            rows, c_others, c_dirs, logs, indexes = scanned
+            c_dirs.sort()
             if any(name.endswith(_RECONCILED) for name, *_ in c_others):
-                return None, dirs
+                return None, c_dirs
             c_others.sort()
             columns = np.frombuffer(rows, dtype=np.int64).reshape(-1, 6)
             n = len(columns)
             orphans = [] if logs == n else np.flatnonzero(columns[:, _LOG] == MISSING).tolist()
-            return Listing(SegmentTable(columns, head, tail), orphans, c_others, all_indexed=indexes == n), dirs
+            return Listing(SegmentTable(columns, head, tail), orphans, c_others, all_indexed=indexes == n), c_dirs
     builder = _TableBuilder()
     files: list[DirRow] = []
     others: list[DirRow] = []

@@ -10,8 +10,9 @@ One home for the values every job, the planner and the data source need of a rep
 * :func:`log_end_offset` — ``LogSegment.readNextOffset`` of the last segment;
 * :func:`high_watermark` — the checkpoint entry as ``UnifiedLog.updateHighWatermark`` loads it
   (rule in :mod:`kafka_format.storage.watermarks`);
-* :func:`replay_open_transactions` / :func:`last_stable_offset` — producer and transaction
-  replay (``ProducerStateManager``) and ``UnifiedLog.lastStableOffset``.
+* :class:`ProducerReplay` / :func:`replay_open_transactions` / :func:`last_stable_offset` — the
+  one producer and transaction replay (``ProducerStateManager``; the cleaner's
+  ``lastRecordsOfActiveProducers`` too) and ``UnifiedLog.lastStableOffset``.
 
 The log start offset is :attr:`kafka_format.storage.logdir.PartitionLog.log_start_offset`
 (``LogLoader``).  No Spark, no record decoding: index files, producer snapshots and batch headers.
@@ -42,6 +43,8 @@ __all__ = [
     "next_offset_after",
     "log_end_offset",
     "high_watermark",
+    "ProducerEntry",
+    "ProducerReplay",
     "replay_open_transactions",
     "last_stable_offset",
     "high_watermark_on_load",
@@ -286,10 +289,19 @@ def high_watermark(replica: PartitionLog, *, log_end_offset: int | None, overrid
 
 
 # --- producer state --------------------------------------------------------------------------
-def _snapshot_open_txns(replica: PartitionLog, upto: int) -> tuple[dict[int, int], int]:
-    """(producer id -> first offset of its open transaction, offset the snapshot covers up to) of
-    the latest readable producer snapshot at or below ``upto`` and within the log; ({}, 0) without
-    one (the broker skips a corrupt snapshot: an older one, or a full replay)."""
+@dataclass
+class ProducerEntry:
+    """``ProducerStateEntry``, the fields the offline replay keeps."""
+
+    epoch: int
+    last_data_offset: int = -1       # lastDataOffset of its latest data batch (-1: none since the epoch)
+    last_timestamp: int = NO_TIMESTAMP
+    txn_first_offset: int = -1       # currentTxnFirstOffset (-1: no open transaction)
+
+
+def _latest_snapshot(replica: PartitionLog, upto: int) -> tuple[dict[int, ProducerEntry], int] | None:
+    """Producers of the latest readable snapshot at or below ``upto`` and within the log, and its
+    offset; an unreadable one is skipped for the next older (``ProducerStateManager.loadFromSnapshot``)."""
     first = replica.segments[0].base_offset if replica.segments else 0
     for snap in sorted(replica.snapshots, key=lambda s: s.offset, reverse=True):
         if not first <= snap.offset <= upto:
@@ -298,43 +310,104 @@ def _snapshot_open_txns(replica: PartitionLog, upto: int) -> tuple[dict[int, int
             entries = replica.read_snapshot(snap).entries
         except KafkaFormatError:
             continue
-        return {e.producer_id: e.current_txn_first_offset for e in entries if e.has_open_txn}, snap.offset
-    return {}, 0
+        return {e.producer_id: ProducerEntry(e.epoch, e.last_offset if e.last_offset >= 0 else -1, e.timestamp,
+                                             e.current_txn_first_offset if e.has_open_txn else -1)
+                for e in entries}, snap.offset
+    return None
+
+
+class ProducerReplay:
+    """Producer state offline (``ProducerStateManager``): the latest usable snapshot at or below
+    ``upto``, then the batch headers after it, below ``upto``, through :meth:`feed` (or
+    :meth:`replay`, which walks the segments from the snapshot's index position).
+
+    Per batch of a producer (``ProducerAppendInfo``): a new epoch forgets its last data offset; a
+    data batch sets it and the last timestamp, and a transactional one opens a transaction unless
+    one is open; a control batch with its marker record (an emptied one changes nothing) closes
+    the open transaction, a marker at or above ``high_watermark`` leaving it unreplicated
+    (``unreplicatedTxns``).  Without a snapshot the replay starts at the log start offset."""
+
+    def __init__(self, replica: PartitionLog, upto: int, *, high_watermark: int | None = None) -> None:
+        self.replica = replica
+        self.upto = upto
+        self.high_watermark = upto if high_watermark is None else high_watermark
+        loaded = _latest_snapshot(replica, upto)
+        self.producers, self.start = loaded if loaded is not None else ({}, replica.log_start_offset)
+        self.from_snapshot = loaded is not None
+        self.unreplicated: list[int] = []     # first offsets of transactions ended at/after HW
+
+    def feed(self, head: BatchHead) -> None:
+        """Apply one batch header (ignored outside ``[start, upto)`` or without a producer id)."""
+        if head.last_offset < self.start or head.base_offset >= self.upto or head.producer_id < 0:
+            return
+        p = self.producers.get(head.producer_id)
+        if p is None:
+            p = self.producers[head.producer_id] = ProducerEntry(head.producer_epoch)
+        if head.is_control and not head.count:
+            return                                  # an emptied control batch: no state change
+        if p.epoch != head.producer_epoch:
+            p.epoch, p.last_data_offset = head.producer_epoch, -1
+        p.last_timestamp = head.max_timestamp
+        if head.is_control:
+            if p.txn_first_offset >= 0 and head.last_offset >= self.high_watermark:
+                self.unreplicated.append(p.txn_first_offset)
+            p.txn_first_offset = -1
+        else:
+            p.last_data_offset = head.last_offset
+            if head.is_transactional and p.txn_first_offset < 0:
+                p.txn_first_offset = head.base_offset
+
+    def replay(self) -> ProducerReplay:
+        """Feed every batch from the snapshot (its offset-index position) up to ``upto``."""
+        segs = self.replica.segments
+        for i, seg in enumerate(segs):
+            nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
+            if seg.base_offset >= self.upto:
+                break
+            if nxt is not None and nxt <= self.start:
+                continue
+            position = 0
+            if self.start > seg.base_offset:
+                idx = self.replica.offset_index(seg)
+                if idx is not None and len(idx):
+                    offsets = idx.offsets.astype(np.int64, copy=False)
+                    k = int(np.searchsorted(offsets, self.start, side="right")) - 1
+                    position = int(idx.positions[k]) if k >= 0 else 0
+            for head in iter_batch_heads(self.replica, seg, position):
+                if head.base_offset >= self.upto:
+                    return self
+                self.feed(head)
+        return self
+
+    def open_transactions(self) -> dict[int, int]:
+        """Producer id -> first offset of its transaction still open."""
+        return {pid: p.txn_first_offset for pid, p in self.producers.items() if p.txn_first_offset >= 0}
+
+    def first_unstable_offset(self) -> int | None:
+        """``firstUnstableOffset``: the earliest open or unreplicated transaction's first offset."""
+        firsts = [*self.open_transactions().values(), *self.unreplicated]
+        return min(firsts) if firsts else None
+
+    def last_stable_offset(self) -> int:
+        """LSO at ``high_watermark`` (:func:`last_stable_offset_from`).  A replay whose snapshot lies
+        above the high watermark cannot tell what was open there: :func:`last_stable_offset` then
+        replays from a snapshot at or below it."""
+        if self.from_snapshot and self.start > self.high_watermark:
+            return last_stable_offset(self.replica, self.high_watermark)
+        return last_stable_offset_from(self.first_unstable_offset(), high_watermark=self.high_watermark,
+                                       log_start_offset=self.replica.log_start_offset)
+
+    def active_producers(self, now_ms: int, expiration_ms: int) -> dict[int, ProducerEntry]:
+        """Producers ``removeExpiredProducers`` keeps at ``now_ms``: an open transaction, or a batch
+        within ``producer.id.expiration.ms`` (``lastRecordsOfActiveProducers``' source)."""
+        return {pid: p for pid, p in self.producers.items()
+                if p.txn_first_offset >= 0 or now_ms - p.last_timestamp < expiration_ms}
 
 
 def replay_open_transactions(replica: PartitionLog, high_watermark: int) -> dict[int, int]:
-    """Producer id -> first offset of its transaction still open at ``high_watermark``.
-
-    As the broker loads producer state (``ProducerStateManager``): the open transactions of the
-    latest producer ``.snapshot`` at or below HW (``currentTxnFirstOffset``), then batch headers from
-    the snapshot's offset: a transactional data batch opens a transaction for its producer if none
-    is open; a control batch of that producer below HW closes it.  Without a usable snapshot the
-    replay starts at the first segment."""
-    open_txns, start = _snapshot_open_txns(replica, high_watermark)
-    segs = replica.segments
-    for i, seg in enumerate(segs):
-        nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
-        if seg.base_offset >= high_watermark:
-            break
-        if nxt is not None and nxt <= start:
-            continue
-        position = 0
-        if start > seg.base_offset:
-            idx = replica.offset_index(seg)
-            if idx is not None and len(idx):
-                offsets = idx.offsets.astype(np.int64, copy=False)
-                k = int(np.searchsorted(offsets, start, side="right")) - 1
-                position = int(idx.positions[k]) if k >= 0 else 0
-        for head in iter_batch_heads(replica, seg, position):
-            if head.base_offset >= high_watermark:
-                break
-            if head.last_offset < start or not head.is_transactional:
-                continue
-            if head.is_control:
-                open_txns.pop(head.producer_id, None)
-            else:
-                open_txns.setdefault(head.producer_id, head.base_offset)
-    return open_txns
+    """Producer id -> first offset of its transaction still open at ``high_watermark``
+    (:class:`ProducerReplay` up to it)."""
+    return ProducerReplay(replica, high_watermark).replay().open_transactions()
 
 
 def last_stable_offset(replica: PartitionLog, high_watermark: int) -> int:

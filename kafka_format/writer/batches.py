@@ -67,6 +67,8 @@ __all__ = [
     "encode_varint",
     "encode_record",
     "build_v2_batch",
+    "frame_v2_batch",
+    "legacy_entry",
     "build_control_batch",
     "build_empty_batch",
     "build_legacy_messages",
@@ -243,6 +245,36 @@ def _v2_frame(*, base_offset: int, partition_leader_epoch: int, attributes: int,
     return bytes(header) + records_region
 
 
+def frame_v2_batch(
+    records_region: bytes,
+    *,
+    base_offset: int,
+    last_offset_delta: int,
+    count: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    codec: int = CODEC_NONE,
+    timestamp_type: int = CREATE_TIME,
+    transactional: bool = False,
+    control: bool = False,
+    delete_horizon: bool = False,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    level: int | None = None,
+) -> bytes:
+    """A v2 batch around ``records_region`` (``count`` encoded records, uncompressed; deltas from
+    ``base_offset`` and ``base_timestamp``): compressed with ``codec``, header and CRC-32C
+    (``MemoryRecordsBuilder.close``).  ``delete_horizon``: bit 6 set (``base_timestamp`` is it)."""
+    region = compress(codec, records_region, magic=MAGIC_V2, level=level) if codec != CODEC_NONE else records_region
+    attributes = _v2_attributes(codec, timestamp_type, transactional, control, delete_horizon)
+    return _v2_frame(base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
+                     attributes=attributes, last_offset_delta=last_offset_delta, base_timestamp=base_timestamp,
+                     max_timestamp=max_timestamp, producer_id=producer_id, producer_epoch=producer_epoch,
+                     base_sequence=base_sequence, count=count, records_region=region)
+
+
 def build_v2_batch(
     records: Sequence[Record],
     *,
@@ -283,14 +315,13 @@ def build_v2_batch(
     base_ts = first_ts if delete_horizon is None else delete_horizon
     record_max = max(r.timestamp for r in records)
     max_ts = log_append_time if timestamp_type == LOG_APPEND_TIME else record_max
-    raw = b"".join(encode_record(r, d, r.timestamp - base_ts) for r, d in zip(records, deltas))
-    region = compress(codec, raw, magic=MAGIC_V2, level=level) if codec != CODEC_NONE else raw
-    attributes = _v2_attributes(codec, timestamp_type, transactional, control, delete_horizon is not None)
-    data = _v2_frame(base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
-                     attributes=attributes, last_offset_delta=lod, base_timestamp=base_ts,
-                     max_timestamp=max_ts, producer_id=producer_id, producer_epoch=producer_epoch,
-                     base_sequence=base_sequence, count=len(records), records_region=region)
     assert max_ts is not None
+    raw = b"".join(encode_record(r, d, r.timestamp - base_ts) for r, d in zip(records, deltas))
+    data = frame_v2_batch(raw, base_offset=base_offset, last_offset_delta=lod, count=len(records),
+                          base_timestamp=base_ts, max_timestamp=max_ts, codec=codec, timestamp_type=timestamp_type,
+                          transactional=transactional, control=control, delete_horizon=delete_horizon is not None,
+                          partition_leader_epoch=partition_leader_epoch, producer_id=producer_id,
+                          producer_epoch=producer_epoch, base_sequence=base_sequence, level=level)
     # the broker's shallow offset of the max timestamp is the batch's last offset (KAFKA-16310)
     return BuiltBatch(data=data, magic=MAGIC_V2, base_offset=base_offset, last_offset=base_offset + lod,
                       max_timestamp=max_ts, offset_of_max_timestamp=base_offset + lod,
@@ -376,6 +407,12 @@ def _legacy_message(magic: int, attributes: int, timestamp: int, key: bytes | No
 
 def _log_entry(offset: int, message: bytes) -> bytes:
     return LOG_ENTRY_PREFIX.pack(offset, len(message)) + message
+
+
+def legacy_entry(magic: int, attributes: int, timestamp: int, key: bytes | None, value: bytes | None,
+                 offset: int) -> bytes:
+    """One magic 0/1 log entry: offset, size and the message (``LegacyRecord.write``)."""
+    return _log_entry(offset, _legacy_message(magic, attributes, timestamp, key, value))
 
 
 def _legacy_ts_attr(magic: int, timestamp_type: int) -> int:

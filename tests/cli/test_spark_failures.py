@@ -2,11 +2,14 @@
 run), never a Py4J traceback or the refused socket of a dead JVM.
 
 Real failures only: a Python worker's real MemoryError, a cleaner task failing on a corrupt
-segment (the line names the partition and the file), and a real driver JVM that runs out of heap
-and exits (code 52), in its own process."""
+segment (the line names the partition and the file), a real driver JVM that runs out of heap
+and exits (code 52), and a JVM killed (SIGKILL, as the kernel's OOM killer does) while a cleaner
+task runs (the line names the partition being cleaned), the last two in their own process."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -107,3 +110,39 @@ def test_a_driver_jvm_out_of_memory_is_one_line(tmp_path: Path) -> None:
     assert len(ours) == 1 and "Traceback" not in proc.stderr and "Connection refused" not in proc.stderr
     assert "out of memory" in ours[0] and "OutOfMemoryError" in ours[0] and ours[0].endswith(DRIVER_MEMORY_KNOB)
     assert f"exit code {JVM_OOM_EXIT}" in ours[0] or "Java heap space" in ours[0]
+
+
+@pytest.mark.spark
+def test_a_jvm_killed_during_a_cleaner_task_names_the_partition(tmp_path: Path) -> None:
+    """The JVM is SIGKILLed from inside the cleaner task's Python worker (``KLA_CRASH_AT=cleaner:jvm``):
+    the job's error carries no task, so the line names the partition whose task had started and
+    not finished.  Own process group and output files, never pipes: the PySpark daemon the dead JVM
+    leaves behind must not keep the test waiting on a pipe (the group is killed afterwards)."""
+    from kafka_format.writer import LogDirWriter, Record, build_v2_batch
+
+    ld = LogDirWriter(tmp_path / "broker", node_id=1, cluster_id="S2xhU2FtcGxlc0NsdXN0ZQ")
+    w = ld.partition("t", 3, topic_id=b"\x07" * 16)
+    w.append(build_v2_batch([Record(b"k", b"v", 1_700_000_000_000)], base_offset=0))
+    w.close()
+    ld.close(written_at_ms=1_700_000_000_000)
+    err, out = tmp_path / "stderr", tmp_path / "stdout"
+    cmd = [sys.executable, "-c", "import sys; from kafka_format.cli import main; sys.exit(main(sys.argv[1:]))",
+           "compaction", str(tmp_path / "broker"), "--config", "*:cleanup.policy=compact", "--force",
+           "--out", str(tmp_path / "out"), "--master", "local[1]"]
+    env = {**os.environ, "KLA_CRASH_AT": "cleaner:jvm", "KLOGS_LOG_DIR": str(tmp_path / "logs")}
+    with open(err, "w") as e, open(out, "w") as o:
+        proc = subprocess.Popen(cmd, cwd=str(REPO), env=env, stdout=o, stderr=e, start_new_session=True)
+        try:
+            code = proc.wait(timeout=300)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    stderr = err.read_text()
+    ours = [line for line in stderr.splitlines() if line.startswith("klogs compaction:")]
+    assert code == EXIT_USAGE, stderr[-3000:]
+    assert len(ours) == 1 and "Traceback" not in stderr and "Connection refused" not in stderr, stderr[-3000:]
+    assert ours[0].startswith(f"klogs compaction: Spark's JVM exited with code -9 in partition t-3 "
+                              f"({tmp_path / 'broker'})"), ours[0]
+    assert f"(killed? out of memory?): {DRIVER_MEMORY_KNOB}" in ours[0]

@@ -98,7 +98,7 @@ def test_typed_export_equals_the_deserializers(
     kafka_broker: KafkaBroker, spark, conformance, kafka_version: str, tmp_path: Path, fmt: str
 ) -> None:
     from kafka_format.registry import schemas_from_log_dirs
-    from kafka_format.spark.typed import decode_typed
+    from kafka_format.spark.typed import decode_typed, typed_columns
 
     topic = f"ty-{fmt}"
     v1, v2 = corpus_mod.orders(0, 20, v2=False), corpus_mod.orders(20, 20, v2=True)
@@ -130,5 +130,15 @@ def test_typed_export_equals_the_deserializers(
     )
     conformance.compare(
         COMPARISON, kafka_version, f"{fmt}: rows that did not decode", typed.error_counts(), {"value": 0}
+    )
+    # klogs export's way: the values decoded inside the kafka-log source's reader
+    plan = typed_columns(schemas_from_log_dirs([str(copy)], topic=store_topic), value_as=fmt, topic=topic)
+    in_source = plan.read(spark, [str(copy)], {"topics": topic}).orderBy("offset").collect()
+    conformance.compare(
+        COMPARISON,
+        kafka_version,
+        f"{fmt}: {len(theirs)} values decoded in the source's reader (klogs export)",
+        [r["value"].asDict(recursive=True) for r in in_source],
+        [{**v, "note": v.get("note")} for v in theirs],
     )
     conformance.assert_equal(COMPARISON, kafka_version)

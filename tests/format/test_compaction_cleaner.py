@@ -114,6 +114,15 @@ def config(topic: str = "t", **values: str):
     return load_topic_configs(None, overrides=flags)[topic]
 
 
+def written_batches(rep: Any, res: Any, out: Path) -> list[dict[str, Any]]:
+    """The batches of the cleaned partition ``res`` describes, written to ``out`` (kafka-python)."""
+    from kafka_format.log.cleaner import write_cleaned_partition
+
+    out.mkdir(parents=True)
+    write_cleaned_partition(rep, config(), 0, str(out), result=res)
+    return kp_batches(out)
+
+
 def kp_batches(partition_dir: Path) -> list[dict[str, Any]]:
     """Every batch of every .log (kafka-python), with its records, in offset order."""
     out = []
@@ -509,9 +518,7 @@ def test_producer_last_batch_and_round_end_kept_empty(tmp_path: Path) -> None:
     res = clean_partition(rep, config(), now, force=True)
     assert reasons(res)[0] == "superseded"
     assert res.empty_batches_kept == 1  # producer 21's batch [0,0]
-    model_batches = [b for b in res._model.batches if b.alive]
-    empty = [(b.base_offset, b.last_offset) for b in model_batches if b.state == "empty"]
-    assert empty == [(0, 0)]
+    assert [(b["base"], b["last"]) for b in written_batches(rep, res, tmp_path / "out") if b["count"] == 0] == [(0, 0)]
     # same log, producer expired: the batch disappears
     res2 = clean_partition(rep, config(), T0 + 2 * DAY, force=True)
     assert res2.empty_batches_kept == 0
@@ -534,9 +541,10 @@ def test_last_batch_of_round_kept_empty_kafka_17076(tmp_path: Path) -> None:
     log2.data([(None, v(1))])           # 1: null key, removed; nextOffset == U
     log2.roll()
     log2.data([(K[1], v(2))])
-    res2 = clean_partition(replica(log2.close()), config(), now, force=True)
+    rep2 = replica(log2.close())
+    res2 = clean_partition(rep2, config(), now, force=True)
     assert reasons(res2)[1] == "null-key"
-    assert [(b.base_offset, b.state) for b in res2._model.batches if b.alive and b.state == "empty"] == [(1, "empty")]
+    assert [b["base"] for b in written_batches(rep2, res2, tmp_path / "out") if b["count"] == 0] == [1]
 
 
 def test_legacy_batch_emptied_at_round_end_fails_like_kafka(tmp_path: Path) -> None:
@@ -598,7 +606,8 @@ def test_groups_follow_segment_bytes(tmp_path: Path) -> None:
             groups.append(cur)
             cur, total = [i], sizes[i]
     groups.append(cur)
-    got = [s.base for s in res._model.segs if s.orig is None]
+    written_batches(rep, res, tmp_path / "out")
+    got = [int(p.stem) for p in sorted((tmp_path / "out").glob("*.log")) if int(p.stem) < rep.segments[-1].base_offset]
     assert got == [rep.segments[g[0]].base_offset for g in groups]
     assert len(got) < len(sizes)
 
@@ -635,9 +644,9 @@ def test_sample_compacted_clean_section_is_a_fixed_point(tmp_path: Path) -> None
     below = [d for o, d in zip(res.decisions["offset"].to_pylist(), res.decisions["decision"].to_pylist())
              if o < 329]
     assert len(below) > 100 and set(below) == {"keep"}
-    # every batch copied, except the empty batch, whose header Kafka writes again (same bytes)
-    assert all(b.state == "orig" or (b.state == "empty" and b.count == 0)
-               for b in res._model.batches if b.last_offset < 329)
+    # every batch copied (the empty batch's header, which Kafka writes again, has the same bytes)
+    below_src = [b["raw"] for b in kp_batches(Path(part.path)) if b["last"] < 329]
+    assert [b["raw"] for b in written_batches(part, res, tmp_path / "out") if b["last"] < 329] == below_src
     # the dirty tail: brute force over the real plan
     res2 = clean_partition(rep, cfg, clean_time, force=True)
     batches = kp_batches(Path(rep.path))
@@ -782,3 +791,25 @@ def test_random_logs_any_map_size_match_brute_force(tmp_path: Path, seed: int) -
     got = kp_batches(out)
     assert all(b["crc_ok"] for b in got)
     assert [r["offset"] for b in got for r in b["records"]] == sorted(kept_offsets(res))
+
+
+def test_a_batch_emptied_by_a_later_round_keeps_its_rebuilt_max_timestamp(tmp_path: Path) -> None:
+    """A later round reads what the earlier one wrote, as Kafka's next cleaning reads the cleaned
+    segment: producer 21's batch [0, 2] is rebuilt by round one around B (its max timestamp now B's),
+    then emptied by round two and kept as an empty header (the producer's last batch), which carries
+    ``batch.maxTimestamp()`` of the batch it read: B's, not C's (``writeEmptyHeader``)."""
+    log = Log(tmp_path / "src")
+    log.data([(K[0], v(0)), (K[1], v(1)), (K[2], v(2))], pid=21)   # 0-2: A, B, C
+    log.data([(K[2], v(3))])                                         # 3: C
+    log.data([(K[0], v(4))])                                         # 4: A
+    log.data([(K[1], v(5))])                                         # 5: B
+    log.roll()
+    log.data([(K[3], v(6))])
+    rep = replica(log.close(cleaner_offset=3))
+    src = kp_batches(Path(rep.path))
+    ts = {r["offset"]: r["timestamp"] for b in src for r in b["records"]}
+    res = clean_partition(rep, config(), T0 + 60_000, map_slots=3, force=True)   # 2 keys a round
+    assert res.rounds == 2 and reasons(res)[1] == "superseded" and reasons(res)[2] == "superseded"
+    (empty,) = [b for b in written_batches(rep, res, tmp_path / "out") if b["count"] == 0]
+    assert (empty["base"], empty["last"], empty["pid"]) == (0, 2, 21)
+    assert empty["max_ts"] == ts[1] != ts[2]

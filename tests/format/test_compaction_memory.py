@@ -1,14 +1,15 @@
 """The cleaner's memory is bounded by its configuration, not by the partition.
 
-One partition of 20,000 records (about 8 MB of keys and values, uncompressed, 160 batches) is cleaned
-twice: with the defaults (one round: the offset map holds every key) and in a separate process with a
-deliberately tiny budget: an offset map of 450 keys (``log.cleaner.dedupe.buffer.size`` = 12,000
-bytes, so the 800 keys take two rounds, Kafka's shape), 256 records decoded at a time
-(``batch_rows``, ``klogs compaction --cleaner-batch-rows``) and a 64 KiB read buffer
-(``log.cleaner.io.buffer.size``).  The tiny run's peak (Python allocations by tracemalloc, which
-sees numpy, plus the Arrow memory pool's high-water mark) must stay under 2.5 MB, below what
-holding the partition would take: its key and value bytes alone are 8 MB (the run peaks near 1 MB).  Both runs must agree: every
-decision, and the written segments byte for byte.
+One partition of 40,000 records in 40,000 batches (about 8 MB of keys and values, uncompressed, 16
+segments) is cleaned twice: with the defaults (one round: the offset map holds every key) and in a
+separate process with a deliberately tiny budget: an offset map of 450 keys
+(``log.cleaner.dedupe.buffer.size`` = 12,000 bytes, so the 800 keys take two rounds, Kafka's
+shape), 256 rows of work files at a time (``batch_rows``, ``klogs compaction --cleaner-batch-rows``)
+and a 64 KiB read buffer (``log.cleaner.io.buffer.size``).  The tiny run's peak (Python allocations
+by tracemalloc, which sees numpy and the compiled offset map, plus the Arrow memory pool's
+high-water mark) must stay under 2.5 MB, below what holding the partition would take: its key and
+value bytes alone are 8 MB, and even 80 bytes of state per batch would be 3.2 MB (the run peaks
+near 1 MB).  Both runs must agree: every decision, and the written segments byte for byte.
 
 Oracle for the kept set (independent of the product): with no transactions, a record below the
 active segment is kept when it is its key's last record there (tombstones are kept: their delete
@@ -33,9 +34,9 @@ from kafka_format.log.cleaner import clean_partition, map_capacity, write_cleane
 from kafka_format.log.topicconfig import load_topic_configs
 from kafka_format.writer import LogDirWriter, Record, build_v2_batch
 
-RECORDS = 20_000
-PER_BATCH = 125
-BATCHES_PER_SEGMENT = 8
+RECORDS = 40_000
+PER_BATCH = 1
+BATCHES_PER_SEGMENT = 2_500
 KEYS_PER_HALF = 400                 # keys 0..399 in the first half of the log, 400..799 in the second
 DEDUPE_BYTES = 24 * 500             # 500 slots * 0.9 = 450 keys: fills 50 keys into the second half
 MAP_KEYS = 450
@@ -55,7 +56,7 @@ def _write(root: Path) -> Path:
         for i in range(base, base + PER_BATCH):
             k = rng.randrange(KEYS_PER_HALF) + (KEYS_PER_HALF if i >= RECORDS // 2 else 0)
             key = None if rng.random() < 0.01 else b"key-%05d" % k
-            value = None if rng.random() < 0.02 else b"value-%08d-" % i + b"x" * rng.randrange(250, 550)
+            value = None if rng.random() < 0.02 else b"value-%08d-" % i + b"x" * rng.randrange(90, 290)
             records.append(Record(key, value, T0 + i))
             rows.append((i, key, value))
         w.append(build_v2_batch(records, base_offset=base, codec=0))

@@ -387,32 +387,23 @@ def test_copied_real_set_through_file_uri(realdata: Path, tmp_path: Path) -> Non
     assert _shape(a) == _shape(b) and _shape(a)
 
 
-def test_s3_uri_through_moto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_s3_uri_through_moto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moto_s3) -> None:  # type: ignore[no-untyped-def]
     """An s3:// URI (moto's S3 server) lists, stats and reads like a local dir; locations keep the URI
-    options so they re-open the same store on their own."""
-    moto_server = pytest.importorskip("moto.server")
-    boto3 = pytest.importorskip("boto3")
-    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(key, "testing")
+    options so they re-open the same store on their own.  The credentials come from the environment
+    (the server refuses any other)."""
+    from s3store import KEY, SECRET
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        s3 = boto3.client("s3", endpoint_url=f"http://{host}:{port}", region_name="us-east-1")
-        s3.create_bucket(Bucket="logs")
-        root = _build(tmp_path)
-        for f in sorted(root.rglob("*")):
-            if f.is_file():
-                s3.put_object(Bucket="logs", Key=f.relative_to(tmp_path).as_posix(), Body=f.read_bytes())
-        options = f"endpoint_override={host}:{port}&scheme=http&region=us-east-1"
-        found = open_log_dirs(f"s3://logs/brokers?{options}")
-        assert _shape(found) == [(1, "t", 0, [0], [3]), (2, "t", 0, [0], [4])]
-        seg = found.replicas("t", 0)[0].segments[0]
-        assert seg.index_path == f"s3://logs/brokers/b1/t-0/{seg_name(0, '.index')}?{options}"
-        assert read_offset_index(seg.index_path).lookup(9) == (5, 2)  # re-opened from the string alone
-    finally:
-        server.stop()
+    root = _build(tmp_path)
+    moto_s3.bucket("logdir-tests", {"brokers": root})
+    options = moto_s3.query
+    found = open_log_dirs(f"s3://logdir-tests/brokers?{options}")
+    assert _shape(found) == [(1, "t", 0, [0], [3]), (2, "t", 0, [0], [4])]
+    seg = found.replicas("t", 0)[0].segments[0]
+    assert seg.index_path == f"s3://logdir-tests/brokers/b1/t-0/{seg_name(0, '.index')}?{options}"
+    assert read_offset_index(seg.index_path).lookup(9) == (5, 2)  # re-opened from the string alone
 
 
 _NAME = st.text(alphabet="ab-._0123456789", min_size=1, max_size=30).filter(lambda s: s not in (".", ".."))

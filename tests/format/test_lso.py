@@ -68,3 +68,53 @@ def test_a_corrupt_snapshot_falls_back_to_an_older_one(tmp_path: Path) -> None:
         (part / name).write_bytes(bytes(data))
     rep = _replica(tmp_path)
     assert planning.last_stable_offset(rep, 174) == _brute_force_lso(part, 174, 0)
+
+
+@pytest.mark.parametrize("hw", [0, 10, 79, 100, 154, 160, 174, None])
+def test_the_cleaner_plan_takes_the_same_lso(tmp_path: Path, hw: int | None) -> None:
+    """One replay for both: the cleaner replays producers up to the log end (its
+    ``lastRecordsOfActiveProducers``) and takes the LSO from it when its snapshot lies at or below
+    HW, else from a replay up to HW; either way the LSO every job computes.  The sample's snapshots
+    (154, 174) lie above some of these HWs."""
+    from kafka_format.log.cleaner import plan_cleaning
+    from kafka_format.log.topicconfig import load_topic_configs
+
+    rep = dataclasses.replace(_replica(SAMPLES), high_watermark_checkpoint=hw)
+    leo = partition_state.log_end_offset(rep)
+    cfg = load_topic_configs(None, overrides=["transactions:cleanup.policy=compact"])["transactions"]
+    plan = plan_cleaning(rep, cfg, 1_700_000_000_000)
+    effective = partition_state.high_watermark(rep, log_end_offset=leo, missing=leo)
+    assert plan.last_stable_offset == planning.last_stable_offset(rep, effective) == \
+        _brute_force_lso(SAMPLES / "broker-1" / "transactions-0", effective, 0)
+
+
+def test_an_emptied_marker_does_not_end_a_transaction(tmp_path: Path) -> None:
+    """``ProducerAppendInfo``: a control batch without its record (a marker batch the cleaner kept
+    empty) changes no producer state; only a marker record ends the transaction."""
+    from kafka_format.writer import (
+        CONTROL_COMMIT,
+        LogDirWriter,
+        Record,
+        build_control_batch,
+        build_empty_batch,
+        build_v2_batch,
+    )
+
+    ld = LogDirWriter(tmp_path / "b", node_id=1, cluster_id="S2xhU2FtcGxlc0NsdXN0ZQ")
+    w = ld.partition("t", 0, topic_id=b"\x07" * 16, take_snapshots=False)
+    w.append(build_v2_batch([Record(b"k", b"v", 1)], base_offset=0))
+    w.append(build_v2_batch([Record(b"k", b"v", 2)], base_offset=1, producer_id=9, producer_epoch=0,
+                            base_sequence=0, transactional=True))
+    w.append(build_empty_batch(base_offset=2, last_offset_delta=0, max_timestamp=3, producer_id=9, producer_epoch=0,
+                               transactional=True, control=True))
+    w.append(build_v2_batch([Record(b"k", b"v", 4)], base_offset=3))
+    w.append(build_control_batch(CONTROL_COMMIT, base_offset=4, timestamp=5, producer_id=9, producer_epoch=0,
+                                 coordinator_epoch=0))
+    w.append(build_v2_batch([Record(b"k", b"v", 6)], base_offset=5))
+    w.close()
+    ld.close(written_at_ms=10)
+    rep = _replica(tmp_path / "b", "t")
+    assert partition_state.replay_open_transactions(rep, 4) == {9: 1}
+    assert partition_state.last_stable_offset(rep, 4) == 1
+    assert partition_state.replay_open_transactions(rep, 6) == {}
+    assert partition_state.last_stable_offset(rep, 6) == 6

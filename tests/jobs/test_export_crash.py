@@ -2,8 +2,11 @@
 re-running it yields exactly the source's records (no loss, no duplicate).
 
 Each scenario runs ``klogs export`` in a subprocess with ``KLA_CRASH_AT`` set; the process SIGKILLs
-itself at that step (kafka_format.output.publish.crash_point).  The subprocesses run two at a time (JVM
-start-up dominates them); the re-runs are in-process on the shared session.  Oracle: aiokafka's
+itself at that step (kafka_format.output.publish.crash_point).  ``spark-read:orders-1`` kills the whole job
+-- driver, JVM and Python workers -- when a task starts reading partition orders-1, after the task
+of orders-0 wrote its files: a delta-spark write killed mid-batch, its files written and no commit.
+The subprocesses run two at a time (JVM start-up dominates them); the re-runs, and the first batch
+of the incremental mid-batch scenario, are in-process on the shared session.  Oracle: aiokafka's
 decoding of the writer-made log dirs.  The incremental Parquet crash before publishing is the same
 staging_dir path as the batch one and is not run separately.
 """
@@ -20,12 +23,14 @@ from pathlib import Path
 
 import pytest
 
-from test_export_job import REPO, assert_exactly, oracle, read_delta, read_parquet_dir, run_export, write_log_dir
+from test_export_job import (REPO, append_records, assert_exactly, oracle, read_delta, read_parquet_dir, run_export,
+                             write_log_dir)
 
 pytestmark = pytest.mark.spark
 
 FILES_WRITTEN = "export:files-written"
 BATCH_COMMITTED = "export:batch-committed"
+MID_WRITE = "spark-read:orders-1"          # the whole job killed once orders-0's task wrote its files
 PARALLEL = 2
 KLOGS = "import sys; from kafka_format.cli import main; sys.exit(main(sys.argv[1:]))"
 
@@ -42,6 +47,8 @@ SCENARIOS = {
     "parquet-incremental-published": Scenario("parquet", True, BATCH_COMMITTED),
     "delta-batch": Scenario("delta", False, FILES_WRITTEN),      # the delta-rs fallback (see its test)
     "delta-incremental-committed": Scenario("delta", True, BATCH_COMMITTED),
+    "delta-spark-batch-mid-write": Scenario("delta", False, MID_WRITE),
+    "delta-spark-incremental-mid-batch": Scenario("delta", True, MID_WRITE),    # batch 1, after batch 0
 }
 
 
@@ -56,9 +63,8 @@ class Crashed:
 
 
 @pytest.fixture(scope="module")
-def crashed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Crashed]:
+def crashed(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Crashed]:  # type: ignore[no-untyped-def]
     """Every scenario's killed run (started in parallel)."""
-    pytest.importorskip("pyspark")
     conf = tmp_path_factory.mktemp("spark_conf")      # `klogs` reads the local profile: use the test one
     (conf / "local.conf").write_text((REPO / "spark_conf" / "test.conf").read_text())
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
@@ -84,6 +90,10 @@ def crashed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Crashed]:
         args = [str(logs), "--out", str(out), "--format", sc.fmt, "--key-as", "string"]
         if sc.incremental:
             args += ["--checkpoint", str(ckpt)]
+        if name == "delta-spark-incremental-mid-batch":
+            assert run_export(*args) == 0                   # batch 0, whole; then the broker appended
+            for partition in (0, 1):
+                append_records(logs, "orders", partition, 6)
         proc = subprocess.Popen([sys.executable, "-c", KLOGS, "export", *args, "--master", "local[1]"],
                                 env={**env, "KLA_CRASH_AT": sc.crash_at,
                                      **({"KLOGS_DELTA_ENGINE": "delta-rs"} if name == "delta-batch" else {})}, stdout=subprocess.DEVNULL,
@@ -163,3 +173,47 @@ def test_delta_incremental_killed_after_commit_is_not_committed_twice(spark, cra
     assert (result["skipped"], result["batches"], result["rows"]) == ([0], [], 0)   # and says so
     assert (c.ckpt / "commits" / "0").is_file()
     assert_exactly(read_delta(c.out), oracle(c.logs))
+
+
+# --- delta-spark killed mid-write ----------------------------------------------------------------
+def data_files(out: Path) -> set[str]:
+    """The Parquet files in the table directory (committed or not)."""
+    return {p.relative_to(out).as_posix() for p in out.rglob("*.parquet") if "_delta_log" not in p.parts}
+
+
+def committed(out: Path) -> set[str]:
+    """The data files the Delta table's current version references (read by delta-rs)."""
+    from deltalake import DeltaTable
+
+    return {uri.split(f"{out.name}/", 1)[1] for uri in DeltaTable(str(out)).file_uris()}
+
+
+def test_delta_spark_batch_killed_mid_write_commits_nothing(spark, crashed) -> None:  # type: ignore[no-untyped-def]
+    from deltalake import DeltaTable
+
+    c = crashed["delta-spark-batch-mid-write"]
+    assert_killed(c)
+    written = data_files(c.out)
+    assert any("partition=0" in f for f in written) and not any("partition=1" in f for f in written)  # mid-write
+    assert not DeltaTable.is_deltatable(str(c.out))            # Delta's commit never came: no table at all
+    assert rerun(c) == 0
+    assert DeltaTable(str(c.out)).version() == 0
+    assert_exactly(read_delta(c.out), oracle(c.logs))
+    assert written <= data_files(c.out) and not written & committed(c.out)      # the orphans stay unreferenced
+
+
+def test_delta_spark_incremental_killed_mid_batch_is_exactly_once(spark, crashed, capsys) -> None:  # type: ignore[no-untyped-def]
+    from deltalake import DeltaTable
+
+    c = crashed["delta-spark-incremental-mid-batch"]
+    assert_killed(c)
+    assert DeltaTable(str(c.out)).version() == 0                # batch 0 only: batch 1 never committed
+    assert (c.ckpt / "offsets" / "1").is_file() and not (c.ckpt / "commits" / "1").exists()
+    orphans = data_files(c.out) - committed(c.out)
+    assert orphans and all("partition=0" in f for f in orphans)    # orders-0's files of batch 1, uncommitted
+    capsys.readouterr()
+    assert rerun(c) == 0                                        # Spark replays batch 1 with the same offsets
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (result["batches"], result["skipped"], result["version"]) == ([1], [], 1)
+    assert_exactly(read_delta(c.out), oracle(c.logs))           # every record once: old, appended
+    assert not orphans & committed(c.out)

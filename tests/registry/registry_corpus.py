@@ -264,18 +264,33 @@ def write_log_dir(
     return root
 
 
+AVRO_KEY = {"type": "record", "name": "OrderKey", "namespace": "shop", "fields": [{"name": "id", "type": "string"}]}
+
+
 def make_corpus(
-    root: Path, fmt: str, *, n1: int = 5, n2: int = 6, extra: list[tuple[bytes | None, bytes | None]] = ()
+    root: Path, fmt: str, *, n1: int = 5, n2: int = 6, extra: list[tuple[bytes | None, bytes | None]] = (),
+    avro_keys: bool = False,
 ) -> Corpus:  # type: ignore[assignment]
     """``orders`` with n1 v1 records then n2 v2 records of ``fmt`` (keys: the order id as a plain
-    string), ``extra`` rows after them, and ``_schemas`` registering what was used."""
+    string, or with ``avro_keys`` an ``AVRO_KEY`` record by confluent-kafka's serializer under
+    ``orders-key``), ``extra`` rows after them, and ``_schemas`` registering what was used."""
     v1, v2 = orders(0, n1, v2=False), orders(n1, n2, v2=True)
-    wire, ids, _client = serialize(fmt, v1, v2)
+    wire, ids, client = serialize(fmt, v1, v2)
     recs: list[tuple[dict[str, Any], dict[str, Any] | None]] = [
         ({"keytype": "NOOP", "magic": 0}, None),
         ({"keytype": "CONFIG", "subject": None, "magic": 0}, {"compatibilityLevel": "BACKWARD"}),
     ]
     recs += schema_records(fmt, ids)
-    rows = [(v["id"].encode(), b) for v, b in zip(v1 + v2, wire)] + list(extra)
+    keys = [v["id"].encode() for v in v1 + v2]
+    if avro_keys:
+        from confluent_kafka.schema_registry import Schema
+        from confluent_kafka.schema_registry.avro import AvroSerializer
+        from confluent_kafka.serialization import MessageField, SerializationContext
+
+        ser = AvroSerializer(client, Schema(json.dumps(AVRO_KEY), "AVRO"))
+        keys = [ser({"id": v["id"]}, SerializationContext(TOPIC, MessageField.KEY)) for v in v1 + v2]
+        ids["key"] = client.get_latest_version(f"{TOPIC}-key").schema_id
+        recs.append(_schema(f"{TOPIC}-key", 1, ids["key"], None, json.dumps(AVRO_KEY), []))
+    rows = list(zip(keys, wire)) + list(extra)
     write_log_dir(root, recs, {TOPIC: rows})
     return Corpus(root, fmt, v1 + v2, wire, [v for _, v in recs if v and "schema" in v], ids)

@@ -73,6 +73,28 @@ def test_delete_subject_and_clear_subject() -> None:
     assert s.by_id(1) is None and s.by_id(2) is None and s.by_id(3).version == 3
 
 
+def test_clear_subject_of_a_context_and_of_the_global_context() -> None:
+    s = SchemaStore()
+    for subject, sid in ((":.a:x-value", 1), (":.a:y-value", 2), (":.b:x-value", 3), ("x-value", 4)):
+        s.apply(k(subject, 1), v(subject, 1, sid, deleted=True))
+    s.apply(json.dumps({"keytype": "CLEAR_SUBJECT", "subject": ":.a:", "magic": 0}).encode(),
+            json.dumps({"subject": ":.a:"}).encode())
+    assert s.subjects(include_deleted=True) == [":.b:x-value", "x-value"]
+    s.apply(json.dumps({"keytype": "CLEAR_SUBJECT", "subject": ":.__GLOBAL:", "magic": 0}).encode(),
+            json.dumps({"subject": ":.__GLOBAL:"}).encode())
+    assert s.subjects(include_deleted=True) == []
+
+
+def test_a_version_registered_again_under_another_id_keeps_the_old_id_pointing_at_it() -> None:
+    """InMemoryCache.schemaRegistered maps the new id and never unmaps the old one."""
+    s = SchemaStore()
+    s.apply(k("a-value", 1), v("a-value", 1, 5, '"string"'))
+    s.apply(k("a-value", 1), v("a-value", 1, 6, '"long"'))
+    assert s.by_id(6).schema == '"long"' and s.by_id(5).schema == '"long"'
+    s.apply(k("a-value", 1), None)
+    assert s.by_id(5) is None and s.by_id(6) is None
+
+
 def test_duplicate_id_with_another_schema_is_ignored_and_bad_keys_skipped() -> None:
     s = SchemaStore()
     s.apply(k("a-value", 1), v("a-value", 1, 1, '"string"'))

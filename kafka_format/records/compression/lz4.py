@@ -19,6 +19,7 @@ The framing::
 
 from __future__ import annotations
 
+import importlib
 import struct
 from typing import Any
 
@@ -32,8 +33,8 @@ try:
 except ImportError:  # pragma: no cover - dependency is declared
     _cramjam = None
 try:
-    import lz4.block as _lz4_block
-    import lz4.frame as _lz4_frame
+    _lz4_block = importlib.import_module("lz4.block")
+    _lz4_frame = importlib.import_module("lz4.frame")
 except ImportError:  # pragma: no cover - dependency is declared
     _lz4_block = _lz4_frame = None
 LIBRARY = _lz4_block

@@ -1,0 +1,264 @@
+"""The table type of a typed Avro column cut into the Arrow arrays it is made of.
+
+:class:`_Layout` walks a (fastavro-parsed) reader schema by the rules of
+:func:`kafka_format.registry.avro.avro_arrow_type` and gives every Arrow array of the table type an
+output column of ``_avrocolumns`` (a struct's validity, a fixed-width value buffer, offsets and
+bytes, list offsets): a :class:`Target` per position, a :class:`UnionView` per reader union (where
+each branch writes).  :func:`assemble` builds the Arrow array back from the columns' buffers, without
+copying them.  A table type that has no such layout (``null`` columns, a union whose branch the
+reference tells by the value and could confuse, a recursive record) raises :class:`Unsupported`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["K_STRUCT", "K_FIXED", "K_VAR", "K_LIST", "Target", "UnionView", "Unsupported", "Layout",
+           "col_of", "arrow_of", "assemble"]
+
+K_STRUCT, K_FIXED, K_VAR, K_LIST = range(4)  # column kinds of _avrocolumns.c
+PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
+
+
+class Unsupported(Exception):
+    """The table type has no fast layout (the reference decodes the column)."""
+
+
+# --- the layout of a table type ---------------------------------------------------------------
+@dataclass
+class Target:
+    """One Arrow array of the table type and the output column that fills it."""
+
+    kind: str  # bool int32 int64 float32 float64 binary string date32 ts decimal struct list map union
+    col: int
+    arrow: pa.DataType
+    logical: str | None = None  # the table's logical type (fastavro key), for values it converts
+    size: int = -1  # fixed: its size
+    precision: int = 0
+    scale: int = 0
+    tz: bool = False
+    fields: dict[str, Any] = field(default_factory=dict)  # struct: name -> Target | UnionView
+    item: Any = None  # list: Target | UnionView
+    entries: int = -1  # map: the entries struct column
+    key: int = -1  # map: the key column
+    value: Any = None  # map: Target | UnionView
+    members: list[Any] = field(default_factory=list)  # union struct: member Targets
+    schema: Any = None  # the reader schema of this position
+
+
+@dataclass
+class UnionView:
+    """A reader union: where each of its branches writes (None: the null branch)."""
+
+    schema: list[Any]
+    target: Target  # the column of the union (nullable inner type, merged number, member struct)
+    general: bool  # a struct of members (the branch as member index)
+    branches: list[int | None]  # per reader branch: member index (general) or 0; None = null
+
+
+class Layout:
+    """Builds the Targets and column specs of a reader schema (``_Types.of``'s rules)."""
+
+    def __init__(self, named: dict[str, Any]) -> None:
+        self.named = named
+        self.cols: list[tuple[int, int, tuple[int, ...]]] = []
+        self.stack: list[str] = []
+
+    def _col(self, kind: int, width: int = 0) -> int:
+        self.cols.append((kind, width, ()))
+        return len(self.cols) - 1
+
+    def _children(self, col: int, children: Sequence[int]) -> None:
+        kind, width, _ = self.cols[col]
+        self.cols[col] = (kind, width, tuple(children))
+
+    def specs(self, root: Any) -> list[tuple[int, int, tuple[int, ...], int]]:
+        """The column specs for ``_avrocolumns``: (kind, width, children, per_row), per_row for
+        the columns with one slot per row (not inside a list or map)."""
+        per_row: set[int] = set()
+        stack = [col_of(root)]
+        while stack:
+            col = stack.pop()
+            per_row.add(col)
+            kind, _, children = self.cols[col]
+            if kind == K_STRUCT:
+                stack.extend(children)
+        return [(kind, width, children, int(i in per_row)) for i, (kind, width, children) in enumerate(self.cols)]
+
+    def _prim(self, kind: str, arrow: pa.DataType, width: int, s: Any, **kw: Any) -> Target:
+        col = self._col(K_VAR if width == 0 else K_FIXED, width)
+        return Target(kind, col, arrow, schema=s, **kw)
+
+    def build(self, s: Any) -> Any:
+        if isinstance(s, str):
+            simple = {
+                "boolean": ("bool", pa.bool_(), 1), "int": ("int32", pa.int32(), 4),
+                "long": ("int64", pa.int64(), 8), "float": ("float32", pa.float32(), 4),
+                "double": ("float64", pa.float64(), 8), "bytes": ("binary", pa.binary(), 0),
+                "string": ("string", pa.string(), 0),
+            }
+            if s in simple:
+                kind, arrow, width = simple[s]
+                return self._prim(kind, arrow, width, s)
+            if s in self.named and s not in PRIMITIVES:
+                return self.build(self.named[s])
+            raise Unsupported(f"type {s!r}")
+        if isinstance(s, list):
+            return self._union(s)
+        t, logical = s.get("type"), s.get("logicalType")
+        if logical == "date" and t == "int":
+            return self._prim("date32", pa.date32(), 4, s, logical="int-date")
+        if logical in ("timestamp-millis", "timestamp-micros") and t == "long":
+            return self._prim("ts", pa.timestamp("us", tz="UTC"), 8, s, logical=f"long-{logical}", tz=True)
+        if logical in ("local-timestamp-millis", "local-timestamp-micros") and t == "long":
+            return self._prim("ts", pa.timestamp("us"), 8, s, logical=f"long-{logical}")
+        if logical == "decimal" and t in ("bytes", "fixed"):
+            precision, scale = int(s.get("precision", 0)), int(s.get("scale", 0))
+            if 0 < precision <= 38:
+                return self._prim("decimal", pa.decimal128(precision, scale), 16, s, logical=f"{t}-decimal",
+                                  precision=precision, scale=scale, size=int(s.get("size", -1)))
+        if logical == "uuid" and t == "string":
+            return self._prim("string", pa.string(), 0, s, logical="string-uuid")
+        if logical == "time-millis" and t == "int":
+            return self._prim("int32", pa.int32(), 4, s, logical="int-time-millis")
+        if logical == "time-micros" and t == "long":
+            return self._prim("int64", pa.int64(), 8, s, logical="long-time-micros")
+        if t in ("record", "error"):
+            return self._record(s)
+        if t == "enum":
+            return self._prim("string", pa.string(), 0, s)
+        if t == "fixed":
+            return self._prim("binary", pa.binary(), 0, s, size=int(s["size"]))
+        if t == "array":
+            col = self._col(K_LIST)
+            item = self.build(s["items"])
+            self._children(col, [col_of(item)])
+            return Target("list", col, pa.list_(arrow_of(item)), item=item, schema=s)
+        if t == "map":
+            col, entries, key = self._col(K_LIST), self._col(K_STRUCT), self._col(K_VAR)
+            value = self.build(s["values"])
+            self._children(entries, [key, col_of(value)])
+            self._children(col, [entries])
+            return Target("map", col, pa.map_(pa.string(), arrow_of(value)), entries=entries, key=key,
+                          value=value, schema=s)
+        if isinstance(t, (dict, list)) or t in PRIMITIVES or t in self.named:
+            return self.build(t)
+        raise Unsupported(f"schema {s!r:.80}")
+
+    def _record(self, s: dict[str, Any]) -> Target:
+        name = s["name"]
+        if name in self.stack:
+            raise Unsupported(f"recursive record {name}")
+        self.stack.append(name)
+        col = self._col(K_STRUCT)
+        fields = {f["name"]: self.build(f["type"]) for f in s["fields"]}
+        self.stack.pop()
+        self._children(col, [col_of(t) for t in fields.values()])
+        arrow = pa.struct([pa.field(n, arrow_of(t)) for n, t in fields.items()])
+        return Target("struct", col, arrow, fields=fields, schema=s)
+
+    def _union(self, branches: list[Any]) -> UnionView:
+        rest = [b for b in branches if b != "null"]
+        if not rest:
+            raise Unsupported("a union of null only")
+        if len(rest) == 1:
+            inner = self.build(rest[0])
+            if isinstance(inner, UnionView):
+                raise Unsupported("a union inside a union")
+            return UnionView(branches, inner, False, [None if b == "null" else 0 for b in branches])
+        names = sorted(map(str, rest))
+        if names in (["int", "long"], ["double", "float"]):
+            kind, arrow = ("int64", pa.int64()) if names[0] == "int" else ("float64", pa.float64())
+            target = self._prim(kind, arrow, 8, branches)
+            return UnionView(branches, target, False, [None if b == "null" else 0 for b in branches])
+        col = self._col(K_STRUCT)
+        members = [self.build(b) for b in rest]
+        if any(isinstance(m, UnionView) for m in members):
+            raise Unsupported("a union inside a union")
+        kinds = [_branch_kind(b, self.named) for b in rest]
+        for i, a in enumerate(kinds):  # the reference tells the branch from the value: it must be able to
+            for b in kinds[i + 1 :]:
+                if a is None or b is None or a == b or {a[0], b[0]} == {"map", "record"}:
+                    raise Unsupported("union branches the reference cannot tell apart")
+        self._children(col, [m.col for m in members])
+        arrow = pa.struct([pa.field(f"member{i}", m.arrow) for i, m in enumerate(members)])
+        target = Target("union", col, arrow, members=members, schema=branches)
+        index, out = 0, []
+        for b in branches:
+            if b == "null":
+                out.append(None)
+            else:
+                out.append(index)
+                index += 1
+        return UnionView(branches, target, True, out)
+
+
+def col_of(t: Any) -> int:
+    """The output column of a position (a union's: its column)."""
+    return t.target.col if isinstance(t, UnionView) else t.col
+
+
+def arrow_of(t: Any) -> pa.DataType:
+    """The Arrow type of a position."""
+    return t.target.arrow if isinstance(t, UnionView) else t.arrow
+
+
+def _branch_kind(branch: Any, named: dict[str, Any]) -> tuple[Any, ...] | None:
+    """How ``avro._branch_check`` recognises a value of this branch (None: a logical type or
+    anything it may confuse, kept off the fast path)."""
+    if isinstance(branch, str) and branch in named and branch not in PRIMITIVES:
+        branch = named[branch]
+    if isinstance(branch, dict) and branch.get("logicalType"):
+        return None
+    t = branch if isinstance(branch, str) else branch.get("type")
+    simple = {"boolean": "bool", "int": "int", "long": "int", "float": "float", "double": "float",
+              "string": "str", "enum": "str", "bytes": "bytes", "fixed": "bytes", "array": "list", "map": "map"}
+    if t in ("record", "error"):
+        return ("record", frozenset(f["name"] for f in branch["fields"]))
+    if isinstance(t, str) and t in simple:
+        return (simple[t],)
+    return None
+
+
+def _validity(raw: Any, n: int) -> tuple[pa.Buffer | None, int]:
+    if raw is None:  # no null was written
+        return None, 0
+    valid = np.frombuffer(raw, dtype=np.uint8, count=n)
+    nulls = n - int(np.count_nonzero(valid))
+    if nulls == 0:
+        return None, 0
+    return pa.py_buffer(np.packbits(valid, bitorder="little").tobytes()), nulls
+
+
+def assemble(t: Any, outs: tuple[Any, ...]) -> pa.Array:
+    """The Arrow array of position ``t`` from ``_avrocolumns``' column buffers (no copy)."""
+    if isinstance(t, UnionView):
+        t = t.target
+    n, valid, data, offsets = outs[t.col]
+    bitmap, nulls = _validity(valid, n)
+    if t.kind == "bool":
+        bits = np.packbits(np.frombuffer(data, dtype=np.uint8, count=n), bitorder="little").tobytes()
+        return pa.Array.from_buffers(t.arrow, n, [bitmap, pa.py_buffer(bits)], null_count=nulls)
+    if t.kind in ("binary", "string"):
+        return pa.Array.from_buffers(t.arrow, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                     null_count=nulls)
+    if t.kind in ("struct", "union"):
+        children = list(t.fields.values()) if t.kind == "struct" else t.members
+        kids = [assemble(c, outs) for c in children]
+        return pa.Array.from_buffers(t.arrow, n, [bitmap], null_count=nulls, children=kids)
+    if t.kind == "list":
+        return pa.Array.from_buffers(t.arrow, n, [bitmap, pa.py_buffer(offsets)], null_count=nulls,
+                                     children=[assemble(t.item, outs)])
+    if t.kind == "map":
+        keys_n, _, key_data, key_offsets = outs[t.key]
+        keys = pa.Array.from_buffers(pa.string(), keys_n, [None, pa.py_buffer(key_offsets), pa.py_buffer(key_data)])
+        values = assemble(t.value, outs)
+        entries = pa.StructArray.from_arrays([keys, values], fields=[t.arrow.key_field, t.arrow.item_field])
+        return pa.Array.from_buffers(t.arrow, n, [bitmap, pa.py_buffer(offsets)], null_count=nulls,
+                                     children=[entries])
+    return pa.Array.from_buffers(t.arrow, n, [bitmap, pa.py_buffer(data)], null_count=nulls)
