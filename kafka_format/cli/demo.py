@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="log dir to use (repeatable); default: data_samples/logdirs")
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark part")
     parser.add_argument("--master", default="local[*]", help="Spark master (default %(default)s)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Spark's own output (start-up lines, warnings) on stderr instead of in a "
+                             "log file")
     parser.set_defaults(handler=run)
 
 
@@ -207,16 +210,21 @@ def _run_job(out: TextOutput, name: str, argv: list[str]) -> bool:
 
 
 def _spark_part(out: TextOutput, log_dirs: list[str], out_dir: Path, master: str,
-                times: dict[str, float] | None = None) -> bool:
-    """Read the log dirs with the ``kafka-log`` source, write Parquet, then run every job."""
+                times: dict[str, float] | None = None, *, verbose: bool = False) -> bool:
+    """Read the log dirs with the ``kafka-log`` source, write Parquet, then run every job.  Spark's
+    own output goes to a log file (named on stdout) unless ``verbose``, as for the jobs."""
     import time
 
+    from kafka_format.jobs.jobargs import jvm_log_path
     from kafka_format.spark.session import build_session
 
     start = time.perf_counter()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    spark = build_session(master=master, profile="local", app_name="klogs demo")
+    jvm_log = None if verbose else jvm_log_path("demo")
+    spark = build_session(master=master, profile="local", app_name="klogs demo", jvm_log=jvm_log)
+    if jvm_log is not None:
+        out.line(f"(Spark's own output: {jvm_log})")
     if times is not None:
         times["(session start)"] = time.perf_counter() - start
     ok = True
@@ -307,7 +315,8 @@ def run(args: argparse.Namespace) -> int:
         # the log dirs the library found (a parent directory is resolved to its broker log dirs)
         spark_dirs = sorted({s.log_dir for s in summaries}) or log_dirs
         try:
-            ok = _spark_part(out, spark_dirs, out_dir, args.master, spark_times) and ok
+            ok = _spark_part(out, spark_dirs, out_dir, args.master, spark_times,
+                             verbose=bool(getattr(args, "verbose", False))) and ok
         except Exception as exc:  # noqa: BLE001 - report, the other steps stand
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
             out.line(f"error: Spark part failed: {first}")

@@ -6,8 +6,9 @@
   of message`` (``LegacyRecord.computeChecksum``).
 * producer ``.snapshot`` files: CRC-32C over everything after the crc field.
 
-The accelerated functions (``crc32c`` package: SSE4.2 / ARMv8 CRC
-instructions; ``zlib.crc32``) are what the library uses.  Plain-Python twins
+The accelerated functions (the compiled decoder's CRC-32C once it is loaded,
+else the ``crc32c`` package's: SSE4.2 / ARMv8 CRC instructions, imported on
+first use; ``zlib.crc32``) are what the library uses.  Plain-Python twins
 (``crc32c_py``, ``crc32_py``) are kept as the readable definition and to test
 the accelerated ones against.
 """
@@ -15,21 +16,17 @@ the accelerated ones against.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
+from functools import cache
+from typing import Any
 
-_crc32c_hw: Callable[..., int] | None
-try:  # hardware CRC-32C
-    from crc32c import crc32c as _crc32c_hw
-except ImportError:  # pragma: no cover - dependency is declared; fallback keeps the library usable
-    _crc32c_hw = None
-
-__all__ = ["crc32c", "crc32", "crc32c_py", "crc32_py", "CRC32C_ACCELERATED"]
+__all__ = ["crc32c", "crc32", "crc32c_py", "crc32_py", "use_accelerated_crc32c", "CRC32C_ACCELERATED"]  # noqa: F822 (module __getattr__)
 
 _CASTAGNOLI_REFLECTED = 0x82F63B78
 _IEEE_REFLECTED = 0xEDB88320
 
 
-def _make_table(poly: int) -> tuple[int, ...]:
+@cache
+def _table(poly: int) -> tuple[int, ...]:
     table = []
     for n in range(256):
         c = n
@@ -37,10 +34,6 @@ def _make_table(poly: int) -> tuple[int, ...]:
             c = (c >> 1) ^ poly if c & 1 else c >> 1
         table.append(c)
     return tuple(table)
-
-
-_CRC32C_TABLE = _make_table(_CASTAGNOLI_REFLECTED)
-_CRC32_TABLE = _make_table(_IEEE_REFLECTED)
 
 
 def _crc_py(table: tuple[int, ...], data: bytes | bytearray | memoryview, value: int) -> int:
@@ -52,24 +45,50 @@ def _crc_py(table: tuple[int, ...], data: bytes | bytearray | memoryview, value:
 
 def crc32c_py(data: bytes | bytearray | memoryview, value: int = 0) -> int:
     """CRC-32C of ``data`` continuing from ``value``, in plain Python."""
-    return _crc_py(_CRC32C_TABLE, data, value)
+    return _crc_py(_table(_CASTAGNOLI_REFLECTED), data, value)
 
 
 def crc32_py(data: bytes | bytearray | memoryview, value: int = 0) -> int:
     """CRC-32 (IEEE) of ``data`` continuing from ``value``, in plain Python."""
-    return _crc_py(_CRC32_TABLE, data, value)
+    return _crc_py(_table(_IEEE_REFLECTED), data, value)
 
 
-CRC32C_ACCELERATED = _crc32c_hw is not None
+_accelerated: Any = None     # the compiled decoder's CRC-32C, registered when it loads
+
+
+def use_accelerated_crc32c(fn: Any) -> None:
+    """Compute :func:`crc32c` with ``fn`` (same arguments, same results) from now on: the compiled
+    decoder (:mod:`kafka_format.records.fast`) registers its own when it loads."""
+    global _accelerated
+    _accelerated = fn
+
+
+@cache
+def _crc32c_hw() -> Any:
+    """The ``crc32c`` package's function, imported on first use (its import reads package
+    metadata: a tenth of a small job's start-up), or None where it is missing."""
+    try:  # hardware CRC-32C
+        from crc32c import crc32c as hw
+    except ImportError:  # pragma: no cover - dependency is declared; fallback keeps the library usable
+        return None
+    return hw
 
 
 def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
-    """CRC-32C (Castagnoli) of ``data``, continuing from ``value``."""
-    if _crc32c_hw is not None:
-        return _crc32c_hw(data, value)
+    """CRC-32C (Castagnoli) of ``data``, continuing from ``value``: the compiled decoder's function
+    where it is loaded, else the ``crc32c`` package's, else plain Python."""
+    fn = _accelerated if _accelerated is not None else _crc32c_hw()
+    if fn is not None:
+        return int(fn(data, value))
     return crc32c_py(data, value)  # pragma: no cover
 
 
 def crc32(data: bytes | bytearray | memoryview, value: int = 0) -> int:
     """CRC-32 (IEEE, as ``java.util.zip.CRC32``) of ``data``."""
     return zlib.crc32(data, value) & 0xFFFFFFFF
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CRC32C_ACCELERATED":     # whether a hardware function is there (may import the package)
+        return _accelerated is not None or _crc32c_hw() is not None
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

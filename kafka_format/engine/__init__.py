@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -145,6 +144,7 @@ def run_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int
     if len(tasks) <= 1 or n <= 1 or (total is not None and total < PARALLEL_MIN_BYTES):
         return [fn(t) for t in tasks]
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     method = "fork" if sys.platform.startswith("linux") and "pyspark" not in sys.modules else "spawn"
     with ProcessPoolExecutor(max_workers=min(n, len(tasks)),

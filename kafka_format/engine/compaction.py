@@ -8,10 +8,7 @@ runs them in this process (a process pool where there is more than one partition
 work).  The Parquet files, segments and summaries are written by the same functions on both
 engines.
 
-Full mode (the table view): :func:`full_decisions` is the rule on one partition's rows (numpy);
-:func:`full_summary` the per-partition counts.  The Spark job states the same rule as one
-aggregate and join (it cannot call Python per row without giving up the shuffle); the engines'
-parity tests hold the two equal.
+Full mode (the table view) is :mod:`kafka_format.engine.table_view`.
 
 No pyspark here.
 """
@@ -25,9 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kafka_format.storage.fsio import redact
 from kafka_format.common.errors import KafkaFormatError
@@ -38,10 +33,9 @@ from kafka_format.log.topicconfig import TopicConfig, TopicConfigs
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
 __all__ = [
-    "DECISION_FIELDS", "CLEANER_RECORD_SCHEMA", "SUMMARY_SCHEMA", "FULL_SUMMARY_COLUMNS", "FULL_SUMMARY_INPUT",
-    "METADATA_TOPIC", "SEGMENTS_ATTEMPT_OWNER", "ReplicaTaskError", "CleanerTask", "cleaner_tasks",
-    "run_cleaner_task", "run_cleaner_file_task", "finish_segments_dir", "finish_records_dir", "topic_selector",
-    "cleaner_pass_local", "full_decisions", "full_summary",
+    "DECISION_FIELDS", "CLEANER_RECORD_SCHEMA", "SUMMARY_SCHEMA", "METADATA_TOPIC", "SEGMENTS_ATTEMPT_OWNER",
+    "ReplicaTaskError", "CleanerTask", "cleaner_tasks", "run_cleaner_task", "run_cleaner_file_task",
+    "finish_segments_dir", "finish_records_dir", "topic_selector", "cleaner_pass_local",
 ]
 
 # KRaft's metadata log is a Raft log, not a LogManager log: the log cleaner never touches it.
@@ -95,12 +89,6 @@ SEGMENTS_ATTEMPT_OWNER = Owner("compaction", "segments-attempt")   # an executor
 _SUMMARY_TYPE = pa.struct(list(SUMMARY_SCHEMA))
 _COMBINED_SCHEMA = CLEANER_RECORD_SCHEMA.append(pa.field(_SUMMARY_COLUMN, _SUMMARY_TYPE))
 
-FULL_SUMMARY_COLUMNS = ("topic", "partition", "logDir", "recordsBefore", "recordsAfter", "keys",
-                        "keysDeleted", "recordsSuperseded", "nullKeyRecords")
-
-_GROUP = ("topic", "partition", "logDir")
-# the columns compaction_full_summary reads
-FULL_SUMMARY_INPUT = (*_GROUP, "decision", "reason")
 
 
 # --- topic selection -----------------------------------------------------------------------------
@@ -486,83 +474,3 @@ def cleaner_pass_local(logdirs: str | Sequence[str], configs: TopicConfigs, now_
 
 def _replica_bytes(partition_dir: str) -> int:
     return sum(p.size_bytes for p in open_log_dirs(partition_dir).all_partitions())
-
-
-# --- full mode: the table view rule -----------------------------------------------------------------
-FULL_GROUP = ("topic", "partition", "logDir")
-
-
-def full_decisions(table: pa.Table) -> pa.Table:
-    """The table view's decision of every row of ``table`` (``kafka-log`` rows as
-    :func:`kafka_format.spark.compaction.read_full_input` reads them): the input columns plus
-    ``decision``, ``reason``, ``supersededBy``.  Per ``(topic, partition, logDir, key)`` the
-    highest offset is ``latest`` (kept) unless its value is null (``tombstone``, removed); lower
-    offsets are ``superseded`` by it; null keys are ``null-key`` (removed)."""
-    n = table.num_rows
-    idx = pa.array(np.arange(n, dtype=np.int64))
-    keyed = pa.table({**{c: table.column(c) for c in (*FULL_GROUP, "key", "offset")}, "_row": idx})
-    null_key = table.column("key").is_null().to_numpy(zero_copy_only=False)
-    latest = np.full(n, -1, dtype=np.int64)
-    present = keyed.filter(pc.invert(pa.array(null_key)))
-    if present.num_rows:
-        cols = [*FULL_GROUP, "key"]
-        maxes = present.group_by(cols).aggregate([("offset", "max")])
-        joined = present.select([*cols, "_row"]).join(maxes, keys=cols, join_type="inner")
-        rows = joined.column("_row").to_numpy()
-        latest[rows] = joined.column("offset_max").to_numpy()
-    offset = table.column("offset").to_numpy(zero_copy_only=False)
-    superseded = ~null_key & (offset < latest)
-    tombstone = table.column("value").is_null().to_numpy(zero_copy_only=False)
-    decision = np.where(null_key | superseded | tombstone, "remove", "keep")
-    reason = np.where(null_key, "null-key", np.where(superseded, "superseded",
-                                                     np.where(tombstone, "tombstone", "latest")))
-    by = pa.array(latest, mask=~superseded)
-    return table.append_column("decision", pa.array(decision, pa.string())) \
-        .append_column("reason", pa.array(reason, pa.string())) \
-        .append_column("supersededBy", by)
-
-
-def full_summary(decisions: pa.Table) -> list[dict[str, Any]]:
-    """Per ``(topic, partition, logDir)`` of :func:`full_decisions` rows: ``recordsBefore``,
-    ``recordsAfter`` (kept), ``keys`` (latest or tombstone), ``keysDeleted``, ``recordsSuperseded``,
-    ``nullKeyRecords`` (``FULL_SUMMARY_COLUMNS``)."""
-    out: dict[tuple[Any, ...], dict[str, Any]] = {}
-    cols = [decisions.column(c).to_pylist() for c in (*FULL_GROUP, "decision", "reason")]
-    for topic, partition, log_dir, decision, reason in zip(*cols, strict=True):
-        s = out.setdefault((topic, partition, log_dir), {
-            "topic": topic, "partition": partition, "logDir": log_dir, "recordsBefore": 0, "recordsAfter": 0,
-            "keys": 0, "keysDeleted": 0, "recordsSuperseded": 0, "nullKeyRecords": 0})
-        s["recordsBefore"] += 1
-        s["recordsAfter"] += decision == "keep"
-        s["keys"] += reason in ("latest", "tombstone")
-        s["keysDeleted"] += reason == "tombstone"
-        s["recordsSuperseded"] += reason == "superseded"
-        s["nullKeyRecords"] += reason == "null-key"
-    return [{c: out[k][c] for c in FULL_SUMMARY_COLUMNS} for k in sorted(out, key=lambda k: (k[0], k[1], k[2]))]
-
-
-def full_read_options(logdirs: str | Sequence[str], *, topics: Sequence[str] | None = None,
-                      topic_pattern: str | None = None) -> dict[str, str]:
-    """The ``kafka-log`` options the table view reads with: committed (``read_committed``), no
-    control records, from the log start offset, the longest replica of each partition."""
-    import json
-
-    paths = [logdirs] if isinstance(logdirs, str) else list(logdirs)
-    return {"paths": json.dumps(paths), "topicPattern": topic_selector(topics, topic_pattern),
-            "isolationLevel": "read_committed", "includeControlRecords": "false", "startingOffsets": "earliest"}
-
-
-def full_local(logdirs: str | Sequence[str], records_dir: str, *, topics: Sequence[str] | None = None,
-               topic_pattern: str | None = None) -> list[dict[str, Any]]:
-    """Full mode in this process: the decisions of every row written to ``records_dir`` as Parquet
-    (``part-00000.parquet``), the per-partition summary returned.  Holds the rows in memory (the
-    local engine runs below the ``auto`` threshold)."""
-    import pyarrow.parquet as pq
-
-    from kafka_format.engine.read import read_table
-
-    table = read_table(full_read_options(logdirs, topics=topics, topic_pattern=topic_pattern))
-    decided = full_decisions(table)
-    os.makedirs(records_dir, exist_ok=True)
-    pq.write_table(decided, os.path.join(records_dir, "part-00000.parquet"))
-    return full_summary(decided)

@@ -1,8 +1,8 @@
 """``klogs export`` without Spark: a batch Parquet export from the local engine, and the parts of
 an export both engines share (the options, the output claims, the published file listing).
 
-:func:`export_local` reads the ``kafka-log`` rows with :func:`kafka_format.engine.read.read_table`
-(the data source's own plan and split reader), converts the columns as
+:func:`export_local` reads the ``kafka-log`` rows split by split (the data source's own plan and
+split reader, :func:`kafka_format.read.split_reader.read_split`), streaming, and converts the columns as
 :func:`kafka_format.spark.export.convert_columns` does -- ``key``/``value`` as Kafka's
 ``StringDeserializer`` (:func:`kafka_format.records.batch_v2.java_utf8`), ``date`` the UTC day of
 ``timestamp`` (null for ``NO_TIMESTAMP``) -- and writes ``OUT/topic=T/partition=P/part-*.parquet``
@@ -282,37 +282,104 @@ def decode_table(table: pa.Table, typed: Any) -> tuple[pa.Table, dict[str, int]]
     return pa.Table.from_batches(batches, schema=schema), counts
 
 
+@dataclass(frozen=True)
+class _SplitExport:
+    """One split of a local export: read, converted and written under ``root`` by one task."""
+
+    split: Any                    # kafka_format.read.planning.Split
+    options: Any                  # the parsed read options
+    root: str                     # the staging directory
+    index: int                    # names its files part-<index>-<i>.parquet
+    partition_by: tuple[str, ...]
+    key_as: str
+    value_as: str
+    typed: Any = None             # a kafka_format.registry.typed.TypedPlan, or None
+
+
+def _export_split(task: _SplitExport) -> dict[str, int]:
+    """Stream one split's rows into Parquet files under ``task.root`` (hive directories of
+    ``partition_by``), typed columns decoded batch by batch (:func:`decode_table`'s rule); the
+    rows that did not decode per typed column.  Holds one decoded chunk at a time."""
+    import pyarrow.dataset as ds
+
+    from kafka_format.read.split_reader import arrow_schema, read_split
+
+    typed = task.typed if task.typed is not None and task.typed.plans else None
+    source = arrow_schema(task.options)
+    if typed is not None:
+        from kafka_format.registry.batches import typed_schema
+
+        source = typed_schema(source, typed.plans, typed.mode == "PERMISSIVE")
+    counts = {c: 0 for c in (typed.plans if typed is not None else ())}
+
+    def convert(table: pa.Table) -> pa.Table:
+        return convert_table(table, partition_by=task.partition_by, key_as=task.key_as, value_as=task.value_as)
+
+    schema = convert(source.empty_table()).schema
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for batch in read_split(task.split, task.options):
+            if not batch.num_rows:
+                continue
+            table = pa.Table.from_batches([batch])
+            if typed is not None:
+                table, found = decode_table(table, typed)
+                for c, n in found.items():
+                    counts[c] += n
+            if table.num_rows:
+                yield from convert(table).to_batches()
+
+    part_schema = pa.schema([schema.field(c) for c in task.partition_by])
+    ds.write_dataset(pa.RecordBatchReader.from_batches(schema, batches()), task.root, format="parquet",
+                     partitioning=ds.partitioning(part_schema, flavor="hive"),
+                     basename_template=f"part-{task.index:05d}-{{i}}.parquet",
+                     existing_data_behavior="overwrite_or_ignore", preserve_order=True,
+                     file_options=ds.ParquetFileFormat().make_write_options(
+                         coerce_timestamps="us", allow_truncated_timestamps=False))
+    return counts
+
+
 def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str] | None = None,
                  partition_by: str | Sequence[str] = ("topic", "partition"), key_as: str = "binary",
                  value_as: str = "binary", typed: Any = None) -> ExportResult:
     """A batch Parquet export of ``logdirs`` in this process, published atomically (``out``
-    replaced by one rename, as :func:`kafka_format.spark.export.export` does).  ``typed``: the
-    :class:`kafka_format.registry.typed.TypedPlan` of typed ``key_as``/``value_as``."""
+    replaced by one rename, as :func:`kafka_format.spark.export.export` does).  One task per
+    planned split (the data source's plan), each streaming its rows to its own files, over a
+    process pool where there is more than one split's worth of work (:func:`kafka_format.engine.run_tasks`).
+    ``typed``: the :class:`kafka_format.registry.typed.TypedPlan` of typed ``key_as``/``value_as``."""
     import json
 
-    import pyarrow.dataset as ds
-
-    from kafka_format.engine.read import read_table
+    from kafka_format.engine import run_tasks
+    from kafka_format.engine.read import split_bytes, read_splits
 
     cols = parse_partition_by(partition_by)
+    _check_choice("key_as", key_as, KEY_AS)
+    _check_choice("value_as", value_as, VALUE_AS)
     local_path(out)             # ValueError for object stores: no atomic rename there
     opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
     with hold_outputs(out, format="parquet", incremental=False, inputs=logdirs):
-        data, counts = read_table(opts), {}
+        parsed, splits = read_splits(opts)
+        probe = _probe(parsed)
         if typed is not None and typed.plans:
-            data, counts = decode_table(data, typed)
-        data = convert_table(data, partition_by=cols, key_as=key_as, value_as=value_as)
+            probe = decode_table(probe, typed)[0]
+        convert_table(probe, partition_by=cols, key_as=key_as,
+                      value_as=value_as)        # refuses what it cannot convert before any work
         with staging_dir(out, PARQUET_OWNER) as tmp:
-            if data.num_rows:
-                part_schema = pa.schema([data.schema.field(c) for c in cols])
-                ds.write_dataset(data, tmp, format="parquet", partitioning=ds.partitioning(part_schema,
-                                 flavor="hive"), basename_template="part-{i}.parquet",
-                                 existing_data_behavior="overwrite_or_ignore", preserve_order=True,
-                                 file_options=ds.ParquetFileFormat().make_write_options(
-                                     coerce_timestamps="us", allow_truncated_timestamps=False))
+            tasks = [_SplitExport(s, parsed, tmp, i, cols, key_as, value_as, typed) for i, s in enumerate(splits)]
+            counts: dict[str, int] = {}
+            for found in run_tasks(_export_split, tasks, weights=[split_bytes(s) for s in splits]):
+                for c, n in found.items():
+                    counts[c] = counts.get(c, 0) + n
             with open(os.path.join(tmp, "_SUCCESS"), "wb"):
                 pass
             files = _data_files(pafs.LocalFileSystem(), tmp)
             crash_point("export:files-written")
     return ExportResult(out=out, format="parquet", partition_by=cols, rows=sum(f.rows for f in files),
                         files=len(files), engine="local", typed=None if typed is None else typed.report(counts))
+
+
+def _probe(options: Any) -> pa.Table:
+    """An empty table of the rows a read with ``options`` yields."""
+    from kafka_format.read.split_reader import arrow_schema
+
+    return arrow_schema(options).empty_table()

@@ -1,27 +1,27 @@
 """The ``kafka-log`` source read without Spark: the same plan and the same split reader.
 
-:func:`read_table` plans a batch read from the source's options
-(:func:`kafka_format.read.split_reader.plan_read`) and decodes every split with
-:func:`kafka_format.read.split_reader.read_split` -- the code the Spark data source runs on its driver and
-executors -- in this process, over a process pool when there is more than one split's worth of
-work.  Filters are not pushed (there is no query): the rows are those of ``spark.read.format(
-"kafka-log").options(...).load()``.
+:func:`read_splits` plans a batch read from the source's options
+(:func:`kafka_format.read.split_reader.plan_read`) and :func:`read_table` decodes it into one table
+(for small inputs and interactive use); the local engine's tasks (an export's splits,
+the table view's partitions) decode their splits with :func:`kafka_format.read.split_reader.read_split`
+-- the code the Spark data source runs on its executors -- streaming, each in its own task.  Filters
+are not pushed (there is no query): the rows are those of ``spark.read.format("kafka-log")
+.options(...).load()``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from kafka_format.read.planning import Split
 import pyarrow as pa
 
-from kafka_format.read.planning import Split
 from kafka_format.read.split_reader import arrow_schema, plan_read, read_split
 
-__all__ = ["read_table", "read_splits"]
+__all__ = ["read_table", "read_splits", "split_bytes"]
 
 
 def read_splits(options: Mapping[str, str]) -> tuple[Any, list[Split]]:
@@ -40,18 +40,20 @@ def _read_one(args: tuple[Split, Any]) -> pa.Table:
 
 
 def read_table(options: Mapping[str, str]) -> pa.Table:
-    """Every row of a batch read with these ``kafka-log`` options (``paths`` as JSON), in split order."""
+    """Every row of a batch read with these ``kafka-log`` options (``paths`` as JSON), in split order,
+    as one table in memory (a process pool decodes the splits where there is more than one split's
+    worth of work).  For small inputs and interactive use; the jobs stream split by split instead."""
     from kafka_format.engine import run_tasks
 
     opts, splits = read_splits(options)
     schema = arrow_schema(opts)
     if not splits:
         return schema.empty_table()
-    tables = run_tasks(_read_one, [(s, opts) for s in splits], weights=[_split_bytes(s) for s in splits])
+    tables = run_tasks(_read_one, [(s, opts) for s in splits], weights=[split_bytes(s) for s in splits])
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
-def _split_bytes(split: Split) -> int:
+def split_bytes(split: Split) -> int:
     """Bytes a split covers (a range to the end of its file: that file's size, when local)."""
     known = split.size_bytes
     if known is not None:
@@ -67,7 +69,3 @@ def _split_bytes(split: Split) -> int:
         total += max(0, end - r.start_position)
     return total
 
-
-def paths_option(logdirs: list[str]) -> str:
-    """The ``paths`` option for a list of log dirs."""
-    return json.dumps(list(logdirs))

@@ -9,7 +9,7 @@ Writes ``DIR/findings/`` (Parquet: severity, check, topic, partition, file, posi
 expected, actual, message), ``DIR/files/`` (Parquet: byte accounting per ``.log``) and
 ``DIR/report.html``, published atomically (only over an absent path, an empty directory or a
 previous audit output: its ``.klogs-output`` marker; else exit 2, nothing touched); prints the findings to stdout (text lines, or JSON
-lines with ``--format json``).  Exit 0 clean, 1 findings at or above ``--fail-on`` (default
+lines with ``--format json``; on a terminal the informational findings of a check are one line).  Exit 0 clean, 1 findings at or above ``--fail-on`` (default
 error), 2 could not run.  Also runs as ``spark-submit jobs/audit.py ARGS``.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from kafka_format.log.audit.auditor import REPORT_OWNER, at_or_above, format_finding
 from kafka_format.jobs.jobargs import (
@@ -78,11 +79,38 @@ def _run(ctx: JobContext, args: argparse.Namespace) -> int:
         findings = [r.asDict() for r in findings_df.collect()]
         files = [r.asDict() for r in files_df.collect()]
     write_outputs(str(ctx.out), findings, files)
-    for row in findings:
-        line = json.dumps(row, sort_keys=False) if ctx.format == "json" else format_finding(row)
+    if ctx.format == "json":
+        lines = [json.dumps(row, sort_keys=False) for row in findings]
+    else:
+        lines = finding_lines(findings, fold=sys.stdout.isatty(), out=str(ctx.out))
+    for line in lines:
         sys.stdout.write(line + "\n")
     sys.stdout.flush()
     return EXIT_FINDINGS if at_or_above(findings, args.fail_on) else EXIT_OK
+
+
+def finding_lines(findings: list[dict[str, Any]], *, fold: bool, out: str) -> list[str]:
+    """The text lines: one per finding; with ``fold`` (a person at a terminal) every error and
+    warning line, then the informational findings one line per check when a check has several
+    (every finding stays in ``out``: ``findings/`` and ``report.html``, and in ``--format json``)."""
+    if not fold:
+        return [format_finding(row) for row in findings]
+    infos: dict[str, list[dict[str, Any]]] = {}
+    lines = []
+    for row in findings:
+        if row["severity"] == "info":
+            infos.setdefault(row["check"], []).append(row)
+        else:
+            lines.append(format_finding(row))
+    for check, rows in infos.items():
+        if len(rows) == 1:
+            lines.append(format_finding(rows[0]))
+        else:
+            where = sorted({f"{r['topic']}-{r['partition']}" for r in rows if r["topic"] is not None})
+            shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+            lines.append(f"INFO {check}: {len(rows)} findings" + (f" in {shown}" if shown else "")
+                         + f" (each one in {out}/report.html)")
+    return lines
 
 
 if __name__ == "__main__":

@@ -136,7 +136,7 @@ def _cleaner(ctx: JobContext, args: argparse.Namespace, records_dir: str, segmen
 def _full(ctx: JobContext, records_dir: str, local: bool) -> list[dict[str, object]]:
     """The table view's decisions written to ``records_dir``; the per-partition summary."""
     if local:
-        from kafka_format.engine.compaction import full_local
+        from kafka_format.engine.table_view import full_local
 
         return full_local(ctx.logdirs, records_dir, topics=ctx.topics, topic_pattern=ctx.topic_pattern)
     from kafka_format.spark import compaction as comp
@@ -150,8 +150,7 @@ def _full(ctx: JobContext, records_dir: str, local: bool) -> list[dict[str, obje
     finally:
         spark.conf.unset(key) if before is None else spark.conf.set(key, before)
     # the summary from the written decisions (a few small columns), not from a cache of the rows
-    written = spark.read.parquet(records_dir).select(*comp.FULL_SUMMARY_INPUT)
-    return [r.asDict() for r in comp.compaction_full_summary(written).collect()]
+    return comp.compaction_full_summary(spark.read.parquet(records_dir))
 
 
 def _print_summary(parts: list[dict[str, object]], mode: str) -> None:
@@ -167,12 +166,21 @@ def _print_summary(parts: list[dict[str, object]], mode: str) -> None:
 
 
 def _cell(value: object, header: str) -> object:
+    """A summary value as a person reads it (summary.json keeps the exact numbers)."""
+    from kafka_format.common.units import human_bytes
+
     if value is None:
         return "-"
     if header == "logDir":
         return os.path.basename(str(value).rstrip("/"))
-    if isinstance(value, float):
-        return f"{value:.3f}"
+    if header in ("bytesBefore", "bytesAfter"):
+        return human_bytes(int(value))  # type: ignore[call-overload]
+    if header == "dirtyRatio":
+        return f"{float(value):.1%}"  # type: ignore[arg-type]
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
     return value
 
 

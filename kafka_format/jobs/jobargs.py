@@ -305,6 +305,8 @@ def run_job(body: Callable[[], int], *, prog: str) -> int:
     URI credentials redacted like every other line (:func:`redacting_excepthook`)."""
     from kafka_format.jobs.sparkerrors import spark_failure
 
+    from kafka_format.storage.fsio import listing_cache
+
     install_redacting_hooks()
     py4j = logging.getLogger("py4j")
     handler = _Py4JToSparkLog()
@@ -312,7 +314,8 @@ def run_job(body: Callable[[], int], *, prog: str) -> int:
     py4j.addHandler(handler)
     py4j.propagate = False
     try:
-        return _run_body(body, prog, spark_failure)
+        with listing_cache():        # the input dirs are listed and their state files read once per run
+            return _run_body(body, prog, spark_failure)
     finally:
         py4j.removeHandler(handler)
         py4j.propagate = saved

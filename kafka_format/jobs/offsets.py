@@ -29,7 +29,8 @@ from kafka_format.jobs.jobargs import (
     run_main,
     session_for,
 )
-from kafka_format.log.list_offsets import ISOLATION_LEVELS, parse_timestamp_spec
+from kafka_format.common.units import utc_text_ms
+from kafka_format.log.list_offsets import ISOLATION_LEVELS, SPEC_NAMES, parse_timestamp_spec
 from kafka_format.output.ownership import Owner
 
 OWNER = Owner("offsets", "answers")          # the sidecar marker of an --out file
@@ -59,16 +60,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def format_rows(rows: Sequence[dict[str, Any]], fmt: str) -> str:
-    """jsonl (one object per line, exactly :data:`COLUMNS`) or an aligned text table."""
+    """jsonl (one object per line, exactly :data:`COLUMNS`) or an aligned text table for a person:
+    ``timestamp`` as the name of a special value (``latest``) or a UTC date, ``recordTimestamp`` a
+    UTC date (to the millisecond: the jsonl keeps the numbers)."""
     if fmt == "jsonl":
         return "".join(json.dumps({k: r[k] for k in COLUMNS}) + "\n" for r in rows)
-    cells = [list(COLUMNS)] + [["null" if r[k] is None else str(r[k]) for k in COLUMNS] for r in rows]
+    cells = [list(COLUMNS)] + [[_cell(k, r[k]) for k in COLUMNS] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
     lines = []
     for row in cells:
         left = row[0].ljust(widths[0])
         lines.append("  ".join([left, *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]).rstrip())
     return "\n".join(lines) + "\n"
+
+
+_SPEC_TEXT = {v: k for k, v in SPEC_NAMES.items()}
+
+
+def _cell(column: str, value: Any) -> str:
+    if value is None:
+        return "null"
+    if column == "timestamp":
+        return _SPEC_TEXT.get(int(value)) or utc_text_ms(int(value))
+    if column == "recordTimestamp":
+        return utc_text_ms(int(value))
+    return str(value)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -305,6 +305,10 @@ def check_target(target: str, owner: Owner, *, inputs: Iterable[str] = (), file:
             raise OutputRefused("refusing to write the output's marker there", path=side_path,
                                 expected="no file there, or klogs' marker", found=describe_path(side_path)) from None
         return "absent"
+    except OSError as exc:           # e.g. a parent that is a file: name the user's path and the reason
+        raise OutputRefused("cannot create the output here", path=target,
+                            expected="a path whose parent directory exists and is writable",
+                            found=exc.strerror or str(exc)) from None
     if stat.S_ISLNK(st.st_mode):
         raise _refuse(target, owner, describe_path(target))
     if file:

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from kafka_format.records import _fastdecode
-from kafka_format.common.crc import crc32
+from kafka_format.common.crc import crc32, use_accelerated_crc32c
 from kafka_format.records.decoder import Decoder
 from kafka_format.records import batch_v2, framing, legacy
 from kafka_format.records.columns import RecordColumns
@@ -46,6 +46,7 @@ __all__ = ["FastDecoder", "CRC32C_IMPLEMENTATION", "crc32c"]
 
 CRC32C_IMPLEMENTATION: str = _fastdecode.CRC32C_IMPLEMENTATION
 crc32c = _fastdecode.crc32c
+use_accelerated_crc32c(crc32c)      # kafka_format.common.crc.crc32c computes with it from now on
 
 # Names of the batch_v2.HEADER fields, in order (the layout itself is declared there).
 _HEADER_FIELDS = (

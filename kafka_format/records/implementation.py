@@ -13,7 +13,7 @@ from typing import Any
 
 from kafka_format.records.decoder import REFERENCE, Decoder
 
-__all__ = ["get_decoder", "IMPLEMENTATION", "ENV_VAR"]  # noqa: F822 (IMPLEMENTATION: module __getattr__)
+__all__ = ["get_decoder", "crc32c", "IMPLEMENTATION", "ENV_VAR"]  # noqa: F822 (IMPLEMENTATION: module __getattr__)
 
 ENV_VAR = "KAFKA_FORMAT_DECODER"
 FAST = "fast"
@@ -42,6 +42,16 @@ def get_decoder() -> Decoder:
     if _chosen is None:
         _chosen, _implementation = _choose()
     return _chosen
+
+
+def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
+    """CRC-32C (Castagnoli) of ``data`` continuing from ``value`` with the active decoder chosen
+    first, so that the compiled decoder's function computes it where that decoder runs
+    (:func:`kafka_format.common.crc.crc32c`), even before any record was decoded."""
+    from kafka_format.common.crc import crc32c as compute
+
+    get_decoder()
+    return compute(data, value)
 
 
 def __getattr__(name: str) -> Any:

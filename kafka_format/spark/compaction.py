@@ -6,10 +6,10 @@ Two questions, two functions:
   for every non-null key its highest-offset record among the committed, non-control records at
   or above the log start offset; a key whose latest record is a tombstone is absent.  Input is
   the ``kafka-log`` source read as :func:`read_full_input` reads it (``read_committed``, no
-  control records, from ``earliest`` = the log start offset).  Runs distributed: a
-  ``max_by`` aggregate (table) or a ``max(offset)`` aggregate joined back on the key (decisions)
-  over ``(topic, partition, logDir, key)``: shuffles that spill, never a collect to the driver.  Key identity is byte equality (the cleaner hashes keys with
-  MD5, ``SkimpyOffsetMap``; a collision there would merge two keys, here it cannot).
+  control records, from ``earliest`` = the log start offset).  Runs distributed: a shuffle and
+  sort by ``(topic, partition, logDir, key)`` (both spill, never a collect to the driver), then
+  the rule of :mod:`kafka_format.engine.table_view` per Spark partition, the function the local
+  engine calls.
 * :func:`compaction_cleaner` — what Kafka's log cleaner keeps after cleaning everything
   cleanable at ``now``: one Spark task per partition replica runs the cleaner core
   (:mod:`kafka_format.log.cleaner`: ``plan_cleaning`` / ``clean_partition`` /
@@ -39,13 +39,11 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
 
 from kafka_format.engine.compaction import (  # the executor work and the shared schemas (no pyspark)
-    _GROUP,
     CLEANER_RECORD_SCHEMA,
     DECISION_FIELDS,
-    FULL_SUMMARY_COLUMNS,
-    FULL_SUMMARY_INPUT,
     METADATA_TOPIC,
     SEGMENTS_ATTEMPT_OWNER,
     SUMMARY_SCHEMA,
@@ -54,10 +52,19 @@ from kafka_format.engine.compaction import (  # the executor work and the shared
     cleaner_tasks,
     finish_records_dir,
     finish_segments_dir,
-    full_read_options,
     run_cleaner_file_task,
     run_cleaner_task,
     topic_selector,
+)
+from kafka_format.engine.table_view import (  # the table view's rule and counts (no pyspark)
+    COUNTS_SCHEMA,
+    FULL_GROUP,
+    FULL_SUMMARY_COLUMNS,
+    FULL_SUMMARY_INPUT,
+    decide_sorted,
+    full_read_options,
+    merge_counts,
+    summary_counts,
 )
 from kafka_format.log.topicconfig import TopicConfigs
 from kafka_format.storage.fsio import redact
@@ -87,57 +94,37 @@ def read_full_input(spark: SparkSession, logdirs: str | Sequence[str], *, topics
 def compaction_full_decisions(df: DataFrame) -> DataFrame:
     """Every input row plus ``decision``, ``reason``, ``supersededBy`` of the table view.
 
-    Per ``(topic, partition, logDir, key)`` the highest offset is ``latest`` (kept) unless its
-    value is null (``tombstone``: removed, the key is absent); lower offsets are ``superseded``
-    by it; null keys are ``null-key`` (the cleaner never keeps them, ``Cleaner.shouldRetainRecord``).
+    The rows are shuffled by ``(topic, partition, logDir, key)`` and sorted by it within each
+    Spark partition (Spark's exchange and external sort: both spill), so that each key's rows
+    arrive together at :func:`kafka_format.engine.table_view.decide_sorted`, the rule the local
+    engine applies too (through ``mapInArrow``: one Python call per Arrow batch, not per row).
     """
-    # The latest offset of each key: an aggregate of (group, key, offset) only (partial aggregation
-    # before the shuffle, spills like any aggregate), joined back on the key: no per-key buffer of
-    # rows, nothing held per partition.  Null keys never match (reason null-key).
-    latest_of = (df.where(F.col("key").isNotNull()).groupBy(*_GROUP, "key")
-                 .agg(F.max("offset").alias("_latest")))
-    null_key = F.col("key").isNull()
-    latest = F.col("_latest")
-    superseded = F.col("offset") < latest
-    joined = df.join(latest_of, on=[*_GROUP, "key"], how="left")
-    return joined.select(*[F.col(c) for c in df.columns],
-                         F.when(null_key | superseded | F.col("value").isNull(), F.lit("remove"))
-                          .otherwise(F.lit("keep")).alias("decision"),
-                         F.when(null_key, F.lit("null-key"))
-                          .when(superseded, F.lit("superseded"))
-                          .when(F.col("value").isNull(), F.lit("tombstone"))
-                          .otherwise(F.lit("latest")).alias("reason"),
-                         F.when(~null_key & superseded, latest).otherwise(F.lit(None).cast("long"))
-                          .alias("supersededBy"))
+    out = StructType([*df.schema.fields, *from_arrow_schema(pa.schema(list(DECISION_FIELDS))).fields])
+    return (df.repartition(*[F.col(c) for c in (*FULL_GROUP, "key")])
+            .sortWithinPartitions(*FULL_GROUP, "key", "offset")
+            .mapInArrow(decide_sorted, out))
 
 
 def compaction_full(df: DataFrame) -> DataFrame:
     """The table view: the latest record of every non-null key, keys whose latest record is a
-    tombstone left out; the input's columns.  One ``max_by`` aggregate per key (partial
-    aggregation before the shuffle)."""
-    cols = df.columns
-    latest = (df.where(F.col("key").isNotNull())
-              .groupBy(*_GROUP, "key")
-              .agg(F.max_by(F.struct(*[F.col(c).alias(c) for c in cols]), F.col("offset")).alias("_row")))
-    return latest.where(F.col("_row.value").isNotNull()).select(*[F.col(f"_row.{c}").alias(c) for c in cols])
+    tombstone left out; the input's columns (the kept rows of :func:`compaction_full_decisions`)."""
+    return compaction_full_decisions(df).where(F.col("decision") == "keep").select(*df.columns)
 
 
-def compaction_full_summary(decisions: DataFrame) -> DataFrame:
-    """Per partition of :func:`compaction_full_decisions`: ``recordsBefore`` (input rows),
-    ``recordsAfter`` (kept), ``keys`` (distinct non-null keys), ``keysDeleted`` (latest is a
-    tombstone), ``recordsSuperseded``, ``nullKeyRecords``."""
-    def count_if(cond: Any) -> Any:
-        return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
+def compaction_full_summary(decisions: DataFrame) -> list[dict[str, Any]]:
+    """Per partition of :func:`compaction_full_decisions` (``FULL_SUMMARY_INPUT`` columns suffice):
+    ``recordsBefore``, ``recordsAfter``, ``keys``, ``keysDeleted``, ``recordsSuperseded``,
+    ``nullKeyRecords`` (``FULL_SUMMARY_COLUMNS``) as dicts in partition order: partial counts
+    per Arrow batch on the executors (:func:`kafka_format.engine.table_view.summary_counts`),
+    added up on the driver (:func:`~kafka_format.engine.table_view.merge_counts`)."""
+    counts = decisions.select(*FULL_SUMMARY_INPUT).mapInArrow(_summary_counts, from_arrow_schema(COUNTS_SCHEMA))
+    return merge_counts(r.asDict() for r in counts.collect())
 
-    reason = F.col("reason")
-    return (decisions.groupBy(*_GROUP).agg(
-        F.count(F.lit(1)).cast("long").alias("recordsBefore"),
-        count_if(F.col("decision") == "keep").alias("recordsAfter"),
-        count_if(reason.isin("latest", "tombstone")).alias("keys"),
-        count_if(reason == "tombstone").alias("keysDeleted"),
-        count_if(reason == "superseded").alias("recordsSuperseded"),
-        count_if(reason == "null-key").alias("nullKeyRecords"),
-    ).select(*FULL_SUMMARY_COLUMNS))
+
+def _summary_counts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        if batch.num_rows:
+            yield from summary_counts(batch).to_batches()
 
 
 # --- cleaner mode: driver side ---------------------------------------------------------------------

@@ -50,6 +50,8 @@ __all__ = [
     "local_path",
     "redact",
     "REDACTED",
+    "listing_cache",
+    "run_memo",
 ]
 
 IO_ERROR = "IO_ERROR"
@@ -228,6 +230,37 @@ class FileSystemHandle:
             yield f
         finally:
             f.close()
+
+
+# --- one listing per run -------------------------------------------------------------------------
+_RUN_MEMO: dict[tuple[Any, ...], Any] | None = None
+
+
+@contextmanager
+def listing_cache() -> Iterator[None]:
+    """Inside the block -- one job run, whose input directories do not change under it -- a local
+    directory listed, or a log dir or partition read (:mod:`kafka_format.storage.logdir`), once is not
+    listed or read again.  Nested blocks share the outermost one's memory, dropped when it ends."""
+    global _RUN_MEMO
+    outer = _RUN_MEMO
+    if outer is None:
+        _RUN_MEMO = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _RUN_MEMO = None
+
+
+def run_memo(key: tuple[Any, ...] | None, compute: Any) -> Any:
+    """``compute()``, remembered under ``key`` (None: not remembered) inside :func:`listing_cache`
+    (failures are not)."""
+    memo = _RUN_MEMO
+    if memo is None or key is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
 
 
 _NOT_FOUND, _DIRECTORY, _FILE = pafs.FileType.NotFound, pafs.FileType.Directory, pafs.FileType.File

@@ -28,6 +28,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 import pyarrow.fs as pafs
@@ -366,6 +367,11 @@ class _Walk:
     notes: list[str] = field(default_factory=list)
 
 
+def _list_dir(h: FileSystemHandle, fs_path: str) -> list[FileStat]:
+    """``h.list_dir``; a local directory once per :func:`kafka_format.storage.fsio.listing_cache` block."""
+    return list(fsio.run_memo(("ls", fs_path) if h.is_local else None, lambda: h.list_dir(fs_path)))
+
+
 def _is_partition_dir_content(entries: list[FileStat]) -> bool:
     for e in entries:
         if e.is_dir:
@@ -382,7 +388,7 @@ def _is_log_dir_content(walk: _Walk, entries: list[FileStat]) -> bool:
         return True
     for e in entries:
         if e.is_dir and parse_partition_dir_name(e.name) is not None:
-            if _is_partition_dir_content(walk.handle.list_dir(e.path)):
+            if _is_partition_dir_content(_list_dir(walk.handle, e.path)):
                 return True
     return False
 
@@ -394,7 +400,15 @@ def _problem(walk: _Walk, err: KafkaFormatError, problems: list[KafkaFormatError
 
 
 def _read_log_dir(walk: _Walk, fs_path: str, entries: list[FileStat], only: str | None = None) -> LogDir:
-    """Read a log dir; ``only`` restricts partitions to one child dir name."""
+    """Read a log dir; ``only`` restricts partitions to one child dir name (once per
+    :func:`kafka_format.storage.fsio.listing_cache` block for a local one)."""
+    if not walk.handle.is_local or walk.next_offset is not None:
+        return _read_log_dir_now(walk, fs_path, entries, only)
+    return fsio.run_memo(("log dir", fs_path, only, walk.include_special, walk.strict),  # type: ignore[no-any-return]
+                         lambda: _read_log_dir_now(walk, fs_path, entries, only))
+
+
+def _read_log_dir_now(walk: _Walk, fs_path: str, entries: list[FileStat], only: str | None) -> LogDir:
     h = walk.handle
     notes: list[str] = []
     problems: list[KafkaFormatError] = []
@@ -444,14 +458,16 @@ def _read_log_dir(walk: _Walk, fs_path: str, entries: list[FileStat], only: str 
             notes.append(f"skipped {kind} directory {e.name}")
             continue
         key = (topic, partition)
+        checkpointed = {"recovery_point": offsets[ckpt.RECOVERY_POINT_CHECKPOINT].get(key),
+                        "log_start": offsets[ckpt.LOG_START_OFFSET_CHECKPOINT].get(key),
+                        "hw": offsets[ckpt.REPLICATION_OFFSET_CHECKPOINT].get(key),
+                        "cleaner": offsets[ckpt.CLEANER_OFFSET_CHECKPOINT].get(key)}
+        memo = (("partition", e.path, kind, fs_path, broker_id, walk.strict, *checkpointed.values())
+                if h.is_local and walk.next_offset is None else None)  # a partition dir re-opened alone: read once
         try:
-            part = _read_partition(
-                walk, e.path, topic, partition, kind, h.location(fs_path), broker_id,
-                recovery_point=offsets[ckpt.RECOVERY_POINT_CHECKPOINT].get(key),
-                log_start=offsets[ckpt.LOG_START_OFFSET_CHECKPOINT].get(key),
-                hw=offsets[ckpt.REPLICATION_OFFSET_CHECKPOINT].get(key),
-                cleaner=offsets[ckpt.CLEANER_OFFSET_CHECKPOINT].get(key),
-                listing=tree.get(e.path) if tree is not None else None)
+            part = fsio.run_memo(memo, partial(_read_partition, walk, e.path, topic, partition, kind,
+                                               h.location(fs_path), broker_id, **checkpointed,
+                                               listing=tree.get(e.path) if tree is not None else None))
         except KafkaFormatError as err:  # e.g. an unreadable partition dir
             _problem(walk, err, problems)
             notes.append(f"skipped directory {e.name}: {err.reason}")
@@ -526,7 +542,7 @@ def _read_partition_reconciled(walk: _Walk, fs_path: str, topic: str, partition:
     h = walk.handle
     notes: list[str] = []
     problems: list[KafkaFormatError] = []
-    entries = h.list_dir(fs_path)
+    entries = _list_dir(h, fs_path)
     files = {e.name: e for e in entries if not e.is_dir}
     for e in entries:
         if e.is_dir:
@@ -641,12 +657,12 @@ def _partition_log(walk: _Walk, state: PartitionFiles, segments: Sequence[Segmen
 
 def _discover(walk: _Walk, fs_path: str, depth: int, max_depth: int, out: list[LogDir]) -> None:
     h = walk.handle
-    entries = h.list_dir(fs_path)
+    entries = _list_dir(h, fs_path)
     name = h.basename(fs_path)
     parsed = parse_partition_dir_name(name)
     if parsed is not None and _is_partition_dir_content(entries):
         parent = h.dirname(fs_path)
-        parent_entries = h.list_dir(parent) if parent and parent != fs_path else []
+        parent_entries = _list_dir(h, parent) if parent and parent != fs_path else []
         if parsed[2] != "live" and not walk.include_special:
             walk.notes.append(f"{h.location(fs_path)} is a {parsed[2]} partition dir; pass include_special")
             return

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from kafka_format.storage import fsio
-from kafka_format.common.crc import crc32c
+from kafka_format.records.implementation import crc32c   # the compiled decoder's where it runs
 from kafka_format.common.errors import KafkaFormatError, SnapshotFormatError
 from kafka_format.storage.index import base_offset_from_name
 

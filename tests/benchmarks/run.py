@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
 
         samples = engine_bench.sample_times(args.repeats)
         rows = engine_bench.throughput(args.data_dir, args.size_mib) if args.spark else []
-        notes += engine_bench.markdown(samples, rows)
+        notes += engine_bench.markdown(samples, rows, size_mib=args.size_mib)
     if args.spark:
         import spark_scan  # noqa: PLC0415  (benchmark-local module; starts Spark)
 

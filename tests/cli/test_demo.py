@@ -117,3 +117,34 @@ def test_demo_without_log_dirs_fails_clearly(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(demo, "SAMPLES_LOGDIRS", tmp_path / "absent")
     assert main(["demo", "--no-spark", "--out", str(tmp_path / "out")]) == 2
     assert "no log dirs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_demo_sends_sparks_own_output_to_a_log_file_unless_verbose(verbose: bool, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo's Spark session, like the jobs', writes the JVM's start-up lines and warnings to a log
+    file named on stdout; ``--verbose`` keeps them on the console.  (No JVM: the session builder is
+    stopped once it has been asked.)"""
+    pytest.importorskip("pyspark")
+    import kafka_format.spark.session as session
+    from kafka_format.cli import demo
+    from kafka_format.cli.output import TextOutput
+
+    asked: dict[str, object] = {}
+
+    class Stop(Exception):
+        pass
+
+    def build_session(**kw: object) -> None:
+        asked.update(kw)
+        raise Stop
+
+    monkeypatch.setenv("KLOGS_LOG_DIR", str(tmp_path))
+    monkeypatch.setattr(session, "build_session", build_session)
+    with pytest.raises(Stop):
+        demo._spark_part(TextOutput(), [str(tmp_path)], tmp_path / "out", "local[1]", verbose=verbose)
+    if verbose:
+        assert asked["jvm_log"] is None
+    else:
+        log = Path(str(asked["jvm_log"]))
+        assert log.parent == tmp_path and log.name.startswith("klogs-demo-")

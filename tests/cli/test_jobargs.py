@@ -164,3 +164,42 @@ def test_a_spark_failure_names_the_runs_spark_log(tmp_path: Path, monkeypatch: p
     assert line.startswith("klogs probe: out of memory") and line.endswith(f" (Spark's log: {log})")
     assert run_job(lambda: (_ for _ in ()).throw(UsageError("bad")), prog="probe") == EXIT_USAGE
     assert capsys.readouterr().err == "klogs probe: bad\n"          # not a Spark failure: no log named
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_spark_start_up_output_goes_to_a_log_file_unless_verbose(verbose: bool, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --verbose the JVM's output (Spark's start-up lines, its progress bar) goes to one
+    log file per run under $KLOGS_LOG_DIR; with --verbose it stays on the console.  (That the
+    JVM's lines really land there: test_job_errors' Spark run.)"""
+    pytest.importorskip("pyspark")
+    import kafka_format.spark.session as session
+    from kafka_format.jobs import jobargs
+
+    seen: dict[str, object] = {}
+    monkeypatch.setenv("KLOGS_LOG_DIR", str(tmp_path))
+    monkeypatch.setattr(session, "build_session", lambda **kw: seen.update(kw) or object())
+    monkeypatch.setattr("pyspark.sql.SparkSession.getActiveSession", staticmethod(lambda: None))
+    monkeypatch.setattr("atexit.register", lambda *a, **k: None)
+
+    class NoBar:
+        def __init__(self, spark: object) -> None:
+            seen["bar"] = True
+
+        def start(self) -> NoBar:
+            return self
+
+        def stop(self) -> None:
+            pass
+
+    monkeypatch.setattr("kafka_format.spark.progress.ConsoleProgress", NoBar)
+    monkeypatch.setattr(jobargs, "_ready", lambda spark, ctx: spark)     # no source to register on the fake
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    ctx = job_context(_parser().parse_args([str(SAMPLES), *(["--verbose"] if verbose else [])]))
+    jobargs.session_for(ctx, "probe")
+    if verbose:
+        assert seen["jvm_log"] is None and "bar" not in seen          # Spark's own bar, on the console
+    else:
+        assert seen["bar"]                                            # klogs draws the bar instead
+        log = Path(str(seen["jvm_log"]))
+        assert log.parent == tmp_path and log.name.startswith("klogs-probe-") and log.suffix == ".log"

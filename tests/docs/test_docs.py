@@ -62,3 +62,20 @@ def test_library_api_is_rendered_from_docstrings(site: Path) -> None:
                                   ("KafkaFormatError", "Base of all errors")):
         assert name in text, name
         assert docstring_words in text, f"docstring of {name} not rendered"
+
+
+def test_no_file_of_the_product_points_outside_the_repo() -> None:
+    """What a user gets (sources, docs, samples, build files) never sends them to files beside the
+    repo; only tests that read real broker files there name it, and they skip when it is absent."""
+    product = [REPO / n for n in ("README.md", "BENCHMARKS.md", "CONFORMANCE.md", "mkdocs.yml", "Makefile",
+                                  "setup.py")]
+    for top in ("docs", "kafka_format", "jobs", "spark_conf", "data_samples"):
+        product += [p for p in (REPO / top).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    assert len(product) > 100
+    for path in product:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue                                   # segments, indexes, compiled extensions
+        for outside in ("../shared", "DESIGN.md", "kafka-storage-spec"):
+            assert outside not in text, f"{path.relative_to(REPO)} mentions {outside}"

@@ -541,3 +541,26 @@ def test_swap_range_from_batch_headers_by_default(tmp_path: Path) -> None:
     part = open_log_dirs(root).replicas("t", 0)[0]
     assert [s.base_offset for s in part.segments] == [0, 100, 180]
     assert part.segments[1].from_swap and part.segments[1].log_size == 122
+
+
+def test_listing_cache_reads_each_dir_once_per_run(tmp_path: Path) -> None:
+    """Inside one run (``listing_cache``) a log dir, and a partition dir re-opened alone, are read
+    once: a segment added meanwhile is not seen, and the re-opened partition is the same value;
+    outside the block every open reads the files again."""
+    from kafka_format.storage.fsio import listing_cache
+
+    root = _log_dir(tmp_path / "b")
+    touch(root / "t-0" / seg_name(0, ".log"))
+    touch(root / "t-1" / seg_name(0, ".log"))
+    with listing_cache():
+        first = open_log_dirs(root).replicas("t", 0)[0]
+        touch(root / "t-0" / seg_name(100, ".log"))
+        assert open_log_dirs(root).replicas("t", 0)[0] is first
+        alone = open_log_dirs(root / "t-0").replicas("t", 0)[0]
+        assert alone is first and [s.base_offset for s in alone.segments] == [0]
+        with listing_cache():                      # nested: the same memory
+            assert open_log_dirs(root / "t-0").replicas("t", 0)[0] is first
+        assert [p.partition for p in open_log_dirs(root / "t-1").all_partitions()] == [1]
+    again = open_log_dirs(root).replicas("t", 0)[0]
+    assert [s.base_offset for s in again.segments] == [0, 100]
+    assert open_log_dirs(root / "t-0").replicas("t", 0)[0] == again

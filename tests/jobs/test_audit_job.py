@@ -190,3 +190,22 @@ def test_klogs_audit_killed_before_publish_leaves_no_output(tmp_path: Path) -> N
     leftovers = [n for n in os.listdir(tmp_path) if is_temp_name(n)]
     assert len(leftovers) == 1
     assert sorted(os.listdir(tmp_path / leftovers[0])) == [".klogs-output", "files", "findings", "report.html"]
+
+
+def test_a_terminal_gets_problems_in_full_and_expected_facts_folded() -> None:
+    """On a TTY (``fold``) errors and warnings keep their lines, a check's informational findings
+    become one line with their count; piped output keeps one line per finding."""
+    module = importlib.import_module("kafka_format.jobs.audit")
+
+    def row(sev: str, check: str, part: int, offset: int) -> dict[str, Any]:
+        return {"severity": sev, "check": check, "topic": "t", "partition": part, "file": "/d/t-0/0.log",
+                "position": 0, "offset": offset, "expected": None, "actual": None, "message": "m"}
+
+    findings = [row("warning", "hanging-transaction", 1, 9), *[row("info", "non-consecutive-offsets", p % 5, p)
+                                                               for p in range(60)], row("info", "open-transaction", 2, 3),
+                row("error", "batch-crc", 0, 4)]
+    piped = module.finding_lines(findings, fold=False, out="/o")
+    assert len(piped) == 63 and piped[1].startswith("INFO non-consecutive-offsets t-0 /d/t-0/0.log:0 offset=0: m")
+    folded = module.finding_lines(findings, fold=True, out="/o")
+    assert folded == [piped[0], piped[-1], "INFO non-consecutive-offsets: 60 findings in t-0, t-1, t-2 and 2 more "
+                                           "(each one in /o/report.html)", piped[-2]]

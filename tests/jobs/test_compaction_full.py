@@ -194,8 +194,14 @@ TABLE_EXPECTED = {
 }
 
 
-# --- Spark runs (one read per log dir, shared by the parametrised checks) ----------------------------
-def _collect(spark, root: Path):  # type: ignore[no-untyped-def]
+# --- the two engines' runs (one read per log dir and engine, shared by the parametrised checks) -----
+ENGINES = ["spark", "local"]
+# local: a sort buffer this small makes every partition of more than a few rows sort in several
+# runs that are spilled and merged (the bounded-memory path); the batches read are small too
+TINY_SORT_BUFFER = 4096
+
+
+def _collect_spark(spark, root: Path):  # type: ignore[no-untyped-def]
     from kafka_format.spark.compaction import (
         compaction_full,
         compaction_full_decisions,
@@ -207,20 +213,42 @@ def _collect(spark, root: Path):  # type: ignore[no-untyped-def]
     decisions = compaction_full_decisions(df).cache()
     table = compaction_full(df)
     out = {
-        "decisions": decisions.select("topic", "partition", "offset", "key", "value", "decision", "reason",
-                                      "supersededBy").collect(),
-        "table": table.select("topic", "partition", "offset", "key", "value").collect(),
-        "summary": {(r["topic"], r["partition"]): r.asDict()
-                    for r in compaction_full_summary(decisions).collect()},
+        "decisions": [r.asDict() for r in decisions.select("topic", "partition", "offset", "key", "value", "decision",
+                                                           "reason", "supersededBy").collect()],
+        "table": [r.asDict() for r in table.select("topic", "partition", "offset", "key", "value").collect()],
+        "summary": {(r["topic"], r["partition"]): r for r in compaction_full_summary(decisions)},
         "columns": (df.columns, table.columns, decisions.columns),
     }
     decisions.unpersist()
     return out
 
 
-@pytest.fixture(scope="module")
-def samples_run(spark):  # type: ignore[no-untyped-def]
-    return _collect(spark, BROKER_1)
+def _collect_local(root: Path, tmp: Path):  # type: ignore[no-untyped-def]
+    import pyarrow.parquet as pq
+
+    from kafka_format.engine.table_view import full_local, full_read_options, full_tasks
+
+    summary = full_local(str(root), str(tmp), sort_buffer=TINY_SORT_BUFFER)
+    decided = pq.read_table(tmp)
+    rows = decided.to_pylist()
+    source = full_tasks(full_read_options(str(root)), str(tmp / "unused"))[2].names
+    return {
+        "decisions": rows,
+        "table": [{c: r[c] for c in source} for r in rows if r["decision"] == "keep"],
+        "summary": {(r["topic"], r["partition"]): r for r in summary},
+        "columns": (source, source, decided.column_names),
+    }
+
+
+def _collect(request: pytest.FixtureRequest, root: Path, tmp: Path):  # type: ignore[no-untyped-def]
+    if request.param == "spark":
+        return _collect_spark(request.getfixturevalue("spark"), root)
+    return _collect_local(root, tmp)
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def samples_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    return _collect(request, BROKER_1, tmp_path_factory.mktemp("samples-local"))
 
 
 @pytest.fixture(scope="module")
@@ -228,9 +256,10 @@ def table_topic(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_table_topic(tmp_path_factory.mktemp("full"))
 
 
-@pytest.fixture(scope="module")
-def table_run(spark, table_topic: Path):  # type: ignore[no-untyped-def]
-    return _collect(spark, table_topic)
+@pytest.fixture(scope="module", params=ENGINES)
+def table_run(request: pytest.FixtureRequest, table_topic: Path,  # type: ignore[no-untyped-def]
+              tmp_path_factory: pytest.TempPathFactory):
+    return _collect(request, table_topic, tmp_path_factory.mktemp("table-local"))
 
 
 def _by_partition(rows, topic: str, partition: int) -> list:  # type: ignore[no-untyped-def]
@@ -311,14 +340,3 @@ def test_table_topic_superseded_points_at_winner(table_run) -> None:  # type: ig
     assert (rows[14]["reason"], rows[14]["supersededBy"]) == ("superseded", 15)  # tombstone then revival
     assert 0 not in rows and 8 not in rows and 9 not in rows and 18 not in rows and 19 not in rows
     assert rows[4]["reason"] == "null-key" and rows[17]["reason"] == "null-key"
-
-
-def test_table_equals_kept_decisions(spark, table_topic: Path) -> None:  # type: ignore[no-untyped-def]
-    """The two implementations (max_by aggregate, window) agree on every column, headers included."""
-    from chispa import assert_df_equality
-
-    from kafka_format.spark.compaction import compaction_full, compaction_full_decisions, read_full_input
-
-    df = read_full_input(spark, str(table_topic))
-    kept = compaction_full_decisions(df).where("decision = 'keep'").select(*df.columns)
-    assert_df_equality(compaction_full(df), kept, ignore_row_order=True, ignore_nullable=True)

@@ -415,3 +415,16 @@ def test_a_partition_the_cleaner_cannot_clean_is_reported_uncleanable(tmp_path: 
     summary = rows[0].column("_summary").to_pylist()[0]
     assert summary["reason"].startswith("uncleanable: ") and "00000000000000000000.log" in summary["reason"]
     assert summary["compact"] and not summary["wouldCleanNow"] and not summary["cleaned"]
+
+
+def test_terminal_summary_uses_human_units(capsys: pytest.CaptureFixture[str]) -> None:
+    """The per-partition lines a person reads: sizes in binary units, the dirty ratio in percent,
+    counts grouped; summary.json keeps the exact numbers."""
+    from kafka_format.jobs import compaction as job
+    job._print_summary([{"topic": "t", "partition": 0, "logDir": "/d/broker-1/", "recordsBefore": 1234567,
+                         "recordsAfter": 10, "bytesBefore": 3 << 30, "bytesAfter": 1536, "dirtyRatio": 0.4567,
+                         "wouldCleanNow": True, "reason": "dirty"}], "cleaner")
+    header, _, line = capsys.readouterr().out.splitlines()
+    assert header.split()[:4] == ["topic", "partition", "logDir", "recordsBefore"]
+    assert line.split() == ["t", "0", "broker-1", "1,234,567", "10", "3.0", "GiB", "1.5", "KiB", "45.7%", "yes",
+                            "dirty"]

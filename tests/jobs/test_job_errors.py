@@ -64,12 +64,19 @@ def test_spark_start_up_lines_go_to_the_log_file_not_stderr(tmp_path: Path) -> N
     assert "log4j" in log.read_text()     # Spark announced its log profile there, not on our stderr
 
 
-@pytest.mark.parametrize("job", ["retention", "audit", "compaction", "export"])
-def test_an_output_that_cannot_be_created_names_the_users_path(job: str, tmp_path: Path) -> None:
-    target = "/proc/klogs-no-such-output"           # /proc refuses new files, even to root
-    proc = _klogs([job, str(SAMPLES), "--out", target], tmp_path / "logs")
+@pytest.mark.parametrize("job, where", [*[(j, "proc") for j in ("offsets", "retention", "audit", "compaction",
+                                                                  "export")],
+                                         ("offsets", "under-a-file"), ("audit", "under-a-file")])   # a file, a dir
+def test_an_output_that_cannot_be_created_names_the_users_path(job: str, where: str, tmp_path: Path) -> None:
+    if where == "proc":
+        target, reason = "/proc/klogs-no-such-output", "No such file or directory"   # /proc refuses new files, even to root
+    else:
+        (tmp_path / "a-file").write_text("x")
+        target, reason = str(tmp_path / "a-file" / "out"), "Not a directory"
+    extra = ["--timestamp", "latest"] if job == "offsets" else []
+    proc = _klogs([job, str(SAMPLES), *extra, "--out", target], tmp_path / "logs")
     assert proc.returncode == 2
     (line,) = proc.stderr.splitlines()
-    assert line.startswith(f"klogs {job}: {target}: cannot create the output here")
-    assert "klogs-lock" not in line and ".tmp-" not in line            # no name the user never gave
+    assert line == (f"klogs {job}: {target}: cannot create the output here; expected a path whose parent "
+                    f"directory exists and is writable; found {reason}")
     assert not (tmp_path / "logs").exists()                             # refused before Spark started

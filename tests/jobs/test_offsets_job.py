@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -87,7 +88,16 @@ def test_job_jsonl_to_out_and_table_to_stdout(spark, tmp_path: Path, capsys: pyt
     assert table[0].split() == ["topic", "partition", "timestamp", "offset", "recordTimestamp", "leaderEpoch"]
     rows = [line.split() for line in table[1:]]
     want = _expected([ISO_MS, -1, -3, -4], "read_uncommitted", {"v2-codecs", "transactions"})
-    assert rows == [["null" if r[k] is None else str(r[k]) for k in r] for r in want]
+    names = {-1: "latest", -3: "max-timestamp", -4: "earliest-local"}     # a person reads names and UTC dates
+
+    def utc(ms: int) -> str:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")[:-6] + "Z"
+
+    assert rows == [[r["topic"], str(r["partition"]), names.get(r["timestamp"]) or utc(r["timestamp"]),
+                     "null" if r["offset"] is None else str(r["offset"]),
+                     "null" if r["recordTimestamp"] is None else utc(r["recordTimestamp"]),
+                     "null" if r["leaderEpoch"] is None else str(r["leaderEpoch"])] for r in want]
+    assert any(row[4] != "null" for row in rows) and any(row[2] == "latest" for row in rows)
     ends = [[m.end() for m in re.finditer(r"\S+", line)][1:] for line in table]   # right-aligned columns
     assert all(e == ends[0] for e in ends)
 
