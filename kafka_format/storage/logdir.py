@@ -404,7 +404,7 @@ def _read_log_dir(walk: _Walk, fs_path: str, entries: list[FileStat], only: str 
     :func:`kafka_format.storage.fsio.listing_cache` block for a local one)."""
     if not walk.handle.is_local or walk.next_offset is not None:
         return _read_log_dir_now(walk, fs_path, entries, only)
-    return fsio.run_memo(("log dir", fs_path, only, walk.include_special, walk.strict),  # type: ignore[no-any-return]
+    return fsio.run_memo(("log dir", fs_path, only, walk.include_special, walk.strict),
                          lambda: _read_log_dir_now(walk, fs_path, entries, only))
 
 
