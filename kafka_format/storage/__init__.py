@@ -17,8 +17,10 @@ and ``storage.internals.checkpoint``).
 * :mod:`~kafka_format.storage.logdir` — ``open_log_dirs``: log dirs, partitions, segments, replicas
   (``LocalLog``);
 * :mod:`~kafka_format.storage.watermarks` — the high-watermark-on-load and last-stable-offset rules as
-  arithmetic; :mod:`~kafka_format.storage.partition_state` — a replica's LEO, HW, LSO, transaction
-  replay and the one batch-header walker (``UnifiedLog``, ``ProducerStateManager``).
+  arithmetic; :mod:`~kafka_format.storage.batch_heads` — the one batch-header walker
+  (``FileLogInputStream.nextBatch``, header bytes only); :mod:`~kafka_format.storage.partition_state`
+  — a replica's LEO, HW, LSO, transaction replay and its segments' headers (``UnifiedLog``,
+  ``ProducerStateManager``).
 
 May import: :mod:`kafka_format.common`, :mod:`kafka_format.records`.
 """

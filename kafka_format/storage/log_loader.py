@@ -20,6 +20,7 @@ import pyarrow.fs as pafs
 
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.storage import fsio
+from kafka_format.storage.batch_heads import SCAN_CHUNK, next_offset_after, walk_batch_heads
 from kafka_format.storage.fsio import FileStat, FileSystemHandle
 from kafka_format.storage.partition_files import (
     CLEANED_SUFFIX,
@@ -48,16 +49,15 @@ NextOffsetFn = Callable[["Segment", FileSystemHandle], int]
 
 
 def _default_next_offset(segment: Segment, handle: FileSystemHandle) -> int:
-    """``LogSegment.readNextOffset`` by scanning batch headers (uses the records decoder)."""
-    from kafka_format.records.file_records import iter_batches  # lazy: the decoder lives in another module
-
+    """``LogSegment.readNextOffset`` of a segment read whole (a ``.log.swap``): the last complete
+    batch's ``lastOffset + 1``, else its base offset, through the one header walker (corrupt framing
+    raises)."""
     if segment.log_path is None:
         return segment.base_offset
-    nxt = segment.base_offset
     with handle.opened(handle.fs_path(segment.log_path)) as f:
-        for batch in iter_batches(f):
-            nxt = batch.last_offset + 1
-    return nxt
+        end = int(segment.log_size) if segment.log_size is not None else int(f.size())
+        return next_offset_after(walk_batch_heads(f.read_at, 0, end, path=segment.log_path, chunk=SCAN_CHUNK),
+                                 segment.base_offset)
 
 
 @dataclass

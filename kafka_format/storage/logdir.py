@@ -340,7 +340,8 @@ def open_log_dirs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     ``-delete``/``-future``/``-stray`` dirs (``PartitionLog.kind``).  ``strict`` raises the first
     unreadable state file instead of recording it in ``problems``.  ``next_offset(segment, fs)``
     (e.g. a batch-header scan) gives each partition's ``log_end_offset`` and the swap ranges; by
-    default swap ranges use :func:`kafka_format.records.file_records.iter_batches` and LEO stays unknown.
+    default swap ranges come from the batch headers
+    (:func:`kafka_format.storage.batch_heads.walk_batch_heads`) and LEO stays unknown.
     """
     with no_cyclic_gc():          # a cluster's partitions and segments: many acyclic values
         return _open_log_dirs(paths, filesystem, include_special, max_depth, strict, next_offset)
