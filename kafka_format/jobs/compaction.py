@@ -100,7 +100,7 @@ def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
 
                 finish_segments_dir(os.path.join(stage, "segments"), rows)
             summary["partitions"] = sorted(({**r, "segmentsDir": None if r["segmentsDir"] is None
-                                             else os.path.relpath(r["segmentsDir"], stage)} for r in rows),
+                                             else os.path.relpath(str(r["segmentsDir"]), stage)} for r in rows),
                                            key=_partition_order)
             if args.write_segments:
                 publish.crash_point("compaction:segments-written")
@@ -125,12 +125,12 @@ def _cleaner(ctx: JobContext, args: argparse.Namespace, records_dir: str, segmen
     if local:
         from kafka_format.engine.compaction import cleaner_pass_local
 
-        return cleaner_pass_local(ctx.logdirs, ctx.configs, ctx.now_ms, **common)  # type: ignore[arg-type]
+        return cleaner_pass_local(ctx.logdirs, ctx.configs, ctx.now_ms, **common)
     from kafka_format.spark import compaction as comp
 
     spark = session_for(ctx, PROG)
     return [r.asDict() for r in comp.run_cleaner_pass(spark, ctx.logdirs, ctx.configs, ctx.now_ms,
-                                                       **common)]  # type: ignore[arg-type]
+                                                       **common)]
 
 
 def _full(ctx: JobContext, records_dir: str, local: bool) -> list[dict[str, object]]:

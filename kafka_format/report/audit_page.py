@@ -122,7 +122,7 @@ def render_audit_page(findings: Sequence[Mapping[str, Any]], files: Sequence[Map
     for f in findings:
         acc = per_partition.setdefault((f.get("topic"), f.get("partition")), {"error": 0, "warning": 0, "info": 0})
         acc[f["severity"]] = acc.get(f["severity"], 0) + 1
-    table_rows = []
+    table_rows: list[list[Cell | str]] = []
     for key in sorted(partitions, key=lambda k: (k[0] or "", k[1] if k[1] is not None else -1)):
         sev = per_partition.get(key, {"error": 0, "warning": 0, "info": 0})
         table_rows.append([f"{key[0]}-{key[1]}", Cell(str(sev["error"]), sort=sev["error"]),

@@ -61,7 +61,8 @@ def render_chart_png(steps: Sequence[tuple[int, int]], *, title: str = "bytes on
     fig = Figure(figsize=(9, 4), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    ax.step(times, [b for _, b in points], where="post")
+    # matplotlib's stubs leave out the datetimes its units registry (matplotlib.dates) converts
+    ax.step(times, [b for _, b in points], where="post")  # type: ignore[arg-type]
     ax.set_title(title)
     ax.set_xlabel("time (UTC)")
     ax.set_ylabel("bytes")

@@ -214,11 +214,12 @@ def _scan(data: bytes, verify: int) -> Callable[[], int]:
 
 
 def _mapping(path: Path) -> Callable[[], int]:
-    """Map and unmap the file's windows as ``decode_segment`` does (its ``_Source``)."""
-    from kafka_format.records.file_records import DEFAULT_READ_SIZE, _Source
+    """Map and unmap the file's windows as ``decode_segment`` does (its ``FileSource``)."""
+    from kafka_format.records.file_records import DEFAULT_READ_SIZE
+    from kafka_format.records.file_source import FileSource
 
     def run() -> int:
-        src = _Source(str(path))
+        src = FileSource(str(path))
         pos = windows = 0
         try:
             while pos < src.size:
