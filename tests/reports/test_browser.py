@@ -76,7 +76,7 @@ def browser() -> Iterator[Any]:
 def _screenshot(driver: Any, path: Path) -> None:
     """The whole page, top to bottom, at 1280 px wide, into ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    height = int(driver.execute_script("return document.documentElement.scrollHeight"))
+    height = int(driver.execute_script("return Math.ceil(document.body.getBoundingClientRect().bottom) + 24"))
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                            {"width": 1280, "height": min(height, 16000), "deviceScaleFactor": 1, "mobile": False})
     try:
