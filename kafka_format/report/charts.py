@@ -222,4 +222,3 @@ def timeline_svg(title: str, rows: Sequence[tuple[str, Sequence[Mark]]], *, now_
                    f"(all are in the tables)</text>")
     out.append("</svg>")
     return "".join(out)
-
