@@ -21,7 +21,7 @@ import os
 import sys
 
 from kafka_format.output import publish
-from kafka_format.report.compaction_page import render_compaction_page
+from kafka_format.report.compaction_page import render_compaction_page, summary_line
 from kafka_format.jobs.jobargs import (
     EXIT_OK,
     JobContext,
@@ -112,6 +112,8 @@ def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
         with open(os.path.join(stage, "report.html"), "w", encoding="utf-8") as f:
             f.write(render_compaction_page(summary))
     _print_summary(summary["partitions"], args.mode)  # type: ignore[arg-type]
+    if args.mode == "cleaner":
+        print(summary_line(summary))
     print(f"results: {redact(out)}")
     return EXIT_OK
 
@@ -160,7 +162,8 @@ def _print_summary(parts: list[dict[str, object]], mode: str) -> None:
     else:
         headers = ["topic", "partition", "logDir", "recordsBefore", "recordsAfter", "bytesBefore", "bytesAfter",
                    "dirtyRatio", "wouldCleanNow", "reason"]
-    rows = [[_cell(p.get(h), h) for h in headers] for p in parts]
+    rows = [[_cell(p.get(h), h) if h != "dirtyRatio" or p.get("compact") else "-" for h in headers]
+            for p in parts]
     for line in table(headers, rows):
         print(line)
 
