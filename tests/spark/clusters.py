@@ -150,10 +150,11 @@ def run_driver(master: str, paths: list[str], timeout: float = 600) -> dict:
 
 # --- the jobs, run against a master ------------------------------------------------------------
 JOB_NOW = "2023-11-22T00:00:00Z"
+DELTA_TRIGGER_OFFSETS = 2000          # the incremental Delta export's read limit (two micro-batches)
 
 
 def job_argvs(logdirs: list[str], out: Path, config_file: str) -> dict[str, list[str]]:
-    """The five jobs of DESIGN §4 over ``logdirs``, outputs under ``out``."""
+    """The five jobs of DESIGN §4 over ``logdirs`` and two Delta exports, outputs under ``out``."""
     common = [*logdirs, "--config-file", config_file, "--now", JOB_NOW]
     return {
         "offsets": [*common, "--timestamp", "earliest", "--timestamp", "2023-11-14T22:14:00Z", "--timestamp",
@@ -164,11 +165,19 @@ def job_argvs(logdirs: list[str], out: Path, config_file: str) -> dict[str, list
                        str(out / "compaction"), "--write-segments"],
         "audit": [*common, "--out", str(out / "audit"), "--fail-on", "never", "--format", "json"],
         "export": [*common, "--out", str(out / "export")],
+        # Delta through Spark's Delta writer (build_session puts delta-spark on the session, and Spark
+        # ships its jars to the executors): a batch export, and an incremental one whose read limit
+        # makes two micro-batches, each an idempotent commit (txnAppId/txnVersion)
+        "export-delta": [*common, "--out", str(out / "delta"), "--format", "delta"],
+        "export-delta-incremental": [*common, "--out", str(out / "delta-incremental"), "--format", "delta",
+                                     "--checkpoint", str(out / "delta-checkpoint"),
+                                     "--option", f"maxOffsetsPerTrigger={DELTA_TRIGGER_OFFSETS}"],
     }
 
 
 def run_jobs(logdirs: list[str], out: Path, config_file: str) -> dict[str, int]:
-    """Run every job in this process (the active session); exit code per job."""
+    """Run every job in this process (the active session); exit code per run (``export-delta*``
+    are runs of ``export``)."""
     import contextlib
     import io
 
@@ -176,11 +185,35 @@ def run_jobs(logdirs: list[str], out: Path, config_file: str) -> dict[str, int]:
 
     codes = {}
     for name, argv in job_argvs(logdirs, out, config_file).items():
-        entry = find_job(name)
+        entry = find_job(name.split("-", 1)[0])
         assert entry is not None, name
         with contextlib.redirect_stdout(io.StringIO()):
             codes[name] = int(entry(argv) or 0)
     return codes
+
+
+def delta_digest(table: Path) -> dict:
+    """A Delta table as its own log and delta-rs (not klogs) read it: rows (sorted), the
+    partition directories of the files the current version references, and per commit the
+    engine that wrote it, its operation and the app transaction versions it carries."""
+    from deltalake import DeltaTable
+
+    dt = DeltaTable(str(table))
+    commits = []
+    for entry in sorted((table / "_delta_log").glob("*.json")):
+        actions = [json.loads(line) for line in entry.read_text().splitlines() if line.strip()]
+        info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+        commits.append([info.get("engineInfo"), info.get("operation"),
+                        [a["txn"]["version"] for a in actions if "txn" in a]])
+    root = table.resolve()
+    layout = {Path(uri.removeprefix("file://")).parent.relative_to(root).as_posix() for uri in dt.file_uris()}
+    return {"rows": _json_rows(dt.to_pyarrow_table()), "commits": commits, "layout": sorted(layout)}
+
+
+def _json_rows(table, drop: tuple[str, ...] = ()) -> list[str]:  # type: ignore[no-untyped-def]
+    keep = [c for c in table.column_names if c not in drop]
+    return sorted(json.dumps(r, sort_keys=True, default=lambda b: b.hex() if isinstance(b, bytes) else str(b))
+                  for r in table.select(keep).to_pylist())
 
 
 def jobs_digest(out: Path) -> dict:
@@ -190,10 +223,7 @@ def jobs_digest(out: Path) -> dict:
     import pyarrow.parquet as pq
 
     def rows(path: Path, drop: tuple[str, ...] = ()) -> list[str]:
-        table = pq.read_table(path)
-        keep = [c for c in table.column_names if c not in drop]
-        return sorted(json.dumps(r, sort_keys=True, default=lambda b: b.hex() if isinstance(b, bytes) else str(b))
-                      for r in table.select(keep).to_pylist())
+        return _json_rows(pq.read_table(path), drop)
 
     summary = json.loads((out / "compaction" / "summary.json").read_text())
     segments = out / "compaction" / "segments"
@@ -207,6 +237,8 @@ def jobs_digest(out: Path) -> dict:
                                       for f in segments.rglob("*") if f.is_file()),
         "audit": rows(out / "audit" / "findings", drop=("file", "message")),
         "export": rows(out / "export", drop=("logDir",)),
+        "delta": delta_digest(out / "delta"),
+        "delta_incremental": delta_digest(out / "delta-incremental"),
     }
 
 
