@@ -289,10 +289,16 @@ def test_delta_export_goes_through_spark_delta_writer_and_reads_in_spark_deltala
 
 
 # --- incremental --------------------------------------------------------------------------
-@pytest.mark.parametrize("fmt", ["parquet", "delta"])
-def test_incremental_export_adds_only_new_records(spark, orders: Path, tmp_path: Path, fmt: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("fmt", ["parquet", "delta", "delta-rs"])
+def test_incremental_export_adds_only_new_records(spark, orders: Path, tmp_path: Path, fmt: str,  # type: ignore[no-untyped-def]
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """``delta``: Spark's Delta writer; ``delta-rs``: the fallback of a session without Delta's jars
+    (forced here on the shared session), whose commits carry the app transaction too."""
+    if fmt == "delta-rs":
+        monkeypatch.setenv("KLOGS_DELTA_ENGINE", "delta-rs")
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
-    args = [orders, "--out", out, "--checkpoint", ckpt, "--format", fmt]
+    args = [orders, "--out", out, "--checkpoint", ckpt, "--format", fmt.removesuffix("-rs")]
     read = read_parquet_dir if fmt == "parquet" else read_delta
     assert run_export(*args) == 0
     first = read(out)
@@ -312,6 +318,24 @@ def test_incremental_export_adds_only_new_records(spark, orders: Path, tmp_path:
 
         table = DeltaTable(str(out))
         assert table.version() == 1
+        results = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+        assert [r["engine"] for r in results] == ["delta-spark" if fmt == "delta" else "delta-rs"] * 2
+        infos = [json.loads(line)["commitInfo"] for f in sorted((out / "_delta_log").glob("*.json"))
+                 for line in f.read_text().splitlines() if "commitInfo" in line]
+        spark_made = [str(i.get("engineInfo", "")).startswith("Apache-Spark/") for i in infos]
+        assert spark_made == [fmt == "delta"] * 2             # the commits' own record of their writer
+    if fmt == "delta-rs":
+        # the state a crash between the Delta commit and Spark's commit log leaves: Spark replays
+        # batch 1 with the same offsets, and the table's app transaction makes the fallback skip it
+        query_id = json.loads((ckpt / "metadata").read_text())["id"]
+        assert table.transaction_version(f"klogs-export-{query_id}") == 1
+        for name in ("1", ".1.crc"):
+            (ckpt / "commits" / name).unlink(missing_ok=True)
+        assert run_export(*args) == 0
+        result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert (result["batches"], result["skipped"], result["version"]) == ([], [1], 1)
+        assert DeltaTable(str(out)).version() == 1
+        assert_exactly(read_delta(out), oracle(orders))
 
 
 def test_incremental_export_of_a_backlog_over_the_read_limit_runs_in_several_batches_exactly_once(  # type: ignore[no-untyped-def]
