@@ -153,8 +153,9 @@ JOB_NOW = "2023-11-22T00:00:00Z"
 DELTA_TRIGGER_OFFSETS = 2000          # the incremental Delta export's read limit (two micro-batches)
 
 
-def job_argvs(logdirs: list[str], out: Path, config_file: str) -> dict[str, list[str]]:
-    """The five jobs of DESIGN §4 over ``logdirs`` and two Delta exports, outputs under ``out``."""
+def job_argvs(logdirs: list[str], out: Path, config_file: str, *, delta: bool = False) -> dict[str, list[str]]:
+    """The five jobs of DESIGN §4 over ``logdirs``, outputs under ``out``; ``delta``: and
+    :func:`delta_argvs`."""
     common = [*logdirs, "--config-file", config_file, "--now", JOB_NOW]
     return {
         "offsets": [*common, "--timestamp", "earliest", "--timestamp", "2023-11-14T22:14:00Z", "--timestamp",
@@ -165,9 +166,16 @@ def job_argvs(logdirs: list[str], out: Path, config_file: str) -> dict[str, list
                        str(out / "compaction"), "--write-segments"],
         "audit": [*common, "--out", str(out / "audit"), "--fail-on", "never", "--format", "json"],
         "export": [*common, "--out", str(out / "export")],
-        # Delta through Spark's Delta writer (build_session puts delta-spark on the session, and Spark
-        # ships its jars to the executors): a batch export, and an incremental one whose read limit
-        # makes two micro-batches, each an idempotent commit (txnAppId/txnVersion)
+        **(delta_argvs(common, out) if delta else {}),
+    }
+
+
+def delta_argvs(common: list[str], out: Path) -> dict[str, list[str]]:
+    """``export --format delta`` through Spark's Delta writer (build_session puts delta-spark on the
+    session; Spark ships its jars to the executors): a batch export, and an incremental one whose
+    read limit makes two micro-batches, each an idempotent commit (txnAppId/txnVersion).  The
+    same options as ``export``, so the tables hold its rows."""
+    return {
         "export-delta": [*common, "--out", str(out / "delta"), "--format", "delta"],
         "export-delta-incremental": [*common, "--out", str(out / "delta-incremental"), "--format", "delta",
                                      "--checkpoint", str(out / "delta-checkpoint"),
@@ -175,7 +183,7 @@ def job_argvs(logdirs: list[str], out: Path, config_file: str) -> dict[str, list
     }
 
 
-def run_jobs(logdirs: list[str], out: Path, config_file: str) -> dict[str, int]:
+def run_jobs(logdirs: list[str], out: Path, config_file: str, *, delta: bool = False) -> dict[str, int]:
     """Run every job in this process (the active session); exit code per run (``export-delta*``
     are runs of ``export``)."""
     import contextlib
@@ -184,7 +192,7 @@ def run_jobs(logdirs: list[str], out: Path, config_file: str) -> dict[str, int]:
     from kafka_format.cli import find_job
 
     codes = {}
-    for name, argv in job_argvs(logdirs, out, config_file).items():
+    for name, argv in job_argvs(logdirs, out, config_file, delta=delta).items():
         entry = find_job(name.split("-", 1)[0])
         assert entry is not None, name
         with contextlib.redirect_stdout(io.StringIO()):
@@ -237,8 +245,8 @@ def jobs_digest(out: Path) -> dict:
                                       for f in segments.rglob("*") if f.is_file()),
         "audit": rows(out / "audit" / "findings", drop=("file", "message")),
         "export": rows(out / "export", drop=("logDir",)),
-        "delta": delta_digest(out / "delta"),
-        "delta_incremental": delta_digest(out / "delta-incremental"),
+        **({"delta": delta_digest(out / "delta"), "delta_incremental": delta_digest(out / "delta-incremental")}
+           if (out / "delta").is_dir() else {}),
     }
 
 
@@ -251,7 +259,7 @@ spark = build_session(master=sys.argv[1], profile="test", app_name="klogs-jobs-t
                       extra_conf={"spark.driver.host": "127.0.0.1", "spark.executor.memory": "512m",
                                   "spark.cores.max": "2"})
 out = Path(sys.argv[2])
-codes = clusters.run_jobs(json.loads(sys.argv[3]), out, sys.argv[4])
+codes = clusters.run_jobs(json.loads(sys.argv[3]), out, sys.argv[4], delta=True)
 executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
 print("RESULT " + json.dumps({"codes": codes, "executors": executors, "digest": clusters.jobs_digest(out)}))
 spark.stop()
@@ -259,7 +267,8 @@ spark.stop()
 
 
 def run_jobs_driver(master: str, logdirs: list[str], out: Path, config_file: str, timeout: float = 900) -> dict:
-    """Every job against ``master`` from a driver in a subprocess; codes, executors and digest."""
+    """Every job and the Delta exports against ``master`` from a driver in a subprocess; codes,
+    executors and digest."""
     env = _env()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, "-c", JOBS_DRIVER, master, str(out), json.dumps(logdirs), config_file],

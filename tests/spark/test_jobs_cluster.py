@@ -3,9 +3,10 @@
 Every job of DESIGN §4 runs over data_samples/ in this process (the run's local[2] session) and in
 a driver subprocess against a standalone cluster started from the pyspark installation (executors
 in their own JVM with their own Python workers); what they write is compared row for row and, for
-the compacted segments, byte for byte.  ``export --format delta`` runs too, batch and incremental:
-the tables are written by Spark's Delta writer on the executors and read back with delta-rs from
-their own log.  ``-m cluster`` adds local-cluster[2,1,1024].
+the compacted segments, byte for byte.  On the cluster ``export --format delta`` runs too, batch and
+incremental: the tables, written by Spark's Delta writer on the executors and read back with
+delta-rs from their own log, hold the rows of the local run's export.  ``-m cluster`` adds
+local-cluster[2,1,1024].
 """
 
 from __future__ import annotations
@@ -42,10 +43,11 @@ def _check(got: dict, local: dict) -> None:
     # the comparison is not vacuous: every job wrote something
     assert all(local[k] for k in ("offsets", "retention", "compaction_records", "compaction_segments",
                                   "audit", "export"))
-    # the Delta tables: Spark's Delta writer made every commit (its engineInfo, not delta-rs'), the
-    # files sit in the export's partition directories, both tables hold the Parquet export's records,
-    # and the incremental one committed two micro-batches, each with its app transaction version
-    batch, incremental = local["delta"], local["delta_incremental"]
+    # the Delta tables (run on the cluster only; the local Delta writer: tests/jobs/test_export_job.py):
+    # every commit made by Spark's Delta writer (its engineInfo, not delta-rs'), the files in the
+    # export's partition directories, the rows those of the local run's export; the incremental
+    # export committed two micro-batches, each with its app transaction version
+    batch, incremental = got["digest"]["delta"], got["digest"]["delta_incremental"]
     for table in (batch, incremental):
         assert all(info.startswith("Apache-Spark/") and "Delta-Lake/" in info for info, _, _ in table["commits"])
         assert table["layout"] and all(re.fullmatch(r"topic=[^/]+/partition=\d+", d) for d in table["layout"])
