@@ -272,20 +272,29 @@ def test_delta_export_goes_through_spark_delta_writer_and_reads_in_spark_deltala
     assert delta_spark_available(spark)                 # make setup put delta-spark's jars on the session
     out = tmp_path / "table"
     capsys.readouterr()
-    assert run_export(orders, "--out", out, "--format", "delta") == 0
+    assert run_export(orders, "--out", out, "--format", "delta", "--partition-by", "date") == 0
     result = json.loads(capsys.readouterr().out)
     assert result["engine"] == "delta-spark"
-    expected = sorted(oracle(orders))
+    truth = oracle(orders)
+    expected = sorted(truth)
+    days = {k: "2023-11-14" if ts < MIDNIGHT else "2023-11-15" for k, (ts, _, _) in truth.items()}
     # the result line counts what Delta committed (its commitInfo metrics), not zero
     assert result["rows"] == len(expected)
-    assert result["files"] == len(DeltaTable(str(out)).file_uris()) > 0
-    via_spark = spark.read.format("delta").load(str(out)).select("topic", "partition", "offset").collect()
-    assert sorted(tuple(r) for r in via_spark) == expected
+    table = DeltaTable(str(out))
+    assert result["files"] == len(table.file_uris()) > 0
+    # partitioned as the Parquet export is: by the records' UTC day
+    assert table.metadata().partition_columns == ["date"]
+    files = [f.removeprefix("file://") for f in table.file_uris()]
+    assert {Path(f).parent.name for f in files} == {f"date={d}" for d in days.values()} == \
+        {"date=2023-11-14", "date=2023-11-15"}
+    via_spark = spark.read.format("delta").load(str(out)).select("topic", "partition", "offset", "date").collect()
+    assert sorted(tuple(r)[:3] for r in via_spark) == expected
+    assert all(str(r["date"]) == days[ident(r)] for r in via_spark)
     assert sorted(ident(r) for r in read_delta(out)) == expected
     # DuckDB over the files the Delta log lists (its delta extension is not on a package registry)
-    files = [f.removeprefix("file://") for f in DeltaTable(str(out)).file_uris()]
-    got = duckdb.sql(f"SELECT topic, partition, \"offset\" FROM read_parquet({files!r}, hive_partitioning=true)").fetchall()
-    assert sorted((t, int(p), int(o)) for t, p, o in got) == expected
+    got = duckdb.sql(f"SELECT topic, partition, \"offset\", date FROM read_parquet({files!r}, hive_partitioning=true)").fetchall()
+    assert sorted((t, int(p), int(o)) for t, p, o, _ in got) == expected
+    assert all(str(d) == days[(t, int(p), int(o))] for t, p, o, d in got)
 
 
 # --- incremental --------------------------------------------------------------------------
