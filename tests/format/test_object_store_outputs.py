@@ -136,6 +136,28 @@ def test_publish_replaces_only_its_own_output(store, tmp_path: Path) -> None:  #
         store_output.claim(uri, OTHER)
 
 
+def test_keys_from_the_environment_open_the_store(store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """S3A's settings name only the bucket's endpoint: the keys come from ``AWS_ACCESS_KEY_ID`` /
+    ``AWS_SECRET_ACCESS_KEY`` through the AWS SDK's chain (no profile file to fall back on), as
+    S3A's own chain takes them on the JVM side; the server refuses any other key."""
+    import pyarrow.fs as pafs
+
+    moto_s3, settings = store
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    for name in ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"):
+        monkeypatch.setenv(name, str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    s3a.use_settings(moto_s3.hadoop_settings(BUCKET, credentials=False))
+    try:
+        fs, path = s3a.filesystem(f"s3a://{BUCKET}/logs")
+        assert fs.__reduce__()[1][0]["access_key"] is None            # no key from the settings
+        listed = {info.base_name for info in fs.get_file_info(pafs.FileSelector(path))}
+    finally:
+        s3a.use_settings(settings)
+    assert {"meta.properties", "compacted-0"} <= listed
+
+
 @pytest.mark.parametrize("case", ["foreign objects", "an object", "inside an output", "an input log dir",
                                   "inside an input", "holding an input", "a Kafka log dir"])
 def test_claim_refuses_what_klogs_did_not_write(store, case: str) -> None:  # type: ignore[no-untyped-def]

@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyspark
 import pytest
 
 from test_export_job import (REPO, append_records, assert_exactly, oracle, read_delta, read_parquet_dir, run_export,
@@ -32,6 +33,7 @@ FILES_WRITTEN = "export:files-written"
 BATCH_COMMITTED = "export:batch-committed"
 MID_WRITE = "spark-read:orders-1"          # the whole job killed once orders-0's task wrote its files
 PARALLEL = 2
+SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
 KLOGS = "import sys; from kafka_format.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
@@ -45,7 +47,7 @@ class Scenario:
 SCENARIOS = {
     "parquet-batch": Scenario("parquet", False, FILES_WRITTEN),
     "parquet-incremental-published": Scenario("parquet", True, BATCH_COMMITTED),
-    "delta-batch": Scenario("delta", False, FILES_WRITTEN),      # the delta-rs fallback (see its test)
+    "delta-batch": Scenario("delta", False, FILES_WRITTEN),      # the delta-rs fallback: no Delta jars
     "delta-incremental-committed": Scenario("delta", True, BATCH_COMMITTED),
     "delta-spark-batch-mid-write": Scenario("delta", False, MID_WRITE),
     "delta-spark-incremental-mid-batch": Scenario("delta", True, MID_WRITE),    # batch 1, after batch 0
@@ -67,8 +69,8 @@ def crashed(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Crashe
     """Every scenario's killed run (started in parallel)."""
     conf = tmp_path_factory.mktemp("spark_conf")      # `klogs` reads the local profile: use the test one
     (conf / "local.conf").write_text((REPO / "spark_conf" / "test.conf").read_text())
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "KLOGS_SPARK_CONF_DIR": str(conf)}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_GATEWAY", "SPARK_"))},
+           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, "KLOGS_SPARK_CONF_DIR": str(conf)}
     running: dict[str, tuple] = {}
     done: dict[str, Crashed] = {}
 
@@ -94,9 +96,11 @@ def crashed(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Crashe
             assert run_export(*args) == 0                   # batch 0, whole; then the broker appended
             for partition in (0, 1):
                 append_records(logs, "orders", partition, 6)
-        proc = subprocess.Popen([sys.executable, "-c", KLOGS, "export", *args, "--master", "local[1]"],
-                                env={**env, "KLA_CRASH_AT": sc.crash_at,
-                                     **({"KLOGS_DELTA_ENGINE": "delta-rs"} if name == "delta-batch" else {})}, stdout=subprocess.DEVNULL,
+        command = [sys.executable, "-c", KLOGS, "export", *args, "--master", "local[1]"]
+        if name == "delta-batch":           # spark-submit without --packages: a session without Delta's jars
+            command = [str(SPARK_SUBMIT), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+                       str(REPO / "jobs" / "export.py"), *args]
+        proc = subprocess.Popen(command, env={**env, "KLA_CRASH_AT": sc.crash_at}, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
         running[name] = (proc, logs, out, ckpt, args)
     while running:
@@ -114,8 +118,10 @@ def rerun(c: Crashed) -> int:
     return run_export(*c.args)
 
 
-def assert_killed(c: Crashed) -> None:
-    assert c.returncode == -signal.SIGKILL, c.stderr[-2000:]
+def assert_killed(c: Crashed, *, submitted: bool = False) -> None:
+    """The run died by SIGKILL (``submitted``: its Python driver did, and spark-submit exited with the
+    shell's 128 + signal number)."""
+    assert c.returncode == (128 + signal.SIGKILL if submitted else -signal.SIGKILL), c.stderr[-2000:]
 
 
 # --- Parquet ------------------------------------------------------------------------------
@@ -142,12 +148,14 @@ def test_parquet_incremental_killed_after_publish_is_not_duplicated(spark, crash
 
 # --- Delta --------------------------------------------------------------------------------
 def test_delta_batch_killed_before_commit_has_no_version(spark, crashed, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """The delta-rs fallback (a session without Delta's jars): staged files, then one delta-rs commit."""
+    """The delta-rs fallback, killed under ``spark-submit`` without ``--packages`` (a session without
+    Delta's jars: only the fallback has this crash point, so the kill shows it was taken): staged
+    files, no table; the re-run (the fallback forced on the shared session) makes one delta-rs commit."""
     from deltalake import DeltaTable
 
     monkeypatch.setenv("KLOGS_DELTA_ENGINE", "delta-rs")
     c = crashed["delta-batch"]
-    assert_killed(c)
+    assert_killed(c, submitted=True)
     assert not DeltaTable.is_deltatable(str(c.out))
     assert hidden_parquet(c.out)                                # staged under _klogs_staging, uncommitted
     assert rerun(c) == 0

@@ -272,27 +272,42 @@ def test_delta_export_goes_through_spark_delta_writer_and_reads_in_spark_deltala
     assert delta_spark_available(spark)                 # make setup put delta-spark's jars on the session
     out = tmp_path / "table"
     capsys.readouterr()
-    assert run_export(orders, "--out", out, "--format", "delta") == 0
+    assert run_export(orders, "--out", out, "--format", "delta", "--partition-by", "date") == 0
     result = json.loads(capsys.readouterr().out)
     assert result["engine"] == "delta-spark"
-    expected = sorted(oracle(orders))
+    truth = oracle(orders)
+    expected = sorted(truth)
+    days = {k: "2023-11-14" if ts < MIDNIGHT else "2023-11-15" for k, (ts, _, _) in truth.items()}
     # the result line counts what Delta committed (its commitInfo metrics), not zero
     assert result["rows"] == len(expected)
-    assert result["files"] == len(DeltaTable(str(out)).file_uris()) > 0
-    via_spark = spark.read.format("delta").load(str(out)).select("topic", "partition", "offset").collect()
-    assert sorted(tuple(r) for r in via_spark) == expected
+    table = DeltaTable(str(out))
+    assert result["files"] == len(table.file_uris()) > 0
+    # partitioned as the Parquet export is: by the records' UTC day
+    assert table.metadata().partition_columns == ["date"]
+    files = [f.removeprefix("file://") for f in table.file_uris()]
+    assert {Path(f).parent.name for f in files} == {f"date={d}" for d in days.values()} == \
+        {"date=2023-11-14", "date=2023-11-15"}
+    via_spark = spark.read.format("delta").load(str(out)).select("topic", "partition", "offset", "date").collect()
+    assert sorted(tuple(r)[:3] for r in via_spark) == expected
+    assert all(str(r["date"]) == days[ident(r)] for r in via_spark)
     assert sorted(ident(r) for r in read_delta(out)) == expected
     # DuckDB over the files the Delta log lists (its delta extension is not on a package registry)
-    files = [f.removeprefix("file://") for f in DeltaTable(str(out)).file_uris()]
-    got = duckdb.sql(f"SELECT topic, partition, \"offset\" FROM read_parquet({files!r}, hive_partitioning=true)").fetchall()
-    assert sorted((t, int(p), int(o)) for t, p, o in got) == expected
+    got = duckdb.sql(f"SELECT topic, partition, \"offset\", date FROM read_parquet({files!r}, hive_partitioning=true)").fetchall()
+    assert sorted((t, int(p), int(o)) for t, p, o, _ in got) == expected
+    assert all(str(d) == days[(t, int(p), int(o))] for t, p, o, d in got)
 
 
 # --- incremental --------------------------------------------------------------------------
-@pytest.mark.parametrize("fmt", ["parquet", "delta"])
-def test_incremental_export_adds_only_new_records(spark, orders: Path, tmp_path: Path, fmt: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("fmt", ["parquet", "delta", "delta-rs"])
+def test_incremental_export_adds_only_new_records(spark, orders: Path, tmp_path: Path, fmt: str,  # type: ignore[no-untyped-def]
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """``delta``: Spark's Delta writer; ``delta-rs``: the fallback of a session without Delta's jars
+    (forced here on the shared session), whose commits carry the app transaction too."""
+    if fmt == "delta-rs":
+        monkeypatch.setenv("KLOGS_DELTA_ENGINE", "delta-rs")
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
-    args = [orders, "--out", out, "--checkpoint", ckpt, "--format", fmt]
+    args = [orders, "--out", out, "--checkpoint", ckpt, "--format", fmt.removesuffix("-rs")]
     read = read_parquet_dir if fmt == "parquet" else read_delta
     assert run_export(*args) == 0
     first = read(out)
@@ -312,6 +327,24 @@ def test_incremental_export_adds_only_new_records(spark, orders: Path, tmp_path:
 
         table = DeltaTable(str(out))
         assert table.version() == 1
+        results = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+        assert [r["engine"] for r in results] == ["delta-spark" if fmt == "delta" else "delta-rs"] * 2
+        infos = [json.loads(line)["commitInfo"] for f in sorted((out / "_delta_log").glob("*.json"))
+                 for line in f.read_text().splitlines() if "commitInfo" in line]
+        spark_made = [str(i.get("engineInfo", "")).startswith("Apache-Spark/") for i in infos]
+        assert spark_made == [fmt == "delta"] * 2             # the commits' own record of their writer
+    if fmt == "delta-rs":
+        # the state a crash between the Delta commit and Spark's commit log leaves: Spark replays
+        # batch 1 with the same offsets, and the table's app transaction makes the fallback skip it
+        query_id = json.loads((ckpt / "metadata").read_text())["id"]
+        assert table.transaction_version(f"klogs-export-{query_id}") == 1
+        for name in ("1", ".1.crc"):
+            (ckpt / "commits" / name).unlink(missing_ok=True)
+        assert run_export(*args) == 0
+        result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert (result["batches"], result["skipped"], result["version"]) == ([], [1], 1)
+        assert DeltaTable(str(out)).version() == 1
+        assert_exactly(read_delta(out), oracle(orders))
 
 
 def test_incremental_export_of_a_backlog_over_the_read_limit_runs_in_several_batches_exactly_once(  # type: ignore[no-untyped-def]

@@ -6,7 +6,8 @@ tests/s3store.py), which accepts only requests signed with its one key, through 
 key and its secret; each run must finish (so the URI's credentials were used), and the secret must
 appear in no byte of any file the job writes -- local outputs, and every object the ``s3a://`` runs
 publish (Parquet, Delta log, checkpoints, JSON, HTML) -- in none of its stdout/stderr, not in the
-one-line error of a store that cannot be reached, and not in the traceback of an unexpected error.
+one-line error of a store that cannot be reached, not in the traceback of an unexpected error, and
+not in what Spark keeps of the jobs' queries (plans, job descriptions).
 The redacted form (``KEY:***@``) must be what the outputs show, so the checks cannot pass by
 writing nothing.
 """
@@ -153,6 +154,27 @@ def test_s3a_jobs_keep_the_secret_out_of_published_objects_and_terminal(
     shown_as = f"s3a://{KEY}:***@{BUCKET}/samples/broker-1".encode()
     assert shown_as in published["published/compaction/summary.json"]
     assert any(shown_as in data for k, data in published.items() if k.startswith("published/export/"))
+    # what Spark itself keeps of the runs (its SQL UI, listeners and event logs show it): the writes'
+    # plans name their outputs, without the credentials
+    texts = spark_texts(spark)
+    assert not [t for t in texts if shown(t)]
+    assert any(f"s3a://{BUCKET}/published/export" in t for t in texts)
+    assert any(f"s3a://{BUCKET}/published/delta-incremental" in t for t in texts)
+
+
+def spark_texts(spark: Any) -> list[str]:
+    """What the session's status store keeps of every query and job it ran: each SQL execution's
+    description, call site and physical plan, each job's name and description."""
+    texts: list[str] = []
+    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
+    for i in range(executions.size()):
+        e = executions.apply(i)
+        texts += [str(e.description()), str(e.details()), str(e.physicalPlanDescription())]
+    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    for i in range(jobs.size()):
+        j = jobs.apply(i)
+        texts += [str(j.name()), str(j.description())]
+    return texts
 
 
 def test_an_unexpected_error_shows_its_traceback_without_the_secret(store: tuple[str, str], tmp_path: Path) -> None:

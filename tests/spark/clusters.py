@@ -152,8 +152,9 @@ def run_driver(master: str, paths: list[str], timeout: float = 600) -> dict:
 JOB_NOW = "2023-11-22T00:00:00Z"
 
 
-def job_argvs(logdirs: list[str], out: Path, config_file: str) -> dict[str, list[str]]:
-    """The five jobs of DESIGN §4 over ``logdirs``, outputs under ``out``."""
+def job_argvs(logdirs: list[str], out: Path, config_file: str, *, delta: bool = False) -> dict[str, list[str]]:
+    """The five jobs of DESIGN §4 over ``logdirs``, outputs under ``out``; ``delta``: and
+    :func:`delta_argvs`."""
     common = [*logdirs, "--config-file", config_file, "--now", JOB_NOW]
     return {
         "offsets": [*common, "--timestamp", "earliest", "--timestamp", "2023-11-14T22:14:00Z", "--timestamp",
@@ -164,23 +165,62 @@ def job_argvs(logdirs: list[str], out: Path, config_file: str) -> dict[str, list
                        str(out / "compaction"), "--write-segments"],
         "audit": [*common, "--out", str(out / "audit"), "--fail-on", "never", "--format", "json"],
         "export": [*common, "--out", str(out / "export")],
+        **(delta_argvs(common, out) if delta else {}),
     }
 
 
-def run_jobs(logdirs: list[str], out: Path, config_file: str) -> dict[str, int]:
-    """Run every job in this process (the active session); exit code per job."""
+def delta_argvs(common: list[str], out: Path) -> dict[str, list[str]]:
+    """``export --format delta`` through Spark's Delta writer (build_session puts delta-spark on the
+    session; Spark ships its jars to the executors): a batch export, and an incremental one (one
+    micro-batch: a second one, through a read limit, tripled its time on the cluster; several are
+    tests/jobs/test_export_job.py's) committed with its app transaction (txnAppId/txnVersion).
+    The same options as ``export``, so the tables hold its rows."""
+    return {
+        "export-delta": [*common, "--out", str(out / "delta"), "--format", "delta"],
+        "export-delta-incremental": [*common, "--out", str(out / "delta-incremental"), "--format", "delta",
+                                     "--checkpoint", str(out / "delta-checkpoint")],
+    }
+
+
+def run_jobs(logdirs: list[str], out: Path, config_file: str, *, delta: bool = False) -> dict[str, int]:
+    """Run every job in this process (the active session); exit code per run (``export-delta*``
+    are runs of ``export``)."""
     import contextlib
     import io
 
     from kafka_format.cli import find_job
 
     codes = {}
-    for name, argv in job_argvs(logdirs, out, config_file).items():
-        entry = find_job(name)
+    for name, argv in job_argvs(logdirs, out, config_file, delta=delta).items():
+        entry = find_job(name.split("-", 1)[0])
         assert entry is not None, name
         with contextlib.redirect_stdout(io.StringIO()):
             codes[name] = int(entry(argv) or 0)
     return codes
+
+
+def delta_digest(table: Path) -> dict:
+    """A Delta table as its own log and delta-rs (not klogs) read it: rows (sorted), the
+    partition directories of the files the current version references, and per commit the
+    engine that wrote it, its operation and the app transaction versions it carries."""
+    from deltalake import DeltaTable
+
+    dt = DeltaTable(str(table))
+    commits = []
+    for entry in sorted((table / "_delta_log").glob("*.json")):
+        actions = [json.loads(line) for line in entry.read_text().splitlines() if line.strip()]
+        info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+        commits.append([info.get("engineInfo"), info.get("operation"),
+                        [a["txn"]["version"] for a in actions if "txn" in a]])
+    root = table.resolve()
+    layout = {Path(uri.removeprefix("file://")).parent.relative_to(root).as_posix() for uri in dt.file_uris()}
+    return {"rows": _json_rows(dt.to_pyarrow_table()), "commits": commits, "layout": sorted(layout)}
+
+
+def _json_rows(table, drop: tuple[str, ...] = ()) -> list[str]:  # type: ignore[no-untyped-def]
+    keep = [c for c in table.column_names if c not in drop]
+    return sorted(json.dumps(r, sort_keys=True, default=lambda b: b.hex() if isinstance(b, bytes) else str(b))
+                  for r in table.select(keep).to_pylist())
 
 
 def jobs_digest(out: Path) -> dict:
@@ -190,10 +230,7 @@ def jobs_digest(out: Path) -> dict:
     import pyarrow.parquet as pq
 
     def rows(path: Path, drop: tuple[str, ...] = ()) -> list[str]:
-        table = pq.read_table(path)
-        keep = [c for c in table.column_names if c not in drop]
-        return sorted(json.dumps(r, sort_keys=True, default=lambda b: b.hex() if isinstance(b, bytes) else str(b))
-                      for r in table.select(keep).to_pylist())
+        return _json_rows(pq.read_table(path), drop)
 
     summary = json.loads((out / "compaction" / "summary.json").read_text())
     segments = out / "compaction" / "segments"
@@ -207,6 +244,8 @@ def jobs_digest(out: Path) -> dict:
                                       for f in segments.rglob("*") if f.is_file()),
         "audit": rows(out / "audit" / "findings", drop=("file", "message")),
         "export": rows(out / "export", drop=("logDir",)),
+        **({"delta": delta_digest(out / "delta"), "delta_incremental": delta_digest(out / "delta-incremental")}
+           if (out / "delta").is_dir() else {}),
     }
 
 
@@ -219,7 +258,7 @@ spark = build_session(master=sys.argv[1], profile="test", app_name="klogs-jobs-t
                       extra_conf={"spark.driver.host": "127.0.0.1", "spark.executor.memory": "512m",
                                   "spark.cores.max": "2"})
 out = Path(sys.argv[2])
-codes = clusters.run_jobs(json.loads(sys.argv[3]), out, sys.argv[4])
+codes = clusters.run_jobs(json.loads(sys.argv[3]), out, sys.argv[4], delta=True)
 executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
 print("RESULT " + json.dumps({"codes": codes, "executors": executors, "digest": clusters.jobs_digest(out)}))
 spark.stop()
@@ -227,7 +266,8 @@ spark.stop()
 
 
 def run_jobs_driver(master: str, logdirs: list[str], out: Path, config_file: str, timeout: float = 900) -> dict:
-    """Every job against ``master`` from a driver in a subprocess; codes, executors and digest."""
+    """Every job and the Delta exports against ``master`` from a driver in a subprocess; codes,
+    executors and digest."""
     env = _env()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, "-c", JOBS_DRIVER, master, str(out), json.dumps(logdirs), config_file],
