@@ -14,7 +14,7 @@
  *          with the window limit of the Python path (ZSTD_MAX_WINDOW); the input must end
  *          exactly at the end of a frame.
  *   snappy xerial stream (SnappyInputStream) or one raw block, each chunk decoded by our own
- *          raw-format decoder (snappy_elements: 1.3x libsnappy 1.1.9 here); a concatenated
+ *          raw-format decoder (snappy_elements: 1.14x libsnappy 1.1.9 here); a concatenated
  *          stream header falls back.
  *   gzip   one member with FLG 0 (what GZIPOutputStream writes), raw inflate by zlib,
  *          CRC32 and ISIZE of the trailer checked, nothing after the trailer.
@@ -65,7 +65,7 @@ unsigned kf_codecs_available(void)
     return bits;
 }
 
-/* Make room for `need` bytes of output (need <= max_output + 1 by every caller). */
+/* Make room for `need` bytes of output (need <= max_output + SNAPPY_SLACK by every caller). */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((unused))
 #endif
@@ -329,8 +329,9 @@ static inline uint32_t le_n(const unsigned char *p, unsigned n)
  * literals and copies as the format defines them (snappy's format_description.txt).  Returns 0,
  * or -1 for anything a conforming decoder (or the Python path's) rejects: a tag or literal
  * running past the input, a copy with offset 0 or reaching before the output's start, output
- * past the declared length, or output short of it when the input ends.  The buffer has SNAPPY_SLACK writable bytes past
- * dst + dlen: short literals and copies move 16 (or 8) bytes at a time. */
+ * past the declared length, or output short of it when the input ends.  The buffer has
+ * SNAPPY_SLACK writable bytes past dst + dlen: short literals and copies move 16 (or 8) bytes at
+ * a time. */
 static int snappy_elements(const unsigned char *ip, const unsigned char *iend, unsigned char *dst, size_t dlen)
 {
     unsigned char *op = dst, *oend = dst + dlen;

@@ -520,9 +520,11 @@ void out_finish(DecodeState *st, const Out *o)
 /* Keys and header columns are sized from the previous call's shares of its payload bytes: a
  * chunk decoded after another of the same topic rarely grows a column (a grow copies the
  * column; header columns started at 256 entries grew ~8 times per 16 MiB chunk of records
- * with headers).  Shares are in 1/65536 of a payload byte, so sizes stay bounded by the
- * payload, as the bytes backing them are: a header takes >= 2 bytes of its record, a key or a
- * header field's bytes are payload bytes.  A call of records without headers resets them. */
+ * with headers).  Shares are in 1/65536 of a payload byte and come from what a call decoded,
+ * so a column starts at most 1/8 above what records like the previous call's fill by growing
+ * (keys and header fields: at most the payload; header entries: one per >= 2 payload bytes), and
+ * memory that a different chunk leaves unused is never touched.  A call of records without
+ * headers resets them. */
 #define HINT_ONE 65536u
 static struct {
     uint32_t headers, key_bytes, hkey_bytes, hval_bytes;   /* per payload byte, x HINT_ONE */

@@ -7,9 +7,11 @@ at index entries), both cores work.  Prints the input partitions Spark planned, 
 time and least CPU time (Spark process tree) of a ``noop`` scan and of ``export`` (Parquet) after a
 warm-up run.
 
-Before/after: run it once with ``PYTHONPATH=<older checkout, its extension built in place>`` in
-front (the driver plans with that checkout's ``kafka_format``; the Python workers inherit the
-path), once without.  ``python tests/benchmarks/one_partition.py [--size-mib 96] [--repeats 3]``.
+Before/after on the same code: ``--parallelism 1`` (``spark.default.parallelism=1``: the sizing
+plans the whole partition as one split, as before it existed) against the default (2 on
+``local[2]``).  An older checkout can also be measured: ``PYTHONPATH=<checkout, its extension built
+in place>`` in front (the driver plans with that checkout's ``kafka_format``; the Python workers
+inherit the path).  ``python tests/benchmarks/one_partition.py [--size-mib 96] [--repeats 3]``.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def _input_partitions(spark: Any, df: Any) -> int:
     return max((i.numTasks for i in infos if i is not None), default=-1)
 
 
-def run(size_mib: int, data_dir: Path, repeats: int, master: str) -> dict[str, object]:
+def run(size_mib: int, data_dir: Path, repeats: int, master: str, parallelism: int | None = None) -> dict[str, object]:
     """Plan, scan and export one ``size_mib`` MiB partition; the numbers as a dict."""
     import kafka_format
     from kafka_format.spark.export import export
@@ -79,8 +81,10 @@ def run(size_mib: int, data_dir: Path, repeats: int, master: str) -> dict[str, o
 
     log_dir = make_partition(data_dir, size_mib)
     log_bytes = sum(p.stat().st_size for p in log_dir.rglob("*.log"))
-    spark = build_session(master=master, profile="local", app_name="klogs-one-partition",
-                          extra_conf={"spark.ui.enabled": "false"})
+    conf = {"spark.ui.enabled": "false"}
+    if parallelism:
+        conf["spark.default.parallelism"] = str(parallelism)
+    spark = build_session(master=master, profile="local", app_name="klogs-one-partition", extra_conf=conf)
     work = data_dir / f"one-partition-{size_mib}m-export"
     try:
         df = spark.read.format("kafka-log").load(str(log_dir))
@@ -99,6 +103,7 @@ def run(size_mib: int, data_dir: Path, repeats: int, master: str) -> dict[str, o
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
     return {"kafka_format": str(Path(kafka_format.__file__).parent.parent), "master": master,
+            "default_parallelism": parallelism,
             "log_bytes": log_bytes, "rows": rows, "splits": splits,
             "scan_wall_s": scan_wall, "scan_cpu_s": scan_cpu,
             "export_wall_s": export_wall, "export_cpu_s": export_cpu}
@@ -110,9 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size-mib", type=int, default=96)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--parallelism", type=int, help="spark.default.parallelism (1: the split sizing "
+                        "plans one split for the partition, as before it existed)")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    print(json.dumps(run(args.size_mib, args.data_dir, args.repeats, args.master)))
+    print(json.dumps(run(args.size_mib, args.data_dir, args.repeats, args.master, args.parallelism)))
     return 0
 
 
