@@ -24,8 +24,9 @@ $(STAMP): $(SOURCES_FOR_INSTALL)
 
 setup: $(STAMP) ## Create .venv and install the package (with its compiled decoder) and test deps
 
-lint: $(STAMP) ## ruff over the package, the jobs and the tests
+lint: $(STAMP) ## ruff over the package, the jobs and the tests, then mypy over the package and the jobs
 	$(VENV)/bin/ruff check kafka_format jobs tests data_samples
+	$(VENV)/bin/mypy    # files and settings: [tool.mypy] in pyproject.toml
 
 test: $(STAMP) lint ## Lint, then run the test suite (fast decoder; reference decoder parity included)
 	$(PY) -m pytest --ignore=tests/conformance $(PYTEST_ARGS)   # conformance: make conformance (own conftest, real brokers)

@@ -191,19 +191,30 @@ def _local_part(out: TextOutput, log_dirs: list[str], out_dir: Path) -> dict[str
     return times
 
 
+class _PersonBuffer(io.StringIO):
+    """The jobs' stdout in the demo: a person reads it, so the jobs write what they write at a
+    terminal (audit's informational findings folded, the sums at the end)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def _run_job(out: TextOutput, name: str, argv: list[str]) -> bool:
     """Run job ``name`` in this process (it uses the active session); preview its stdout."""
     from kafka_format.jobs import find_job
 
     entry = find_job(name)
-    buf, err = io.StringIO(), io.StringIO()
+    buf, err = _PersonBuffer(), io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
         code = int(entry(argv) or 0)
     lines = buf.getvalue().splitlines()
-    for line in lines[:_PREVIEW_LINES]:
-        out.line(f"  {line}")
-    if len(lines) > _PREVIEW_LINES:
-        out.line(f"  ... ({len(lines) - _PREVIEW_LINES} more lines)")
+    if lines and lines[-1].startswith("results: "):
+        lines.pop()                    # the demo names the results itself, below
+    # the first lines and the last: the jobs end with their sums for a person
+    shown: list[str | None] = list(lines) if len(lines) <= _PREVIEW_LINES + 1 else \
+        [*lines[:_PREVIEW_LINES], None, lines[-1]]
+    for line in shown:
+        out.line(f"  ... ({len(lines) - _PREVIEW_LINES - 1} more lines)" if line is None else f"  {line}")
     for line in err.getvalue().splitlines()[:3]:
         out.line(f"  (stderr) {line}")
     return code == 0

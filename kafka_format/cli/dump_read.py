@@ -367,16 +367,16 @@ def _message_parser(decoder: str | None, opts: DumpOptions) -> _Parser:
             if record["key"] is None and coordinator_json:
                 raise KafkaFormatError(f"Failed to decode message at offset {record['offset']} using the "
                                        "specified decoder (message had a missing key)")
-            return consumer_offsets.format_offsets_record(  # type: ignore[no-any-return]
+            return consumer_offsets.format_offsets_record(
                 record["key"], record["value"], record["offset"])
         return parse_offsets
     if decoder == "transaction-log":
         def parse_txn(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
             if coordinator_json:
-                return transaction_log.format_transaction_log_json(  # type: ignore[no-any-return]
+                return transaction_log.format_transaction_log_json(
                     record["key"], record["value"], record["offset"],
                     state_names=opts.since(*TRANSACTION_STATE_NAMES_SINCE))
-            return transaction_log.format_transaction_log_record(  # type: ignore[no-any-return]
+            return transaction_log.format_transaction_log_record(
                 record["key"], record["value"])
         return parse_txn
     def parse_metadata(record: Mapping[str, Any]) -> tuple[str | None, str | None]:

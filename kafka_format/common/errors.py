@@ -15,6 +15,8 @@ Credentials inside a URI never reach an error: ``path`` and the rendered message
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "KafkaFormatError",
     "CorruptRecordError",
@@ -88,7 +90,7 @@ class KafkaFormatError(Exception):
             parts.append(f"batch base offset {self.base_offset}")
         return _redact("; ".join(parts))
 
-    def __reduce__(self):  # picklable across Spark workers
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:  # picklable across Spark workers
         return (
             _rebuild,
             (type(self), self.reason, self.path, self.position, self.expected,
@@ -105,7 +107,8 @@ def _redact(text: str) -> str:
     return redact(text)
 
 
-def _rebuild(cls, reason, path, position, expected, found, base_offset, code):  # type: ignore[no-untyped-def]
+def _rebuild(cls: type[KafkaFormatError], reason: str, path: str | None, position: int | None,
+             expected: str | None, found: str | None, base_offset: int | None, code: str) -> KafkaFormatError:
     return cls(reason, path=path, position=position, expected=expected, found=found,
                base_offset=base_offset, code=code)
 

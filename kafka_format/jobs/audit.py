@@ -27,11 +27,13 @@ from kafka_format.jobs.jobargs import (
     JobContext,
     add_common_arguments,
     claim_out,
+    describe,
     engine_for,
     job_context,
     run_main,
     session_for,
 )
+from kafka_format.report.audit_page import summary_line
 from kafka_format.report.audit_report import write_outputs
 
 FAIL_ON = ("error", "warning", "never")
@@ -78,11 +80,14 @@ def _run(ctx: JobContext, args: argparse.Namespace) -> int:
                                       deep=not args.shallow, now_ms=ctx.now_ms)
         findings = [r.asDict() for r in findings_df.collect()]
         files = [r.asDict() for r in files_df.collect()]
-    write_outputs(str(ctx.out), findings, files)
+    write_outputs(str(ctx.out), findings, files, now_ms=ctx.now_ms, logdirs=describe(ctx)["logdirs"])
     if ctx.format == "json":
         lines = [json.dumps(row, sort_keys=False) for row in findings]
     else:
-        lines = finding_lines(findings, fold=sys.stdout.isatty(), out=str(ctx.out))
+        fold = sys.stdout.isatty()
+        lines = finding_lines(findings, fold=fold, out=str(ctx.out))
+        if fold:                      # a person at a terminal: the sums, and where the page is
+            lines.append(f"{summary_line(findings, files)}; report: {ctx.out}/report.html")
     for line in lines:
         sys.stdout.write(line + "\n")
     sys.stdout.flush()

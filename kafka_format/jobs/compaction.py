@@ -21,7 +21,7 @@ import os
 import sys
 
 from kafka_format.output import publish
-from kafka_format.report.compaction_page import render_compaction_page
+from kafka_format.report.compaction_page import render_compaction_page, summary_line
 from kafka_format.jobs.jobargs import (
     EXIT_OK,
     JobContext,
@@ -100,7 +100,7 @@ def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
 
                 finish_segments_dir(os.path.join(stage, "segments"), rows)
             summary["partitions"] = sorted(({**r, "segmentsDir": None if r["segmentsDir"] is None
-                                             else os.path.relpath(r["segmentsDir"], stage)} for r in rows),
+                                             else os.path.relpath(str(r["segmentsDir"]), stage)} for r in rows),
                                            key=_partition_order)
             if args.write_segments:
                 publish.crash_point("compaction:segments-written")
@@ -112,6 +112,8 @@ def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
         with open(os.path.join(stage, "report.html"), "w", encoding="utf-8") as f:
             f.write(render_compaction_page(summary))
     _print_summary(summary["partitions"], args.mode)  # type: ignore[arg-type]
+    if args.mode == "cleaner":
+        print(summary_line(summary))
     print(f"results: {redact(out)}")
     return EXIT_OK
 
@@ -125,12 +127,12 @@ def _cleaner(ctx: JobContext, args: argparse.Namespace, records_dir: str, segmen
     if local:
         from kafka_format.engine.compaction import cleaner_pass_local
 
-        return cleaner_pass_local(ctx.logdirs, ctx.configs, ctx.now_ms, **common)  # type: ignore[arg-type]
+        return cleaner_pass_local(ctx.logdirs, ctx.configs, ctx.now_ms, **common)
     from kafka_format.spark import compaction as comp
 
     spark = session_for(ctx, PROG)
     return [r.asDict() for r in comp.run_cleaner_pass(spark, ctx.logdirs, ctx.configs, ctx.now_ms,
-                                                       **common)]  # type: ignore[arg-type]
+                                                       **common)]
 
 
 def _full(ctx: JobContext, records_dir: str, local: bool) -> list[dict[str, object]]:
@@ -160,7 +162,8 @@ def _print_summary(parts: list[dict[str, object]], mode: str) -> None:
     else:
         headers = ["topic", "partition", "logDir", "recordsBefore", "recordsAfter", "bytesBefore", "bytesAfter",
                    "dirtyRatio", "wouldCleanNow", "reason"]
-    rows = [[_cell(p.get(h), h) for h in headers] for p in parts]
+    rows = [[_cell(p.get(h), h) if h != "dirtyRatio" or p.get("compact") else "-" for h in headers]
+            for p in parts]
     for line in table(headers, rows):
         print(line)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from kafka_format.jobs.jobargs import (
     EXIT_OK,
@@ -33,6 +34,9 @@ from kafka_format.jobs.jobargs import (
     session_for,
 )
 from kafka_format.jobs.typedargs import TYPED_AS, add_typed_arguments, typed_from_args
+
+if TYPE_CHECKING:
+    from kafka_format.registry.typed import TypedPlan
 
 __all__ = ["main", "build_parser"]
 
@@ -90,7 +94,7 @@ def _body(args: argparse.Namespace) -> int:
         return _run(ctx, args, opts, typed)
 
 
-def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str], typed: object = None) -> int:
+def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str], typed: TypedPlan | None = None) -> int:
     from kafka_format.engine.export import needs_spark
 
     fmt = ctx.format or "parquet"

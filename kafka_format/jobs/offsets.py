@@ -32,6 +32,7 @@ from kafka_format.jobs.jobargs import (
 from kafka_format.common.units import utc_text_ms
 from kafka_format.log.list_offsets import ISOLATION_LEVELS, SPEC_NAMES, parse_timestamp_spec
 from kafka_format.output.ownership import Owner
+from kafka_format.report.text import table
 
 OWNER = Owner("offsets", "answers")          # the sidecar marker of an --out file
 COLUMNS = ("topic", "partition", "timestamp", "offset", "recordTimestamp", "leaderEpoch")
@@ -62,16 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
 def format_rows(rows: Sequence[dict[str, Any]], fmt: str) -> str:
     """jsonl (one object per line, exactly :data:`COLUMNS`) or an aligned text table for a person:
     ``timestamp`` as the name of a special value (``latest``) or a UTC date, ``recordTimestamp`` a
-    UTC date (to the millisecond: the jsonl keeps the numbers)."""
+    UTC date (to the millisecond: the jsonl keeps the numbers), ``-`` where Kafka answers none."""
     if fmt == "jsonl":
         return "".join(json.dumps({k: r[k] for k in COLUMNS}) + "\n" for r in rows)
-    cells = [list(COLUMNS)] + [[_cell(k, r[k]) for k in COLUMNS] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
-    lines = []
-    for row in cells:
-        left = row[0].ljust(widths[0])
-        lines.append("  ".join([left, *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]).rstrip())
-    return "\n".join(lines) + "\n"
+    return "".join(line + "\n" for line in table(list(COLUMNS), [[_cell(k, r[k]) for k in COLUMNS] for r in rows]))
 
 
 _SPEC_TEXT = {v: k for k, v in SPEC_NAMES.items()}
@@ -79,7 +74,7 @@ _SPEC_TEXT = {v: k for k, v in SPEC_NAMES.items()}
 
 def _cell(column: str, value: Any) -> str:
     if value is None:
-        return "null"
+        return "-"
     if column == "timestamp":
         return _SPEC_TEXT.get(int(value)) or utc_text_ms(int(value))
     if column == "recordTimestamp":

@@ -26,6 +26,7 @@ from kafka_format.jobs.jobargs import (
     run_main,
     session_for,
 )
+from kafka_format.report.retention_page import summary_line
 from kafka_format.report.retention_report import format_segments, write_report
 from kafka_format.log.retention import REPORT_OWNER, summarize
 
@@ -67,6 +68,8 @@ def _run(ctx: JobContext) -> int:
     summary = summarize(rows)           # one row per segment is small: the same rule on both engines
     fmt = ctx.format or "jsonl"
     sys.stdout.write(format_segments(rows, fmt))
+    if fmt == "table":                  # for a person: the sums under the table (summary.json has them exact)
+        sys.stdout.write(summary_line(summary, ctx.now_ms) + "\n")
     sys.stdout.flush()
     if ctx.out:
         write_report(ctx.out, rows, summary, ctx.now_ms, fmt=fmt, inputs=describe(ctx))

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kafka_format.registry.typed import TypedPlan
 
 __all__ = ["add_typed_arguments", "wants_typed", "typed_from_args", "TYPED_AS"]
 
@@ -69,7 +72,7 @@ def typed_from_args(
     topics: Sequence[str],
     topic_pattern: str | None,
     options: Mapping[str, str],
-) -> Any:
+) -> TypedPlan | None:
     """The planned typed columns (:class:`kafka_format.registry.typed.TypedPlan`) of the flags, or
     None when no column is typed.  Bad flags and missing subjects raise ``UsageError``/``KafkaFormatError``
     (exit 2) before any engine starts; no pyspark is imported (the local engine decodes them too)."""

@@ -471,4 +471,6 @@ NOTES = (
     "Tiered storage (remote.storage.enable): local.retention.* apply and breaching segments are reported "
     "as local deletion candidates, assuming they are uploaded; remote segments are not visible offline.",
     "sizeBytes is the .log file length; a crashed broker's recovery of unflushed tails is not modelled.",
+    "largestTimestamp is the segment's newest record timestamp; where no record has one (magic 0), it is "
+    "the .log file's modification time, as Kafka takes it (a copied log dir carries the copy's time).",
 )

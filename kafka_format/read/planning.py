@@ -29,7 +29,8 @@ How a topic-partition is cut:
 * ``read_committed``: the LSO caps the end offset and every aborted
   transaction of ``.txnindex`` that can touch a split travels with it.
 
-Batch headers come from ``decode_segment(granularity="batch")``.  Files are opened through
+Batch headers come from :func:`~kafka_format.storage.partition_state.iter_batch_heads` (the one
+header walker).  Files are opened through
 each partition's :class:`~kafka_format.storage.fsio.FileSystemHandle`, so any ``pyarrow.fs`` URI works;
 split paths are locations (:func:`kafka_format.storage.fsio.resolve` re-opens them on executors).
 """

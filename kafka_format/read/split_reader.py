@@ -12,7 +12,6 @@ source (:mod:`kafka_format.spark.datasource`) calls it on executors; the local e
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +21,7 @@ from kafka_format.storage.fsio import redact
 from kafka_format.common.errors import CorruptRecordError, KafkaFormatError
 from kafka_format.read.planning import SegmentRange, Split
 from kafka_format.records.control import ControlRecordType, parse_control_key
+from kafka_format.records.entry import ENTRY   # baseOffset int64, size int32 of every entry (Records)
 from kafka_format.records.schema import BATCH_SCHEMA, CORRUPT_TYPE, RECORD_SCHEMA
 
 if TYPE_CHECKING:
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["CORRUPT_COLUMN", "arrow_schema", "read_split"]
 
 CORRUPT_COLUMN = "_corrupt"
-# Records.LOG_OVERHEAD (clients/.../record/Records.java): baseOffset int64, size int32 of every entry
-LOG_ENTRY = struct.Struct(">qi")
 ZERO_CHECK_CHUNK = 1 << 20
 
 
@@ -216,9 +214,9 @@ def _unread_tail(f: Any, r: SegmentRange, last_batch: int, skips: list[Any]) -> 
     end = _range_end(f, r)
     reached = r.start_position
     if last_batch >= 0:
-        head = f.read_at(LOG_ENTRY.size, last_batch)
-        if len(head) == LOG_ENTRY.size:
-            reached = max(reached, last_batch + LOG_ENTRY.size + LOG_ENTRY.unpack(head)[1])
+        head = f.read_at(ENTRY.size, last_batch)
+        if len(head) == ENTRY.size:
+            reached = max(reached, last_batch + ENTRY.size + ENTRY.unpack(head)[1])
     for s in skips:
         reached = max(reached, s.position + s.length)
     if reached >= end or (r.active and (r.end_position is None or r.end_position >= f.size())):
@@ -231,8 +229,8 @@ def _unread_tail(f: Any, r: SegmentRange, last_batch: int, skips: list[Any]) -> 
         pos += len(chunk)
     else:
         return None
-    head = f.read_at(LOG_ENTRY.size, reached)
-    found = (f"a batch of {LOG_ENTRY.unpack(head)[1] + LOG_ENTRY.size} bytes" if len(head) == LOG_ENTRY.size
+    head = f.read_at(ENTRY.size, reached)
+    found = (f"a batch of {ENTRY.unpack(head)[1] + ENTRY.size} bytes" if len(head) == ENTRY.size
              else f"{end - reached} bytes")
     return CorruptRecordError("batch runs past the end of a closed segment or split", path=r.path,
                               position=reached, expected=f"a complete batch ending by byte {end}", found=found)

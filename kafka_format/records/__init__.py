@@ -15,6 +15,9 @@
   two a process uses;
 * :mod:`~kafka_format.records.file_records` — a segment file (or byte range) decoded as Arrow record
   batches, with the modes (``decode_segment``, ``decode_file``, ``decode_bytes``, ``iter_batches``).
+  Its parts: :mod:`~kafka_format.records.file_source` (the file's reads: mmap windows or a reused
+  buffer), :mod:`~kafka_format.records.walker` (the framing walk with the modes) and
+  :mod:`~kafka_format.records.chunk_records` (the records of each walked chunk).
 
 May import: :mod:`kafka_format.common`.
 """

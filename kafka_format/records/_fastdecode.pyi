@@ -1,9 +1,14 @@
 """Type stub of the compiled loop (kafka_format/records/_fastdecode.c); used through kafka_format.records.fast."""
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, TypeAlias
 
-from typing_extensions import Buffer as _BufferLike
+import numpy as np
+from typing_extensions import Buffer as _BufferProtocol
+
+# Any object with the buffer protocol.  numpy's stubs give ndarray ``__buffer__`` only for
+# Python >= 3.12 (where collections.abc.Buffer exists), so on 3.11 it is named as well.
+_BufferLike: TypeAlias = _BufferProtocol | np.ndarray
 
 CRC32C_IMPLEMENTATION: Final[str]  # "table", "sse4.2", "pclmul+sse4.2", "avx512-vpclmul+sse4.2" (+ long-input choice)
 CRC_LEVEL: Final[int]              # 0 tables, 1 SSE4.2, 2 PCLMULQDQ, 3 AVX-512 VPCLMULQDQ

@@ -119,7 +119,7 @@ class FastDecoder(Decoder):
         positions, headers, crc_ok, _n, pos, status = _fastdecode.scan(mv, start, stop, mode)
         if status == _fastdecode.SCAN_CORRUPT_SIZE:
             return super().scan(buf, start=start, end=end, path=path, verify_crc=verify_crc)
-        hdr = np.frombuffer(headers, dtype=_HEADER_DTYPE)
+        hdr = np.frombuffer(memoryview(headers), dtype=_HEADER_DTYPE)
         magic = hdr["magic"]
         length = hdr["length"]
         legacy_rows = magic != _MAGIC_V2
@@ -132,7 +132,7 @@ class FastDecoder(Decoder):
             return super().scan(buf, start=start, end=end, path=path, verify_crc=verify_crc)
         base_offset = hdr["base_offset"].astype(np.int64)
         columns = {
-            "position": np.frombuffer(positions, dtype=np.int64),
+            "position": np.frombuffer(memoryview(positions), dtype=np.int64),
             "size": (length + framing.LOG_OVERHEAD).astype(np.int32),
             "magic": magic.astype(np.int8),
             "base_offset": base_offset,
@@ -146,7 +146,7 @@ class FastDecoder(Decoder):
             "base_sequence": hdr["base_sequence"].astype(np.int32),
             "leader_epoch": hdr["leader_epoch"].astype(np.int32),
             "crc": hdr["crc"].astype(np.int64),
-            "crc_valid": np.frombuffer(crc_ok, dtype=np.uint8) != 0,
+            "crc_valid": np.frombuffer(memoryview(crc_ok), dtype=np.uint8) != 0,
         }
         if legacy_rows.any():
             _fill_legacy(columns, mv, np.flatnonzero(legacy_rows), verify_crc)

@@ -188,7 +188,8 @@ class Layout:
         self._children(col, [m.col for m in members])
         arrow = pa.struct([pa.field(f"member{i}", m.arrow) for i, m in enumerate(members)])
         target = Target("union", col, arrow, members=members, schema=branches)
-        index, out = 0, []
+        index = 0
+        out: list[int | None] = []
         for b in branches:
             if b == "null":
                 out.append(None)

@@ -211,11 +211,12 @@ class SchemaStore:
             self.skipped.append(StoreEvent(offset, "SCHEMA value without id or schema"))
             return
         stype = v.get("schemaType") or AVRO
-        refs = tuple(
-            SchemaReference(str(r.get("name")), str(r.get("subject")), int(r.get("version")))
-            for r in (v.get("references") or [])
-            if isinstance(r, dict) and _as_int(r.get("version")) is not None
-        )
+        references: list[SchemaReference] = []
+        for r in v.get("references") or []:
+            ref_version = _as_int(r.get("version")) if isinstance(r, dict) else None
+            if ref_version is not None:
+                references.append(SchemaReference(str(r.get("name")), str(r.get("subject")), ref_version))
+        refs = tuple(references)
         new = RegisteredSchema(
             subject=subject,
             version=version,

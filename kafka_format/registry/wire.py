@@ -36,6 +36,7 @@ class WireHeaders:
 
 def wire_headers(arr: pa.Array) -> WireHeaders:
     """Magic byte, schema id and payload bounds of every row of a binary array."""
+    off_type: type[np.int64] | type[np.int32]
     if pa.types.is_large_binary(arr.type):
         off_type = np.int64
     elif pa.types.is_binary(arr.type):

@@ -22,17 +22,19 @@ __all__ = ["render_html", "write_outputs"]
 
 
 def render_html(findings: Sequence[dict[str, Any]], files: Sequence[dict[str, Any]], *,
-                title: str = "klogs audit") -> str:
+                title: str | None = None, now_ms: int | None = None, logdirs: Sequence[str] = ()) -> str:
     """The self-contained HTML report (:mod:`kafka_format.report.audit_page`): a summary, the
     problems first, informational findings folded one row per check, findings per broker and
     partition, and the byte accounting.  Every text is escaped."""
-    return render_audit_page(findings, files, title=title)
+    return render_audit_page(findings, files, title=title, now_ms=now_ms, logdirs=logdirs)
 
 
-def write_outputs(out: str, findings: Sequence[dict[str, Any]], files: Sequence[dict[str, Any]]) -> None:
+def write_outputs(out: str, findings: Sequence[dict[str, Any]], files: Sequence[dict[str, Any]], *,
+                  now_ms: int | None = None, logdirs: Sequence[str] = ()) -> None:
     """Publish ``out/findings/`` (Parquet), ``out/files/`` (Parquet) and ``out/report.html`` at once
     (:func:`kafka_format.output.publish.staging_dir`: a crash leaves the previous ``out`` or none).  ``out``
-    must be absent, empty or a previous audit output (:data:`REPORT_OWNER`'s marker)."""
+    must be absent, empty or a previous audit output (:data:`REPORT_OWNER`'s marker); ``now_ms`` and
+    ``logdirs`` (shown as given, credentials redacted by the caller) head the page."""
     finding_schema = pa.schema([
         pa.field("severity", pa.string(), False), pa.field("check", pa.string(), False),
         pa.field("topic", pa.string()), pa.field("partition", pa.int32()), pa.field("file", pa.string()),
@@ -48,5 +50,5 @@ def write_outputs(out: str, findings: Sequence[dict[str, Any]], files: Sequence[
             table = pa.Table.from_pylist([dict(r) for r in rows], schema=schema)
             pq.write_table(table, os.path.join(tmp, name, "part-00000.parquet"))
         with open(os.path.join(tmp, "report.html"), "w", encoding="utf-8") as fh:
-            fh.write(render_html(findings, files))
+            fh.write(render_html(findings, files, now_ms=now_ms, logdirs=logdirs))
         crash_point("audit-before-publish")

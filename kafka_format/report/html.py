@@ -1,4 +1,5 @@
-"""Self-contained HTML report pages: summary first, sortable and filterable tables, inline SVG charts.
+"""Self-contained HTML report pages: summary first, sortable and filterable tables, inline SVG charts
+(:mod:`kafka_format.report.charts`).
 
 A page is one file with its style, script and pictures inline: it opens offline, from a mail
 attachment or a bucket.  Every table is a plain ``<table>`` that reads fine with scripts off;
@@ -10,10 +11,12 @@ rounded (``1.2 GiB`` sorts by its bytes).  Every text is escaped.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Cell", "Card", "Page", "details_list", "bar_chart_svg", "step_chart_svg"]
+from kafka_format.report.charts import bar_chart_svg, step_chart_svg, timeline_svg
+
+__all__ = ["Cell", "Card", "Page", "details_list", "bar_chart_svg", "step_chart_svg", "timeline_svg"]
 
 _e = html.escape
 
@@ -51,7 +54,7 @@ class Card:
 
 
 _STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;max-width:1200px;
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;max-width:1400px;
  padding:0 1em;color:#222}
 h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.8em}
 .sub{color:#666;margin-top:0}
@@ -61,10 +64,11 @@ h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.8em}
 .card.error{border-color:#d33;background:#fff3f3}.card.warning{border-color:#d90;background:#fff9ec}
 .card.ok{border-color:#3a3;background:#f3fff3}
 table{border-collapse:collapse;margin:.4em 0 1em;font-size:13px}
-td,th{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
+td,th{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}th.sortable{cursor:pointer;user-select:none}
 th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num{text-align:right;font-variant-numeric:tabular-nums}td.nw{white-space:nowrap}
+td .w{overflow-wrap:anywhere}div.scroll{overflow-x:auto;max-width:100%}
 .error{color:#b00}.warning{color:#a60}.info{color:#555}
 tr.error td:first-child{border-left:3px solid #d33}tr.warning td:first-child{border-left:3px solid #d90}
 input.filter{margin:.3em 0;padding:3px 6px;width:18em}
@@ -141,7 +145,7 @@ class Page:
         return self
 
     def svg(self, markup: str) -> Page:
-        """A picture made by :func:`bar_chart_svg` or :func:`step_chart_svg`."""
+        """A picture made by :mod:`kafka_format.report.charts`."""
         self._parts.append(f"<figure>{markup}</figure>")
         return self
 
@@ -151,28 +155,41 @@ class Page:
         self._parts.append(f'<p><a href="{_e(link)}">{img}</a></p>' if link else f"<p>{img}</p>")
         return self
 
+    def link(self, text: str, href: str) -> Page:
+        """A paragraph that is one link (e.g. to a file beside the page)."""
+        self._parts.append(f'<p class="note"><a href="{_e(href)}">{_e(text)}</a></p>')
+        return self
+
     def table(self, columns: Sequence[str], rows: Iterable[Sequence[Cell | str | int | float | None]], *,
-              table_id: str, numeric: Iterable[str] = (), row_classes: Sequence[str | None] | None = None,
-              empty: str = "none") -> Page:
-        """A sortable, filterable data table; ``numeric`` columns align right."""
+              table_id: str, numeric: Iterable[str] = (), wrap: Mapping[str, float] | Iterable[str] = (),
+              row_classes: Sequence[str | None] | None = None, empty: str = "none") -> Page:
+        """A sortable, filterable data table; ``numeric`` columns align right; only the ``wrap``
+        columns (long texts) break over lines, each at least as wide as its value in ``em`` (a
+        mapping) or 12 em, every other cell keeps to one line."""
         nums = {columns.index(c) for c in numeric}
+        widths = dict(wrap) if isinstance(wrap, Mapping) else dict.fromkeys(wrap, 12.0)
+        wraps = {columns.index(c): w for c, w in widths.items()}
         head = "".join(f"<th>{_e(c)}</th>" for c in columns)
         body: list[str] = []
         for i, row in enumerate(rows):
             cells = []
             for j, value in enumerate(row):
                 cell = value if isinstance(value, Cell) else Cell("" if value is None else str(value))
-                if j in nums and cell.cls is None:
-                    cell = Cell(cell.text, cell.title, cell.sort, "num", cell.raw_html)
-                cells.append(cell.render())
+                extra = ("num " if j in nums else "") + ("wrap" if j in wraps else "nw")
+                classes = f"{cell.cls} {extra}" if cell.cls else extra
+                text, raw = cell.text, cell.raw_html
+                if j in wraps:           # a block with a minimum width: a long text wraps, never to a sliver
+                    text, raw = (f'<div class="w" style="min-width:{wraps[j]:g}em">'
+                                 f"{text if raw else _e(text)}</div>"), True
+                cells.append(Cell(text, cell.title, cell.sort, classes, raw).render())
             cls = row_classes[i] if row_classes is not None and i < len(row_classes) else None
             attr = f' class="{_e(cls)}"' if cls else ""
             body.append(f"<tr{attr}>" + "".join(cells) + "</tr>")
         if not body:
             self._parts.append(f'<p class="note">{_e(empty)}</p>')
             return self
-        self._parts.append(f'<table class="data" id="{_e(table_id)}"><thead><tr>{head}</tr></thead>'
-                           f"<tbody>{''.join(body)}</tbody></table>")
+        self._parts.append(f'<div class="scroll"><table class="data" id="{_e(table_id)}"><thead><tr>{head}</tr>'
+                           f"</thead><tbody>{''.join(body)}</tbody></table></div>")
         return self
 
     def render(self) -> str:
@@ -191,91 +208,3 @@ def details_list(summary: str, items: Sequence[str], *, limit: int = 200) -> str
     return (f"<details><summary>{_e(summary)}</summary><ul>"
             + "".join(f"<li>{_e(i)}</li>" for i in shown) + more + "</ul></details>")
 
-
-def bar_chart_svg(title: str, labels: Sequence[str], series: Sequence[tuple[str, str, Sequence[float]]], *,
-                  fmt: type[str] | object = str, limit: int = 30) -> str:
-    """Horizontal stacked bars, one per label; ``series`` = ``(name, colour, values)``; ``fmt`` turns a
-    value into text for the tooltips and axis.  The ``limit`` largest bars are drawn."""
-    fmt_fn = fmt if callable(fmt) else str
-    totals = [sum(s[2][i] for s in series) for i in range(len(labels))]
-    order = sorted(range(len(labels)), key=lambda i: (-totals[i], labels[i]))[:limit]
-    top = max([totals[i] for i in order] + [0])
-    label_w, bar_w, row_h, head_h = 260, 560, 20, 42
-    height = head_h + row_h * max(len(order), 1) + 24
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {label_w + bar_w + 120} {height}" '
-           f'width="{label_w + bar_w + 120}" height="{height}" role="img" aria-label="{_e(title)}">',
-           f'<text x="0" y="14" style="font-size:13px;font-weight:600">{_e(title)}</text>']
-    x = label_w
-    for name, colour, _values in series:
-        out.append(f'<rect x="{x}" y="22" width="10" height="10" fill="{_e(colour)}"/>'
-                   f'<text x="{x + 14}" y="31">{_e(name)}</text>')
-        x += 14 + 7 * len(name) + 18
-    if not order:
-        out.append(f'<text x="{label_w}" y="{head_h + 14}">nothing to show</text>')
-    for row, i in enumerate(order):
-        y = head_h + row * row_h
-        label = labels[i] if len(labels[i]) <= 40 else labels[i][:39] + "…"
-        out.append(f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{_e(label)}</text>')
-        x0 = float(label_w)
-        for name, colour, values in series:
-            v = values[i]
-            if v <= 0 or top <= 0:
-                continue
-            w = max(v / top * bar_w, 1.0)
-            out.append(f'<rect x="{x0:.1f}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" fill="{_e(colour)}">'
-                       f"<title>{_e(labels[i])}: {_e(name)} {_e(fmt_fn(v))} ({v:g})</title></rect>")
-            x0 += w
-        out.append(f'<text x="{x0 + 4:.1f}" y="{y + 14}">{_e(fmt_fn(totals[i]))}</text>')
-    if len(labels) > len(order):
-        out.append(f'<text x="{label_w}" y="{height - 6}" class="note">{len(labels) - len(order)} smaller '
-                   f"not drawn (all are in the tables)</text>")
-    out.append("</svg>")
-    return "".join(out)
-
-
-def step_chart_svg(title: str, points: Sequence[tuple[int, float]], *, x_text: object = str,
-                   y_text: object = str, labels: int = 5) -> str:
-    """A step line of ``(x, y)`` points (y holds from each x to the next), e.g. bytes on disk over time.
-
-    The points are spaced evenly, not by their x values: deletion times cluster within days and
-    outliers sit years away, so a linear axis would squeeze every step into one line.  ``labels``
-    points carry their x text under the axis; every point has its x and y in a tooltip."""
-    xt = x_text if callable(x_text) else str
-    yt = y_text if callable(y_text) else str
-    w, h, left, bottom, top_pad = 760, 250, 90, 46, 28
-    pts = list(points)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w + 70} {h}" width="{w + 70}" height="{h}" '
-           f'role="img" aria-label="{_e(title)}">',
-           f'<text x="0" y="14" style="font-size:13px;font-weight:600">{_e(title)}</text>']
-    if not pts:
-        out.append('<text x="90" y="60">no data</text></svg>')
-        return "".join(out)
-    y_hi = max(p[1] for p in pts) or 1
-    step = (w - left) / max(len(pts), 1)
-
-    def sx(i: float) -> float:
-        return left + i * step
-
-    def sy(y: float) -> float:
-        return h - bottom - y / y_hi * (h - bottom - top_pad)
-
-    path = [f"M{sx(0):.1f},{sy(pts[0][1]):.1f}"]
-    for i in range(1, len(pts)):
-        path.append(f"H{sx(i):.1f}")
-        path.append(f"V{sy(pts[i][1]):.1f}")
-    path.append(f"H{sx(len(pts)):.1f}")
-    out.append(f'<line x1="{left}" y1="{h - bottom}" x2="{w}" y2="{h - bottom}" stroke="#999"/>'
-               f'<line x1="{left}" y1="{top_pad}" x2="{left}" y2="{h - bottom}" stroke="#999"/>')
-    out.append(f'<text x="{left - 6}" y="{top_pad + 4}" text-anchor="end">{_e(yt(y_hi))}</text>'
-               f'<text x="{left - 6}" y="{h - bottom}" text-anchor="end">0</text>')
-    shown = sorted({round(k * (len(pts) - 1) / max(labels - 1, 1)) for k in range(labels)}) if len(pts) > 1 else [0]
-    for n, i in enumerate(shown):
-        anchor = "start" if n == 0 else ("end" if n == len(shown) - 1 and len(shown) > 1 else "middle")
-        row = h - bottom + 16 + (n % 2) * 14
-        out.append(f'<text x="{sx(i):.1f}" y="{row}" text-anchor="{anchor}">{_e(xt(pts[i][0]))}</text>')
-    out.append(f'<path d="{" ".join(path)}" fill="none" stroke="#2a6fdb" stroke-width="2"/>')
-    for i, (x, y) in enumerate(pts):
-        out.append(f'<circle cx="{sx(i):.1f}" cy="{sy(y):.1f}" r="3" fill="#2a6fdb">'
-                   f"<title>from {_e(xt(x))}: {_e(yt(y))}</title></circle>")
-    out.append("</svg>")
-    return "".join(out)

@@ -7,14 +7,14 @@ deletable, reason, deletableAtMs``), its per-partition summary and the disk-usag
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kafka_format.report.html import Card, Cell, Page, bar_chart_svg, step_chart_svg
+from kafka_format.report.charts import Mark, bar_chart_svg, step_chart_svg, timeline_svg
+from kafka_format.report.html import Card, Cell, Page
 from kafka_format.report.units import human_bytes, human_count, human_duration, utc_text, utc_text_ms
 
-__all__ = ["render_retention_page"]
+__all__ = ["render_retention_page", "retention_totals", "summary_line"]
 
 _NOW, _LATER, _NEVER = "#d9534f", "#f0ad4e", "#bbbbbb"
 
@@ -38,18 +38,48 @@ def _in(ms: int | None, now_ms: int, deletable: bool) -> Cell:
     return Cell(f"in {human_duration(span)}", title=f"{span} ms after --now", sort=span)
 
 
-def render_retention_page(rows: Sequence[Mapping[str, Any]], summary: Sequence[Mapping[str, Any]],
-                          steps: Sequence[tuple[int, int]], now_ms: int, *, notes: Sequence[str] = (),
-                          png: bytes | None = None, png_name: str = "disk-usage.png") -> str:
-    """The retention report page (one self-contained HTML file)."""
+def _mark(r: Mapping[str, Any], now_ms: int) -> Mark:
+    size, at = int(r["sizeBytes"]), r["deletableAtMs"]
+    what = f"{r['topic']}-{r['partition']} segment {r['baseOffset']} ({human_bytes(size)}): "
+    if r["deletable"]:
+        return Mark(0, size, _NOW, what + f"deletable now ({r['reason']})")
+    if at is None:
+        return Mark(None, size, _NEVER, what + "never deletable without new data")
+    span = max(int(at) - now_ms, 0)
+    return Mark(span, size, _LATER, what + f"deletable at {utc_text(int(at))}, in {human_duration(span)}")
+
+
+def retention_totals(summary: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The figures a person looks at first, from the per-partition summary: bytes on disk, bytes and
+    segments deletable now, partitions affected, bytes reclaimable later and never, next deletion."""
     total = sum(int(s["bytes"]) for s in summary)
     now_bytes = sum(int(s["deletableBytes"]) for s in summary)
-    now_segs = sum(int(s["deletableSegments"]) for s in summary)
     never = sum(int(s["bytesNeverDeletable"]) for s in summary)
-    later_bytes = total - now_bytes - never
-    affected = sum(1 for s in summary if int(s["deletableSegments"]) > 0)
-    nexts = [s["nextDeletionMs"] for s in summary if s["nextDeletionMs"] is not None]
-    nxt = min(nexts) if nexts else None
+    nexts = [int(s["nextDeletionMs"]) for s in summary if s["nextDeletionMs"] is not None]
+    return {"bytes": total, "segments": sum(int(s["segments"]) for s in summary), "partitions": len(summary),
+            "nowBytes": now_bytes, "nowSegments": sum(int(s["deletableSegments"]) for s in summary),
+            "affected": sum(1 for s in summary if int(s["deletableSegments"]) > 0),
+            "laterBytes": total - now_bytes - never, "neverBytes": never, "next": min(nexts) if nexts else None}
+
+
+def summary_line(summary: Sequence[Mapping[str, Any]], now_ms: int) -> str:
+    """One line under the terminal table: what the pass frees now, what later, the next deletion."""
+    t = retention_totals(summary)
+    nxt = "" if t["next"] is None else \
+        f", the next at {utc_text(t['next'])} (in {human_duration(max(t['next'] - now_ms, 0))})"
+    return (f"deletable now: {human_bytes(t['nowBytes'])} in {t['nowSegments']} of {t['segments']} segments "
+            f"({t['affected']} of {t['partitions']} partitions); later: {human_bytes(t['laterBytes'])}{nxt}; "
+            f"never (without new data): {human_bytes(t['neverBytes'])}")
+
+
+def render_retention_page(rows: Sequence[Mapping[str, Any]], summary: Sequence[Mapping[str, Any]],
+                          steps: Sequence[tuple[int, int]], now_ms: int, *, notes: Sequence[str] = (),
+                          png_name: str | None = "disk-usage.png") -> str:
+    """The retention report page (one self-contained HTML file); ``png_name``: the PNG of the same
+    step line beside it, linked."""
+    t = retention_totals(summary)
+    total, now_bytes, now_segs, never = t["bytes"], t["nowBytes"], t["nowSegments"], t["neverBytes"]
+    later_bytes, affected, nxt = t["laterBytes"], t["affected"], t["next"]
 
     page = Page(f"Retention at {utc_text(now_ms)}",
                 "The segments Kafka's retention pass deletes at --now, and when each other segment becomes "
@@ -61,8 +91,8 @@ def render_retention_page(rows: Sequence[Mapping[str, Any]], summary: Sequence[M
         Card("partitions affected", f"{affected} of {len(summary)}"),
         Card("on disk", human_bytes(total), f"{total:,} bytes"),
         Card("reclaimable later", human_bytes(later_bytes), f"{later_bytes:,} bytes"),
-        Card("next deletion", utc_text(nxt) if nxt is not None else "none",
-             None if nxt is None else f"{nxt} ms, in {human_duration(max(nxt - now_ms, 0))}"),
+        Card("next deletion" + ("" if nxt is None else f", in {human_duration(max(nxt - now_ms, 0))}"),
+             utc_text(nxt) if nxt is not None else "none", None if nxt is None else f"{nxt} ms"),
         Card("never deletable without new data", human_bytes(never), f"{never:,} bytes"),
     ])
 
@@ -76,19 +106,34 @@ def render_retention_page(rows: Sequence[Mapping[str, Any]], summary: Sequence[M
             acc[1] += size
         else:
             acc[2] += size
-    topics = sorted(by_topic)
+    topics = sorted(by_topic, key=lambda t: (-by_topic[t][0], -by_topic[t][1], -sum(by_topic[t]), t))
     page.heading("Reclaimable bytes per topic")
-    page.svg(bar_chart_svg("bytes per topic", topics, [
+    page.svg(bar_chart_svg("bytes per topic: deletable now, deletable later, not reached by retention", topics, [
         ("deletable now", _NOW, [by_topic[t][0] for t in topics]),
         ("deletable later", _LATER, [by_topic[t][1] for t in topics]),
         ("not reached by retention", _NEVER, [by_topic[t][2] for t in topics]),
-    ], fmt=human_bytes))
+    ], fmt=human_bytes, order=range(len(topics))))
+
+    page.heading("When each segment becomes deletable (no new data)")
+    by_part: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_part.setdefault((str(r["topic"]), int(r["partition"])), []).append(r)
+
+    def first(part: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+        spans = [0 if r["deletable"] else int(r["deletableAtMs"]) - now_ms for r in part
+                 if r["deletable"] or r["deletableAtMs"] is not None]
+        return (0, min(spans)) if spans else (1, 0)
+
+    parts = sorted(by_part, key=lambda k: (first(by_part[k]), k))
+    page.svg(timeline_svg(
+        "one row per partition, one dot per segment sized by its bytes (time steps not to scale)", [(f"{t}-{p}", [_mark(r, now_ms) for r in by_part[(t, p)]]) for t, p in parts],
+        now_ms=now_ms, legend=[("deletable now", _NOW), ("deletable later", _LATER), ("never", _NEVER)]))
 
     page.heading("Bytes on disk over time (no new data)")
-    page.svg(step_chart_svg("bytes on disk", steps, x_text=utc_text, y_text=human_bytes))
-    if png is not None:
-        page.image(f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}",
-                   "bytes on disk over time (PNG)", link=png_name)
+    page.svg(step_chart_svg(f"bytes on disk from {utc_text(now_ms)} on, as the segments above go", steps,
+                            now_ms=now_ms, y_text=human_bytes))
+    if png_name:
+        page.link(f"The same line on a linear time axis: {png_name}", png_name)
 
     page.heading("Segments: deletable now first, then by when they become deletable")
     ordered = sorted(rows, key=lambda r: (not r["deletable"], r["deletableAtMs"] is None,
@@ -104,7 +149,9 @@ def render_retention_page(rows: Sequence[Mapping[str, Any]], summary: Sequence[M
         table_id="segments", numeric=("partition", "base offset", "size"),
         row_classes=["warning" if r["deletable"] else None for r in ordered], empty="no segments")
 
-    page.heading("Per partition")
+    page.heading("Per partition: reclaimable now first, then by next deletion")
+    summary = sorted(summary, key=lambda s: (-int(s["deletableBytes"]), s["nextDeletionMs"] is None,
+                                             s["nextDeletionMs"] or 0, str(s["topic"]), int(s["partition"])))
     page.table(
         ["partition", "segments", "on disk", "deletable segments", "reclaimable now", "remaining",
          "never deletable", "next deletion", "last deletion"],
@@ -112,7 +159,7 @@ def render_retention_page(rows: Sequence[Mapping[str, Any]], summary: Sequence[M
           _size(int(s["bytes"])), Cell(str(s["deletableSegments"]), sort=int(s["deletableSegments"])),
           _size(int(s["deletableBytes"])), _size(int(s["bytesRemaining"])), _size(int(s["bytesNeverDeletable"])),
           _instant(s["nextDeletionMs"]), _instant(s["lastDeletionMs"])] for s in summary],
-        table_id="partitions",
+        table_id="partitions", row_classes=["warning" if int(s["deletableBytes"]) else None for s in summary],
         numeric=("segments", "on disk", "deletable segments", "reclaimable now", "remaining", "never deletable"),
         empty="no partitions")
 

@@ -61,11 +61,14 @@ def render_chart_png(steps: Sequence[tuple[int, int]], *, title: str = "bytes on
     fig = Figure(figsize=(9, 4), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    ax.step(times, [b for _, b in points], where="post")
+    # matplotlib's stubs leave out the datetimes its units registry (matplotlib.dates) converts
+    ax.step(times, [b for _, b in points], where="post")  # type: ignore[arg-type]
     ax.set_title(title)
     ax.set_xlabel("time (UTC)")
-    ax.set_ylabel("bytes")
+    ax.set_ylabel("on disk")
     ax.set_ylim(bottom=0)
+    ticks, labels = _byte_ticks(max(b for _, b in points))
+    ax.set_yticks(ticks, labels)
     ax.grid(True, alpha=0.3)
     fig.autofmt_xdate()
     buf = io.BytesIO()
@@ -73,12 +76,25 @@ def render_chart_png(steps: Sequence[tuple[int, int]], *, title: str = "bytes on
     return buf.getvalue()
 
 
+def _byte_ticks(top: int) -> tuple[list[int], list[str]]:
+    """Round ticks in one binary unit from 0 to at least ``top`` bytes (``0, 20 KiB, 40 KiB, ...``)."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+    k = 0
+    while k < len(units) - 1 and top >= 1024 ** (k + 1):
+        k += 1
+    scaled = max(top / 1024 ** k, 1.0)
+    step = next(s for s in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if scaled / s <= 6)
+    count = int(-(-scaled // step))
+    ticks = [i * step * 1024 ** k for i in range(count + 1)]
+    return ticks, ["0"] + [f"{i * step} {units[k]}" for i in range(1, count + 1)]
+
+
 def render_html(summary: Sequence[Mapping[str, Any]], steps: Sequence[tuple[int, int]], now_ms: int, *,
-                png_name: str = "disk-usage.png", png: bytes | None = None,
-                rows: Sequence[Mapping[str, Any]] = ()) -> str:
+                png_name: str | None = "disk-usage.png", rows: Sequence[Mapping[str, Any]] = ()) -> str:
     """The report page (:mod:`kafka_format.report.retention_page`): summary first, reclaimable bytes
-    per topic, bytes on disk over time, segments by when they become deletable, per partition."""
-    return render_retention_page(rows, summary, steps, now_ms, notes=NOTES, png=png, png_name=png_name)
+    per topic, when each segment becomes deletable, bytes on disk over time (``png_name``: the PNG of
+    that line beside the page, linked), segments by when they become deletable, per partition."""
+    return render_retention_page(rows, summary, steps, now_ms, notes=NOTES, png_name=png_name)
 
 
 def write_report(out: str, rows: Sequence[Mapping[str, Any]], summary: Sequence[Mapping[str, Any]], now_ms: int, *,
@@ -102,5 +118,5 @@ def write_report(out: str, rows: Sequence[Mapping[str, Any]], summary: Sequence[
         with open(os.path.join(tmp, "disk-usage.png"), "wb") as fb:
             fb.write(png)
         with open(os.path.join(tmp, "disk-usage.html"), "w", encoding="utf-8") as f:
-            f.write(render_html(summary, steps, now_ms, png=png, rows=rows))
+            f.write(render_html(summary, steps, now_ms, rows=rows))
         crash_point("retention:staged")

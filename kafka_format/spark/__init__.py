@@ -19,6 +19,8 @@ from kafka_format.common.redaction import URI_CREDENTIALS_REGEX
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from kafka_format.spark.datasource import KafkaLogDataSource
+
 __all__ = ["register", "register_derived", "FORMAT"]
 
 FORMAT = "kafka-log"
@@ -45,7 +47,8 @@ def register(spark: SparkSession) -> None:
     register_derived(spark, None)
 
 
-def register_derived(spark: SparkSession, derive: Callable[[type], type] | None) -> str:
+def register_derived(spark: SparkSession,
+                     derive: Callable[[type[KafkaLogDataSource]], type[KafkaLogDataSource]] | None) -> str:
     """:func:`register` with the session-sized source class passed through ``derive`` first (a
     subclass with its own ``name()``, e.g. the typed source of an export); returns the name."""
     from kafka_format.read.planning import DEFAULT_OPEN_COST_BYTES

@@ -12,8 +12,12 @@ from __future__ import annotations
 import importlib.metadata
 import sys
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["SQL_CONF", "delta_package", "with_delta", "main"]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["SQL_CONF", "delta_package", "with_delta", "session_jvm", "main"]
 
 # The settings delta-spark documents for a session that reads and writes Delta tables.
 SQL_CONF = {
@@ -56,6 +60,14 @@ def with_delta(conf: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def session_jvm(spark: SparkSession) -> Any:
+    """The py4j view of the session's JVM (``jvm.java.lang...``): a classic session has one."""
+    jvm = spark.sparkContext._jvm
+    if jvm is None:
+        raise RuntimeError("the Spark session has no JVM gateway (its SparkContext is not running)")
+    return jvm
+
+
 def main(argv: list[str] | None = None) -> int:
     """Resolve delta-spark's jars into Spark's Ivy cache (a local session started and stopped)."""
     from pyspark.sql import SparkSession
@@ -70,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     try:
-        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        jvm = session_jvm(spark)
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         jvm.java.lang.Class.forName("io.delta.tables.DeltaTable", False, loader)
     finally:

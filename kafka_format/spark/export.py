@@ -144,6 +144,7 @@ from kafka_format.engine.export import (  # shared with the local engine (no pys
 from kafka_format.output import store as store_output
 from kafka_format.output.publish import cleanup_stale, crash_point, ensure_output_dir, local_path, staging_dir
 from kafka_format.output.store import is_store
+from kafka_format.spark.delta import session_jvm
 from kafka_format.spark.s3a import spark_path
 
 __all__ = [
@@ -242,11 +243,11 @@ def write_conf(spark: SparkSession) -> Iterator[None]:
     try:
         yield
     finally:
-        for k, v in previous.items():
-            if v is None:
+        for k, old in previous.items():
+            if old is None:
                 spark.conf.unset(k)
             else:
-                spark.conf.set(k, v)
+                spark.conf.set(k, old)
 
 
 def _not_json_error(exc: BaseException) -> KafkaFormatError | None:
@@ -299,7 +300,7 @@ def delta_spark_available(spark: SparkSession) -> bool:
     if os.environ.get("KLOGS_DELTA_ENGINE") == "delta-rs":
         return False
     try:
-        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        jvm = session_jvm(spark)
         jvm.java.lang.Class.forName(_DELTA_FORMAT_CLASS, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
         return True
     except Exception:
@@ -338,7 +339,8 @@ def _delta_commit(out: str, df: DataFrame, partition_by: Sequence[str], mode: st
         create_table_with_add_actions(out, _delta_schema(schema), actions, mode="error",
                                       partition_by=list(partition_by), commit_properties=props)
     else:
-        DeltaTable(out).create_write_transaction(actions, mode, schema, partition_by=list(partition_by),
+        # a list of the parameter's own (wider, invariant) element type: AddAction | RemoveAction
+        DeltaTable(out).create_write_transaction([*actions], mode, schema, partition_by=list(partition_by),
                                                  commit_properties=props)
     fs.delete_dir(staging)
     return sum(f.rows for f in files), len(files), DeltaTable(out).version()
@@ -382,7 +384,10 @@ def _spark_delta_version(spark: SparkSession, path: str) -> int | None:
 
     if not DeltaTable.isDeltaTable(spark, path):
         return None
-    return int(DeltaTable.forPath(spark, path).history(1).select("version").first()[0])
+    latest = DeltaTable.forPath(spark, path).history(1).select("version").first()
+    if latest is None:
+        raise RuntimeError(f"the Delta table at {path} has no history")
+    return int(latest[0])
 
 
 def _delta_written(spark: SparkSession, path: str, after: int | None) -> tuple[int, int, bool]:

@@ -80,7 +80,11 @@ def push_filters(filters: list[Filter], *, record_granularity: bool = True) -> t
     """Split ``filters`` into (bounds, accepted, returned); ``returned`` keeps input identity."""
     topics: set[str] | None = None
     parts: set[int] | None = None
-    pmin = pmax = omin = omax = tmin = None
+    pmin: int | None = None
+    pmax: int | None = None
+    omin: int | None = None
+    omax: int | None = None
+    tmin: int | None = None
     impossible = False
     accepted: list[Filter] = []
     returned: list[Filter] = []
@@ -91,7 +95,7 @@ def push_filters(filters: list[Filter], *, record_granularity: bool = True) -> t
     for f in filters:
         col = getattr(f, "attribute", None)
         name = col[0] if isinstance(col, tuple) and len(col) == 1 else None
-        value = getattr(f, "value", None)
+        value: Any = getattr(f, "value", None)  # EqualTo/In/comparisons: checked per filter below
         handled = False
         if name == "topic":
             if isinstance(f, EqualTo) and isinstance(value, str):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from kafka_format.spark.delta import delta_package, with_delta
+from kafka_format.spark.delta import delta_package, session_jvm, with_delta
 from kafka_format.spark.s3a import packages as s3a_packages
 from kafka_format.spark.s3a import with_s3a
 
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     try:
-        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        jvm = session_jvm(spark)
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         for name in CHECKED_CLASSES if delta_package() else CHECKED_CLASSES[1:]:
             jvm.java.lang.Class.forName(name, False, loader)

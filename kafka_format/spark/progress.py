@@ -89,7 +89,7 @@ class ConsoleProgress:
     def start(self) -> ConsoleProgress:
         """Start drawing (only on a terminal); output written to ``sys.stdout`` first erases the line."""
         if self.enabled and self._thread is None:
-            sys.stdout = _ClearingStream(sys.stdout, self)   # type: ignore[assignment]
+            sys.stdout = _ClearingStream(sys.stdout, self)
             self._thread = threading.Thread(target=self._run, name="klogs-progress", daemon=True)
             self._thread.start()
         return self

@@ -96,7 +96,7 @@ def with_s3a(conf: Mapping[str, str]) -> dict[str, str]:
 
 
 def _hadoop_conf(spark: SparkSession) -> Any:
-    return spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined,union-attr]
+    return spark.sparkContext._jsc.hadoopConfiguration()
 
 
 def _settings(conf: Any) -> dict[str, str]:

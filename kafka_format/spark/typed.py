@@ -40,7 +40,7 @@ Null keys and values (tombstones) stay null and are not errors.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,7 +259,9 @@ def _udf_decode(
         tmp = f"__klogs_typed_{c}"
         result_type = pa.struct([pa.field("v", plan.arrow_type), pa.field("err", ERROR_TYPE)])
         counter = counters.get(c) if counters is not None and mode != "FAILFAST" else None
-        udf = arrow_udf(_column_udf(plan, counter), _spark_type(result_type)).asNondeterministic()
+        # pyspark's stub lists only the functionType forms of arrow_udf; this is the type-hint form
+        # (pa.Array -> pa.Array: a scalar Arrow UDF), which returns the UDF itself
+        udf = arrow_udf(_column_udf(plan, counter), _spark_type(result_type)).asNondeterministic()  # type: ignore[call-overload]
         out = out.withColumn(tmp, udf(F.col(c)))
         err = F.col(f"{tmp}.err")
         value = F.col(f"{tmp}.v")
@@ -291,7 +293,7 @@ def _udf_decode(
     return out
 
 
-def _column_udf(plan: ColumnPlan, counter: Any) -> Any:
+def _column_udf(plan: ColumnPlan, counter: Any) -> Callable[[pa.Array], pa.Array]:
     """The Arrow UDF body of one typed column (picklable closure over the plan)."""
 
     def decode(raw: pa.Array) -> pa.Array:

@@ -28,7 +28,7 @@ from pyspark.sql.types import StructType
 from kafka_format.read.split_reader import arrow_schema
 from kafka_format.registry.batches import RecordDecodeError, decode_batch, typed_schema
 from kafka_format.registry.typed import ColumnPlan
-from kafka_format.spark.datasource import KafkaLogReader, KafkaLogStreamReader
+from kafka_format.spark.datasource import KafkaLogDataSource, KafkaLogReader, KafkaLogStreamReader
 
 __all__ = ["typed_source_class", "source_name", "failfast_marker"]
 
@@ -78,7 +78,8 @@ class TypedKafkaLogStreamReader(KafkaLogStreamReader):
         return _typed_batches(super().read(partition), self.typed_plans, self.typed_mode)
 
 
-def typed_source_class(base: type, plans: Mapping[str, ColumnPlan], mode: str, token: str) -> type:
+def typed_source_class(base: type[KafkaLogDataSource], plans: Mapping[str, ColumnPlan], mode: str,
+                       token: str) -> type[KafkaLogDataSource]:
     """A subclass of the (session-sized) ``kafka-log`` source class that decodes ``plans``."""
     name = source_name(token)
     frozen = dict(plans)

@@ -9,11 +9,18 @@ and ``storage.internals.checkpoint``).
 * :mod:`~kafka_format.storage.snapshot` — producer ``.snapshot`` (``ProducerStateManager``);
 * :mod:`~kafka_format.storage.checkpoints` — offset checkpoints, ``leader-epoch-checkpoint``,
   ``partition.metadata``, ``meta.properties``, ``.kafka_cleanshutdown``, ``quorum-state``;
+* :mod:`~kafka_format.storage.partition_files` — the files of one partition dir (``Segment``,
+  ``SegmentTable``, snapshots) and how ``LogLoader`` classifies them;
+* :mod:`~kafka_format.storage.partition_log` — ``PartitionLog``: one replica's files as a frozen value;
+* :mod:`~kafka_format.storage.log_loader` — one partition dir read as ``LogLoader`` reads it (swap,
+  cleaned and deleted files reconciled);
 * :mod:`~kafka_format.storage.logdir` — ``open_log_dirs``: log dirs, partitions, segments, replicas
-  (``LocalLog``, ``LogLoader``);
+  (``LocalLog``);
 * :mod:`~kafka_format.storage.watermarks` — the high-watermark-on-load and last-stable-offset rules as
-  arithmetic; :mod:`~kafka_format.storage.partition_state` — a replica's LEO, HW, LSO, transaction
-  replay and the one batch-header walker (``UnifiedLog``, ``ProducerStateManager``).
+  arithmetic; :mod:`~kafka_format.storage.batch_heads` — the one batch-header walker
+  (``FileLogInputStream.nextBatch``, header bytes only); :mod:`~kafka_format.storage.partition_state`
+  — a replica's LEO, HW, LSO, transaction replay and its segments' headers (``UnifiedLog``,
+  ``ProducerStateManager``).
 
 May import: :mod:`kafka_format.common`, :mod:`kafka_format.records`.
 """

@@ -48,6 +48,8 @@ __all__ = [
     "TIME_ENTRY",
     "OFFSET_ENTRY_SIZE",
     "TIME_ENTRY_SIZE",
+    "OFFSET_DTYPE",
+    "TIME_DTYPE",
     "NO_TIMESTAMP",
     "IndexAnomaly",
     "OffsetPosition",
@@ -82,9 +84,9 @@ OFFSET_ENTRY_SIZE = OFFSET_ENTRY.size
 TIME_ENTRY_SIZE = TIME_ENTRY.size
 
 # numpy twins of the two structs, for whole-file views
-_OFFSET_DTYPE = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
-_TIME_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
-assert _OFFSET_DTYPE.itemsize == OFFSET_ENTRY_SIZE and _TIME_DTYPE.itemsize == TIME_ENTRY_SIZE
+OFFSET_DTYPE = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
+TIME_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
+assert OFFSET_DTYPE.itemsize == OFFSET_ENTRY_SIZE and TIME_DTYPE.itemsize == TIME_ENTRY_SIZE
 
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
 # segment.index.bytes is an int: no real index is larger than Int.MAX bytes
@@ -366,7 +368,7 @@ def parse_offset_index(data: bytes | bytearray | memoryview, base_offset: int, *
     buf = _as_buffer(data)
     size = buf.nbytes
     n = size // OFFSET_ENTRY_SIZE
-    raw = np.frombuffer(buf, dtype=_OFFSET_DTYPE, count=n)
+    raw = np.frombuffer(buf, dtype=OFFSET_DTYPE, count=n)
     anomalies: list[IndexAnomaly] = []
     if size % OFFSET_ENTRY_SIZE:
         anomalies.append(IndexAnomaly(position=n * OFFSET_ENTRY_SIZE, entry=n, what="partial_entry",
@@ -430,7 +432,7 @@ def parse_time_index(data: bytes | bytearray | memoryview, base_offset: int, *,
     buf = _as_buffer(data)
     size = buf.nbytes
     n = size // TIME_ENTRY_SIZE
-    raw = np.frombuffer(buf, dtype=_TIME_DTYPE, count=n)
+    raw = np.frombuffer(buf, dtype=TIME_DTYPE, count=n)
     anomalies: list[IndexAnomaly] = []
     if size % TIME_ENTRY_SIZE:
         anomalies.append(IndexAnomaly(position=n * TIME_ENTRY_SIZE, entry=n, what="partial_entry",

@@ -14,10 +14,12 @@ Rules:
   files at or above the smallest ``.cleaned`` offset discarded, the remaining ``.log.swap``
   segments replace every file whose offset lies in ``[minSwapBase, maxSwapNextOffset)`` and then
   count as ordinary files; index files without a ``.log`` are orphans (the broker deletes
-  them; here they are kept apart in ``orphan_segments``);
+  them; here they are kept apart in ``orphan_segments``): one partition dir is read by
+  :mod:`~kafka_format.storage.log_loader` into a :class:`~kafka_format.storage.partition_log.PartitionLog`;
 * effective logStartOffset = ``max(log-start-offset-checkpoint or 0, first segment base)``.
 
-Nothing here decodes batches.  Values that need a batch scan (segment next offset, max
+This module finds the log dirs and partition dirs, reads a log dir's own state files and holds
+:class:`LogDir` / :class:`LogDirSet`.  Nothing here decodes batches.  Values that need a batch scan (segment next offset, max
 timestamp from the log) come through the ``next_offset`` hook; what the index files tell is
 available through :meth:`PartitionLog.index_summary`.
 """
@@ -26,36 +28,23 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-import numpy as np
 import pyarrow.fs as pafs
 
-from kafka_format.storage import checkpoints as ckpt
-from kafka_format.storage import fsio
 from kafka_format.common.bulk import no_cyclic_gc
 from kafka_format.common.errors import KafkaFormatError, LogDirError
+from kafka_format.storage import checkpoints as ckpt
+from kafka_format.storage import fsio
 from kafka_format.storage.fsio import FileStat, FileSystemHandle
-from kafka_format.storage.index import (
-    OffsetIndex,
-    OffsetPosition,
-    TimeIndex,
-    TimestampOffset,
-    read_offset_index,
-    read_time_index,
-)
+from kafka_format.storage.log_loader import DirWalk, NextOffsetFn, list_dir, read_partition, record_problem
 from kafka_format.storage.partition_files import (  # noqa: F401  (suffixes and values re-exported)
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
-    FILE_KINDS,
     INDEX_SUFFIX,
     LOG_SUFFIX,
-    METADATA_SNAPSHOT_DELETED_SUFFIX,
-    METADATA_SNAPSHOT_PART_SUFFIX,
-    METADATA_SNAPSHOT_SUFFIX,
-    OFFSET_DIGITS,
     SEGMENT_FILE_SUFFIXES,
     SNAPSHOT_SUFFIX,
     SWAP_SUFFIX,
@@ -63,20 +52,12 @@ from kafka_format.storage.partition_files import (  # noqa: F401  (suffixes and 
     TMP_SUFFIX,
     TXN_INDEX_SUFFIX,
     MetadataSnapshotFile,
-    PartitionFiles,
     Segment,
-    SegmentTable,
     SnapshotFile,
-    classify_files,
     filename_prefix_from_offset,
-    scan_local_partition,
     offset_from_name,
-    table_from_listing,
-    take_rows,
 )
-from kafka_format.storage.snapshot import ProducerSnapshot, read_producer_snapshot
-from kafka_format.storage.txnindex import TransactionIndex, read_transaction_index
-from kafka_format.storage.watermarks import high_watermark_on_load
+from kafka_format.storage.partition_log import IndexSummary, PartitionLog  # noqa: F401  (re-exported)
 
 __all__ = [
     "LOG_SUFFIX",
@@ -106,12 +87,9 @@ DEFAULT_MAX_DEPTH = 3
 INT32_MAX = (1 << 31) - 1
 
 _SPECIAL_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$")
-_INDEX_FILE_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 _PARTITION_MARKERS = (ckpt.LEADER_EPOCH_CHECKPOINT, ckpt.PARTITION_METADATA, ckpt.QUORUM_STATE)
 _LOG_DIR_MARKERS = (ckpt.META_PROPERTIES, ckpt.CLEAN_SHUTDOWN, ".lock", *ckpt.OFFSET_CHECKPOINT_FILES)
 _KNOWN_LOG_DIR_FILES = (*_LOG_DIR_MARKERS, "bootstrap.checkpoint")
-
-NextOffsetFn = Callable[["Segment", FileSystemHandle], int]
 
 
 def _java_int(text: str) -> int | None:
@@ -143,130 +121,6 @@ def parse_partition_dir_name(name: str) -> tuple[str, int, str] | None:
     if partition is None:
         return None
     return topic, partition, kind
-
-
-@dataclass(frozen=True)
-class IndexSummary:
-    """What a segment's index files tell without reading the log."""
-
-    last_offset_entry: OffsetPosition
-    max_timestamp_so_far: TimestampOffset
-    offset_index_entries: int
-    time_index_entries: int
-    offset_index: OffsetIndex | None
-    time_index: TimeIndex | None
-
-
-@dataclass(frozen=True)
-class PartitionLog:
-    """One replica of a topic-partition in one log dir."""
-
-    topic: str
-    partition: int
-    path: str
-    log_dir: str
-    kind: str = "live"
-    segments: Sequence[Segment] = ()     # a SegmentTable from discovery: Segment values on access
-    orphan_segments: tuple[Segment, ...] = ()
-    leader_epochs: ckpt.LeaderEpochCheckpoint | None = None
-    topic_id: str | None = None
-    snapshots: tuple[SnapshotFile, ...] = ()
-    metadata_snapshots: tuple[MetadataSnapshotFile, ...] = ()
-    quorum_state: ckpt.QuorumState | None = None
-    recovery_point: int | None = None
-    log_start_offset_checkpoint: int | None = None
-    high_watermark_checkpoint: int | None = None
-    cleaner_offset_checkpoint: int | None = None
-    broker_id: int | None = None
-    log_end_offset: int | None = None  # set only when open_log_dirs got a next_offset hook
-    notes: tuple[str, ...] = ()
-    problems: tuple[KafkaFormatError, ...] = ()
-    filesystem: FileSystemHandle = field(default_factory=fsio.local_handle, repr=False, compare=False)
-
-    # -- derived values --------------------------------------------------------------------------
-    @property
-    def log_start_offset(self) -> int:
-        """``max(log-start-offset-checkpoint or 0, first segment base)`` (``LogLoader``, non-tiered)."""
-        segs = self.segments
-        first = (int(segs.base_offsets[0]) if isinstance(segs, SegmentTable) else segs[0].base_offset) if len(segs) else 0
-        return max(self.log_start_offset_checkpoint or 0, first)
-
-    @property
-    def high_watermark(self) -> int | None:
-        """``replication-offset-checkpoint`` entry as the broker loads it: floored at the log start
-        offset, capped at the log end offset when that is known
-        (:func:`kafka_format.storage.watermarks.high_watermark_on_load`); None without an entry."""
-        hw = self.high_watermark_checkpoint
-        if hw is None:
-            return None
-        return high_watermark_on_load(hw, log_start_offset=self.log_start_offset,
-                                      log_end_offset=self.log_end_offset)
-
-    def first_dirty_offset(self, log_end_offset: int | None = None) -> int:
-        """Cleaner checkpoint; logStartOffset when missing, below logStartOffset or above LEO
-        (``LogCleanerManager.cleanableOffsets``)."""
-        leo = log_end_offset if log_end_offset is not None else self.log_end_offset
-        start = self.log_start_offset
-        dirty = self.cleaner_offset_checkpoint
-        if dirty is None or dirty < start or (leo is not None and dirty > leo):
-            return start
-        return dirty
-
-    @property
-    def active_segment(self) -> Segment | None:
-        return self.segments[-1] if self.segments else None
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(s.log_size or 0 for s in self.segments)
-
-    @property
-    def leader_epoch(self) -> int | None:
-        """Latest leader epoch of the checkpoint (None if absent/empty)."""
-        return self.leader_epochs.latest_epoch if self.leader_epochs else None
-
-    # -- file readers ----------------------------------------------------------------------------
-    def offset_index(self, segment: Segment) -> OffsetIndex | None:
-        if segment.index_path is None:
-            return None
-        return read_offset_index(self.filesystem.fs_path(segment.index_path), segment.base_offset,
-                                 filesystem=self.filesystem, log_size=segment.log_size)
-
-    def time_index(self, segment: Segment) -> TimeIndex | None:
-        if segment.timeindex_path is None:
-            return None
-        return read_time_index(self.filesystem.fs_path(segment.timeindex_path), segment.base_offset,
-                               filesystem=self.filesystem)
-
-    def txn_index(self, segment: Segment) -> TransactionIndex:
-        """The segment's aborted transactions (empty when it has no ``.txnindex``)."""
-        if segment.txnindex_path is None:
-            return TransactionIndex(base_offset=segment.base_offset)
-        return read_transaction_index(self.filesystem.fs_path(segment.txnindex_path), segment.base_offset,
-                                      filesystem=self.filesystem)
-
-    def transaction_indexes(self) -> list[TransactionIndex]:
-        """One per segment, for :func:`kafka_format.storage.txnindex.collect_aborted_txns`."""
-        return [self.txn_index(s) for s in self.segments]
-
-    def read_snapshot(self, snapshot: SnapshotFile, *, verify_crc: bool = True) -> ProducerSnapshot:
-        return read_producer_snapshot(self.filesystem.fs_path(snapshot.path), filesystem=self.filesystem,
-                                      verify_crc=verify_crc)
-
-    def index_summary(self, segment: Segment) -> IndexSummary:
-        """Last offset-index entry and time-index last entry (``readMaxTimestampAndOffsetSoFar``
-        when nothing is in memory).  Not trustworthy for an active segment after a crash."""
-        oi = self.offset_index(segment)
-        ti = self.time_index(segment)
-        last = oi.last_entry() if oi is not None else OffsetPosition(segment.base_offset, 0)
-        mts = ti.last_entry() if ti is not None else TimestampOffset(-1, segment.base_offset)
-        return IndexSummary(last, mts, len(oi) if oi else 0, len(ti) if ti else 0, oi, ti)
-
-    def largest_timestamp(self, segment: Segment) -> int | None:
-        """``LogSegment.largestTimestamp`` from the time index: its last timestamp if >= 0, else the
-        .log mtime (None when neither is known)."""
-        ts = self.index_summary(segment).max_timestamp_so_far.timestamp
-        return ts if ts >= 0 else segment.log_mtime_ms
 
 
 @dataclass(frozen=True)
@@ -345,33 +199,6 @@ class LogDirSet:
 # discovery
 
 
-def _default_next_offset(segment: Segment, handle: FileSystemHandle) -> int:
-    """``LogSegment.readNextOffset`` by scanning batch headers (uses the records decoder)."""
-    from kafka_format.records.file_records import iter_batches  # lazy: the decoder lives in another module
-
-    if segment.log_path is None:
-        return segment.base_offset
-    nxt = segment.base_offset
-    with handle.opened(handle.fs_path(segment.log_path)) as f:
-        for batch in iter_batches(f):
-            nxt = batch.last_offset + 1
-    return nxt
-
-
-@dataclass
-class _Walk:
-    handle: FileSystemHandle
-    include_special: bool
-    strict: bool
-    next_offset: NextOffsetFn | None
-    notes: list[str] = field(default_factory=list)
-
-
-def _list_dir(h: FileSystemHandle, fs_path: str) -> list[FileStat]:
-    """``h.list_dir``; a local directory once per :func:`kafka_format.storage.fsio.listing_cache` block."""
-    return list(fsio.run_memo(("ls", fs_path) if h.is_local else None, lambda: h.list_dir(fs_path)))
-
-
 def _is_partition_dir_content(entries: list[FileStat]) -> bool:
     for e in entries:
         if e.is_dir:
@@ -383,32 +210,26 @@ def _is_partition_dir_content(entries: list[FileStat]) -> bool:
     return False
 
 
-def _is_log_dir_content(walk: _Walk, entries: list[FileStat]) -> bool:
+def _is_log_dir_content(walk: DirWalk, entries: list[FileStat]) -> bool:
     if any(not e.is_dir and e.name in _LOG_DIR_MARKERS for e in entries):
         return True
     for e in entries:
         if e.is_dir and parse_partition_dir_name(e.name) is not None:
-            if _is_partition_dir_content(_list_dir(walk.handle, e.path)):
+            if _is_partition_dir_content(list_dir(walk.handle, e.path)):
                 return True
     return False
 
 
-def _problem(walk: _Walk, err: KafkaFormatError, problems: list[KafkaFormatError]) -> None:
-    if walk.strict:
-        raise err
-    problems.append(err)
-
-
-def _read_log_dir(walk: _Walk, fs_path: str, entries: list[FileStat], only: str | None = None) -> LogDir:
+def _read_log_dir(walk: DirWalk, fs_path: str, entries: list[FileStat], only: str | None = None) -> LogDir:
     """Read a log dir; ``only`` restricts partitions to one child dir name (once per
     :func:`kafka_format.storage.fsio.listing_cache` block for a local one)."""
     if not walk.handle.is_local or walk.next_offset is not None:
         return _read_log_dir_now(walk, fs_path, entries, only)
-    return fsio.run_memo(("log dir", fs_path, only, walk.include_special, walk.strict),  # type: ignore[no-any-return]
+    return fsio.run_memo(("log dir", fs_path, only, walk.include_special, walk.strict),
                          lambda: _read_log_dir_now(walk, fs_path, entries, only))
 
 
-def _read_log_dir_now(walk: _Walk, fs_path: str, entries: list[FileStat], only: str | None) -> LogDir:
+def _read_log_dir_now(walk: DirWalk, fs_path: str, entries: list[FileStat], only: str | None) -> LogDir:
     h = walk.handle
     notes: list[str] = []
     problems: list[KafkaFormatError] = []
@@ -418,7 +239,7 @@ def _read_log_dir_now(walk: _Walk, fs_path: str, entries: list[FileStat], only: 
         try:
             meta = ckpt.read_meta_properties(h.join(fs_path, ckpt.META_PROPERTIES), filesystem=h)
         except KafkaFormatError as err:
-            _problem(walk, err, problems)
+            record_problem(walk, err, problems)
     offsets: dict[str, dict[tuple[str, int], int]] = {}
     for cname in ckpt.OFFSET_CHECKPOINT_FILES:
         offsets[cname] = {}
@@ -426,13 +247,13 @@ def _read_log_dir_now(walk: _Walk, fs_path: str, entries: list[FileStat], only: 
             try:
                 offsets[cname] = ckpt.read_offset_checkpoint(h.join(fs_path, cname), filesystem=h).offsets
             except KafkaFormatError as err:
-                _problem(walk, err, problems)
+                record_problem(walk, err, problems)
     clean = None
     if ckpt.CLEAN_SHUTDOWN in names:
         try:
             clean = ckpt.read_clean_shutdown(h.join(fs_path, ckpt.CLEAN_SHUTDOWN), filesystem=h)
         except KafkaFormatError as err:
-            _problem(walk, err, problems)
+            record_problem(walk, err, problems)
     broker_id = meta.node_id if meta else None
     partitions: list[PartitionLog] = []
     # an object store: one recursive listing of the whole log dir, not one request per partition
@@ -465,11 +286,11 @@ def _read_log_dir_now(walk: _Walk, fs_path: str, entries: list[FileStat], only: 
         memo = (("partition", e.path, kind, fs_path, broker_id, walk.strict, *checkpointed.values())
                 if h.is_local and walk.next_offset is None else None)  # a partition dir re-opened alone: read once
         try:
-            part = fsio.run_memo(memo, partial(_read_partition, walk, e.path, topic, partition, kind,
+            part = fsio.run_memo(memo, partial(read_partition, walk, e.path, topic, partition, kind,
                                                h.location(fs_path), broker_id, **checkpointed,
                                                listing=tree.get(e.path) if tree is not None else None))
         except KafkaFormatError as err:  # e.g. an unreadable partition dir
-            _problem(walk, err, problems)
+            record_problem(walk, err, problems)
             notes.append(f"skipped directory {e.name}: {err.reason}")
             continue
         partitions.append(part)
@@ -484,189 +305,18 @@ def _read_log_dir_now(walk: _Walk, fs_path: str, entries: list[FileStat], only: 
         partitions=tuple(partitions), notes=tuple(notes), problems=tuple(problems), filesystem=h)
 
 
-def _read_partition(walk: _Walk, fs_path: str, topic: str, partition: int, kind: str, log_dir: str,
-                    broker_id: int | None, *, recovery_point: int | None, log_start: int | None,
-                    hw: int | None, cleaner: int | None,
-                    listing: tuple[str, list[fsio.DirRow]] | None = None) -> PartitionLog:
-    """One partition dir (``listing``: its rows when the caller listed it already)."""
+def _discover(walk: DirWalk, fs_path: str, depth: int, max_depth: int, out: list[LogDir]) -> None:
     h = walk.handle
-    tail = "?" + h.query if h.query else ""
-    fast = None
-    subdirs: list[str] = []
-    if listing is None and h.is_local and type(h.filesystem) is pafs.LocalFileSystem:
-        base = fs_path.rstrip("/") or "/"
-        prefix = base if base.endswith("/") else base + "/"
-        scanned = scan_local_partition(fs_path, h.prefix + prefix, tail)   # listing and table in one pass
-        if scanned is not None:
-            fast, subdirs = scanned
-    else:
-        listing = listing if listing is not None else h.list_dir_rows(fs_path)
-        if listing is not None:
-            prefix, rows = listing
-            fast = table_from_listing(rows, h.prefix + prefix, tail)
-            subdirs = [name for name, is_dir, _size, _mtime in rows if is_dir]
-    if fast is None:      # .swap/.cleaned/.deleted files (or odd paths): LogLoader's reconciliation
-        return _read_partition_reconciled(walk, fs_path, topic, partition, kind, log_dir, broker_id,
-                                          recovery_point=recovery_point, log_start=log_start, hw=hw,
-                                          cleaner=cleaner)
-    notes = [f"ignored subdirectory {name}" for name in subdirs]
-    problems: list[KafkaFormatError] = []
-    state = classify_files(h, [(name, FileStat(name, prefix + name, False, size, mtime))
-                               for name, _d, size, mtime in fast.others], notes,
-                           lambda err: _problem(walk, err, problems))
-    table = fast.table
-    orphan_rows = set(fast.orphans)
-    no_index = [] if fast.all_indexed else np.flatnonzero(~table.has_file(INDEX_SUFFIX)).tolist()
-    orphans: list[Segment] = []
-    for i in sorted(orphan_rows.union(no_index)):
-        seg = table[i]
-        name = filename_prefix_from_offset(seg.base_offset)
-        if i in orphan_rows:
-            orphans.append(seg)
-            present = sorted(k for k in FILE_KINDS if table.has_file(k)[i])
-            notes.append(f"segment {name} has index files but no .log ({', '.join(present)}): orphaned, the "
-                         "broker would delete them")
-        else:
-            notes.append(f"segment {name} has no .index (the broker rebuilds it on recovery)")
-    segments = take_rows(table, [i for i in range(len(table)) if i not in orphan_rows]) if orphan_rows else table
-    return _partition_log(walk, state, segments, tuple(orphans), topic=topic, partition=partition,
-                          fs_path=fs_path, log_dir=log_dir, kind=kind, broker_id=broker_id,
-                          recovery_point=recovery_point, log_start=log_start, hw=hw, cleaner=cleaner,
-                          notes=notes, problems=problems)
-
-
-def _read_partition_reconciled(walk: _Walk, fs_path: str, topic: str, partition: int, kind: str, log_dir: str,
-                               broker_id: int | None, *, recovery_point: int | None, log_start: int | None,
-                               hw: int | None, cleaner: int | None) -> PartitionLog:
-    """The general path: ``LogLoader``'s startup reconciliation of swap, cleaned and deleted files."""
-    h = walk.handle
-    notes: list[str] = []
-    problems: list[KafkaFormatError] = []
-    entries = _list_dir(h, fs_path)
-    files = {e.name: e for e in entries if not e.is_dir}
-    for e in entries:
-        if e.is_dir:
-            notes.append(f"ignored subdirectory {e.name}")
-
-    # pass 1 (removeTempFilesAndCollectSwapFiles): drop .deleted, collect .cleaned and .swap
-    cleaned_min: int | None = None
-    swaps: dict[str, FileStat] = {}
-    for name, st in sorted(files.items()):
-        if name.endswith(DELETED_SUFFIX):
-            if not name.endswith(METADATA_SNAPSHOT_DELETED_SUFFIX):
-                notes.append(f"ignored {name} (pending deletion)")
-            continue
-        off = offset_from_name(name)
-        if name.endswith(CLEANED_SUFFIX):
-            notes.append(f"ignored {name} (unfinished cleaning output)")
-            if off is not None:
-                cleaned_min = off if cleaned_min is None else min(cleaned_min, off)
-        elif name.endswith(SWAP_SUFFIX):
-            swaps[name] = st
-    live = {n: st for n, st in files.items()
-            if not n.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX))}
-    for name in list(swaps):
-        off = offset_from_name(name)
-        if off is None or (cleaned_min is not None and off >= cleaned_min):
-            notes.append(f"ignored {name} (swap file of an incomplete split: offset >= {cleaned_min})")
-            del swaps[name]
-    # pass 2: the .log.swap segments replace files in [minSwapBase, maxSwapNextOffset)
-    swap_logs = [n for n in swaps if n.endswith(LOG_SUFFIX + SWAP_SUFFIX)]
-    if swap_logs:
-        lo = min(offset_from_name(n) or 0 for n in swap_logs)
-        hi: int | None = None
-        for n in swap_logs:
-            base = offset_from_name(n) or 0
-            seg = Segment(base_offset=base, log_path=h.location(swaps[n].path), log_size=swaps[n].size)
-            try:
-                fn = walk.next_offset or _default_next_offset
-                nxt = fn(seg, h)
-            except (KafkaFormatError, ImportError) as err:
-                notes.append(f"cannot scan {n} for its next offset ({err}); swap range unknown")
-                nxt = None
-            if nxt is not None:
-                hi = nxt if hi is None else max(hi, nxt)
-        for name in sorted(live):
-            off = offset_from_name(name)
-            if off is not None and off >= lo and (hi is None and off == lo or hi is not None and off < hi):
-                notes.append(f"ignored {name} (replaced by swap segment)")
-                del live[name]
-    for name, st in swaps.items():
-        live[name[: -len(SWAP_SUFFIX)]] = st
-        notes.append(f"used {name} as {name[: -len(SWAP_SUFFIX)]} (interrupted swap)")
-    swapped = {n[: -len(SWAP_SUFFIX)] for n in swaps}
-
-    # passes 3-4: classify the remaining files
-    state = classify_files(h, sorted(live.items()), notes,
-                           lambda err: _problem(walk, err, problems))
-    segments: list[Segment] = []
-    orphans: list[Segment] = []
-    for off in sorted(state.by_offset):
-        group = state.by_offset[off]
-
-        def _p(suffix: str, group: dict[str, FileStat] = group) -> str | None:
-            return h.location(group[suffix].path) if suffix in group else None
-
-        def _s(suffix: str, group: dict[str, FileStat] = group) -> int | None:
-            return group[suffix].size if suffix in group else None
-
-        log = group.get(LOG_SUFFIX)
-        seg = Segment(
-            base_offset=off, log_path=_p(LOG_SUFFIX), log_size=_s(LOG_SUFFIX),
-            log_mtime_ms=log.mtime_ms if log else None,
-            index_path=_p(INDEX_SUFFIX), index_size=_s(INDEX_SUFFIX),
-            timeindex_path=_p(TIME_INDEX_SUFFIX), timeindex_size=_s(TIME_INDEX_SUFFIX),
-            txnindex_path=_p(TXN_INDEX_SUFFIX), txnindex_size=_s(TXN_INDEX_SUFFIX),
-            from_swap=any(offset_from_name(n) == off for n in swapped))
-        if log is None:
-            orphans.append(seg)
-            notes.append(f"segment {filename_prefix_from_offset(off)} has index files but no .log "
-                         f"({', '.join(sorted(group))}): orphaned, the broker would delete them")
-        else:
-            segments.append(seg)
-            if INDEX_SUFFIX not in group:
-                notes.append(f"segment {filename_prefix_from_offset(off)} has no .index "
-                             "(the broker rebuilds it on recovery)")
-    return _partition_log(walk, state, tuple(segments), tuple(orphans), topic=topic, partition=partition,
-                          fs_path=fs_path, log_dir=log_dir, kind=kind, broker_id=broker_id,
-                          recovery_point=recovery_point, log_start=log_start, hw=hw, cleaner=cleaner,
-                          notes=notes, problems=problems)
-
-
-def _partition_log(walk: _Walk, state: PartitionFiles, segments: Sequence[Segment], orphans: tuple[Segment, ...],
-                   *, topic: str, partition: int, fs_path: str, log_dir: str, kind: str, broker_id: int | None,
-                   recovery_point: int | None, log_start: int | None, hw: int | None, cleaner: int | None,
-                   notes: list[str], problems: list[KafkaFormatError]) -> PartitionLog:
-    h = walk.handle
-    part = PartitionLog(
-        topic=topic, partition=partition, path=h.location(fs_path), log_dir=log_dir, kind=kind,
-        segments=segments, orphan_segments=orphans, leader_epochs=state.leader_epochs,
-        topic_id=state.topic_id, snapshots=tuple(state.snapshots), metadata_snapshots=tuple(state.meta_snaps),
-        quorum_state=state.quorum, recovery_point=recovery_point, log_start_offset_checkpoint=log_start,
-        high_watermark_checkpoint=hw, cleaner_offset_checkpoint=cleaner, broker_id=broker_id,
-        notes=tuple(notes), problems=tuple(problems), filesystem=h)
-    if walk.next_offset is not None and len(segments):
-        try:
-            leo = walk.next_offset(segments[-1], h)
-        except KafkaFormatError as err:
-            _problem(walk, err, problems)
-            return replace(part, problems=tuple(problems))
-        return replace(part, log_end_offset=leo)
-    return part
-
-
-def _discover(walk: _Walk, fs_path: str, depth: int, max_depth: int, out: list[LogDir]) -> None:
-    h = walk.handle
-    entries = _list_dir(h, fs_path)
+    entries = list_dir(h, fs_path)
     name = h.basename(fs_path)
     parsed = parse_partition_dir_name(name)
     if parsed is not None and _is_partition_dir_content(entries):
         parent = h.dirname(fs_path)
-        parent_entries = _list_dir(h, parent) if parent and parent != fs_path else []
+        parent_entries = list_dir(h, parent) if parent and parent != fs_path else []
         if parsed[2] != "live" and not walk.include_special:
             walk.notes.append(f"{h.location(fs_path)} is a {parsed[2]} partition dir; pass include_special")
             return
-        out.append(_read_log_dir(_Walk(h, True, walk.strict, walk.next_offset, walk.notes),
+        out.append(_read_log_dir(DirWalk(h, True, walk.strict, walk.next_offset, walk.notes),
                                  parent, parent_entries, only=name))
         return
     if _is_log_dir_content(walk, entries):
@@ -690,7 +340,8 @@ def open_log_dirs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     ``-delete``/``-future``/``-stray`` dirs (``PartitionLog.kind``).  ``strict`` raises the first
     unreadable state file instead of recording it in ``problems``.  ``next_offset(segment, fs)``
     (e.g. a batch-header scan) gives each partition's ``log_end_offset`` and the swap ranges; by
-    default swap ranges use :func:`kafka_format.records.file_records.iter_batches` and LEO stays unknown.
+    default swap ranges come from the batch headers
+    (:func:`kafka_format.storage.batch_heads.walk_batch_heads`) and LEO stays unknown.
     """
     with no_cyclic_gc():          # a cluster's partitions and segments: many acyclic values
         return _open_log_dirs(paths, filesystem, include_special, max_depth, strict, next_offset)
@@ -715,7 +366,7 @@ def _open_log_dirs(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[st
         if not st.is_dir:
             raise LogDirError("not a directory", path=h.location(fs_path),
                               expected="a log dir, a partition dir or a parent of log dirs", found="a file")
-        walk = _Walk(h, include_special, strict, next_offset)
+        walk = DirWalk(h, include_special, strict, next_offset)
         before = len(found)
         _discover(walk, fs_path, 0, max_depth, found)
         notes.extend(walk.notes)

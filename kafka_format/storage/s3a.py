@@ -29,7 +29,11 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 __all__ = ["SCHEME", "CONF_ENV", "SETTINGS", "S3aUri", "is_s3a", "parse", "hadoop_settings", "use_settings",
            "setting", "filesystem", "for_hadoop", "store_uri"]
@@ -118,7 +122,7 @@ def _flag(value: str | None, default: bool) -> bool:
     return default if value is None else value.strip().lower() == "true"
 
 
-def filesystem(uri: str):  # type: ignore[no-untyped-def]
+def filesystem(uri: str) -> tuple[pafs.S3FileSystem, str]:
     """``(pyarrow.fs.S3FileSystem, "bucket/key")`` for an ``s3a://`` URI, configured as S3A would
     be for that bucket (see the module doc)."""
     loc = parse(uri)
@@ -130,7 +134,7 @@ def filesystem(uri: str):  # type: ignore[no-untyped-def]
 
 
 @functools.lru_cache(maxsize=64)
-def _open(options: tuple[tuple[str, str], ...]):  # type: ignore[no-untyped-def]
+def _open(options: tuple[tuple[str, str], ...]) -> pafs.S3FileSystem:
     import pyarrow.fs as pafs
 
     o = dict(options)
@@ -155,7 +159,7 @@ def _open(options: tuple[tuple[str, str], ...]):  # type: ignore[no-untyped-def]
             region = aws.group("region")
     if region:
         kwargs["region"] = region
-    return pafs.S3FileSystem(**kwargs)  # type: ignore[arg-type]
+    return pafs.S3FileSystem(**kwargs)
 
 
 def for_hadoop(uri: str) -> tuple[str, dict[str, str]]:

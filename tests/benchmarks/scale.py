@@ -1,9 +1,12 @@
 """``make bench-scale``: every job on generated log dirs of 1, 4 and 16 GB (uncompressed), each as a
 user runs it (``klogs JOB``, its own process, ``local[2]``, a 1 GB driver), timed and watched.
 
-Per run: wall time, records/s per core (records in the log dir / wall / 2 cores), the peak
-resident memory of the driver JVM and the peak summed resident memory of the Python workers
-(the PySpark daemon and its workers; sampled from /proc every 0.2 s), and the exit code.  Results
+Per run: wall time, CPU time of the whole process tree (the klogs process, the JVM, the Python
+workers: user + system of each, as last sampled), records/s per core
+(records in the log dir / wall / 2 cores) and per CPU second, the peak resident memory of the
+driver JVM and the peak summed resident memory of the Python workers (the PySpark daemon and its
+workers; sampled from /proc every 0.2 s), and the exit code.  CPU time is the figure to read on a
+shared machine: waiting for a core does not count in it.  Results
 are appended to BENCHMARKS.md as one section per invocation (sizes actually run are listed).
 Generated data lives under ``--data`` and is removed after each size unless ``--keep``.
 
@@ -46,6 +49,7 @@ class Run:
     size: str
     job: str
     wall_s: float
+    cpu_s: float
     exit_code: int
     jvm_peak_mb: float
     python_peak_mb: float
@@ -73,6 +77,19 @@ def _tree(pid: int) -> list[int]:
     return seen
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime of ``pid`` itself, in clock ticks (what it reaped is sampled on its own)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])        # utime, stime
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def _rss_and_cmd(pid: int) -> tuple[int, str]:
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -85,13 +102,16 @@ def _rss_and_cmd(pid: int) -> tuple[int, str]:
 
 
 def _watch(proc: subprocess.Popen[bytes], peaks: dict[str, int], stop: threading.Event,
-           extra_roots: tuple[int, ...] = ()) -> None:
+           extra_roots: tuple[int, ...] = (), cpu: dict[int, int] | None = None) -> None:
     """Sample the job's process tree (and, on a standalone cluster, the worker's children: the
-    executor JVM and its Python workers; the cluster's own daemons are not counted)."""
+    executor JVM and its Python workers; the cluster's own daemons are not counted).  ``cpu``
+    collects each process's latest CPU ticks (the worker daemon's own are left out)."""
     roots = (proc.pid, *extra_roots)
     while not stop.is_set():
         jvm = py = 0
         for pid in (p for root in roots for p in _tree(root)):
+            if cpu is not None and pid not in extra_roots:
+                cpu[pid] = max(cpu.get(pid, 0), _cpu_ticks(pid))
             if pid in roots:
                 continue                      # the klogs driver process itself (its Python), the worker daemon
             rss, cmd = _rss_and_cmd(pid)
@@ -113,15 +133,17 @@ def run_job(size: str, job: str, argv: list[str], conf_dir: Path, records: int,
     proc = subprocess.Popen([str(klogs), *argv], env=env, cwd=str(REPO), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     peaks = {"jvm": 0, "py": 0}
+    cpu: dict[int, int] = {}
     stop = threading.Event()
-    watcher = threading.Thread(target=_watch, args=(proc, peaks, stop, extra_roots), daemon=True)
+    watcher = threading.Thread(target=_watch, args=(proc, peaks, stop, extra_roots, cpu), daemon=True)
     watcher.start()
     _, err = proc.communicate()
     wall = time.monotonic() - start
     stop.set()
     watcher.join()
+    cpu_s = sum(cpu.values()) / _TICK       # each process's last sample: at most 0.2 s of each is missed
     lines = [ln for ln in err.decode(errors="replace").splitlines() if ln.startswith("klogs ")]
-    return Run(size, job, wall, proc.returncode, peaks["jvm"] / 2**20, peaks["py"] / 2**20, records,
+    return Run(size, job, wall, cpu_s, proc.returncode, peaks["jvm"] / 2**20, peaks["py"] / 2**20, records,
                lines[-1] if (lines and proc.returncode) else "")
 
 
@@ -149,13 +171,15 @@ def markdown(runs: list[Run], sizes: list[str], notes: list[str]) -> str:
              f"Sizes run: {', '.join(sizes)} (uncompressed record bytes; layouts in tests/benchmarks/scale_gen.py). "
              "`klogs JOB` in its own process, local[2], spark.driver.memory 1g. Memory = peak resident set "
              "(driver JVM; sum of the PySpark daemon and workers). Records/s/core = records in the log dir "
-             "/ wall / 2.", ""]
+             "/ wall / 2; CPU s = user + system of the whole process tree (klogs, JVM, Python workers), "
+             "records/CPU s = records / CPU s: the figure to compare on a shared machine.", ""]
     lines += notes + [""]
-    lines += ["| size | job | wall s | records/s/core | JVM peak MB | Python workers peak MB | exit |",
-              "|---|---|---:|---:|---:|---:|---|"]
+    lines += ["| size | job | wall s | CPU s | records/s/core | records/CPU s | JVM peak MB | Python workers peak MB | exit |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in runs:
         rate = r.records / r.wall_s / CORES if r.exit_code == 0 else 0
-        lines.append(f"| {r.size} | {r.job} | {r.wall_s:.1f} | {rate:,.0f} | {r.jvm_peak_mb:,.0f} | "
+        per_cpu = r.records / r.cpu_s if r.exit_code == 0 and r.cpu_s else 0
+        lines.append(f"| {r.size} | {r.job} | {r.wall_s:.1f} | {r.cpu_s:.1f} | {rate:,.0f} | {per_cpu:,.0f} | {r.jvm_peak_mb:,.0f} | "
                      f"{r.python_peak_mb:,.0f} | {r.exit_code}{(' ' + r.error.replace('|', '/')) if r.error else ''} |")
     return "\n".join(lines) + "\n"
 
@@ -231,7 +255,7 @@ def _run_sizes(args: argparse.Namespace, sizes: list[str], data: Path, conf_dir:
                 continue
             shown = label if args.engine == "spark" else f"{label} (--engine {args.engine})"
             run = run_job(size, shown, job_argv, conf_dir, totals["records"], extra_roots)
-            print(f"{size} {label}: {run.wall_s:.1f} s exit {run.exit_code} jvm {run.jvm_peak_mb:.0f} MB "
+            print(f"{size} {label}: {run.wall_s:.1f} s cpu {run.cpu_s:.1f} s exit {run.exit_code} jvm {run.jvm_peak_mb:.0f} MB "
                   f"py {run.python_peak_mb:.0f} MB {run.error}", flush=True)
             runs.append(run)
             with open(data / "runs.jsonl", "a", encoding="utf-8") as log:   # survives an interrupted run

@@ -1,6 +1,6 @@
 """The built wheel is the whole product: installed into a fresh virtualenv outside the repository, every
-``klogs`` subcommand runs on ``data_samples/`` from another directory and answers exactly as the
-checkout does.  Nothing may reach back into the repo (jobs, C sources, profiles)."""
+``klogs`` subcommand runs on ``data_samples/`` (``schemas`` also on a written ``_schemas`` topic, which
+the samples lack) from another directory and answers exactly as the checkout does.  Nothing may reach back into the repo (jobs, C sources, profiles)."""
 
 from __future__ import annotations
 
@@ -105,6 +105,24 @@ def test_every_subcommand_answers_as_the_checkout_does(installed: Path, tmp_path
                         for timing in ("elapsedMs", "generatedAt", "run", "inputs"):
                             doc.pop(timing, None)
                 assert a == b, rel
+
+
+def test_schemas_lists_a_registry_topic_from_the_wheel(installed: Path, tmp_path: Path) -> None:
+    # data_samples/ hold no _schemas topic (the run above is the exit-2 path): a log dir written by the
+    # checkout's writer with two registered versions, one soft-deleted
+    from testhelpers import load_module
+
+    corpus = load_module("registry_corpus", REPO / "tests" / "registry" / "registry_corpus.py")
+    key = {"keytype": "SCHEMA", "subject": "t-value", "magic": 1}
+    records = [({**key, "version": v}, {"subject": "t-value", "version": v, "id": 10 + v, "schema": '"string"',
+                                         "deleted": v == 2}) for v in (1, 2)]
+    root = corpus.write_log_dir(tmp_path / "logs", records, {})
+    wheel, checkout = _both(installed, tmp_path, ["schemas", str(root), "--format", "jsonl", "--include-deleted"])
+    assert wheel.returncode == checkout.returncode == 0, wheel.stderr
+    assert wheel.stdout == checkout.stdout
+    rows = [json.loads(line) for line in wheel.stdout.splitlines()]
+    assert [(r["subject"], r["version"], r["id"], r["deleted"]) for r in rows] == [
+        ("t-value", 1, 11, False), ("t-value", 2, 12, True)]
 
 
 def test_demo_runs_from_the_wheel_on_given_log_dirs(installed: Path, tmp_path: Path) -> None:

@@ -68,7 +68,7 @@ def test_no_file_of_the_product_points_outside_the_repo() -> None:
     """What a user gets (sources, docs, samples, build files) never sends them to files beside the
     repo; only tests that read real broker files there name it, and they skip when it is absent."""
     product = [REPO / n for n in ("README.md", "BENCHMARKS.md", "CONFORMANCE.md", "mkdocs.yml", "Makefile",
-                                  "setup.py")]
+                                  "setup.py", "pyproject.toml")]
     for top in ("docs", "kafka_format", "jobs", "spark_conf", "data_samples"):
         product += [p for p in (REPO / top).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     assert len(product) > 100

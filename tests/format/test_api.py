@@ -22,7 +22,7 @@ from builders import (
     sample_records,
 )
 
-from kafka_format.records import decoder as decoder_module, file_records as api, implementation
+from kafka_format.records import decoder as decoder_module, file_records as api, file_source, implementation
 from kafka_format.records.file_records import FileContext, decode_bytes, decode_file, decode_segment, iter_batches
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.records.schema import BATCH_SCHEMA, RECORD_SCHEMA
@@ -82,9 +82,9 @@ class TestSources:
                                                                        window):
         # Chunks are mmap windows (paths) or one reused buffer (files): every batch is kept until
         # the end, so an output still pointing into a later-overwritten or unmapped chunk would differ.
-        monkeypatch.setattr(api, "_MIN_WINDOW", window)
+        monkeypatch.setattr(file_source, "_MIN_WINDOW", window)
         (log_file.parent / "00000000000000009999.log").touch()   # a newer segment: this one gets mapped
-        assert api._Source(str(log_file))._mappable
+        assert file_source.FileSource(str(log_file))._mappable
         data = log_file.read_bytes()
         expected = kafka_python_records(data)
         with open(log_file, "rb") as f:
@@ -97,13 +97,13 @@ class TestSources:
     def test_the_newest_segment_is_read_not_mapped(self, log_file):
         # A live broker truncates its active segment (follower truncation); a mapped page past the new
         # end of file would fault with SIGBUS and kill the process, so the newest .log is read.
-        assert not api._Source(str(log_file))._mappable
+        assert not file_source.FileSource(str(log_file))._mappable
         newer = log_file.parent / "00000000000000000100.log"
         newer.write_bytes(b"")
-        assert api._Source(str(log_file))._mappable and not api._Source(str(newer))._mappable
+        assert file_source.FileSource(str(log_file))._mappable and not file_source.FileSource(str(newer))._mappable
         other = log_file.parent / "not-a-segment.log"
         other.write_bytes(log_file.read_bytes())
-        assert api._Source(str(other))._mappable
+        assert file_source.FileSource(str(other))._mappable
         expected = kafka_python_records(log_file.read_bytes())
         for path in (log_file, other):
             assert comparable(arrow_records(list(decode_segment(str(path))))) == expected

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pytest
 from builders import CODECS, build_legacy, build_v2, kafka_python_records, patch_v2, sample_records
 
-from kafka_format.records import file_records as api
+from kafka_format.records import chunk_records, file_records as api
 from kafka_format.records.file_records import decode_segment
 from kafka_format.records.decoder import Decoder
 from kafka_format.common.errors import ChecksumError, KafkaFormatError
@@ -168,7 +168,7 @@ def test_held_bytes_per_call_and_part_size_do_not_change_the_table(monkeypatch: 
 
     monkeypatch.setattr(fast, "REGION_HELD_BYTES", 3000)      # about one batch's records a call
     monkeypatch.setattr(fast._fastdecode, "decode_v2_chunk", counting)
-    monkeypatch.setattr(api, "_PART_BYTES", 5000)             # parts handed on, never concatenated
+    monkeypatch.setattr(chunk_records, "_PART_BYTES", 5000)             # parts handed on, never concatenated
     got = _table(data, FAST)
     assert len(calls) >= 6
     assert got[0] == expected[0] == "ok" and got[1][0].equals(expected[1][0])

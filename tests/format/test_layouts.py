@@ -1,5 +1,6 @@
-"""Byte layouts are declared once (records/entry.py, records/batch_v2.py, records/legacy.py); the
-compiled decoder's C constants must agree with those declarations."""
+"""Byte layouts are declared once (records/entry.py, records/batch_v2.py, records/legacy.py, the codec
+framings in records/compression/, the index entries, the registry's wire header); the C units' constants
+must agree with those declarations."""
 
 from __future__ import annotations
 
@@ -7,16 +8,24 @@ import re
 import struct
 from pathlib import Path
 
+import pytest
+
+from kafka_format.log.cleaner import plan as cleaner_plan
 from kafka_format.records import batch_v2, entry, framing, legacy
+from kafka_format.records.compression import base as codecs, gzip, lz4, snappy
+from kafka_format.registry import wire
+from kafka_format.storage import partition_files
 from kafka_format.writer import batches as writer_batches
 
-C_SOURCE = Path(__file__).resolve().parents[2] / "kafka_format" / "records" / "_fastdecode.h"   # the format's constants
+PACKAGE = Path(__file__).resolve().parents[2] / "kafka_format"
+C_SOURCE = PACKAGE / "records" / "_fastdecode.h"   # the format's constants
 
 
-def _c_defines() -> dict[str, int]:
+def _c_defines(source: Path = C_SOURCE) -> dict[str, int]:
+    """The plain integer ``#define``s of a C unit (a number, optionally in parentheses; u/ull suffixes)."""
     out = {}
-    for m in re.finditer(r"^#define\s+([A-Z0-9_]+)\s+\(?(-?(?:0x[0-9A-Fa-f]+|\d+))u?\)?", C_SOURCE.read_text(),
-                         re.MULTILINE):
+    for m in re.finditer(r"^#define\s+([A-Z0-9_]+)\s+\(?(-?(?:0x[0-9A-Fa-f]+|\d+))(?:u|ull)?\)?(?:\s|$)",
+                         source.read_text(), re.MULTILINE):
         out[m.group(1)] = int(m.group(2), 0)
     return out
 
@@ -54,3 +63,29 @@ def test_c_decoder_constants_match_the_declared_layouts() -> None:
     assert missing == [], f"_fastdecode.h no longer #defines {missing}: declare them or update this test"
     assert {k: c[k] for k in want} == want
     assert {k: c[k] for k in optional if k in c} == {k: v for k, v in optional.items() if k in c}
+
+
+@pytest.mark.parametrize(("unit", "want"), [
+    ("records/_fastcodecs.c", {
+        # codec ids of the attributes (compression/base.py) and the framings the C path accepts
+        "CODEC_GZIP": codecs.GZIP, "CODEC_SNAPPY": codecs.SNAPPY, "CODEC_LZ4": codecs.LZ4, "CODEC_ZSTD": codecs.ZSTD,
+        "LZ4_FRAME_MAGIC": lz4.LZ4_FRAME_MAGIC,
+        "LZ4_FLG_FIXED": (lz4.LZ4_FLG_VERSION << lz4.LZ4_FLG_VERSION_SHIFT) | lz4.LZ4_FLG_INDEPENDENT,
+        "LZ4_FLG_BLOCK_CHECKSUM": lz4.LZ4_FLG_BLOCK_CHECKSUM,
+        "LZ4_FLG_CONTENT_SIZE": lz4.LZ4_FLG_CONTENT_SIZE,
+        "LZ4_FLG_CONTENT_CHECKSUM": lz4.LZ4_FLG_CONTENT_CHECKSUM,
+        "LZ4_STORED": lz4.LZ4_INCOMPRESSIBLE_MASK,
+        "XERIAL_HEADER": snappy.XERIAL_HEADER.size,
+        "GZIP_HEADER": gzip.GZIP_HEADER.size,
+        "GZIP_TRAILER": gzip.GZIP_TRAILER.size,
+    }),
+    ("records/_fastdir.c", {"NAME_DIGITS": partition_files.OFFSET_DIGITS}),
+    ("registry/_avrocolumns.c", {"WIRE_HEADER": wire.HEADER_SIZE}),
+    ("log/cleaner/_kernels.c", {"HASH_SIZE": cleaner_plan.MD5_BYTES,
+                                "ENTRY_SIZE": cleaner_plan.MD5_BYTES + cleaner_plan.OFFSET_BYTES}),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_other_c_units_constants_match_the_declared_layouts(unit: str, want: dict[str, int]) -> None:
+    c = _c_defines(PACKAGE / unit)
+    missing = sorted(set(want) - set(c))
+    assert missing == [], f"{unit} no longer #defines {missing}: update this test"
+    assert {k: c[k] for k in want} == want

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_format.storage import logdir, partition_files
+from kafka_format.storage import log_loader, partition_files
 from kafka_format.storage.logdir import PartitionLog, Segment, open_log_dirs
 from kafka_format.storage.partition_files import SegmentTable, scan_local_partition
 
@@ -59,8 +59,8 @@ def _compare(root: Path, monkeypatch: pytest.MonkeyPatch) -> PartitionLog:
         results.append(_read(root))
         m.setattr(partition_files, "_scan_dir", None)
         results.append(_read(root))
-        m.setattr(logdir, "scan_local_partition", lambda *a, **k: None)
-        m.setattr(logdir, "table_from_listing", lambda *a, **k: None)
+        m.setattr(log_loader, "scan_local_partition", lambda *a, **k: None)
+        m.setattr(log_loader, "table_from_listing", lambda *a, **k: None)
         results.append(_read(root))
     fast_c, fast_py, general = results
     for got in (fast_c, fast_py):

@@ -209,3 +209,21 @@ def test_a_terminal_gets_problems_in_full_and_expected_facts_folded() -> None:
     folded = module.finding_lines(findings, fold=True, out="/o")
     assert folded == [piped[0], piped[-1], "INFO non-consecutive-offsets: 60 findings in t-0, t-1, t-2 and 2 more "
                                            "(each one in /o/report.html)", piped[-2]]
+
+
+def test_a_terminal_gets_a_last_line_with_the_sums(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """At a terminal the findings end with one line of counts and where the page is; the counts are
+    those of the Parquet output (the warnings of the crashed broker-2, the compacted topic's gaps)."""
+    module = importlib.import_module("kafka_format.jobs.audit")
+    samples = Path(__file__).resolve().parents[2] / "data_samples" / "logdirs"
+    out = tmp_path / "audit"
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert module.main([str(samples), "--out", str(out), "--now", "2023-11-21T22:14:00Z", "--engine", "local",
+                        "--config-file", str(samples / "topic-configs.json")]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    rows = pq.read_table(out / "findings").to_pylist()
+    count = {sev: sum(1 for r in rows if r["severity"] == sev) for sev in ("error", "warning", "info")}
+    assert count["warning"] > 0 and count["info"] > 0
+    assert last.startswith(f"{count['error']} errors, {count['warning']} warnings, {count['info']} informational; ")
+    assert last.endswith(f"; report: {out}/report.html")

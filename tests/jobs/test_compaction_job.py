@@ -423,8 +423,13 @@ def test_terminal_summary_uses_human_units(capsys: pytest.CaptureFixture[str]) -
     from kafka_format.jobs import compaction as job
     job._print_summary([{"topic": "t", "partition": 0, "logDir": "/d/broker-1/", "recordsBefore": 1234567,
                          "recordsAfter": 10, "bytesBefore": 3 << 30, "bytesAfter": 1536, "dirtyRatio": 0.4567,
-                         "wouldCleanNow": True, "reason": "dirty"}], "cleaner")
-    header, _, line = capsys.readouterr().out.splitlines()
+                         "compact": True, "wouldCleanNow": True, "reason": "dirty"},
+                        {"topic": "d", "partition": 1, "logDir": "/d/broker-1/", "recordsBefore": None,
+                         "recordsAfter": None, "bytesBefore": None, "bytesAfter": None, "dirtyRatio": 1.0,
+                         "compact": False, "wouldCleanNow": False, "reason": "cleanup.policy=delete"}], "cleaner")
+    header, _, line, delete = capsys.readouterr().out.splitlines()
     assert header.split()[:4] == ["topic", "partition", "logDir", "recordsBefore"]
     assert line.split() == ["t", "0", "broker-1", "1,234,567", "10", "3.0", "GiB", "1.5", "KiB", "45.7%", "yes",
                             "dirty"]
+    # the cleaner never looks at a delete-only topic: no dirty ratio shown (summary.json keeps it)
+    assert delete.split() == ["d", "1", "broker-1", "-", "-", "-", "-", "-", "no", "cleanup.policy=delete"]

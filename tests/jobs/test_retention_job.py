@@ -100,7 +100,7 @@ def test_job_in_process_with_out(spark: Any, tmp_path: Path, capsys: pytest.Capt
     assert (out / "disk-usage.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (out / "disk-usage.html").read_text()
     for name in ("a-0", "a-1", "b-0"):
-        assert f"<td>{name}</td>" in html
+        assert f">{name}</td>" in html
     summary = json.loads((out / "summary.json").read_text())
     assert summary["nowMs"] == now
     for s in summary["partitions"]:

@@ -34,6 +34,19 @@ def test_versions_ids_types_and_latest() -> None:
     assert s.ids() == [1, 2, 3]
 
 
+def test_references_keep_their_versions_and_the_schema_its_own() -> None:
+    # a reference's version is the referenced subject's, never the registering schema's; one without
+    # an integer version is dropped
+    s = SchemaStore()
+    s.apply(k("money", 1), v("money", 1, 1))
+    refs = [{"name": "money.avsc", "subject": "money", "version": 1},
+            {"name": "bad.avsc", "subject": "bad", "version": "1"}]
+    s.apply(k("orders-value", 3), v("orders-value", 3, 7, references=refs))
+    latest = s.latest("orders-value")
+    assert latest is not None and latest.version == 3 and latest.id == 7
+    assert [(r.name, r.subject, r.version) for r in latest.references] == [("money.avsc", "money", 1)]
+
+
 def test_soft_delete_keeps_the_id_resolving_but_not_latest() -> None:
     s = SchemaStore()
     s.apply(k("a-value", 1), v("a-value", 1, 1))

@@ -3,7 +3,8 @@
 Each report the jobs write on ``data_samples/`` (as ``make demo`` does) is opened headless: no
 console errors, sorting by a column heading orders the rows by the exact values, the filter box
 hides exactly the rows that do not match, and with scripts off the same tables are there as plain
-tables.  A screenshot of each report goes to ``build/reports/`` for a person to look at.
+tables.  A screenshot of each whole report goes to ``build/reports/`` (``NAME.png``, and
+``NAME-no-script.png`` with scripts off) for a person to look at.
 """
 
 from __future__ import annotations
@@ -72,6 +73,18 @@ def browser() -> Iterator[Any]:
         driver.quit()
 
 
+def _screenshot(driver: Any, path: Path) -> None:
+    """The whole page, top to bottom, at 1280 px wide, into ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    height = int(driver.execute_script("return Math.ceil(document.body.getBoundingClientRect().bottom) + 24"))
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": 1280, "height": min(height, 16000), "deviceScaleFactor": 1, "mobile": False})
+    try:
+        assert driver.save_screenshot(str(path))
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
 def _rows(driver: Any, table_id: str) -> list[Any]:
     return driver.find_elements(By.CSS_SELECTOR, f"#{table_id} tbody tr")
 
@@ -97,11 +110,10 @@ def test_report_opens_without_console_errors(browser: Any, reports: dict[str, Pa
     assert browser.find_elements(By.CSS_SELECTOR, ".cards .card")            # the summary comes first
     problems = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
     assert problems == []
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    height = browser.execute_script("return document.body.scrollHeight")
-    browser.set_window_size(1280, min(max(int(height) + 40, 800), 6000))
-    assert browser.save_screenshot(str(SHOTS / f"{name}.png"))
-    browser.set_window_size(1280, 1600)
+    assert browser.execute_script(              # at a laptop's width every table fits: no sideways scrolling
+        "return document.documentElement.scrollWidth <= window.innerWidth && Array.from("
+        "document.querySelectorAll('div.scroll')).every(function(d){return d.scrollWidth <= d.clientWidth;})")
+    _screenshot(browser, SHOTS / f"{name}.png")
 
 
 @pytest.mark.parametrize("name, table, col, heading, word", CASES)
@@ -144,5 +156,17 @@ def test_with_scripts_off_the_tables_are_plain_tables(reports: dict[str, Path], 
             rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
             assert rows and all(r.is_displayed() for r in rows)
             assert source.count(f'id="{table.get_attribute("id")}"') == 1
+        assert driver.find_elements(By.CSS_SELECTOR, "figure svg")        # the pictures need no script
+        _screenshot(driver, SHOTS / f"{name}-no-script.png")
     finally:
         driver.quit()
+
+
+def test_folded_facts_open_on_a_click(browser: Any, reports: dict[str, Path]) -> None:
+    browser.get(reports["audit"].as_uri())
+    row = next(r for r in _rows(browser, "info") if r.text.startswith("non-consecutive-offsets"))
+    count = int(row.find_elements(By.TAG_NAME, "td")[1].text)
+    items = row.find_elements(By.CSS_SELECTOR, "details li")
+    assert count > 1 and len(items) == count and not any(i.is_displayed() for i in items)
+    row.find_element(By.TAG_NAME, "summary").click()
+    assert all(i.is_displayed() for i in items)

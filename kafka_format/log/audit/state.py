@@ -231,7 +231,8 @@ class StateChecks(PartitionChecks):
                          f"{human_duration(age)} ({age} ms) before --now, more than "
                          f"transaction.max.timeout.ms ({human_duration(TRANSACTION_MAX_TIMEOUT_MS)}): "
                          f"it holds the last stable offset back",
-                         offset=first, expected=f"a marker within {TRANSACTION_MAX_TIMEOUT_MS} ms",
+                         offset=first, expected=f"a marker within {human_duration(TRANSACTION_MAX_TIMEOUT_MS)} "
+                                                       f"({TRANSACTION_MAX_TIMEOUT_MS} ms)",
                          actual=f"open for {human_duration(age)} ({age} ms)")
             else:
                 self.add(INFO, "open-transaction",

@@ -104,20 +104,20 @@ class PyOffsetMap:
 def new_offset_map(slots: int) -> OffsetMap:
     """An empty offset map of ``slots`` slots (compiled when available)."""
     if COMPILED:
-        return _native.OffsetMap(slots)  # type: ignore[no-any-return]
+        return _native.OffsetMap(slots)
     return PyOffsetMap(slots)
 
 
 def md5(data: bytes) -> bytes:
     """MD5 of ``data`` (the compiled RFC 1321 implementation when built)."""
-    return _native.md5(data) if COMPILED else _py_md5(data)  # type: ignore[no-any-return]
+    return _native.md5(data) if COMPILED else _py_md5(data)
 
 
 def digest_keys(key_offsets: np.ndarray, key_data: np.ndarray, rows: np.ndarray) -> bytes:
     """The 16-byte MD5 of each selected key, concatenated."""
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     if COMPILED:
-        return _native.digest_keys(key_offsets, key_data, rows)  # type: ignore[no-any-return]
+        return _native.digest_keys(key_offsets, key_data, rows)
     return b"".join(_py_md5(k) for k in _keys(key_offsets, key_data, rows))
 
 
@@ -126,7 +126,7 @@ def encode_v2_records(c: RecordColumns, rows: np.ndarray, base_offset: int, base
     offset deltas from ``base_offset``, timestamp deltas from ``base_timestamp``."""
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     if COMPILED:
-        return _native.encode_v2_records(  # type: ignore[no-any-return]
+        return _native.encode_v2_records(
             rows, c.offset, c.timestamp, c.key_offsets, c.key_data, c.key_valid.view(np.uint8),
             c.value_offsets, c.value_data, c.value_valid.view(np.uint8), c.header_offsets,
             c.header_key_offsets, c.header_key_data, c.header_value_offsets, c.header_value_data,

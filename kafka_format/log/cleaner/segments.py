@@ -26,14 +26,12 @@ import numpy as np
 
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.records.file_records import DecodedChunk, decoded_chunks
-from kafka_format.storage.index import OFFSET_ENTRY, TIME_ENTRY
+from kafka_format.storage.index import OFFSET_DTYPE, OFFSET_ENTRY, TIME_ENTRY
 from kafka_format.storage.logdir import PartitionLog, Segment
 from kafka_format.storage.txnindex import AbortedTxn, encode_aborted_txn
 from kafka_format.writer.segments import segment_file_name
 
 __all__ = ["CleanerSegment", "LogView", "CleanedSegmentWriter", "copy_segment_files", "write_partition_files"]
-
-_INDEX_DTYPE = np.dtype([("rel", ">i4"), ("pos", ">i4")])   # OffsetIndex entry (storage/index.py: OFFSET_ENTRY)
 
 
 @dataclass
@@ -89,9 +87,9 @@ class LogView:
     def index_position(self, seg: CleanerSegment, target: int) -> int:
         """Position of ``OffsetIndex.lookup(target)`` in ``seg`` (0 without a lower entry)."""
         if seg.written:
-            entries = np.fromfile(_index_path(seg), _INDEX_DTYPE)
-            offsets = entries["rel"].astype(np.int64) + seg.base
-            positions = entries["pos"].astype(np.int64)
+            entries = np.fromfile(_index_path(seg), OFFSET_DTYPE)
+            offsets = entries["relative_offset"].astype(np.int64) + seg.base
+            positions = entries["position"].astype(np.int64)
         else:
             assert seg.original is not None
             index = self.replica.offset_index(seg.original)

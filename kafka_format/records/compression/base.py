@@ -73,6 +73,6 @@ def join_parts(parts: list[bytes | memoryview]) -> bytes:
     if not parts:
         return b""
     if len(parts) == 1 and type(parts[0]) is bytes:
-        return parts[0]  # type: ignore[return-value]
+        return parts[0]
     return b"".join(parts)
 
