@@ -9,8 +9,8 @@ see kafka_format.records.decoder; typed Avro columns then decode with fastavro a
 Codecs in C (``_fastcodecs.c``): each of zlib, liblz4 and libzstd whose development files are
 found (a test program compiles and links) is compiled in; a codec without its library is
 decompressed by the Python path (kafka_format.records.compression), so every build works.
-Snappy's raw format is decoded by our own C (no library).  ``KAFKA_FORMAT_C_CODECS=none`` (or a comma list such as
-``lz4,zstd``) limits the set.
+Snappy's raw format is decoded by our own C (no library).  ``KAFKA_FORMAT_C_CODECS=none`` (or a
+comma list such as ``lz4,zstd``) limits the set.
 """
 
 import os
