@@ -6,11 +6,11 @@ The extensions are optional at build time: when no C compiler is available the
 package still installs and the plain reference paths are used (with a warning,
 see kafka_format.records.decoder; typed Avro columns then decode with fastavro alone).
 
-Codecs in C (``_fastcodecs.c``): each of zlib, liblz4, libzstd and libsnappy whose
-development files are found (a test program compiles and links) is compiled in; a
-codec without its library is decompressed by the Python path (kafka_format.records.compression),
-so every build works.  ``KAFKA_FORMAT_C_CODECS=none`` (or a comma list such as
-``lz4,zstd``) limits the set.
+Codecs in C (``_fastcodecs.c``): each of zlib, liblz4 and libzstd whose development files are
+found (a test program compiles and links) is compiled in; a codec without its library is
+decompressed by the Python path (kafka_format.records.compression), so every build works.
+Snappy's raw format is decoded by our own C (no library).  ``KAFKA_FORMAT_C_CODECS=none`` (or a
+comma list such as ``lz4,zstd``) limits the set.
 """
 
 import os
@@ -28,7 +28,7 @@ _CODEC_LIBS = {
     "gzip": ("KF_HAVE_ZLIB", "zlib.h", "z", "inflateInit2_"),
     "lz4": ("KF_HAVE_LZ4", "lz4.h", "lz4", "LZ4_decompress_safe"),
     "zstd": ("KF_HAVE_ZSTD", "zstd.h", "zstd", "ZSTD_decompressStream"),
-    "snappy": ("KF_HAVE_SNAPPY", "snappy-c.h", "snappy", "snappy_uncompress"),
+    "snappy": ("KF_HAVE_SNAPPY", "", "", ""),          # our own decoder: nothing to link
 }
 
 
@@ -63,7 +63,9 @@ def _codec_options() -> tuple[list[tuple[str, str]], list[str]]:
         if name not in _CODEC_LIBS:
             continue
         macro, header, library, function = _CODEC_LIBS[name]
-        if _links(header, library, function):
+        if not library:
+            macros.append((macro, "1"))
+        elif _links(header, library, function):
             macros.append((macro, "1"))
             libraries.append(library)
         else:

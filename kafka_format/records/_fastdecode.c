@@ -172,6 +172,7 @@ static PyObject *fd_decode_v2(PyObject *self, PyObject *args)
         [C_HKEY_OFFSETS] = 256 * 4, [C_HKEY_DATA] = 4096,
         [C_HVALUE_OFFSETS] = 256 * 4, [C_HVALUE_DATA] = 4096, [C_HVALUE_VALID] = 256,
     };
+    size_hint_apply(init, total_records, total_payload);
     for (int i = 0; i < C_NCOLS; i++) {
         if (column_init(&st.cols[i], init[i]) < 0)
             goto done;
@@ -191,10 +192,9 @@ static PyObject *fd_decode_v2(PyObject *self, PyObject *args)
         raise_violation(bad_batch, v, bad_offset);
         goto done;
     }
-    size_t n = st.cols[C_OFFSET].size / 8;
-    size_t h = st.cols[C_HVALUE_VALID].size;
-    (void)n;
-    (void)h;
+    Out learned = {st.cols[C_OFFSET].size / 8, st.cols[C_HVALUE_VALID].size, st.cols[C_KEY_DATA].size,
+                   st.cols[C_VALUE_DATA].size, st.cols[C_HKEY_DATA].size, st.cols[C_HVALUE_DATA].size};
+    size_hint_learn(&learned, total_payload);
     result = PyTuple_New(C_NCOLS);
     if (!result)
         goto done;
@@ -341,6 +341,8 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
         [C_HKEY_OFFSETS] = 256 * 4, [C_HKEY_DATA] = 4096,
         [C_HVALUE_OFFSETS] = 256 * 4, [C_HVALUE_DATA] = 4096, [C_HVALUE_VALID] = 256,
     };
+    if (!(opts & OPT_DECOMPRESS_ONLY))
+        size_hint_apply(init, rows_est, data_est);
     for (int i = 0; i < C_NCOLS; i++) {
         if (column_init(&st.cols[i], init[i]) < 0)
             goto done;
@@ -348,10 +350,10 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
     }
 
     Py_ssize_t bad_batch = 0, bad_offset = 0, ndone = 0;
-    size_t held = 0;
+    size_t held = 0, decoded = 0;
     Violation v = V_OK;
-    Py_BEGIN_ALLOW_THREADS
     Out o;
+    Py_BEGIN_ALLOW_THREADS
     out_start(&st, &o);
     for (Py_ssize_t b = 0; b < nb; b++) {
         if (b > 0 && held >= (size_t)max_held)
@@ -405,10 +407,13 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
             v = V_CRC;
             break;
         }
+        decoded += len;
         ndone = b + 1;
     }
     out_finish(&st, &o);
     Py_END_ALLOW_THREADS
+    if (v == V_OK && !(opts & OPT_DECOMPRESS_ONLY))
+        size_hint_learn(&o, decoded);
     if (v == V_NO_MEMORY) {
         PyErr_NoMemory();
         goto done;

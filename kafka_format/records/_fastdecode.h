@@ -140,5 +140,9 @@ Violation decode_records(DecodeState *st, Out *o, const unsigned char *start, co
                          const int64_t *m, int opts, Py_ssize_t *bad_offset, RunningCrc *crc);
 void out_start(DecodeState *st, Out *o);
 void out_finish(DecodeState *st, const Out *o);
+/* Initial sizes of the columns that grow (keys, headers) for a call decoding about `rows`
+ * records from `payload` bytes, from what earlier calls of the process decoded (GIL held). */
+void size_hint_apply(size_t init[C_NCOLS], size_t rows, size_t payload);
+void size_hint_learn(const Out *o, size_t payload);
 
 #endif

@@ -272,3 +272,133 @@ def test_crc32c_every_path_equals_the_portable_one() -> None:
         value = rng.getrandbits(32)
         chunk = data[off:off + n]
         assert native.crc32c(chunk, value) == native.crc32c_portable(chunk, value), n
+
+
+# --- snappy: our own decoder of the raw format (_fastcodecs.c snappy_elements) -----------------
+
+_OFFSETS = (1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 64, 255, 256, 2047, 2048, 4000)
+
+
+def _literal(chunk: bytes, extra: int) -> bytes:
+    """A literal element; ``extra`` > 0 writes its length in that many bytes even when shorter fits."""
+    n = len(chunk) - 1
+    if extra == 0 and n < 60:
+        return bytes([n << 2]) + chunk
+    extra = max(extra, (n.bit_length() + 7) // 8, 1)
+    return bytes([(59 + extra) << 2]) + n.to_bytes(extra, "little") + chunk
+
+
+def _copy(offset: int, length: int, kind: int) -> bytes:
+    if kind == 1:
+        return bytes([1 | ((length - 4) << 2) | ((offset >> 8) << 5), offset & 0xFF])
+    if kind == 2:
+        return bytes([2 | ((length - 1) << 2)]) + offset.to_bytes(2, "little")
+    return bytes([3 | ((length - 1) << 2)]) + offset.to_bytes(4, "little")
+
+
+def _snappy_block(plain: bytes, choices: st.DataObject) -> bytes:
+    """``plain`` as one raw snappy block using every element kind: literals with 0-4 length
+    bytes (not always the fewest), copies with 1-, 2- and 4-byte offsets, overlapping ones."""
+    out = bytearray()
+    n = len(plain)
+    while True:                              # the length varint
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            break
+    i = 0
+    while i < len(plain):
+        matches = [(off, length) for off in _OFFSETS if off <= i
+                   for length in (64, 11, 4, 1) if i + length <= len(plain)
+                   and plain[i - off:i - off + length] == plain[i:i + length]]
+        if matches and choices.draw(st.booleans()):
+            off, length = choices.draw(st.sampled_from(matches))
+            kinds = [k for k in (1, 2, 4) if (k != 1 or (4 <= length <= 11 and off < 2048))]
+            out += _copy(off, length, choices.draw(st.sampled_from(kinds)))
+            i += length
+        else:
+            size = choices.draw(st.integers(1, min(len(plain) - i, 300)))
+            extra = choices.draw(st.sampled_from([0, 0, 1, 2, 3, 4]))
+            if i + size == len(plain) and 0 < extra and extra + size < 4:
+                extra = 0       # the Python path's snap rejects it: see test_snappy_short_long_literal_at_the_end
+            out += _literal(plain[i:i + size], extra)
+            i += size
+    return bytes(out)
+
+
+def _xerial(*blocks: bytes) -> bytes:
+    return b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + b"".join(struct.pack(">i", len(b)) + b for b in blocks)
+
+
+def _repetitive_records(n: int, seed: int) -> tuple[bytes, int]:
+    """Records whose values repeat short patterns (copies of small offsets, overlapping)."""
+    records = sample_records(n)
+    for i, r in enumerate(records):
+        r["value"] = (b"ab" * (i + seed) + b"xyz" * 7 + bytes(range(i % 30)) * 3 + b"-" * (40 + seed))
+    return build_v2(records)[RECORDS_AT:], n
+
+
+@PROFILE
+@given(st.integers(1, 12), st.integers(0, 20), st.data())
+def test_snappy_every_element_kind_is_decoded_in_c(n: int, seed: int, choices: st.DataObject) -> None:
+    """Hand-made streams using every element kind decode in C into the reference's table."""
+    _need_c("snappy")
+    plain, count = _repetitive_records(n, seed)
+    cut = choices.draw(st.integers(0, len(plain)))
+    payload = _xerial(_snappy_block(plain[:cut], choices), _snappy_block(plain[cut:], choices))
+    data = _batch("snappy", payload, count)
+    expected = _outcome(data, REFERENCE)
+    assert expected[0] == "ok", expected
+    real = compression.decompress
+    compression.decompress = _no_python_codec
+    try:
+        got = _outcome(data, FAST)
+    finally:
+        compression.decompress = real
+    assert got[0] == "ok" and got[1].equals(expected[1])
+
+
+def _no_python_codec(*args: Any, **kw: Any) -> bytes:
+    raise AssertionError("the Python codec path was taken")
+
+
+def _broken_snappy(plain: bytes) -> list[bytes]:
+    """Raw blocks a conforming decoder rejects (declared length first)."""
+    head = bytes([len(plain)]) if len(plain) < 128 else bytes([len(plain) & 0x7F | 0x80, len(plain) >> 7])
+    lit = _literal(plain, 0)
+    return [
+        head + _literal(plain[:8], 0) + _copy(0, 4, 2) + _literal(plain[12:], 0),       # offset 0
+        head + _literal(plain[:8], 0) + _copy(9, 4, 2) + _literal(plain[12:], 0),       # before the start
+        head + _literal(plain[:8], 0) + _copy(8, 64, 4) + _literal(plain[8:], 0),       # past the declared end
+        head + lit[:-1],                                                                # literal past the input
+        head + lit + _literal(b"x", 0),                                                 # more than declared
+        head + _literal(plain[:-1], 0),                                                 # less than declared
+        head + _literal(plain[:8], 0) + bytes([2 | (3 << 2), 8]),                       # a tag cut short
+        head + _literal(plain[:8], 0) + bytes([(62 << 2)]) + b"\x01",                   # literal length cut short
+        b"\xff\xff\xff\xff\x7f" + lit,                                                  # declared > 32 bits
+    ]
+
+
+@pytest.mark.parametrize("index", range(9))
+def test_snappy_broken_elements_fail_identically(index: int) -> None:
+    """Each way a raw block breaks the format: the reference's outcome (the C path declines)."""
+    _need_c("snappy")
+    plain, n = _plain_records(3)
+    assert len(plain) > 80
+    block = _broken_snappy(plain)[index]
+    for payload in (_xerial(block), block):
+        kind, _ = _assert_same(_batch("snappy", payload, n))
+        assert kind == "error"
+
+
+def test_snappy_short_long_literal_at_the_end() -> None:
+    """A block ending in a literal whose length is written in extra bytes with fewer than 4 bytes
+    after its tag (no compressor writes one: shorter lengths fit the tag): the Python path's
+    decoder (cramjam's snap) rejects it, so the C path declines it and both report the error."""
+    _need_c("snappy")
+    plain, n = _plain_records(2)
+    for extra, tail in ((1, 1), (1, 2), (2, 1)):
+        block = bytes([len(plain) & 0x7F | 0x80, len(plain) >> 7]) + _literal(plain[:-tail], 0) \
+            + _literal(plain[-tail:], extra)
+        kind, _ = _assert_same(_batch("snappy", _xerial(block), n))
+        assert kind == "error"

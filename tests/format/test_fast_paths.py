@@ -314,3 +314,28 @@ def test_headers_not_asked_for_are_checked_not_output() -> None:
         data = good + raw_v2(broken, count=1, base_offset=500)
         for mode in ("FAILFAST", "PERMISSIVE"):
             assert _same(data, include_headers=False, mode=mode)[0] == ("error" if mode == "FAILFAST" else "ok")
+
+
+def _records(n: int, *, headers: int, key_size: int, value_size: int, step_ms: int, seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    return [{"timestamp": 1_700_000_000_000 + (i * step_ms if i % 7 else -i * step_ms),
+             "key": rng.randbytes(key_size), "value": rng.randbytes(rng.randint(0, value_size)),
+             "headers": [(f"h{k}", rng.randbytes(rng.randint(0, 40)) if k % 3 else None) for k in range(headers)]}
+            for i in range(n)]
+
+
+def test_column_sizes_learned_from_an_earlier_chunk_do_not_change_the_table() -> None:
+    """The compiled decoder sizes key and header columns from the previous call (a chunk of at
+    least 1 MiB): chunks after it with more headers, longer keys, no headers, or timestamp deltas
+    of one to three varint bytes (negative ones too) decode as the reference does."""
+    learn = b"".join(build_v2(_records(300, headers=1, key_size=20, value_size=900, step_ms=1, seed=i),
+                              base_offset=300 * i) for i in range(9))
+    assert len(learn) > 1 << 20
+    _same(learn)
+    for headers, key_size, step_ms in ((12, 300, 70), (0, 8, 9000), (3, 2000, 1), (30, 1, 70_000)):
+        data = b"".join(build_v2(_records(40, headers=headers, key_size=key_size, value_size=200,
+                                          step_ms=step_ms, seed=headers + i), base_offset=40 * i)
+                        for i in range(5))
+        kind, (table, _skipped) = _same(data)
+        assert kind == "ok" and table.num_rows == 200
+        _same(learn)                                   # and back: learned from the small chunk
