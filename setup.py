@@ -96,11 +96,15 @@ def _extensions() -> list[Extension]:
             extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],
             optional=True,
         ),
-        Extension(   # typed Avro columns (registry/avro_columns.py)
-            "kafka_format.registry._avrocolumns",
-            sources=["kafka_format/registry/_avrocolumns.c"],
-            extra_compile_args=["-O3", "-std=gnu11", "-fno-strict-aliasing"],
-            optional=True,
+        *(
+            Extension(   # typed Avro, Protobuf and JSON Schema columns (registry/*_columns.py)
+                f"kafka_format.registry._{name}columns",
+                sources=[f"kafka_format/registry/_{name}columns.c", "kafka_format/registry/_columns.c"],
+                depends=["kafka_format/registry/_columns.h"],
+                extra_compile_args=["-O3", "-std=gnu11", "-fno-strict-aliasing"],
+                optional=True,
+            )
+            for name in ("avro",)
         ),
     ]
 
