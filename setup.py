@@ -104,7 +104,7 @@ def _extensions() -> list[Extension]:
                 extra_compile_args=["-O3", "-std=gnu11", "-fno-strict-aliasing"],
                 optional=True,
             )
-            for name in ("avro",)
+            for name in ("avro", "proto", "json")
         ),
     ]
 
