@@ -1,10 +1,11 @@
 """Build the compiled columnar decode loop (kafka_format.records._fastdecode), the log cleaner's
-kernels (kafka_format.log.cleaner._kernels: MD5, the offset map, v2 record encoding) and the Avro
-column decoder of typed exports (kafka_format.registry._avrocolumns).
+kernels (kafka_format.log.cleaner._kernels: MD5, the offset map, v2 record encoding) and the column
+decoders of typed exports (kafka_format.registry._avrocolumns, _protocolumns, _jsoncolumns, each
+with the shared _columns.c).
 
 The extensions are optional at build time: when no C compiler is available the
 package still installs and the plain reference paths are used (with a warning,
-see kafka_format.records.decoder; typed Avro columns then decode with fastavro alone).
+see kafka_format.records.decoder; typed columns then decode with the reference decoders alone).
 
 Codecs in C (``_fastcodecs.c``): each of zlib, liblz4, libzstd and libsnappy whose
 development files are found (a test program compiles and links) is compiled in; a

@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 TYPED_FORMATS = {"avro": AVRO, "protobuf": PROTOBUF, "json-schema": JSON}
-DECODER_ENV = "KAFKA_FORMAT_DECODER"  # "reference": fastavro alone (no compiled Avro columns)
+DECODER_ENV = "KAFKA_FORMAT_DECODER"  # "reference": the reference decoders alone (no compiled columns)
 AS_TYPES = (*TYPED_FORMATS, "auto")
 
 
@@ -376,10 +376,11 @@ class ColumnDecoder:
     # -- batches --------------------------------------------------------------------------------
     def decode(self, arr: pa.Array) -> tuple[pa.Array, list[DecodeProblem]]:
         """Typed values of a binary column (null where the input is null or the row failed) and
-        the rows that failed.  Avro columns go through the compiled column decoder when the table
-        schema compiles (:mod:`kafka_format.registry.avro_columns`: wire header, schema id and
-        payload read in one C call per batch); the rows it does not take, and every row of the
-        other formats, through the reference decoders."""
+        the rows that failed.  The column goes through the compiled column decoder of its format
+        when the table type lays out (:mod:`~kafka_format.registry.avro_columns`,
+        :mod:`~kafka_format.registry.proto_columns`, :mod:`~kafka_format.registry.json_columns`:
+        wire header, schema id and payload read in one C call per batch); the rows it does not
+        take, and every row of a table without a layout, through the reference decoders."""
         if self._reader is None:
             self._setup_reader()
         if self._fast is not None:

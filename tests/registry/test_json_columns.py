@@ -28,7 +28,7 @@ from registry_corpus import make_corpus
 
 pytestmark = pytest.mark.skipif(not available(), reason="the compiled JSON Schema decoder is not built")
 
-EXAMPLES = int(os.environ.get("KAFKA_FORMAT_JSON_EXAMPLES", "200"))  # longer runs: a few thousand
+EXAMPLES = int(os.environ.get("KAFKA_FORMAT_JSON_EXAMPLES", "100"))  # longer runs: a few thousand
 HEADER = b"\x00\x00\x00\x00\x01"
 NAMES = ["id", "qty", "n", "é", "a b", 'q"t', "x\\y", "\u00e9t\u00e9", "k\U0001f600", ""]
 

@@ -28,7 +28,7 @@ from registry_corpus import make_corpus
 
 pytestmark = pytest.mark.skipif(not available(), reason="the compiled Protobuf decoder is not built")
 
-EXAMPLES = int(os.environ.get("KAFKA_FORMAT_PROTO_EXAMPLES", "150"))  # longer runs: a few thousand
+EXAMPLES = int(os.environ.get("KAFKA_FORMAT_PROTO_EXAMPLES", "120"))  # longer runs: a few thousand
 SCALARS = ["int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32", "fixed64", "sfixed32",
            "sfixed64", "float", "double", "bool", "string", "bytes"]
 KEYS = ["int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32", "fixed64", "sfixed32", "sfixed64",
