@@ -39,7 +39,6 @@ class JsonShape:
     item: JsonShape | None = None
 
 
-
 class JsonSchemaError(ValueError):
     """A JSON Schema the table types cannot be derived from."""
 
