@@ -8,7 +8,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 STAMP := $(VENV)/.installed
-SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/records/*.c kafka_format/records/*.h kafka_format/log/cleaner/*.c kafka_format/registry/*.c)
+SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/records/*.c kafka_format/records/*.h kafka_format/log/cleaner/*.c kafka_format/registry/*.c kafka_format/registry/*.h)
 
 .PHONY: help setup lint test test-reference test-cluster conformance demo bench bench-scale fuzz package samples clean docs docs-cli
 

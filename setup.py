@@ -1,10 +1,11 @@
 """Build the compiled columnar decode loop (kafka_format.records._fastdecode), the log cleaner's
-kernels (kafka_format.log.cleaner._kernels: MD5, the offset map, v2 record encoding) and the Avro
-column decoder of typed exports (kafka_format.registry._avrocolumns).
+kernels (kafka_format.log.cleaner._kernels: MD5, the offset map, v2 record encoding) and the column
+decoders of typed exports (kafka_format.registry._avrocolumns, _protocolumns, _jsoncolumns, each
+with the shared _columns.c).
 
 The extensions are optional at build time: when no C compiler is available the
 package still installs and the plain reference paths are used (with a warning,
-see kafka_format.records.decoder; typed Avro columns then decode with fastavro alone).
+see kafka_format.records.decoder; typed columns then decode with the reference decoders alone).
 
 Codecs in C (``_fastcodecs.c``): each of zlib, liblz4 and libzstd whose development files are
 found (a test program compiles and links) is compiled in; a codec without its library is
@@ -98,11 +99,15 @@ def _extensions() -> list[Extension]:
             extra_compile_args=["-O3", "-std=c11", "-fno-strict-aliasing"],
             optional=True,
         ),
-        Extension(   # typed Avro columns (registry/avro_columns.py)
-            "kafka_format.registry._avrocolumns",
-            sources=["kafka_format/registry/_avrocolumns.c"],
-            extra_compile_args=["-O3", "-std=gnu11", "-fno-strict-aliasing"],
-            optional=True,
+        *(
+            Extension(   # typed Avro, Protobuf and JSON Schema columns (registry/*_columns.py)
+                f"kafka_format.registry._{name}columns",
+                sources=[f"kafka_format/registry/_{name}columns.c", "kafka_format/registry/_columns.c"],
+                depends=["kafka_format/registry/_columns.h"],
+                extra_compile_args=["-O3", "-std=gnu11", "-fno-strict-aliasing"],
+                optional=True,
+            )
+            for name in ("avro", "proto", "json")
         ),
     ]
 

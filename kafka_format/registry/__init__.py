@@ -5,8 +5,12 @@
 * :mod:`~kafka_format.registry.wire` -- magic byte and schema id of a binary column, vectorised;
 * :mod:`~kafka_format.registry.avro`, :mod:`~kafka_format.registry.protobuf`,
   :mod:`~kafka_format.registry.jsonschema` -- payload decoding and table types per format;
-* :mod:`~kafka_format.registry.avro_columns` (+ ``_avrocolumns.c``) -- Avro payloads compiled
-  straight into Arrow columns (fastavro stays the reference and takes what it does not);
+* :mod:`~kafka_format.registry.columns` (+ ``_columns.c``) -- the Arrow column layout, buffers and row
+  loop the compiled decoders share;
+* :mod:`~kafka_format.registry.avro_columns` (+ ``_avrocolumns.c``),
+  :mod:`~kafka_format.registry.proto_columns` (+ ``_protocolumns.c``),
+  :mod:`~kafka_format.registry.json_columns` (+ ``_jsoncolumns.c``) -- payloads compiled straight into
+  Arrow columns (fastavro, upb and ``json.loads`` stay the references and take what they do not);
 * :mod:`~kafka_format.registry.typed` -- column plans and the column decoder;
 * :mod:`~kafka_format.registry.batches` -- a batch of ``kafka-log`` rows decoded, the read mode
   applied (the Spark source's reader and the local engine's export).

@@ -30,15 +30,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kafka_format.registry.avro_layout import (
-    PRIMITIVES,
-    Layout,
-    Target,
-    UnionView,
-    Unsupported,
-    arrow_of,
-    assemble,
-    col_of,
+from kafka_format.registry.avro_layout import PRIMITIVES, Layout, Target, UnionView, Unsupported, arrow_of
+from kafka_format.registry.columns import (
+    ST_BAD_MAGIC,
+    ST_BAD_OFFSETS,
+    ST_FAILED,
+    ST_NO_PROGRAM,
+    ST_NULL,
+    ST_OK,
+    ST_SHORT,
+    decode_rows,
 )
 
 __all__ = ["AvroColumns", "Program", "compile_table", "available", "ST_OK", "ST_NULL", "ST_SHORT",
@@ -56,9 +57,6 @@ except ImportError:  # pragma: no cover - built without a C compiler
     SKIP_BOOL, SKIP_VARINT, SKIP_N, SKIP_BYTES, SKIP_RECORD, SKIP_ARRAY, SKIP_MAP, SKIP_UNION,
 ) = range(33)
 DEF_NULL, DEF_BOOL, DEF_I32, DEF_I64, DEF_F32, DEF_F64, DEF_BYTES, DEF_EMPTY = range(8)
-# row status: decoded; null input; shorter than the header; magic byte not 0; no program for the
-# schema id; the program did not take the payload (the reference decides); offsets outside the data
-ST_OK, ST_NULL, ST_SHORT, ST_BAD_MAGIC, ST_NO_PROGRAM, ST_FAILED, ST_BAD_OFFSETS = range(7)
 
 _NAMED = ("record", "error", "enum", "fixed")
 _AVRO_TYPES = {*PRIMITIVES, *_NAMED, "array", "map", "union", "request", "error_union"}
@@ -234,7 +232,7 @@ class _Compiler(_Resolution):
             if rt != "map" or target.kind != "map":
                 return self.node(ERROR)
             value = self.value(w["values"], r["values"] if self.resolve else w["values"], target.value, depth + 1)
-            return self.node(MAP, target.col, target.entries, target.key, value)
+            return self.node(MAP, target.col, target.entries, target.key.col, value)
         return self.primitive(w, wt, rt, target)
 
     def branch(self, wb: Any, rlist: list[Any], j: int, view: Any, depth: int) -> int:
@@ -445,20 +443,8 @@ class AvroColumns:
         """A binary column of wire-format values decoded in one C call: each row's schema id
         picks ``programs[slots[id]]``.  Returns the typed column (null wherever the status is not
         ``ST_OK``), the status of every row (``ST_*``) and its schema id (-1 without a header)."""
-        n = len(arr)
-        if n == 0:
-            return pa.array([], type=self.arrow_type), np.zeros(0, np.uint8), np.zeros(0, np.int32)
-        if not (pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
-            raise TypeError(f"expected a binary column, found {arr.type}")
-        validity, offsets, data = arr.buffers()[:3]
-        outs, status, ids = _avrocolumns.decode(
-            tuple(p.as_tuple() for p in programs), self.cols, col_of(self.layout), data if data is not None else b"",
-            offsets, int(pa.types.is_large_binary(arr.type)), arr.offset, n, validity,
-            np.fromiter(slots.keys(), dtype=np.int32, count=len(slots)).tobytes(),
-            np.fromiter(slots.values(), dtype=np.int32, count=len(slots)).tobytes(),
-        )
-        return (assemble(self.layout, outs), np.frombuffer(status, dtype=np.uint8, count=n),
-                np.frombuffer(ids, dtype=np.int32, count=n))
+        return decode_rows(_avrocolumns.decode, tuple(p.as_tuple() for p in programs), self.cols, self.layout,
+                           arr, slots)
 
 
 def compile_table(reader: Any, named: dict[str, Any], expected: pa.DataType) -> AvroColumns | None:

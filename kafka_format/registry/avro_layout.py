@@ -1,6 +1,6 @@
 """The table type of a typed Avro column cut into the Arrow arrays it is made of.
 
-:class:`_Layout` walks a (fastavro-parsed) reader schema by the rules of
+:class:`Layout` walks a (fastavro-parsed) reader schema by the rules of
 :func:`kafka_format.registry.avro.avro_arrow_type` and gives every Arrow array of the table type an
 output column of ``_avrocolumns`` (a struct's validity, a fixed-width value buffer, offsets and
 bytes, list offsets): a :class:`Target` per position, a :class:`UnionView` per reader union (where
@@ -11,44 +11,28 @@ reference tells by the value and could confuse, a recursive record) raises :clas
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
+
+from kafka_format.registry.columns import (
+    K_FIXED,
+    K_LIST,
+    K_STRUCT,
+    K_VAR,
+    Columns,
+    Target,
+    Unsupported,
+    arrow_of,
+    assemble,
+    col_of,
+)
 
 __all__ = ["K_STRUCT", "K_FIXED", "K_VAR", "K_LIST", "Target", "UnionView", "Unsupported", "Layout",
            "col_of", "arrow_of", "assemble"]
 
-K_STRUCT, K_FIXED, K_VAR, K_LIST = range(4)  # column kinds of _avrocolumns.c
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
-
-
-class Unsupported(Exception):
-    """The table type has no fast layout (the reference decodes the column)."""
-
-
-# --- the layout of a table type ---------------------------------------------------------------
-@dataclass
-class Target:
-    """One Arrow array of the table type and the output column that fills it."""
-
-    kind: str  # bool int32 int64 float32 float64 binary string date32 ts decimal struct list map union
-    col: int
-    arrow: pa.DataType
-    logical: str | None = None  # the table's logical type (fastavro key), for values it converts
-    size: int = -1  # fixed: its size
-    precision: int = 0
-    scale: int = 0
-    tz: bool = False
-    fields: dict[str, Any] = field(default_factory=dict)  # struct: name -> Target | UnionView
-    item: Any = None  # list: Target | UnionView
-    entries: int = -1  # map: the entries struct column
-    key: int = -1  # map: the key column
-    value: Any = None  # map: Target | UnionView
-    members: list[Any] = field(default_factory=list)  # union struct: member Targets
-    schema: Any = None  # the reader schema of this position
 
 
 @dataclass
@@ -61,34 +45,13 @@ class UnionView:
     branches: list[int | None]  # per reader branch: member index (general) or 0; None = null
 
 
-class Layout:
+class Layout(Columns):
     """Builds the Targets and column specs of a reader schema (``_Types.of``'s rules)."""
 
     def __init__(self, named: dict[str, Any]) -> None:
+        super().__init__()
         self.named = named
-        self.cols: list[tuple[int, int, tuple[int, ...]]] = []
         self.stack: list[str] = []
-
-    def _col(self, kind: int, width: int = 0) -> int:
-        self.cols.append((kind, width, ()))
-        return len(self.cols) - 1
-
-    def _children(self, col: int, children: Sequence[int]) -> None:
-        kind, width, _ = self.cols[col]
-        self.cols[col] = (kind, width, tuple(children))
-
-    def specs(self, root: Any) -> list[tuple[int, int, tuple[int, ...], int]]:
-        """The column specs for ``_avrocolumns``: (kind, width, children, per_row), per_row for
-        the columns with one slot per row (not inside a list or map)."""
-        per_row: set[int] = set()
-        stack = [col_of(root)]
-        while stack:
-            col = stack.pop()
-            per_row.add(col)
-            kind, _, children = self.cols[col]
-            if kind == K_STRUCT:
-                stack.extend(children)
-        return [(kind, width, children, int(i in per_row)) for i, (kind, width, children) in enumerate(self.cols)]
 
     def _prim(self, kind: str, arrow: pa.DataType, width: int, s: Any, **kw: Any) -> Target:
         col = self._col(K_VAR if width == 0 else K_FIXED, width)
@@ -140,9 +103,10 @@ class Layout:
             self._children(col, [col_of(item)])
             return Target("list", col, pa.list_(arrow_of(item)), item=item, schema=s)
         if t == "map":
-            col, entries, key = self._col(K_LIST), self._col(K_STRUCT), self._col(K_VAR)
+            col, entries = self._col(K_LIST), self._col(K_STRUCT)
+            key = Target("string", self._col(K_VAR), pa.string())
             value = self.build(s["values"])
-            self._children(entries, [key, col_of(value)])
+            self._children(entries, [key.col, col_of(value)])
             self._children(col, [entries])
             return Target("map", col, pa.map_(pa.string(), arrow_of(value)), entries=entries, key=key,
                           value=value, schema=s)
@@ -199,16 +163,6 @@ class Layout:
         return UnionView(branches, target, True, out)
 
 
-def col_of(t: Any) -> int:
-    """The output column of a position (a union's: its column)."""
-    return t.target.col if isinstance(t, UnionView) else t.col
-
-
-def arrow_of(t: Any) -> pa.DataType:
-    """The Arrow type of a position."""
-    return t.target.arrow if isinstance(t, UnionView) else t.arrow
-
-
 def _branch_kind(branch: Any, named: dict[str, Any]) -> tuple[Any, ...] | None:
     """How ``avro._branch_check`` recognises a value of this branch (None: a logical type or
     anything it may confuse, kept off the fast path)."""
@@ -224,42 +178,3 @@ def _branch_kind(branch: Any, named: dict[str, Any]) -> tuple[Any, ...] | None:
     if isinstance(t, str) and t in simple:
         return (simple[t],)
     return None
-
-
-def _validity(raw: Any, n: int) -> tuple[pa.Buffer | None, int]:
-    if raw is None:  # no null was written
-        return None, 0
-    valid = np.frombuffer(raw, dtype=np.uint8, count=n)
-    nulls = n - int(np.count_nonzero(valid))
-    if nulls == 0:
-        return None, 0
-    return pa.py_buffer(np.packbits(valid, bitorder="little").tobytes()), nulls
-
-
-def assemble(t: Any, outs: tuple[Any, ...]) -> pa.Array:
-    """The Arrow array of position ``t`` from ``_avrocolumns``' column buffers (no copy)."""
-    if isinstance(t, UnionView):
-        t = t.target
-    n, valid, data, offsets = outs[t.col]
-    bitmap, nulls = _validity(valid, n)
-    if t.kind == "bool":
-        bits = np.packbits(np.frombuffer(data, dtype=np.uint8, count=n), bitorder="little").tobytes()
-        return pa.Array.from_buffers(t.arrow, n, [bitmap, pa.py_buffer(bits)], null_count=nulls)
-    if t.kind in ("binary", "string"):
-        return pa.Array.from_buffers(t.arrow, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)],
-                                     null_count=nulls)
-    if t.kind in ("struct", "union"):
-        children = list(t.fields.values()) if t.kind == "struct" else t.members
-        kids = [assemble(c, outs) for c in children]
-        return pa.Array.from_buffers(t.arrow, n, [bitmap], null_count=nulls, children=kids)
-    if t.kind == "list":
-        return pa.Array.from_buffers(t.arrow, n, [bitmap, pa.py_buffer(offsets)], null_count=nulls,
-                                     children=[assemble(t.item, outs)])
-    if t.kind == "map":
-        keys_n, _, key_data, key_offsets = outs[t.key]
-        keys = pa.Array.from_buffers(pa.string(), keys_n, [None, pa.py_buffer(key_offsets), pa.py_buffer(key_data)])
-        values = assemble(t.value, outs)
-        entries = pa.StructArray.from_arrays([keys, values], fields=[t.arrow.key_field, t.arrow.item_field])
-        return pa.Array.from_buffers(t.arrow, n, [bitmap, pa.py_buffer(offsets)], null_count=nulls,
-                                     children=[entries])
-    return pa.Array.from_buffers(t.arrow, n, [bitmap, pa.py_buffer(data)], null_count=nulls)

@@ -15,14 +15,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["json_arrow_type", "JsonCodec", "JsonSchemaError"]
+__all__ = ["json_arrow_type", "json_shape", "JsonShape", "JsonCodec", "JsonSchemaError"]
 
 Convert = Callable[[Any], Any]
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+@dataclass(frozen=True)
+class JsonShape:
+    """The table type of a schema position: ``kind`` (object, map, array, string, integer, number,
+    boolean, or text: the value's JSON text), its Arrow type, the converter from parsed JSON, and
+    the object's properties or the array's items / the map's values."""
+
+    kind: str
+    arrow: pa.DataType
+    convert: Convert
+    fields: tuple[tuple[str, JsonShape], ...] = ()
+    item: JsonShape | None = None
 
 
 class JsonSchemaError(ValueError):
@@ -51,11 +65,15 @@ def _as_json_text(v: Any) -> Any:
     return None if v is None else json.dumps(v, separators=(",", ":"), ensure_ascii=False)
 
 
-def _types(s: Any, root: Any, refs: Mapping[str, Any], depth: int = 0) -> tuple[pa.DataType, Convert]:
+def _text() -> JsonShape:
+    return JsonShape("text", pa.string(), _as_json_text)
+
+
+def _types(s: Any, root: Any, refs: Mapping[str, Any], depth: int = 0) -> JsonShape:
     if depth > 64:
         raise JsonSchemaError("schema nests too deep (recursive $ref?)")
     if not isinstance(s, dict):
-        return pa.string(), _as_json_text
+        return _text()
     if "$ref" in s:
         node, base = _resolve(s["$ref"], root, refs)
         return _types(node, base, refs, depth + 1)
@@ -64,21 +82,18 @@ def _types(s: Any, root: Any, refs: Mapping[str, Any], depth: int = 0) -> tuple[
             rest = [b for b in s[key] if not (isinstance(b, dict) and b.get("type") == "null")]
             if len(rest) == 1:
                 return _types(rest[0], root, refs, depth + 1)
-            return pa.string(), _as_json_text
+            return _text()
     t = s.get("type")
     if isinstance(t, list):
         rest = [x for x in t if x != "null"]
         if len(rest) != 1:
-            return pa.string(), _as_json_text
+            return _text()
         t = rest[0]
     if t == "object" or (t is None and "properties" in s):
         props = s.get("properties")
         if isinstance(props, dict) and props:
-            fields, convs = [], []
-            for name, sub in props.items():
-                ft, fc = _types(sub, root, refs, depth + 1)
-                fields.append(pa.field(name, ft))
-                convs.append((name, fc))
+            shapes = tuple((name, _types(sub, root, refs, depth + 1)) for name, sub in props.items())
+            convs = [(name, shape.convert) for name, shape in shapes]
 
             def obj(v: Any) -> Any:
                 if v is None:
@@ -87,10 +102,11 @@ def _types(s: Any, root: Any, refs: Mapping[str, Any], depth: int = 0) -> tuple[
                     raise _Mismatch(f"expected an object, found {type(v).__name__}")
                 return {n: c(v.get(n)) for n, c in convs}
 
-            return pa.struct(fields), obj
+            return JsonShape("object", pa.struct([pa.field(n, shape.arrow) for n, shape in shapes]), obj, shapes)
         extra = s.get("additionalProperties")
         if isinstance(extra, dict):
-            vt, vc = _types(extra, root, refs, depth + 1)
+            value = _types(extra, root, refs, depth + 1)
+            vc = value.convert
 
             def mapping(v: Any) -> Any:
                 if v is None:
@@ -99,13 +115,14 @@ def _types(s: Any, root: Any, refs: Mapping[str, Any], depth: int = 0) -> tuple[
                     raise _Mismatch(f"expected an object, found {type(v).__name__}")
                 return [(k, vc(x)) for k, x in v.items()]
 
-            return pa.map_(pa.string(), vt), mapping
-        return pa.string(), _as_json_text
+            return JsonShape("map", pa.map_(pa.string(), value.arrow), mapping, item=value)
+        return _text()
     if t == "array":
         items = s.get("items")
         if not isinstance(items, dict):
-            return pa.string(), _as_json_text
-        it, ic = _types(items, root, refs, depth + 1)
+            return _text()
+        item = _types(items, root, refs, depth + 1)
+        ic = item.convert
 
         def arr(v: Any) -> Any:
             if v is None:
@@ -114,16 +131,16 @@ def _types(s: Any, root: Any, refs: Mapping[str, Any], depth: int = 0) -> tuple[
                 raise _Mismatch(f"expected an array, found {type(v).__name__}")
             return [ic(x) for x in v]
 
-        return pa.list_(it), arr
+        return JsonShape("array", pa.list_(item.arrow), arr, item=item)
     if t == "string":
-        return pa.string(), _checker(lambda v: isinstance(v, str), "a string")
+        return JsonShape("string", pa.string(), _checker(lambda v: isinstance(v, str), "a string"))
     if t == "integer":
-        return pa.int64(), _integer
+        return JsonShape("integer", pa.int64(), _integer)
     if t == "number":
-        return pa.float64(), _number
+        return JsonShape("number", pa.float64(), _number)
     if t == "boolean":
-        return pa.bool_(), _checker(lambda v: isinstance(v, bool), "a boolean")
-    return pa.string(), _as_json_text
+        return JsonShape("boolean", pa.bool_(), _checker(lambda v: isinstance(v, bool), "a boolean"))
+    return _text()
 
 
 def _checker(ok: Callable[[Any], bool], what: str) -> Convert:
@@ -155,16 +172,22 @@ def _number(v: Any) -> Any:
     return float(v)
 
 
-def json_arrow_type(schema: str, references: Mapping[str, str] = {}) -> tuple[pa.DataType, Convert]:
-    """Arrow type of values of a JSON Schema (text) and the converter from parsed JSON to it."""
+def json_shape(schema: str, references: Mapping[str, str] = {}) -> JsonShape:
+    """The table type of values of a JSON Schema (text), position by position."""
     try:
         root = json.loads(schema)
         refs = {name: json.loads(text) for name, text in references.items()}
     except ValueError as exc:
         raise JsonSchemaError(f"schema is not JSON: {exc}") from None
     if isinstance(root, bool):
-        return pa.string(), _as_json_text
+        return _text()
     return _types(root, root, refs)
+
+
+def json_arrow_type(schema: str, references: Mapping[str, str] = {}) -> tuple[pa.DataType, Convert]:
+    """Arrow type of values of a JSON Schema (text) and the converter from parsed JSON to it."""
+    shape = json_shape(schema, references)
+    return shape.arrow, shape.convert
 
 
 class JsonCodec:

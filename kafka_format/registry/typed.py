@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 TYPED_FORMATS = {"avro": AVRO, "protobuf": PROTOBUF, "json-schema": JSON}
-DECODER_ENV = "KAFKA_FORMAT_DECODER"  # "reference": fastavro alone (no compiled Avro columns)
+DECODER_ENV = "KAFKA_FORMAT_DECODER"  # "reference": the reference decoders alone (no compiled columns)
 AS_TYPES = (*TYPED_FORMATS, "auto")
 
 
@@ -281,7 +281,7 @@ class ColumnDecoder:
         self._reader: Any = None
         self._reader_named: dict[str, Any] = {}
         self._convert: Any = None
-        self._fast: Any = None  # avro_columns.AvroColumns of the table schema, when compiled
+        self._fast: Any = None  # the compiled decoder of the table schema (*_columns.py), when there is one
         self._programs: list[Any] = []  # compiled writers, and their index per schema id
         self._slots: dict[int, int] = {}
 
@@ -309,10 +309,19 @@ class ColumnDecoder:
         elif p.schema_type == PROTOBUF:
             self._reader = _compiled_proto(p.reader)
             self._convert = self._reader.arrow(p.message)[1]
-        else:
-            from kafka_format.registry.jsonschema import JsonCodec, json_arrow_type
+            if self.compiled:
+                from kafka_format.registry.proto_columns import compile_table as compile_proto_table
 
-            self._reader = JsonCodec(json_arrow_type(p.reader.schema, p.reader.flat_references())[1])
+                self._fast = compile_proto_table(self._reader, p.message or "", p.arrow_type)
+        else:
+            from kafka_format.registry.jsonschema import JsonCodec, json_shape
+
+            shape = json_shape(p.reader.schema, p.reader.flat_references())
+            self._reader = JsonCodec(shape.convert)
+            if self.compiled:
+                from kafka_format.registry.json_columns import compile_table as compile_json_table
+
+                self._fast = compile_json_table(shape, p.arrow_type)
 
     def _codec(self, schema_id: int) -> Any:
         """A decoder of one writer id, or a str saying why there is none (cached either way)."""
@@ -359,18 +368,19 @@ class ColumnDecoder:
             return AvroCodec(w, None if same else self._reader, program)
         if p.schema_type == PROTOBUF:
             same = writer.schema == p.reader.schema
-            return _ProtoCodec(
-                self._reader if same else _compiled_proto(writer), self._reader, p.message or ""
-            )
-        return self._reader
+            written = self._reader if same else _compiled_proto(writer)
+            program = self._fast.program(written) if self._fast is not None else None
+            return _ProtoCodec(written, self._reader, p.message or "", program)
+        return _JsonWriter(self._reader, self._fast.program() if self._fast is not None else None)
 
     # -- batches --------------------------------------------------------------------------------
     def decode(self, arr: pa.Array) -> tuple[pa.Array, list[DecodeProblem]]:
         """Typed values of a binary column (null where the input is null or the row failed) and
-        the rows that failed.  Avro columns go through the compiled column decoder when the table
-        schema compiles (:mod:`kafka_format.registry.avro_columns`: wire header, schema id and
-        payload read in one C call per batch); the rows it does not take, and every row of the
-        other formats, through the reference decoders."""
+        the rows that failed.  The column goes through the compiled column decoder of its format
+        when the table type lays out (:mod:`~kafka_format.registry.avro_columns`,
+        :mod:`~kafka_format.registry.proto_columns`, :mod:`~kafka_format.registry.json_columns`:
+        wire header, schema id and payload read in one C call per batch); the rows it does not
+        take, and every row of a table without a layout, through the reference decoders."""
         if self._reader is None:
             self._setup_reader()
         if self._fast is not None:
@@ -406,7 +416,7 @@ class ColumnDecoder:
         return typed, sorted(problems, key=lambda p: p.row)
 
     def _decode_compiled(self, arr: pa.Array) -> tuple[pa.Array, list[DecodeProblem]]:
-        from kafka_format.registry import avro_columns as ac
+        from kafka_format.registry import columns as ac
 
         typed, status, ids = self._fast.decode(arr, self._programs, self._slots)
         unseen = np.unique(ids[(status == ac.ST_NO_PROGRAM)])
@@ -486,8 +496,9 @@ class ColumnDecoder:
 class _ProtoCodec:
     """Writer file (for the message-index path) + reader class of the table's message."""
 
-    def __init__(self, writer: Any, reader: Any, table_message: str) -> None:
+    def __init__(self, writer: Any, reader: Any, table_message: str, program: Any = None) -> None:
         self.writer = writer
+        self.program = program  # proto_columns.Program of this writer, when compiled
         self.reader = reader
         self.table_message = table_message
         self.cls = reader.message_class(table_message)
@@ -510,6 +521,15 @@ class _ProtoCodec:
             )
         msg = self.cls.FromString(bytes(payload[pos:]))
         return msg
+
+
+class _JsonWriter:
+    """A JSON Schema writer id: payloads read by the table schema (the reference codec), and the
+    table's compiled program when there is one."""
+
+    def __init__(self, codec: Any, program: Any) -> None:
+        self.decode = codec.decode
+        self.program = program
 
 
 def describe(plan: ColumnPlan) -> dict[str, Any]:

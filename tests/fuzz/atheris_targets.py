@@ -20,6 +20,9 @@ Targets (``TARGETS``):
   KRaft control values and control-record keys (first byte picks the decoder);
 * ``decompress_<codec>``: ``compression.decompress`` per codec with a small output cap
   (the output must never exceed the cap);
+* ``typed``: a key or value in the Schema Registry wire format (byte 0 picks Avro, Protobuf or JSON
+  Schema; the header is added here) decoded by the compiled column decoder and by the reference
+  (fastavro, upb, ``json.loads``): the same values and problems;
 * ``all``: the first byte picks one of the targets above (one process for the short run).
 
 Command line (run by tests/fuzz/test_atheris_short.py and the ``fuzz_long`` test)::
@@ -85,6 +88,12 @@ def _load() -> None:
         _modules["fast"] = None
     else:
         _modules["fast"] = fast
+    try:
+        from kafka_format.registry import typed
+    except ImportError:  # no fastavro / protobuf: the typed target has nothing to run
+        _modules["typed"] = None
+    else:
+        _modules["typed"] = typed
 
 
 def _m(name: str):  # type: ignore[no-untyped-def]
@@ -385,6 +394,122 @@ def decompress_zstd(data: bytes) -> None:
     _decompress(4, 2, data)
 
 
+# ---------------------------------------------------------------------------------------------
+# typed columns (Schema Registry wire format)
+
+_TYPED_HEADER = b"\x00\x00\x00\x00\x01"  # magic 0, schema id 1
+_TYPED_SCHEMAS = (
+    ("avro", "AVRO", """{"type": "record", "name": "R", "fields": [
+        {"name": "s", "type": "string"}, {"name": "l", "type": "long"}, {"name": "d", "type": "double"},
+        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B"]}},
+        {"name": "a", "type": {"type": "array", "items": "string"}}, {"name": "m", "type": {"type": "map", "values": "int"}},
+        {"name": "n", "type": ["null", "string"]},
+        {"name": "dec", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}},
+        {"name": "in", "type": {"type": "record", "name": "I", "fields": [{"name": "b", "type": "boolean"}]}}]}"""),
+    ("protobuf", "PROTOBUF", """syntax = "proto3";
+package f;
+import "google/protobuf/timestamp.proto";
+enum E { A = 0; B = 1; }
+message R {
+  int32 i = 1; uint64 u = 2; sint64 z = 3; string s = 4; bytes b = 5; E e = 6; I inner = 7;
+  repeated int32 p = 8; map<string, int64> m = 9; oneof o { string os = 10; I oi = 11; }
+  google.protobuf.Timestamp t = 12; optional float f = 13; repeated I items = 14; map<int32, E> me = 15;
+}
+message I { string n = 1; repeated sint32 xs = 2; }
+"""),
+    ("json-schema", "JSON", """{"type": "object", "properties": {
+        "s": {"type": "string"}, "i": {"type": "integer"}, "n": {"type": "number"}, "b": {"type": "boolean"},
+        "a": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": ["null", "integer"]}}}},
+        "m": {"type": "object", "additionalProperties": {"type": "string"}}, "any": {}}}"""),
+)
+_typed_decoders: list = []  # type: ignore[type-arg]
+
+
+def _typed_pairs() -> list:  # type: ignore[type-arg]
+    """(compiled, reference) ColumnDecoder per format of ``_TYPED_SCHEMAS``."""
+    if not _typed_decoders:
+        from kafka_format.registry.store import RegisteredSchema, SchemaStore
+
+        typed = _m("typed")
+        for fmt, stype, text in _TYPED_SCHEMAS:
+            store = SchemaStore.from_schemas([RegisteredSchema("t-value", 1, 1, text, stype)])
+            plan = typed.plan_column(store, "value", fmt, subject="t-value")
+            _typed_decoders.append((typed.ColumnDecoder(plan), typed.ColumnDecoder(plan, compiled=False)))
+    return _typed_decoders
+
+
+def _canon(t, v):  # type: ignore[no-untyped-def]
+    """A value of Arrow type ``t`` comparable with ``==``: floats as their bits (NaN equal to NaN),
+    map entries sorted (Protobuf leaves their order open; the other formats keep it, both paths alike)."""
+    import math
+
+    import pyarrow as pa
+
+    if v is None:
+        return None
+    if pa.types.is_struct(t):
+        return tuple(_canon(f.type, v[f.name]) for f in t)
+    if pa.types.is_map(t):
+        return sorted(((repr(k), _canon(t.item_type, x)) for k, x in v), key=lambda kv: kv[0])
+    if pa.types.is_list(t):
+        return [_canon(t.value_type, x) for x in v]
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else struct.pack("<d", v)
+    return v
+
+
+def typed(data: bytes) -> None:
+    """Byte 0 picks the format; the rest is a payload after the wire-format header (and its
+    halves): the compiled column decoder and the reference give the same values and problems."""
+    if not data or _m("typed") is None:
+        return
+    import pyarrow as pa
+
+    fast, ref = _typed_pairs()[data[0] % len(_TYPED_SCHEMAS)]
+    body = data[1:]
+    arr = pa.array([_TYPED_HEADER + body, _TYPED_HEADER + body[: len(body) // 2], None], pa.binary())
+    got, got_problems = fast.decode(arr)
+    want, want_problems = ref.decode(arr)
+    assert got.type == want.type
+    assert [_canon(got.type, v) for v in got.to_pylist()] == [_canon(want.type, v) for v in want.to_pylist()]
+    assert got_problems == want_problems, (got_problems, want_problems)
+
+
+def _typed_seeds() -> list[bytes]:
+    """A few well-formed payloads per format of ``_TYPED_SCHEMAS`` (byte 0: the format)."""
+    import io as _io
+    import json
+    from decimal import Decimal
+
+    from fastavro import parse_schema, schemaless_writer
+
+    from kafka_format.registry.protobuf import ProtoSchema, compile_proto
+
+    out = []
+    avro = parse_schema(json.loads(_TYPED_SCHEMAS[0][2]))
+    proto = ProtoSchema(*compile_proto(_TYPED_SCHEMAS[1][2])).message_class("f.R")
+    for i in range(3):
+        buf = _io.BytesIO()
+        schemaless_writer(buf, avro, {"s": "é" * i, "l": -i << 40, "d": i / 3, "e": "AB"[i % 2], "a": ["x"] * i,
+                                      "m": {f"k{j}": j for j in range(i)}, "n": None if i % 2 else "n",
+                                      "dec": Decimal(i) / 4, "in": {"b": i % 2 == 0}})
+        out.append(b"\x00" + buf.getvalue())
+        m = proto(i=i - 1, u=2**64 - 1 - i, z=-i, s="s" * i, b=b"\x00" * i, e=i % 2, p=range(i),
+                  m={f"k{j}": j for j in range(i)}, me={j: j % 2 for j in range(i)})
+        m.inner.n = "in" if i else ""
+        m.t.seconds, m.t.nanos = 1_700_000_000 + i, -i
+        if i % 2:
+            m.os = "o"
+            m.f = 0.5
+        else:
+            m.oi.xs.extend([-1, 2])
+        m.items.add(n="it")
+        out.append(b"\x01\x00" + m.SerializeToString())
+        doc = {"s": "t\u00e9", "i": i, "n": i / 7, "b": True, "a": [{"x": i}, {"x": None}], "m": {"k": "v"}}
+        out.append(b"\x02" + json.dumps(doc, indent=i or None).encode())
+    return out
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "decode_reference": decode_reference,
     "decode_fast": decode_fast,
@@ -400,6 +525,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "decompress_snappy": decompress_snappy,
     "decompress_lz4": decompress_lz4,
     "decompress_zstd": decompress_zstd,
+    "typed": typed,
 }
 _ORDER = tuple(TARGETS)
 #: Seed directory (under tests/fuzz/corpus) of each target.
@@ -475,6 +601,8 @@ def seeds(roots: list[Path]) -> dict[str, list[bytes]]:
         out["internal"] += _internal_records(logs)
         for name, payload in _compressed_payloads(logs).items():
             out[name] += payload
+    if _m("typed") is not None:
+        out["typed"] += _typed_seeds()
     return {name: list(dict.fromkeys(values))[:MAX_SEEDS] for name, values in out.items()}
 
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import os
-import struct
 import uuid
 from collections import Counter
 from typing import Any
@@ -24,6 +22,7 @@ from hypothesis import strategies as st
 from kafka_format.registry.avro_columns import available
 from kafka_format.registry.store import RegisteredSchema, SchemaStore
 from kafka_format.registry.typed import ColumnDecoder, TypedDecodeError, plan_column
+from parity import same
 from registry_corpus import make_corpus
 
 pytestmark = pytest.mark.skipif(not available(), reason="the compiled Avro decoder is not built")
@@ -260,17 +259,6 @@ def cases(draw: Any) -> tuple[Any, Any, list[bytes | None]]:
         rows.append(b"\x00\x00\x00\x00\x01" + payload)
     rows.append(None)
     return top, reader, rows
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal values, floats compared by their bits (NaN and -0.0 included)."""
-    if isinstance(a, float) and isinstance(b, float):
-        return struct.pack("<d", a) == struct.pack("<d", b) or (math.isnan(a) and math.isnan(b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b
 
 
 def decoders(writer: Any, reader: Any) -> tuple[ColumnDecoder, ColumnDecoder]:
