@@ -266,6 +266,22 @@ class _Py4JToSparkLog(logging.Handler):
             pass
 
 
+class _RootPy4JRecords(logging.Filter):
+    """Py4J logs a failed send on the *root* logger (``logging.exception`` in ``java_gateway``),
+    which would print its traceback on stderr through ``logging``'s default handler: those records
+    go where Py4J's own logger's go."""
+
+    def __init__(self, handler: logging.Handler) -> None:
+        super().__init__()
+        self.handler = handler
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if f"{os.sep}py4j{os.sep}" in (record.pathname or ""):
+            self.handler.handle(record)
+            return False
+        return True
+
+
 def jvm_log_path(app_name: str) -> str:
     """Where a ``klogs`` run's Spark (JVM and Python workers) writes its own log lines:
     ``$KLOGS_LOG_DIR`` or ``~/.cache/kafka-log-analytics/logs``, one file per run."""
@@ -310,13 +326,16 @@ def run_job(body: Callable[[], int], *, prog: str) -> int:
     install_redacting_hooks()
     py4j = logging.getLogger("py4j")
     handler = _Py4JToSparkLog()
+    root_filter = _RootPy4JRecords(handler)
     saved = py4j.propagate
     py4j.addHandler(handler)
     py4j.propagate = False
+    logging.getLogger().addFilter(root_filter)
     try:
         with listing_cache():        # the input dirs are listed and their state files read once per run
             return _run_body(body, prog, spark_failure)
     finally:
+        logging.getLogger().removeFilter(root_filter)
         py4j.removeHandler(handler)
         py4j.propagate = saved
 

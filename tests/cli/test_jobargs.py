@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,36 @@ def test_run_job_turns_bad_input_into_exit_2(capsys: pytest.CaptureFixture[str])
 def test_run_job_lets_bugs_through() -> None:
     with pytest.raises(ZeroDivisionError):
         run_job(lambda: 1 // 0, prog="x")
+
+
+def test_py4j_records_on_the_root_logger_go_to_the_spark_log_not_stderr(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Py4J logs a send to a dead JVM with ``logging.exception`` on the root logger: that
+    traceback goes to the run's Spark log; anything else on the root logger is left alone."""
+    import logging
+
+    from kafka_format.jobs import jobargs
+
+    log = tmp_path / "spark.log"
+    monkeypatch.setattr(jobargs, "_jvm_log", str(log))
+    monkeypatch.setattr(jobargs, "_verbose", False)
+    # code whose frames say it is Py4J's, logging as java_gateway.send_command does
+    py4j_like = compile("try:\n    raise ConnectionResetError(104, 'Connection reset by peer')\n"
+                        "except OSError:\n    logging.exception('Exception while sending command.')\n",
+                        "/site-packages/py4j/java_gateway.py".replace("/", os.sep), "exec")
+
+    def body() -> int:
+        exec(py4j_like, {"logging": logging})
+        logging.getLogger().warning("a warning of the user's own")
+        return 0
+
+    with caplog.at_level(logging.INFO):
+        assert run_job(body, prog="probe") == 0
+    assert [r.getMessage() for r in caplog.records] == ["a warning of the user's own"]
+    written = log.read_text()
+    assert "Exception while sending command." in written and "ConnectionResetError" in written
+    logging.getLogger().warning("after the run")      # the filter is gone with the run
+    assert caplog.records[-1].getMessage() == "after the run"
 
 
 def test_run_main_parses_then_runs_the_body(capsys: pytest.CaptureFixture[str]) -> None:

@@ -80,7 +80,7 @@ def test_c_decoder_constants_match_the_declared_layouts() -> None:
         "GZIP_TRAILER": gzip.GZIP_TRAILER.size,
     }),
     ("records/_fastdir.c", {"NAME_DIGITS": partition_files.OFFSET_DIGITS}),
-    ("registry/_avrocolumns.c", {"WIRE_HEADER": wire.HEADER_SIZE}),
+    ("registry/_columns.h", {"WIRE_HEADER": wire.HEADER_SIZE}),   # the typed column decoders share it
     ("log/cleaner/_kernels.c", {"HASH_SIZE": cleaner_plan.MD5_BYTES,
                                 "ENTRY_SIZE": cleaner_plan.MD5_BYTES + cleaner_plan.OFFSET_BYTES}),
 ], ids=lambda v: v if isinstance(v, str) else "")
