@@ -4,6 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 PYTEST_ARGS ?=
+# make test runs the suite on this many processes (pytest-xdist), a file's tests on one of them
+TEST_WORKERS ?= 2
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
@@ -29,7 +31,7 @@ lint: $(STAMP) ## ruff over the package, the jobs and the tests, then mypy over 
 	$(VENV)/bin/mypy    # files and settings: [tool.mypy] in pyproject.toml
 
 test: $(STAMP) lint ## Lint, then run the test suite (fast decoder; reference decoder parity included)
-	$(PY) -m pytest --ignore=tests/conformance $(PYTEST_ARGS)   # conformance: make conformance (own conftest, real brokers)
+	$(PY) -m pytest --ignore=tests/conformance -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)   # conformance: make conformance (own conftest, real brokers)
 
 test-reference: $(STAMP) ## Run the format tests with the reference decoder forced
 	KAFKA_FORMAT_DECODER=reference $(PY) -m pytest tests/format $(PYTEST_ARGS)

@@ -69,7 +69,7 @@ def crashed(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Crashe
     """Every scenario's killed run (started in parallel)."""
     conf = tmp_path_factory.mktemp("spark_conf")      # `klogs` reads the local profile: use the test one
     (conf / "local.conf").write_text((REPO / "spark_conf" / "test.conf").read_text())
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_GATEWAY", "SPARK_"))},
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_GATEWAY", "SPARK_")) or k == "SPARK_SUBMIT_OPTS"},
            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, "KLOGS_SPARK_CONF_DIR": str(conf)}
     running: dict[str, tuple] = {}
     done: dict[str, Crashed] = {}

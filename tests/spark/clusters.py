@@ -30,6 +30,11 @@ _MASTER_URL = re.compile(r"Starting Spark master at (spark://\S+)")
 _MASTER_UI = re.compile(r"Bound MasterWebUI to \S+ and started at (http://\S+)")
 
 
+# the suite's JVM options (tests/conftest.py) for executors too
+EXECUTOR_JVM_CONF = {"spark.executor.extraJavaOptions": os.environ["KLA_TEST_JVM_OPTS"]} \
+    if os.environ.get("KLA_TEST_JVM_OPTS") else {}
+
+
 def _env() -> dict[str, str]:
     return {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
             "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
@@ -130,7 +135,7 @@ import clusters
 from kafka_format.spark.session import build_session
 spark = build_session(master=sys.argv[1], profile="test", app_name="klogs-test",
                       extra_conf={"spark.driver.host": "127.0.0.1", "spark.executor.memory": "512m",
-                                  "spark.cores.max": "2"})
+                                  "spark.cores.max": "2", **clusters.EXECUTOR_JVM_CONF})
 print("RESULT " + json.dumps(clusters.summarize(spark, json.loads(sys.argv[2]))))
 spark.stop()
 """
@@ -256,7 +261,7 @@ import clusters
 from kafka_format.spark.session import build_session
 spark = build_session(master=sys.argv[1], profile="test", app_name="klogs-jobs-test",
                       extra_conf={"spark.driver.host": "127.0.0.1", "spark.executor.memory": "512m",
-                                  "spark.cores.max": "2"})
+                                  "spark.cores.max": "2", **clusters.EXECUTOR_JVM_CONF})
 out = Path(sys.argv[2])
 codes = clusters.run_jobs(json.loads(sys.argv[3]), out, sys.argv[4], delta=True)
 executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
