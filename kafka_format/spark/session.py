@@ -61,7 +61,11 @@ def _stderr_to(path: str | None) -> Iterator[None]:
     if path is None:
         yield
         return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    except OSError as exc:       # e.g. $KLOGS_LOG_DIR names a file
+        raise OSError(exc.errno, f"cannot create the directory of Spark's log {os.path.dirname(path)!r} "
+                                 f"($KLOGS_LOG_DIR, default ~/.cache/kafka-log-analytics/logs): {exc.strerror}") from None
     _prune_logs(os.path.dirname(path))
     sys.stderr.flush()
     saved = os.dup(2)

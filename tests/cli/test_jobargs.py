@@ -234,3 +234,17 @@ def test_spark_start_up_output_goes_to_a_log_file_unless_verbose(verbose: bool, 
         assert seen["bar"]                                            # klogs draws the bar instead
         log = Path(str(seen["jvm_log"]))
         assert log.parent == tmp_path and log.name.startswith("klogs-probe-") and log.suffix == ".log"
+
+
+def test_a_log_dir_that_is_a_file_is_named_in_the_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$KLOGS_LOG_DIR naming a file: the one line says it is Spark's log directory that cannot be made."""
+    pytest.importorskip("pyspark")
+    from kafka_format.jobs.jobargs import jvm_log_path
+    from kafka_format.spark.session import _stderr_to
+
+    taken = tmp_path / "logs"
+    taken.write_text("a file\n")
+    monkeypatch.setenv("KLOGS_LOG_DIR", str(taken))
+    with pytest.raises(OSError, match=r"Spark's log .*logs.*KLOGS_LOG_DIR.*File exists"):
+        with _stderr_to(jvm_log_path("probe")):
+            pass
