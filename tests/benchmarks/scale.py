@@ -129,6 +129,9 @@ def run_job(size: str, job: str, argv: list[str], conf_dir: Path, records: int,
     env = {**os.environ, "KLOGS_SPARK_CONF_DIR": str(conf_dir), "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable}
     klogs = Path(sys.executable).parent / "klogs"
+    # a standalone worker's children may still hold the previous job's executor: only what they
+    # spend from now on is this job's
+    baseline = {pid: _cpu_ticks(pid) for root in extra_roots for pid in _tree(root)}
     start = time.monotonic()
     proc = subprocess.Popen([str(klogs), *argv], env=env, cwd=str(REPO), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
@@ -141,7 +144,8 @@ def run_job(size: str, job: str, argv: list[str], conf_dir: Path, records: int,
     wall = time.monotonic() - start
     stop.set()
     watcher.join()
-    cpu_s = sum(cpu.values()) / _TICK       # each process's last sample: at most 0.2 s of each is missed
+    # each process's last sample (at most 0.2 s of each is missed), less what it had spent before
+    cpu_s = sum(max(0, ticks - baseline.get(pid, 0)) for pid, ticks in cpu.items()) / _TICK
     lines = [ln for ln in err.decode(errors="replace").splitlines() if ln.startswith("klogs ")]
     return Run(size, job, wall, cpu_s, proc.returncode, peaks["jvm"] / 2**20, peaks["py"] / 2**20, records,
                lines[-1] if (lines and proc.returncode) else "")
