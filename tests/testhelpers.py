@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -19,3 +20,11 @@ def load_module(name: str, path: Path) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def own_spark_env(*drop: str) -> dict[str, str]:
+    """This process's environment for a child that starts its own Spark: without the shared
+    session's gateway and ``SPARK_*`` variables (nor any of the prefixes ``drop``), with the suite's
+    JVM options (``SPARK_SUBMIT_OPTS``, tests/conftest.py)."""
+    gone = ("PYSPARK_GATEWAY", "SPARK_", *drop)
+    return {k: v for k, v in os.environ.items() if not k.startswith(gone) or k == "SPARK_SUBMIT_OPTS"}

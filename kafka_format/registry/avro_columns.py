@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,6 +38,8 @@ from kafka_format.registry.columns import (
     ST_NULL,
     ST_OK,
     ST_SHORT,
+    Program,
+    ProgramBuilder,
     decode_rows,
 )
 
@@ -75,18 +76,6 @@ def available() -> bool:
 
 
 # --- one writer schema compiled against the layout --------------------------------------------
-@dataclass(frozen=True)
-class Program:
-    """A compiled writer schema: nodes (int32 x 6), children and constants for ``_avrocolumns``."""
-
-    nodes: bytes
-    kids: bytes
-    consts: tuple[bytes, ...]
-
-    def as_tuple(self) -> tuple[bytes, bytes, tuple[bytes, ...]]:
-        return self.nodes, self.kids, self.consts
-
-
 class _Resolution:
     """fastavro's ``match_types`` / ``match_schemas`` (``raise_on_error=False``) on parsed schemas:
     whether and as what a writer schema resolves to a reader schema, named types looked up in
@@ -144,37 +133,25 @@ class _Resolution:
         return r if self.match_types(wt, rt, depth) else None
 
 
-class _Compiler(_Resolution):
+class _Compiler(_Resolution, ProgramBuilder):
     """fastavro's resolution of one writer schema to the reader, as a program (see module doc)."""
 
     def __init__(self, wnamed: dict[str, Any], rnamed: dict[str, Any], resolve: bool) -> None:
-        super().__init__(wnamed, rnamed)
+        _Resolution.__init__(self, wnamed, rnamed)
+        ProgramBuilder.__init__(self, (NOP, -1, 0, 0, 0, 0))
         self.resolve = resolve
-        self.nodes: list[tuple[int, int, int, int, int, int]] = [(NOP, -1, 0, 0, 0, 0)]
-        self.kids: list[int] = []
-        self.consts: list[bytes] = []
 
     def node(self, op: int, col: int = -1, a: int = 0, b: int = 0, c: int = 0, d: int = 0) -> int:
         self.nodes.append((op, col, a, b, c, d))
         return len(self.nodes) - 1
 
     def group(self, op: int, col: int, children: Sequence[int]) -> int:
-        first = len(self.kids)
-        self.kids.extend(children)
-        return self.node(op, col, first, len(children))
-
-    def const(self, raw: bytes) -> int:
-        self.consts.append(raw)
-        return len(self.consts) - 1
+        return self.node(op, col, self.children(children), len(children))
 
     def program(self, writer: Any, reader: Any, target: Any) -> Program:
         root = self.value(writer, reader if self.resolve else writer, target, 0)
         self.nodes[0] = self.nodes[root]
-        return Program(
-            np.asarray(self.nodes, dtype=np.int32).tobytes(),
-            np.asarray(self.kids, dtype=np.int32).tobytes(),
-            tuple(self.consts),
-        )
+        return Program(*self.packed())
 
     # --- reading a writer value into a target ---------------------------------------------------
     def value(self, w: Any, r: Any, target: Any, depth: int) -> int:

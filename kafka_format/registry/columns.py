@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 __all__ = ["K_STRUCT", "K_FIXED", "K_VAR", "K_LIST", "ST_OK", "ST_NULL", "ST_SHORT", "ST_BAD_MAGIC",
-           "ST_NO_PROGRAM", "ST_FAILED", "ST_BAD_OFFSETS", "Target", "Columns", "Unsupported", "col_of",
+           "ST_NO_PROGRAM", "ST_FAILED", "ST_BAD_OFFSETS", "Target", "Program", "ProgramBuilder", "Columns", "Unsupported", "col_of",
            "arrow_of", "arrow_layout", "assemble", "decode_rows"]
 
 K_STRUCT, K_FIXED, K_VAR, K_LIST = range(4)  # column kinds of _columns.h
@@ -53,6 +53,46 @@ class Target:
     value: Any = None  # map: Target (Avro: or UnionView)
     members: list[Any] = field(default_factory=list)  # Avro union struct: member Targets
     schema: Any = None  # Avro: the reader schema of this position
+
+
+@dataclass(frozen=True)
+class Program:
+    """A schema compiled for a C unit: its node table (int32 records, six or eight a node by unit),
+    the children of its nodes (int32s) and its constants."""
+
+    nodes: bytes
+    kids: bytes
+    consts: tuple[bytes, ...]
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        """The program as the unit's ``decode`` takes it."""
+        return self.nodes, self.kids, self.consts
+
+
+class ProgramBuilder:
+    """What a unit's schema compiler adds to as it goes: nodes (tuples of ints), the children
+    lists of its nodes and its constants; :meth:`packed` is them as a :class:`Program` holds them."""
+
+    def __init__(self, *first: tuple[int, ...]) -> None:
+        self.nodes: list[tuple[int, ...]] = list(first)
+        self.kids: list[int] = []
+        self.consts: list[bytes] = []
+
+    def children(self, nodes: Sequence[int]) -> int:
+        """Where the children ``nodes`` start in the children list."""
+        first = len(self.kids)
+        self.kids.extend(nodes)
+        return first
+
+    def const(self, raw: bytes) -> int:
+        """The index of constant ``raw``."""
+        self.consts.append(raw)
+        return len(self.consts) - 1
+
+    def packed(self) -> tuple[bytes, bytes, tuple[bytes, ...]]:
+        """Nodes and children as little-endian int32s, and the constants."""
+        return (np.asarray(self.nodes, dtype=np.int32).tobytes(), np.asarray(self.kids, dtype=np.int32).tobytes(),
+                tuple(self.consts))
 
 
 def col_of(t: Any) -> int:

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from kafka_format.registry.columns import Target, Unsupported, arrow_layout, arrow_of, decode_rows
+from kafka_format.registry.columns import Program, ProgramBuilder, Target, Unsupported, arrow_layout, arrow_of, decode_rows
 
 __all__ = ["JsonColumns", "Program", "compile_table", "available"]
 
@@ -44,18 +43,6 @@ _SIMPLE = {"string": (J_STRING, "string"), "integer": (J_INTEGER, "int64"), "num
 def available() -> bool:
     """Whether the compiled decoder is built."""
     return _jsoncolumns is not None
-
-
-@dataclass(frozen=True)
-class Program:
-    """The table schema compiled: nodes (int32 x 6), children and constants for ``_jsoncolumns``."""
-
-    nodes: bytes
-    kids: bytes
-    consts: tuple[bytes, ...]
-
-    def as_tuple(self) -> tuple[bytes, bytes, tuple[bytes, ...]]:
-        return self.nodes, self.kids, self.consts
 
 
 def _fnv(raw: bytes) -> int:
@@ -85,13 +72,8 @@ def name_table(names: Sequence[str]) -> bytes:
     return struct.pack("<i", cap) + b"".join(struct.pack("<iii", *s) for s in slots) + text
 
 
-class _Compiler:
+class _Compiler(ProgramBuilder):
     """A shape over its layout as nodes, parents before their children."""
-
-    def __init__(self) -> None:
-        self.nodes: list[tuple[int, ...]] = []
-        self.kids: list[int] = []
-        self.consts: list[bytes] = []
 
     def node(self, shape: Any, target: Target) -> int:
         at = len(self.nodes)
@@ -102,10 +84,8 @@ class _Compiler:
             if any(("\ud800" <= ch <= "\udfff") for n, _ in shape.fields for ch in n):
                 raise Unsupported("a property name no payload can spell in UTF-8")
             kids = [self.node(sub, target.fields[n]) for n, sub in shape.fields]
-            first = len(self.kids)
-            self.kids.extend(kids)
-            self.consts.append(name_table([n for n, _ in shape.fields]))
-            self.nodes[at] = (J_OBJECT, target.col, first, len(kids), len(self.consts) - 1, 0)
+            self.nodes[at] = (J_OBJECT, target.col, self.children(kids), len(kids),
+                              self.const(name_table([n for n, _ in shape.fields])), 0)
         elif shape.kind == "map":
             if target.kind != "map" or target.key.kind != "string":
                 raise Unsupported("a map that does not match its table type")
@@ -127,8 +107,7 @@ class _Compiler:
 
     def program(self, shape: Any, root: Target) -> Program:
         self.node(shape, root)
-        return Program(np.asarray(self.nodes, dtype=np.int32).tobytes(), np.asarray(self.kids, dtype=np.int32).tobytes(),
-                       tuple(self.consts))
+        return Program(*self.packed())
 
 
 class JsonColumns:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from kafka_format.registry import columns
 from kafka_format.registry.columns import Target, Unsupported, arrow_layout, arrow_of, decode_rows
 
 __all__ = ["ProtoColumns", "Program", "compile_table", "available", "message_path"]
@@ -56,17 +57,14 @@ def available() -> bool:
 
 
 @dataclass(frozen=True)
-class Program:
-    """The table message compiled (nodes: int32 x 8, children, constants) and the index path of
-    that message in one writer schema (int32s; None: the writer has no such message)."""
+class Program(columns.Program):
+    """The table message compiled (nodes: int32 x 8) and the index path of that message in one
+    writer schema (int32s; None: the writer has no such message)."""
 
-    nodes: bytes
-    kids: bytes
-    consts: tuple[bytes, ...]
     path: bytes | None
 
-    def as_tuple(self) -> tuple[bytes, bytes, tuple[bytes, ...], bytes | None]:
-        return self.nodes, self.kids, self.consts, self.path
+    def as_tuple(self) -> tuple[Any, ...]:
+        return (*super().as_tuple(), self.path)
 
 
 def _repeated(fd: Any) -> bool:
@@ -97,28 +95,21 @@ _KIND = {
 }
 
 
-class _Compiler:
+class _Compiler(columns.ProgramBuilder):
     """The table message as nodes over its layout (``_Mapper``'s rules of registry/protobuf.py)."""
 
     def __init__(self) -> None:
-        self.nodes: list[tuple[int, ...]] = [(P_MSG, -1, 0, 0, 0, -1, 0, 0)]
-        self.kids: list[int] = []
-        self.consts: list[bytes] = []
+        super().__init__((P_MSG, -1, 0, 0, 0, -1, 0, 0))
         self.depth = 0
 
     def node(self, *ints: int) -> int:
         self.nodes.append(tuple(ints) + (0,) * (8 - len(ints)))
         return len(self.nodes) - 1
 
-    def const(self, raw: bytes) -> int:
-        self.consts.append(raw)
-        return len(self.consts) - 1
-
     def program(self, desc: Any, root: Target) -> tuple[bytes, bytes, tuple[bytes, ...]]:
         top = self.message(desc, root, entry=False)
         self.nodes[0] = self.nodes[top]
-        return (np.asarray(self.nodes, dtype=np.int32).tobytes(), np.asarray(self.kids, dtype=np.int32).tobytes(),
-                tuple(self.consts))
+        return self.packed()
 
     def message(self, desc: Any, target: Target, *, entry: bool) -> int:
         self.depth += 1
@@ -133,8 +124,7 @@ class _Compiler:
             fields = [
                 self.field(fd, target.fields[fd.name], oneofs, entry=entry) for fd in desc.fields
             ]
-            first = len(self.kids)
-            self.kids.extend(fields)
+            first = self.children(fields)
             ext = b"".join(struct.pack("<ii", a, b) for a, b in desc.extension_ranges)
             return self.node(P_MSG, target.col, first, len(fields), self._dispatch(desc), self.const(ext) if ext else -1,
                              len(oneofs), M_ENTRY if entry else 0)
@@ -148,8 +138,7 @@ class _Compiler:
         seconds, nanos = by.get("seconds"), by.get("nanos")
         if seconds is None or nanos is None or len(desc.fields) != 2 or (seconds.number, nanos.number) != (1, 2):
             raise Unsupported("an unusual google.protobuf.Timestamp")
-        first = len(self.kids)
-        self.kids.extend([self.node(P_INT64, -1, -1, 0, 0, -1, -1, 1), self.node(P_INT32, -1, -1, 0, 0, -1, -1, 2)])
+        first = self.children([self.node(P_INT64, -1, -1, 0, 0, -1, -1, 1), self.node(P_INT32, -1, -1, 0, 0, -1, -1, 2)])
         table = struct.pack("<ii", 0, 3) + struct.pack("<iii", -1, 0, 1)
         return self.node(P_MSG, target.col, first, 2, self.const(table), -1, 0, M_TIMESTAMP)
 

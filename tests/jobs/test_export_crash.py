@@ -24,6 +24,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
+from testhelpers import own_spark_env
 from test_export_job import (REPO, append_records, assert_exactly, oracle, read_delta, read_parquet_dir, run_export,
                              write_log_dir)
 
@@ -69,8 +70,8 @@ def crashed(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Crashe
     """Every scenario's killed run (started in parallel)."""
     conf = tmp_path_factory.mktemp("spark_conf")      # `klogs` reads the local profile: use the test one
     (conf / "local.conf").write_text((REPO / "spark_conf" / "test.conf").read_text())
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_GATEWAY", "SPARK_")) or k == "SPARK_SUBMIT_OPTS"},
-           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, "KLOGS_SPARK_CONF_DIR": str(conf)}
+    env = {**own_spark_env(), "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "KLOGS_SPARK_CONF_DIR": str(conf)}
     running: dict[str, tuple] = {}
     done: dict[str, Crashed] = {}
 

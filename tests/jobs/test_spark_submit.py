@@ -14,7 +14,6 @@ settings, launched as a user launches it).
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from s3store import KEY, SECRET
+from testhelpers import own_spark_env
 from test_export_job import assert_exactly, oracle, read_delta, write_log_dir
 
 pytestmark = pytest.mark.spark
@@ -98,8 +98,7 @@ def test_the_readme_spark_submit_exports_s3a_to_a_delta_table(moto_s3, tmp_path:
                 for a in ("--conf", f"spark.hadoop.{k}={v}")]
     credentials = tmp_path / "aws-credentials"
     credentials.write_text(f"[klogs-tests]\naws_access_key_id = {KEY}\naws_secret_access_key = {SECRET}\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYSPARK_GATEWAY", "SPARK_"))
-           or k == "SPARK_SUBMIT_OPTS"}   # the suite's JVM options (tests/conftest.py)
+    env = own_spark_env("AWS_")
     env.update(AWS_SHARED_CREDENTIALS_FILE=str(credentials), AWS_PROFILE="klogs-tests", AWS_REGION="us-east-1",
                AWS_EC2_METADATA_DISABLED="true", PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                KLOGS_LOG_DIR=str(tmp_path / "klogs-logs"))
