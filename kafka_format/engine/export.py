@@ -16,6 +16,7 @@ what passes).  No pyspark here.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import time
@@ -23,6 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -31,6 +33,7 @@ import pyarrow.parquet as pq
 from kafka_format.storage.fsio import redact
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.output.ownership import Owner, OutputRefused
+from kafka_format.output.parquet import dictionary_columns
 from kafka_format.output.publish import claim_output, crash_point, local_path, staging_dir
 from kafka_format.output.store import claim, is_store
 
@@ -317,7 +320,7 @@ def _export_split(task: _SplitExport) -> dict[str, int]:
 
     schema = convert(source.empty_table()).schema
 
-    def batches() -> Iterator[pa.RecordBatch]:
+    def converted() -> Iterator[pa.RecordBatch]:
         for batch in read_split(task.split, task.options):
             if not batch.num_rows:
                 continue
@@ -329,13 +332,29 @@ def _export_split(task: _SplitExport) -> dict[str, int]:
             if table.num_rows:
                 yield from convert(table).to_batches()
 
+    rows = converted()
+    first = next(rows, None)
+    if first is None:
+        return counts
+    in_files = [n for n in schema.names if n not in task.partition_by]
+    options = {"coerce_timestamps": "us", "allow_truncated_timestamps": False,
+               "use_dictionary": dictionary_columns(first.select(in_files)) or False}
+    if set(task.partition_by) <= {"topic", "partition"}:
+        # A split is one topic-partition: its rows go to one hive directory, written as they come.
+        keys = {"topic": task.split.topic, "partition": task.split.partition}
+        where = os.path.join(task.root, *(f"{c}={quote(str(keys[c]), safe='')}" for c in task.partition_by))
+        os.makedirs(where, exist_ok=True)
+        with pq.ParquetWriter(os.path.join(where, f"part-{task.index:05d}-0.parquet"),
+                              pa.schema([schema.field(n) for n in in_files]), **options) as writer:
+            for batch in itertools.chain([first], rows):
+                writer.write_batch(batch.select(in_files))
+        return counts
     part_schema = pa.schema([schema.field(c) for c in task.partition_by])
-    ds.write_dataset(pa.RecordBatchReader.from_batches(schema, batches()), task.root, format="parquet",
-                     partitioning=ds.partitioning(part_schema, flavor="hive"),
+    ds.write_dataset(pa.RecordBatchReader.from_batches(schema, itertools.chain([first], rows)), task.root,
+                     format="parquet", partitioning=ds.partitioning(part_schema, flavor="hive"),
                      basename_template=f"part-{task.index:05d}-{{i}}.parquet",
                      existing_data_behavior="overwrite_or_ignore", preserve_order=True,
-                     file_options=ds.ParquetFileFormat().make_write_options(
-                         coerce_timestamps="us", allow_truncated_timestamps=False))
+                     file_options=ds.ParquetFileFormat().make_write_options(**options))
     return counts
 
 

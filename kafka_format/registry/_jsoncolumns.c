@@ -51,6 +51,10 @@ typedef struct {
     Py_ssize_t nkids;
     PyObject *consts;
     int64_t props;                 /* every object's properties (seen flags) */
+    int32_t *first;                /* per node: an object's first entry in names (load's) */
+    int32_t *names;                /* per property of every object: (start, length) of its name in
+                                    * the object's name table text, in declared order (length -1:
+                                    * never matched raw) */
 } Program;
 
 typedef struct {
@@ -358,6 +362,22 @@ static int value(Ctx *x, int node);
 /* The property index of name n[0 .. len) in an object node's table (-1: undeclared).  Table:
  * int32 cap (a power of two), cap slots of (start, length, index; index -1: empty), the names'
  * text; FNV-1a 32-bit hash, linear probing (json_columns.py builds it). */
+static inline const uint8_t *name_text(const Program *g, int ci) {
+    PyObject *b = PyTuple_GET_ITEM(g->consts, ci);
+    const uint8_t *raw = (const uint8_t *)PyBytes_AS_STRING(b);
+    int32_t cap;
+    memcpy(&cap, raw, 4);
+    return raw + 4 + 12 * (Py_ssize_t)cap;
+}
+
+/* a[0 .. n) == b[0 .. n) for the short strings property names are (no call for them) */
+static inline int same(const uint8_t *a, const uint8_t *b, int64_t n) {
+    if (n > 16) return memcmp(a, b, (size_t)n) == 0;
+    for (int64_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
 static int property(const Program *g, int ci, const uint8_t *n, int64_t len) {
     PyObject *b = PyTuple_GET_ITEM(g->consts, ci);
     const uint8_t *raw = (const uint8_t *)PyBytes_AS_STRING(b);
@@ -373,7 +393,7 @@ static int property(const Program *g, int ci, const uint8_t *n, int64_t len) {
         memcpy(&length, slot + 4, 4);
         memcpy(&index, slot + 8, 4);
         if (index < 0) return -1;
-        if (length == len && memcmp(text + start, n, (size_t)len) == 0) return index;
+        if (length == len && same(text + start, n, len)) return index;
     }
     return -1;
 }
@@ -387,6 +407,9 @@ static int object(Ctx *x, const int32_t *nd) {
     x->stop += n;
     memset(seen, 0, (size_t)n);
     int rc = put_struct(c, nd[1]);
+    const int32_t *names = g->names + 2 * (Py_ssize_t)g->first[(nd - g->nodes) / NODE_INTS];
+    const uint8_t *text = name_text(g, nd[4]);
+    int next = 0;
     x->p++;
     ws(x);
     if (!rc && x->p < x->end && *x->p == '}') {
@@ -398,9 +421,15 @@ static int object(Ctx *x, const int32_t *nd) {
             int esc;
             if (x->p >= x->end || *x->p != '"') { rc = -1; break; }
             x->p++;
-            if (string_span(x, &s, &len, &esc)) { rc = -1; break; }
             int i;
-            if (esc) {
+            int64_t want = next < n ? names[2 * next + 1] : -1;
+            if (want >= 0 && x->end - x->p > want && x->p[want] == '"' && same(text + names[2 * next], x->p, want)) {
+                i = next;              /* the usual case: the next declared property, spelled plainly */
+                x->p += want + 1;
+            } else if (string_span(x, &s, &len, &esc)) {
+                rc = -1;
+                break;
+            } else if (esc) {
                 int64_t k = unescape(x, s, len);
                 i = k < 0 ? -2 : property(g, nd[4], x->buf, k);
             } else {
@@ -416,6 +445,7 @@ static int object(Ctx *x, const int32_t *nd) {
             } else {
                 if (seen[i]) { rc = -1; break; }   /* twice: Python's dict keeps the last */
                 seen[i] = 1;
+                next = i + 1;
                 if (value(x, g->kids[nd[2] + i])) { rc = -1; break; }
             }
             ws(x);
@@ -656,6 +686,52 @@ static int program_ok(Program *g, const Cols *x) {
     return g->nnodes > 0;
 }
 
+/* Each object's property names by declared index (after program_ok): g->first, g->names.  An index
+ * the table does not hold keeps length -1 and never matches.  -1: out of memory. */
+static int index_names(Program *g) {
+    g->first = calloc((size_t)g->nnodes, sizeof(int32_t));
+    g->names = malloc((size_t)(g->props ? g->props : 1) * 2 * sizeof(int32_t));
+    if (!g->first || !g->names) return -1;
+    int32_t at = 0;
+    for (Py_ssize_t k = 0; k < g->nnodes; k++) {
+        const int32_t *nd = node_at(g, (int)k);
+        if (nd[0] != J_OBJECT) continue;
+        g->first[k] = at;
+        for (int i = 0; i < nd[3]; i++) {
+            g->names[2 * (at + i)] = 0;
+            g->names[2 * (at + i) + 1] = -1;
+        }
+        const uint8_t *raw = (const uint8_t *)PyBytes_AS_STRING(PyTuple_GET_ITEM(g->consts, nd[4]));
+        int32_t cap;
+        memcpy(&cap, raw, 4);
+        const uint8_t *text = raw + 4 + 12 * (Py_ssize_t)cap;
+        for (int32_t j = 0; j < cap; j++) {
+            int32_t slot[3];
+            memcpy(slot, raw + 4 + 12 * (Py_ssize_t)j, 12);
+            if (slot[2] < 0) continue;
+            /* only a name that reads the same raw in a JSON string (no quote, backslash or control
+             * character) is matched byte for byte */
+            const uint8_t *name = text + slot[0];
+            int plain = 1;
+            for (int32_t b = 0; b < slot[1]; b++)
+                if (name[b] == '"' || name[b] == '\\' || name[b] < 0x20) plain = 0;
+            g->names[2 * (at + slot[2])] = slot[0];
+            g->names[2 * (at + slot[2]) + 1] = plain ? slot[1] : -1;
+        }
+        at += nd[3];
+    }
+    return 0;
+}
+
+static void free_programs(Json *s, Py_ssize_t ng) {
+    for (Py_ssize_t i = 0; s->gs && i < ng; i++) {
+        free(s->gs[i].first);
+        free(s->gs[i].names);
+    }
+    free(s->gs);
+    s->gs = NULL;
+}
+
 static int json_load(void *state, PyObject *programs, const Cols *x) {
     Json *s = state;
     Py_ssize_t ng = PyTuple_GET_SIZE(programs);
@@ -681,6 +757,10 @@ static int json_load(void *state, PyObject *programs, const Cols *x) {
             PyErr_SetString(PyExc_ValueError, "malformed JSON column program");
             goto fail;
         }
+        if (index_names(g)) {
+            PyErr_NoMemory();
+            goto fail;
+        }
         if (g->props > props) props = g->props;
     }
     s->ng = ng;
@@ -688,14 +768,13 @@ static int json_load(void *state, PyObject *programs, const Cols *x) {
     if (!s->seen) { PyErr_NoMemory(); goto fail; }
     return 0;
 fail:
-    free(s->gs);
-    s->gs = NULL;
+    free_programs(s, ng);
     return -1;
 }
 
 static void json_release(void *state) {
     Json *s = state;
-    free(s->gs);
+    free_programs(s, s->ng);
     free(s->seen);
     free(s->buf);
 }

@@ -192,14 +192,16 @@ static int skip_unknown(const uint8_t **pp, const uint8_t *end, int wt) {
     }
 }
 
+/* The wire type of each field kind (a table: no branch on the hot path); P_FAIL has none. */
+static const int8_t WIRE_TYPE[P_COUNT] = {
+    [P_INT32] = 0, [P_INT64] = 0, [P_UINT32] = 0, [P_UINT64] = 0, [P_SINT32] = 0, [P_SINT64] = 0,
+    [P_FIXED32] = 5, [P_FIXED64] = 1, [P_SFIXED32] = 5, [P_SFIXED64] = 1, [P_FLOAT] = 5, [P_DOUBLE] = 1,
+    [P_BOOL] = 0, [P_STRING] = 2, [P_BYTES] = 2, [P_ENUM] = 0, [P_MESSAGE] = 2, [P_TIMESTAMP] = 2,
+    [P_MAP] = 2, [P_FAIL] = -1,
+};
+
 static inline int wire_type(int op) {
-    switch (op) {
-    case P_FIXED64: case P_SFIXED64: case P_DOUBLE: return 1;
-    case P_FIXED32: case P_SFIXED32: case P_FLOAT: return 5;
-    case P_STRING: case P_BYTES: case P_MESSAGE: case P_TIMESTAMP: case P_MAP: return 2;
-    case P_FAIL: return -1;
-    default: return 0;
-    }
+    return WIRE_TYPE[op];                  /* op < P_COUNT: program_ok checked every node */
 }
 
 /* ------------------------------------------------------------------ values */
@@ -406,8 +408,8 @@ static int scan(Ctx *x, const int32_t *m, Slot *f, int32_t *act, const uint8_t *
         }
         const int32_t *nd = node_at(g, g->kids[m[2] + i]);
         int op = nd[0];
-        if (op == P_FAIL) return -1;
         if (wt != wire_type(op)) {
+            if (op == P_FAIL) return -1;
             if ((nd[3] & F_REPEATED) && wt == 2 && packable(op)) {
                 if (packed(x, nd, &p, end)) return -1;
                 continue;
