@@ -283,7 +283,13 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
     const int64_t *meta = meta_view.buf;
     const unsigned char *base = buf_view.buf;
     unsigned available = kf_codecs_available();
-    size_t rows_est = 0, data_est = 0, compressed_est = 0;
+    /* Column sizes: the batches this call will take (until max_held decompressed bytes are held)
+     * bound them; decompressed sizes are expected from the codec's ratio in earlier calls
+     * (size_hint_unpacked), so that the columns of a chunk's short last part fit the blocks
+     * they get (a block much larger than what it holds is shrunk, and its next use is fresh
+     * pages: measured 10 % of the lz4 decode). */
+    size_t rows_est = 0, data_est = 0, packed_est = 0;
+    int estimating = 1;
     for (Py_ssize_t i = 0; i < nb; i++) {
         const int64_t *m = meta + i * CM_NCOLS;
         int64_t a = m[CM_START], e = m[CM_END], count = m[META_COUNT];
@@ -303,9 +309,13 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
                 raise_violation(i, V_DECOMPRESS, 0);
                 goto done;
             }
-            size_t backed = len * 4 / MIN_V2_RECORD_SIZE + 1;  /* a first guess; grows */
-            rows_est += (size_t)count < backed ? (size_t)count : backed;
-            compressed_est += len * 4;
+            if (estimating) {
+                size_t expect = size_hint_unpacked(codec, len, (size_t)max_output);
+                size_t backed = len * 4 / MIN_V2_RECORD_SIZE + 1;    /* a first guess; grows */
+                rows_est += (size_t)count < backed ? (size_t)count : backed;
+                packed_est += expect;
+                estimating = packed_est < (size_t)max_held;          /* the call stops there */
+            }
             continue;
         }
         if (check) {
@@ -319,14 +329,17 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
             raise_violation(i, V_COUNT_TOO_LARGE, 0);
             goto done;
         }
-        rows_est += (size_t)count;
-        data_est += len;
+        if (estimating) {
+            rows_est += (size_t)count;
+            data_est += len;
+        }
     }
-    /* compressed batches are taken until max_held decompressed bytes: size for that, not for
-     * every batch of the chunk (a column larger than the block cache is fresh pages each call) */
-    if (compressed_est > (size_t)max_held + (size_t)max_held / 4)
-        compressed_est = (size_t)max_held + (size_t)max_held / 4;
-    data_est += compressed_est;
+    /* some room for the expectation's error (the columns grow past it); never more than the
+     * held bound and a quarter */
+    packed_est += packed_est / 8;
+    if (packed_est > (size_t)max_held + (size_t)max_held / 4)
+        packed_est = (size_t)max_held + (size_t)max_held / 4;
+    data_est += packed_est;
     if (opts & OPT_DECOMPRESS_ONLY)
         rows_est = data_est = 0;
     size_t n1 = rows_est + 1;
@@ -351,6 +364,7 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
 
     Py_ssize_t bad_batch = 0, bad_offset = 0, ndone = 0;
     size_t held = 0, decoded = 0;
+    size_t packed_in[8] = {0}, unpacked_out[8] = {0};    /* per codec, for size_hint_ratio */
     Violation v = V_OK;
     Out o;
     Py_BEGIN_ALLOW_THREADS
@@ -377,6 +391,8 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
                 v = rc == KF_NO_MEMORY ? V_NO_MEMORY : V_DECOMPRESS;
                 break;
             }
+            packed_in[codec] += len;
+            unpacked_out[codec] += dlen;
             start = scratch.data;
             end = start + dlen;
             len = dlen;
@@ -414,6 +430,9 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     if (v == V_OK && !(opts & OPT_DECOMPRESS_ONLY))
         size_hint_learn(&o, decoded);
+    if (v == V_OK)
+        for (int c = 1; c < 8; c++)
+            size_hint_ratio(c, packed_in[c], unpacked_out[c]);
     if (v == V_NO_MEMORY) {
         PyErr_NoMemory();
         goto done;
