@@ -150,12 +150,15 @@ void column_free(Column *c)
     c->data = NULL;
 }
 
-/* Hand the memory to a Buffer object; the column is emptied (GIL held).  A block
- * mostly unused (e.g. keys sized by the payload bound) is shrunk so that a
- * long-lived Arrow array does not pin it, unless the waste is small (at most
- * SHRINK_SLACK): such blocks go back to the cache at their full size and fit the
- * next chunk's request (a shrunk block never would, costing fresh pages). */
-#define SHRINK_SLACK ((size_t)1 << 20)
+/* Hand the memory to a Buffer object; the column is emptied (GIL held).  A block mostly
+ * unused (under 1/3 filled, e.g. keys sized by the payload bound) is shrunk so that a
+ * long-lived Arrow array does not pin it, unless the waste is small (at most SHRINK_SLACK):
+ * such blocks go back to the cache at their full size and fit the next chunk's request (a
+ * shrunk block never would, costing fresh pages).  1/3 and the slack leave a column sized
+ * from the size hints alone (up to 1/4 of room, rounded to 1 MiB, in a cached block of up to
+ * twice the size asked for): with 1/2 and 1 MiB, the key column and the last part's value
+ * column of every compressed chunk were shrunk, and faulted in afresh in the next. */
+#define SHRINK_SLACK ((size_t)2 << 20)
 PyObject *column_finish(Column *c)
 {
     BufferObject *b = PyObject_New(BufferObject, &BufferType);
@@ -163,7 +166,7 @@ PyObject *column_finish(Column *c)
         column_free(c);
         return NULL;
     }
-    if (c->capacity >= BLOCK_CACHE_MIN && c->size < c->capacity / 2 &&
+    if (c->capacity >= BLOCK_CACHE_MIN && c->size < c->capacity / 3 &&
         c->capacity - c->size > SHRINK_SLACK) {
         size_t keep = c->size ? c->size : 1;
         char *p = PyMem_RawRealloc(c->data, keep);

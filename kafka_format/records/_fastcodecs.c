@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "_fastcodecs.h"
+#include "_fastxxh.h"
 
 #ifdef KF_HAVE_LZ4
 #include <lz4.h>
@@ -119,49 +120,6 @@ static inline uint32_t kf_be32(const unsigned char *p)
 /* ------------------------------------------------------------------ lz4 */
 
 #ifdef KF_HAVE_LZ4
-#define XXH_P1 2654435761u
-#define XXH_P2 2246822519u
-#define XXH_P3 3266489917u
-#define XXH_P4 668265263u
-#define XXH_P5 374761393u
-
-static inline uint32_t rotl32(uint32_t x, int r)
-{
-    return (x << r) | (x >> (32 - r));
-}
-
-/* xxh32 (seed 0) of the frame descriptor and of stored blocks (block checksums). */
-static uint32_t xxh32(const unsigned char *p, size_t n)
-{
-    const unsigned char *end = p + n;
-    uint32_t h;
-    if (n >= 16) {
-        uint32_t v1 = XXH_P1 + XXH_P2, v2 = XXH_P2, v3 = 0, v4 = 0u - XXH_P1;
-        const unsigned char *limit = end - 16;
-        do {
-            v1 = rotl32(v1 + le32(p) * XXH_P2, 13) * XXH_P1;
-            v2 = rotl32(v2 + le32(p + 4) * XXH_P2, 13) * XXH_P1;
-            v3 = rotl32(v3 + le32(p + 8) * XXH_P2, 13) * XXH_P1;
-            v4 = rotl32(v4 + le32(p + 12) * XXH_P2, 13) * XXH_P1;
-            p += 16;
-        } while (p <= limit);
-        h = rotl32(v1, 1) + rotl32(v2, 7) + rotl32(v3, 12) + rotl32(v4, 18);
-    } else {
-        h = XXH_P5;
-    }
-    h += (uint32_t)n;
-    for (; p + 4 <= end; p += 4)
-        h = rotl32(h + le32(p) * XXH_P3, 17) * XXH_P4;
-    for (; p < end; p++)
-        h = rotl32(h + *p * XXH_P5, 11) * XXH_P1;
-    h ^= h >> 15;
-    h *= XXH_P2;
-    h ^= h >> 13;
-    h *= XXH_P3;
-    h ^= h >> 16;
-    return h;
-}
-
 #define LZ4_FRAME_MAGIC 0x184D2204u
 #define LZ4_FLG_FIXED_MASK 0xE3      /* version, independence, reserved bits */
 #define LZ4_FLG_FIXED 0x60           /* version 01, independent blocks, reserved 0 */
@@ -170,51 +128,110 @@ static uint32_t xxh32(const unsigned char *p, size_t n)
 #define LZ4_FLG_CONTENT_CHECKSUM 0x04
 #define LZ4_STORED 0x80000000u
 
-static int kf_unlz4(KfScratch *s, const unsigned char *src, size_t n, size_t max_output, size_t *out_len)
+/* The frame of an lz4 payload as kf_unlz4 takes it: its FLG byte, first block and largest
+ * block; 0 when it is one, else the payload falls back (not Kafka's framing). */
+typedef struct {
+    unsigned flg;
+    size_t first, max_block, checksum;      /* checksum: bytes after each block (0 or 4) */
+} Lz4Frame;
+
+static int lz4_frame(const unsigned char *src, size_t n, Lz4Frame *f)
 {
     if (n < 7 || le32(src) != LZ4_FRAME_MAGIC)
-        return KF_FALLBACK;
+        return -1;
     unsigned flg = src[4], bd = src[5];
     unsigned code = (bd >> 4) & 7;
     if ((flg & LZ4_FLG_FIXED_MASK) != LZ4_FLG_FIXED || (bd & 0x8F) || code < 4)
-        return KF_FALLBACK;
+        return -1;
     size_t hc_at = 6 + ((flg & LZ4_FLG_CONTENT_SIZE) ? 8 : 0);   /* content size: skipped */
-    if (n <= hc_at || src[hc_at] != ((xxh32(src + 4, hc_at - 4) >> 8) & 0xFF))
-        return KF_FALLBACK;
-    size_t checksum = (flg & LZ4_FLG_BLOCK_CHECKSUM) ? 4 : 0;
-    size_t max_block = (size_t)1 << (2 * code + 8);
-    /* Walk the blocks first: the frame must be complete (up to the end mark), and the output
-     * is bounded before decoding (a stored block gives its size, a compressed one <= max_block). */
-    size_t first = hc_at + 1, pos = first, bound = 0;
+    if (n <= hc_at || src[hc_at] != ((kf_xxh32(src + 4, hc_at - 4) >> 8) & 0xFF))
+        return -1;
+    f->flg = flg;
+    f->first = hc_at + 1;
+    f->max_block = (size_t)1 << (2 * code + 8);
+    f->checksum = (flg & LZ4_FLG_BLOCK_CHECKSUM) ? 4 : 0;
+    return 0;
+}
+
+/* Walk the blocks of a frame: the frame must be complete (up to the end mark).  *bound receives
+ * the output bound (a stored block gives its size, a compressed one <= max_block); with `jobs`,
+ * each block with a checksum is added to them (at most `room`: -1 beyond). */
+static int lz4_blocks(const unsigned char *src, size_t n, const Lz4Frame *f, size_t *bound,
+                      const unsigned char **job_p, size_t *job_n, uint32_t *job_want, int *jobs, int room)
+{
+    size_t pos = f->first;
+    *bound = 0;
     for (;;) {
         if (n - pos < 4)
-            return KF_FALLBACK;
+            return -1;
         uint32_t word = le32(src + pos);
         size_t size = word & ~LZ4_STORED;
         if (size == 0) {
-            if ((flg & LZ4_FLG_CONTENT_CHECKSUM) && n - pos - 4 < 4)
-                return KF_FALLBACK;                 /* read, never verified, by Kafka */
-            break;
+            if ((f->flg & LZ4_FLG_CONTENT_CHECKSUM) && n - pos - 4 < 4)
+                return -1;                          /* read, never verified, by Kafka */
+            return 0;
         }
-        if (size > max_block || n - pos - 4 < size + checksum)
-            return KF_FALLBACK;
-        bound += (word & LZ4_STORED) ? size : max_block;
-        pos += 4 + size + checksum;
+        if (size > f->max_block || n - pos - 4 < size + f->checksum)
+            return -1;
+        *bound += (word & LZ4_STORED) ? size : f->max_block;
+        if (job_p && f->checksum) {
+            if (*jobs == room)
+                return -1;
+            job_p[*jobs] = src + pos + 4;
+            job_n[*jobs] = size;
+            job_want[*jobs] = le32(src + pos + 4 + size);
+            (*jobs)++;
+        }
+        pos += 4 + size + f->checksum;
     }
+}
+
+void kf_lz4_check_group(const unsigned char *const src[], const size_t n[], int count, unsigned char ok[])
+{
+    const unsigned char *job_p[KF_XXH_MANY];
+    size_t job_n[KF_XXH_MANY];
+    uint32_t job_want[KF_XXH_MANY], job_got[KF_XXH_MANY];
+    int first_job[KF_LZ4_GROUP + 1], jobs = 0;
+    if (count > KF_LZ4_GROUP)
+        count = KF_LZ4_GROUP;
+    for (int i = 0; i < count; i++) {
+        Lz4Frame f;
+        size_t bound;
+        int before = jobs;
+        first_job[i] = jobs;
+        ok[i] = lz4_frame(src[i], n[i], &f) == 0 &&
+                lz4_blocks(src[i], n[i], &f, &bound, job_p, job_n, job_want, &jobs, KF_XXH_MANY) == 0;
+        if (!ok[i])
+            jobs = before;                          /* verified by kf_unlz4 itself, if at all */
+    }
+    first_job[count] = jobs;
+    if (jobs > 0)
+        kf_xxh32_many(job_p, job_n, job_got, jobs);
+    for (int i = 0; i < count; i++)
+        for (int j = first_job[i]; ok[i] && j < first_job[i + 1]; j++)
+            ok[i] = job_got[j] == job_want[j];
+}
+
+static int kf_unlz4(KfScratch *s, const unsigned char *src, size_t n, size_t max_output, size_t *out_len,
+                    int checked)
+{
+    Lz4Frame f;
+    size_t bound;
+    if (lz4_frame(src, n, &f) < 0 || lz4_blocks(src, n, &f, &bound, NULL, NULL, NULL, NULL, 0) < 0)
+        return KF_FALLBACK;
     if (bound > max_output)
         bound = max_output;
     int rc = scratch_reserve(s, bound ? bound : 1);
     if (rc != KF_OK)
         return rc;
-    size_t total = 0;
-    pos = first;
+    size_t total = 0, pos = f.first;
     for (;;) {
         uint32_t word = le32(src + pos);
         size_t size = word & ~LZ4_STORED;
         if (size == 0)
             break;
         const unsigned char *block = src + pos + 4;
-        if (checksum && xxh32(block, size) != le32(block + size))
+        if (f.checksum && !checked && kf_xxh32(block, size) != le32(block + size))
             return KF_FALLBACK;
         size_t room = bound - total;
         if (word & LZ4_STORED) {
@@ -223,7 +240,7 @@ static int kf_unlz4(KfScratch *s, const unsigned char *src, size_t n, size_t max
             memcpy(s->data + total, block, size);
             total += size;
         } else {
-            size_t cap = room < max_block ? room : max_block;
+            size_t cap = room < f.max_block ? room : f.max_block;
             if (cap == 0)
                 return KF_FALLBACK;
             int got = LZ4_decompress_safe((const char *)block, (char *)s->data + total, (int)size, (int)cap);
@@ -231,7 +248,7 @@ static int kf_unlz4(KfScratch *s, const unsigned char *src, size_t n, size_t max
                 return KF_FALLBACK;
             total += (size_t)got;
         }
-        pos += 4 + size + checksum;
+        pos += 4 + size + f.checksum;
     }
     *out_len = total;
     return KF_OK;
@@ -532,13 +549,13 @@ static int kf_gunzip(KfScratch *s, const unsigned char *src, size_t n, size_t ma
 #endif
 
 int kf_decompress(KfScratch *s, int codec, const unsigned char *src, size_t n, size_t max_output,
-                  size_t *out_len)
+                  size_t *out_len, int checked)
 {
-    (void)s; (void)src; (void)n; (void)max_output; (void)out_len;
+    (void)s; (void)src; (void)n; (void)max_output; (void)out_len; (void)checked;
     switch (codec) {
 #ifdef KF_HAVE_LZ4
     case CODEC_LZ4:
-        return kf_unlz4(s, src, n, max_output, out_len);
+        return kf_unlz4(s, src, n, max_output, out_len, checked);
 #endif
 #ifdef KF_HAVE_ZSTD
     case CODEC_ZSTD:

@@ -29,11 +29,21 @@ typedef struct {
 /* Bit i set: codec id i is decoded in C (0 = none is always set). */
 unsigned kf_codecs_available(void);
 
+#define KF_CODEC_LZ4 3
+
 /* Decompress the records region `src[0:n]` of a magic-2 batch with `codec` into
- * s->data; *out_len receives the decompressed size (<= max_output).  Safe without
- * the GIL (uses PyMem_Raw* only). */
+ * s->data; *out_len receives the decompressed size (<= max_output).  `checked`: an lz4
+ * payload's block checksums were verified by kf_lz4_check_group.  Safe without the GIL
+ * (uses PyMem_Raw* only). */
 int kf_decompress(KfScratch *s, int codec, const unsigned char *src, size_t n, size_t max_output,
-                  size_t *out_len);
+                  size_t *out_len, int checked);
+
+/* The block checksums of up to KF_LZ4_GROUP lz4 payloads verified together (their blocks
+ * hashed side by side, kf_xxh32_many): ok[i] = 1 when payload i is a frame kf_decompress takes
+ * and every block checksum it has matches; 0 leaves it to kf_decompress (which verifies, or
+ * declines, it).  Only with lz4 compiled in. */
+#define KF_LZ4_GROUP 8
+void kf_lz4_check_group(const unsigned char *const src[], const size_t n[], int count, unsigned char ok[]);
 
 void kf_scratch_free(KfScratch *s);
 

@@ -33,6 +33,7 @@
 #include "_fastdecode.h"
 #include "_fastcodecs.h"
 #include "_fastcrc.h"
+#include "_fastxxh.h"
 
 /* ------------------------------------------------------------------ errors */
 
@@ -246,6 +247,29 @@ static void scratch_put(KfScratch *s)
 #define CM_NCOLS (META_NCOLS + 2)
 #define FLAG_CODEC_SHIFT 4           /* flags bits 4-6: the batch's codec id */
 
+#ifdef KF_HAVE_LZ4
+/* The block checksums of the lz4 batches from b on (up to KF_LZ4_GROUP, while they are lz4)
+ * verified together, while their bytes are read for the first time (xxh32 is a chain of
+ * dependent multiplies per block: ~7 GB/s alone, ~35 GB/s four blocks at a time with AVX-512;
+ * alone it took a tenth of the medium lz4 decode).  Returns how many: ok[i] of batch b + i. */
+static Py_ssize_t lz4_group(const int64_t *meta, Py_ssize_t nb, const unsigned char *base, Py_ssize_t b,
+                            unsigned char ok[KF_LZ4_GROUP])
+{
+    const unsigned char *src[KF_LZ4_GROUP];
+    size_t n[KF_LZ4_GROUP];
+    int k = 0;
+    for (; k < KF_LZ4_GROUP && b + k < nb; k++) {
+        const int64_t *m = meta + (b + k) * CM_NCOLS;
+        if (((m[META_FLAGS] >> FLAG_CODEC_SHIFT) & 7) != KF_CODEC_LZ4)
+            break;
+        src[k] = base + m[CM_START];
+        n[k] = (size_t)(m[CM_END] - m[CM_START]);
+    }
+    kf_lz4_check_group(src, n, k, ok);
+    return k;
+}
+#endif
+
 PyDoc_STRVAR(decode_v2_chunk_doc,
 "decode_v2_chunk(buf, meta, max_decompressed, options, max_held=max_decompressed)\n"
 "    -> (columns, done, held)\n\n"
@@ -283,7 +307,13 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
     const int64_t *meta = meta_view.buf;
     const unsigned char *base = buf_view.buf;
     unsigned available = kf_codecs_available();
-    size_t rows_est = 0, data_est = 0, compressed_est = 0;
+    /* Column sizes: the batches this call will take (until max_held decompressed bytes are held)
+     * bound them; decompressed sizes are expected from the codec's ratio in earlier calls
+     * (size_hint_unpacked), so that the columns of a chunk's short last part fit the blocks
+     * they get (a block much larger than what it holds is shrunk, and its next use is fresh
+     * pages: measured 10 % of the lz4 decode). */
+    size_t rows_est = 0, data_est = 0, packed_est = 0;
+    int estimating = 1;
     for (Py_ssize_t i = 0; i < nb; i++) {
         const int64_t *m = meta + i * CM_NCOLS;
         int64_t a = m[CM_START], e = m[CM_END], count = m[META_COUNT];
@@ -303,9 +333,13 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
                 raise_violation(i, V_DECOMPRESS, 0);
                 goto done;
             }
-            size_t backed = len * 4 / MIN_V2_RECORD_SIZE + 1;  /* a first guess; grows */
-            rows_est += (size_t)count < backed ? (size_t)count : backed;
-            compressed_est += len * 4;
+            if (estimating) {
+                size_t expect = size_hint_unpacked(codec, len, (size_t)max_output);
+                size_t backed = len * 4 / MIN_V2_RECORD_SIZE + 1;    /* a first guess; grows */
+                rows_est += (size_t)count < backed ? (size_t)count : backed;
+                packed_est += expect;
+                estimating = packed_est < (size_t)max_held;          /* the call stops there */
+            }
             continue;
         }
         if (check) {
@@ -319,14 +353,17 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
             raise_violation(i, V_COUNT_TOO_LARGE, 0);
             goto done;
         }
-        rows_est += (size_t)count;
-        data_est += len;
+        if (estimating) {
+            rows_est += (size_t)count;
+            data_est += len;
+        }
     }
-    /* compressed batches are taken until max_held decompressed bytes: size for that, not for
-     * every batch of the chunk (a column larger than the block cache is fresh pages each call) */
-    if (compressed_est > (size_t)max_held + (size_t)max_held / 4)
-        compressed_est = (size_t)max_held + (size_t)max_held / 4;
-    data_est += compressed_est;
+    /* some room for the expectation's error (the columns grow past it); never more than the
+     * held bound and a quarter */
+    packed_est += packed_est / 8;
+    if (packed_est > (size_t)max_held + (size_t)max_held / 4)
+        packed_est = (size_t)max_held + (size_t)max_held / 4;
+    data_est += packed_est;
     if (opts & OPT_DECOMPRESS_ONLY)
         rows_est = data_est = 0;
     size_t n1 = rows_est + 1;
@@ -351,8 +388,12 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
 
     Py_ssize_t bad_batch = 0, bad_offset = 0, ndone = 0;
     size_t held = 0, decoded = 0;
+    size_t packed_in[8] = {0}, unpacked_out[8] = {0};    /* per codec, for size_hint_ratio */
     Violation v = V_OK;
     Out o;
+    /* lz4 block checksums of the next batches, verified together (kf_lz4_check_group) */
+    unsigned char lz4_ok[KF_LZ4_GROUP];
+    Py_ssize_t lz4_from = 0, lz4_to = 0;
     Py_BEGIN_ALLOW_THREADS
     out_start(&st, &o);
     for (Py_ssize_t b = 0; b < nb; b++) {
@@ -372,11 +413,23 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
         size_t len = (size_t)(end - start);
         if (codec != 0) {
             size_t dlen = 0;
-            int rc = kf_decompress(&scratch, codec, start, len, (size_t)max_output, &dlen);
+            int checked = 0;
+#ifdef KF_HAVE_LZ4
+            if (codec == KF_CODEC_LZ4) {
+                if (b >= lz4_to) {
+                    lz4_from = b;
+                    lz4_to = b + lz4_group(meta, nb, base, b, lz4_ok);
+                }
+                checked = lz4_ok[b - lz4_from];
+            }
+#endif
+            int rc = kf_decompress(&scratch, codec, start, len, (size_t)max_output, &dlen, checked);
             if (rc != KF_OK) {
                 v = rc == KF_NO_MEMORY ? V_NO_MEMORY : V_DECOMPRESS;
                 break;
             }
+            packed_in[codec] += len;
+            unpacked_out[codec] += dlen;
             start = scratch.data;
             end = start + dlen;
             len = dlen;
@@ -414,6 +467,9 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     if (v == V_OK && !(opts & OPT_DECOMPRESS_ONLY))
         size_hint_learn(&o, decoded);
+    if (v == V_OK)
+        for (int c = 1; c < 8; c++)
+            size_hint_ratio(c, packed_in[c], unpacked_out[c]);
     if (v == V_NO_MEMORY) {
         PyErr_NoMemory();
         goto done;
@@ -533,6 +589,7 @@ done:
 extern PyMethodDef kf_arrow_methods[];     /* _fastarrow.c */
 extern PyMethodDef kf_dir_methods[];       /* _fastdir.c */
 extern PyMethodDef kf_scan_methods[];      /* _fastscan.c */
+extern PyMethodDef kf_xxh_methods[];       /* _fastxxh.c */
 
 static PyMethodDef fd_methods[] = {
     {"decode_v2", fd_decode_v2, METH_VARARGS, decode_v2_doc},
@@ -555,13 +612,14 @@ static struct PyModuleDef fd_module = {
 PyMODINIT_FUNC PyInit__fastdecode(void)
 {
     kf_crc_init();
+    kf_xxh_init();
     if (PyType_Ready(&BufferType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&fd_module);
     if (!m)
         return NULL;
     if (PyModule_AddFunctions(m, kf_arrow_methods) < 0 || PyModule_AddFunctions(m, kf_dir_methods) < 0 ||
-        PyModule_AddFunctions(m, kf_scan_methods) < 0) {
+        PyModule_AddFunctions(m, kf_scan_methods) < 0 || PyModule_AddFunctions(m, kf_xxh_methods) < 0) {
         Py_DECREF(m);
         return NULL;
     }
@@ -576,6 +634,7 @@ PyMODINIT_FUNC PyInit__fastdecode(void)
     if (PyModule_AddObjectRef(m, "Buffer", (PyObject *)&BufferType) < 0 ||
         PyModule_AddStringConstant(m, "CRC32C_IMPLEMENTATION", kf_crc_implementation()) < 0 ||
         PyModule_AddIntConstant(m, "CRC_LEVEL", kf_crc_level()) < 0 ||
+        PyModule_AddIntConstant(m, "XXH_LEVEL", kf_xxh_level()) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_END", SCAN_END) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_ZERO_TAIL", SCAN_ZERO_TAIL) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_CORRUPT_SIZE", SCAN_CORRUPT_SIZE) < 0 ||

@@ -144,5 +144,9 @@ void out_finish(DecodeState *st, const Out *o);
  * records from `payload` bytes, from what earlier calls of the process decoded (GIL held). */
 void size_hint_apply(size_t init[C_NCOLS], size_t rows, size_t payload);
 void size_hint_learn(const Out *o, size_t payload);
+/* Expected decompressed size of `packed` bytes of `codec` (at most `cap`), from what earlier
+ * calls decompressed (GIL held); size_hint_ratio records a call's bytes. */
+size_t size_hint_unpacked(int codec, size_t packed, size_t cap);
+void size_hint_ratio(int codec, size_t packed, size_t unpacked);
 
 #endif

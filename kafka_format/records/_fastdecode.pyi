@@ -12,6 +12,7 @@ _BufferLike: TypeAlias = _BufferProtocol | np.ndarray
 
 CRC32C_IMPLEMENTATION: Final[str]  # "table", "sse4.2", "pclmul+sse4.2", "avx512-vpclmul+sse4.2" (+ long-input choice)
 CRC_LEVEL: Final[int]              # 0 tables, 1 SSE4.2, 2 PCLMULQDQ, 3 AVX-512 VPCLMULQDQ
+XXH_LEVEL: Final[int]              # xxh32 of lz4 blocks side by side: 0 portable, 1 AVX2, 2 AVX-512
 SCAN_END: Final[int]               # walk stopped: <= 17 bytes left or a partial trailing entry
 SCAN_ZERO_TAIL: Final[int]         # walk stopped at an all-zero remainder
 SCAN_CORRUPT_SIZE: Final[int]      # walk stopped at size < 14 followed by non-zero bytes
@@ -59,6 +60,9 @@ def crc32c_at(data: _BufferLike, value: int, level: int, /) -> int:
 
 def crc32c_copy(data: _BufferLike, value: int, level: int, dst_offset: int = 0, /) -> tuple[int, bytes]:
     """The fused copy + CRC-32C of large keys and values, into a destination at dst_offset (tests)."""
+
+def xxh32_many(buffers: Sequence[_BufferLike], level: int, /) -> list[int]:
+    """xxHash32 (seed 0) of up to 32 buffers hashed side by side at level <= level (tests)."""
 
 def repeat(pattern: _BufferLike, n: int, /) -> Buffer:
     """n copies of pattern (constant columns)."""

@@ -517,17 +517,20 @@ void out_finish(DecodeState *st, const Out *o)
 
 /* ------------------------------------------------------------------ size hints */
 
-/* Keys and header columns are sized from the previous call's shares of its payload bytes: a
- * chunk decoded after another of the same topic rarely grows a column (a grow copies the
- * column; header columns started at 256 entries grew ~8 times per 16 MiB chunk of records
- * with headers).  Shares are in 1/65536 of a payload byte and come from what a call decoded,
+/* Key, value and header columns are sized from the previous call's shares of its payload
+ * bytes: a chunk decoded after another of the same topic rarely grows a column (a grow copies
+ * the column; header columns started at 256 entries grew ~8 times per 16 MiB chunk of records
+ * with headers), and a value column is not sized by the payload bound that records with small
+ * values fill a fraction of (a block that much larger than its data is shrunk: fresh pages
+ * the next time).  Shares are in 1/65536 of a payload byte and come from what a call decoded,
  * so a column starts at most 1/8 above what records like the previous call's fill by growing
  * (keys and header fields: at most the payload; header entries: one per >= 2 payload bytes), and
  * memory that a different chunk leaves unused is never touched.  A call of records without
  * headers resets them. */
 #define HINT_ONE 65536u
 static struct {
-    uint32_t headers, key_bytes, hkey_bytes, hval_bytes;   /* per payload byte, x HINT_ONE */
+    uint32_t headers, key_bytes, value_bytes, hkey_bytes, hval_bytes;  /* per payload byte, x HINT_ONE */
+    int known;                                             /* a call has set them */
 } size_hint;
 
 static size_t hint_size(uint32_t share, size_t payload, size_t floor)
@@ -542,7 +545,15 @@ void size_hint_apply(size_t init[C_NCOLS], size_t rows, size_t payload)
     size_t headers = hint_size(size_hint.headers, payload, 256);
     if (rows && headers > 4 * rows)
         headers = 4 * rows;             /* the records of a call rarely hold more (they grow) */
-    init[C_KEY_DATA] = hint_size(size_hint.key_bytes, payload, init[C_KEY_DATA]);
+    /* a known share replaces the caller's guess (a floor above it wasted a block's half) */
+    if (size_hint.known) {
+        init[C_KEY_DATA] = hint_size(size_hint.key_bytes, payload, BLOCK_CACHE_MIN);
+        /* values: at most the payload bound the caller gives (no grow), usually less (record
+         * framing, keys, headers: a block sized by the bound was mostly unused for small values) */
+        size_t values = hint_size(size_hint.value_bytes, payload, BLOCK_CACHE_MIN);
+        if (values < init[C_VALUE_DATA])
+            init[C_VALUE_DATA] = values;
+    }
     init[C_HKEY_OFFSETS] = (headers + 1) * 4;
     init[C_HVALUE_OFFSETS] = (headers + 1) * 4;
     init[C_HVALUE_VALID] = headers;
@@ -560,8 +571,35 @@ void size_hint_learn(const Out *o, size_t payload)
 {
     if (payload < ((size_t)1 << 20))
         return;                         /* a small call says little about the next chunk */
+    size_hint.known = 1;
     size_hint.headers = share_of(o->h, payload);
     size_hint.key_bytes = share_of(o->key_pos, payload);
+    size_hint.value_bytes = share_of(o->val_pos, payload);
     size_hint.hkey_bytes = share_of(o->hkey_pos, payload);
     size_hint.hval_bytes = share_of(o->hval_pos, payload);
+}
+
+
+/* Decompressed bytes per compressed byte of each codec in the last call that decompressed at
+ * least 1 MiB with it (x RATIO_ONE; 0: none yet).  With no ratio yet a payload is expected to
+ * decompress to 4x its size. */
+#define RATIO_ONE 256u
+#define RATIO_MAX 4096u
+static uint32_t unpack_ratio[8];
+
+size_t size_hint_unpacked(int codec, size_t packed, size_t cap)
+{
+    uint64_t r = unpack_ratio[codec & 7] ? unpack_ratio[codec & 7] : 4 * RATIO_ONE;
+    uint64_t want = (uint64_t)packed * r / RATIO_ONE;
+    return want > cap ? cap : (size_t)want;
+}
+
+void size_hint_ratio(int codec, size_t packed, size_t unpacked)
+{
+    if (unpacked < ((size_t)1 << 20) || packed == 0)
+        return;
+    uint64_t r = (uint64_t)unpacked * RATIO_ONE / packed;
+    if (r > RATIO_MAX * RATIO_ONE)
+        r = RATIO_MAX * RATIO_ONE;      /* (the expectation is capped anyway) */
+    unpack_ratio[codec & 7] = (uint32_t)(r ? r : 1);
 }

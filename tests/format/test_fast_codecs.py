@@ -11,6 +11,7 @@ truncated, oversized and unusually framed payloads give the reference decoder's 
 from __future__ import annotations
 
 import os
+import random
 import struct
 import zlib
 from typing import Any
@@ -152,6 +153,78 @@ def test_damaged_payloads_fail_identically(case: tuple[str, bytes]) -> None:
 def test_damaged_payloads_permissive_identically(case: tuple[str, bytes]) -> None:
     _codec, data = case
     _assert_same(data, mode="PERMISSIVE")
+
+
+@pytest.mark.parametrize("level", range(3))
+def test_xxh32_of_buffers_side_by_side_equals_xxhash(level: int) -> None:
+    """The lz4 block checksums are computed several blocks at a time (vector lanes side by side
+    at levels 1-2, each buffer going on alone past the group's shortest): xxHash32 of every
+    buffer, as the xxhash package computes it, for groups of 0-32 buffers of mixed lengths."""
+    xxhash = pytest.importorskip("xxhash", reason="the xxhash package is the oracle")
+    import kafka_format.records._fastdecode as native
+
+    rng = random.Random(level)
+    lengths = [0, 1, 3, 4, 5, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 31_000, 65_536]
+    for k in [0, 1, 3, 4, 5, 8, 13, 32]:
+        buffers = [rng.randbytes(rng.choice(lengths) + rng.randrange(3)) for _ in range(k)]
+        assert native.xxh32_many(buffers, level) == [xxhash.xxh32_intdigest(b) for b in buffers]
+    with pytest.raises(ValueError):
+        native.xxh32_many([b""] * 33, level)
+
+
+def _lz4_frames(plain: bytes) -> bytes:
+    import lz4.frame
+
+    return lz4.frame.compress(plain, block_linked=False, block_checksum=True, store_size=False,
+                              block_size=lz4.frame.BLOCKSIZE_MAX64KB)
+
+
+def _big_records(seed: int) -> tuple[bytes, int]:
+    """The records region of a batch whose lz4 frame has four or five 64 KiB blocks (eight of them
+    more than the 32 blocks verified together)."""
+    rng = random.Random(seed)
+    records = [{"timestamp": 1_700_000_000_000 + i, "key": b"k%d" % i,
+                "value": b"%d," % rng.randrange(10**9) * rng.randint(100, 400), "headers": []}
+               for i in range(110 + seed % 7)]
+    return build_v2(records)[RECORDS_AT:], len(records)
+
+
+@pytest.mark.parametrize("damage", [None, 0, 3, 7, 8, 9, 15])
+def test_lz4_block_checksums_verified_in_groups_decode_identically(damage: int | None,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fused path verifies the block checksums of up to 8 consecutive lz4 batches together
+    (a group ends at a batch of another codec; blocks past 32 a group are verified one by one).
+    Undamaged: everything decoded in C.  One block checksum broken (in the first, a middle or
+    the last batch of a group, in its first or last block): the reference decoder's error, and
+    PERMISSIVE skips that batch alone."""
+    _need_c("lz4")
+    layout = ["lz4"] * 12 + ["none"] + ["lz4"] * 10          # groups: 0-7, 8-11, (13-20, 21-22)
+    batches = []
+    for i, codec in enumerate(layout):
+        plain, n = _big_records(i)
+        payload = _lz4_frames(plain) if codec == "lz4" else plain
+        if i == damage:
+            payload = bytearray(payload)
+            block_end = 7 + 4 + (struct.unpack_from("<I", payload, 7)[0] & 0x7FFFFFFF)
+            at = block_end if i % 2 else len(payload) - 9     # a first block's checksum, or the last block
+            payload[at] ^= 0x10
+            payload = bytes(payload)
+        batches.append(_batch(codec, payload, n, base_offset=100 * i))
+    data = b"".join(batches)
+    if damage is None:
+        expected = _outcome(data, REFERENCE)
+
+        def no_python(*args: Any, **kw: Any) -> bytes:
+            raise AssertionError("the Python codec path was taken")
+
+        monkeypatch.setattr(compression, "decompress", no_python)
+        got = _outcome(data, FAST)
+        assert got[0] == expected[0] == "ok" and got[1].equals(expected[1])
+        return
+    kind, outcome = _assert_same(data)
+    assert kind == "error"
+    kind, table = _assert_same(data, mode="PERMISSIVE")
+    assert kind == "ok" and table.num_rows == sum(110 + i % 7 for i in range(len(layout)) if i != damage)
 
 
 @pytest.mark.parametrize("codec", COMPRESSED)

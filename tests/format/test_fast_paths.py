@@ -339,3 +339,47 @@ def test_column_sizes_learned_from_an_earlier_chunk_do_not_change_the_table() ->
         kind, (table, _skipped) = _same(data)
         assert kind == "ok" and table.num_rows == 200
         _same(learn)                                   # and back: learned from the small chunk
+
+
+def _batches(records: list[dict[str, Any]], per_batch: int, codec: str) -> bytes:
+    return b"".join(build_v2(records[i:i + per_batch], codec=CODECS[codec], base_offset=i)
+                    for i in range(0, len(records), per_batch))
+
+
+@pytest.mark.parametrize("codec", ["lz4", "zstd", "gzip"])
+def test_value_columns_and_decompressed_sizes_learned_from_earlier_chunks_do_not_change_the_table(
+        codec: str) -> None:
+    """Value columns are sized from the previous call's share of values in its payload, and the
+    columns of compressed batches from the codec's decompression ratio in earlier calls (both
+    learned from calls of at least 1 MiB): chunks after one of tiny values with values filling
+    their records, and after incompressible payloads with payloads that compress ~100x, grow
+    their columns and decode as the reference does."""
+    from builders import need_codec
+
+    need_codec(codec)
+    rng = random.Random(7)
+    tiny_values = _records(6000, headers=3, key_size=120, value_size=4, step_ms=1, seed=1)
+    big_values = [{"timestamp": 1_700_000_000_000 + i, "key": None, "value": rng.randbytes(3000), "headers": []}
+                  for i in range(400)]
+    incompressible = [{"timestamp": 1_700_000_000_000 + i, "key": b"k%d" % i, "value": rng.randbytes(1500),
+                       "headers": []} for i in range(900)]
+    zeros = [{"timestamp": 1_700_000_000_000 + i, "key": None, "value": bytes(20_000), "headers": [("h", None)]}
+             for i in range(600)]
+    learn_values, learn_ratio = _batches(tiny_values, 500, "none"), _batches(incompressible, 100, codec)
+    assert len(learn_values) > 1 << 20 and len(learn_ratio) > 1 << 20
+    for learn, data, rows in ((learn_values, _batches(big_values, 50, "none"), 400),
+                              (learn_values, _batches(big_values, 50, codec), 400),
+                              (learn_ratio, _batches(zeros, 100, codec), 600),
+                              (learn_ratio, _batches(big_values, 40, codec), 400)):
+        _same(learn)
+        kind, (table, _skipped) = _same(data)
+        assert kind == "ok" and table.num_rows == rows
+    # the general path (decode_v2: payloads given, no fused decompression) sizes values alike
+    plain = _batches(big_values, 50, "none")
+    _same(learn_values)
+    tbl = FAST.scan(plain)
+    rows = list(range(len(tbl)))
+    payloads = [plain[p + 61:p + s] for p, s in zip(tbl.position.tolist(), tbl.size.tolist(), strict=True)]
+    got, want = FAST.decode_v2_records(payloads, tbl, rows), REFERENCE.decode_v2_records(payloads, tbl, rows)
+    for name in ("value_offsets", "value_data", "value_valid", "key_valid", "offset"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
