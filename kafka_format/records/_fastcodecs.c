@@ -74,6 +74,8 @@ static int scratch_reserve(KfScratch *s, size_t need)
 {
     if (need <= s->capacity)
         return KF_OK;
+    if (s->borrowed)
+        return KF_NO_ROOM;
     size_t cap = s->capacity ? s->capacity : SCRATCH_MIN;
     while (cap < need)
         cap *= 2;

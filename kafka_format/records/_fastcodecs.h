@@ -17,13 +17,17 @@
 #define KF_OK 0
 #define KF_FALLBACK (-1)   /* not decoded here: the Python path decides */
 #define KF_NO_MEMORY (-2)
+#define KF_NO_ROOM (-3)    /* a borrowed buffer is too small: decompress again into an owned one */
 
-/* One decompression buffer (and codec contexts) reused for every batch of a call. */
+/* One decompression buffer (and codec contexts) reused for every batch of a call.  A borrowed
+ * buffer (memory of someone else's, e.g. the room left in an output column) is never grown:
+ * a codec needing more answers KF_NO_ROOM. */
 typedef struct {
     unsigned char *data;
     size_t capacity;
     void *zstd;       /* ZSTD_DCtx*, created on first use */
     void *zlib;       /* z_stream*, created on first use */
+    int borrowed;
 } KfScratch;
 
 /* Bit i set: codec id i is decoded in C (0 = none is always set). */

@@ -112,6 +112,8 @@ typedef struct {
 #define OPT_DECOMPRESS_ONLY 2    /* decompress (and CRC), decode nothing: the codec floor */
 #define OPT_SKIP_HEADERS 4       /* headers not asked for: read (every length still checked) but
                                     neither copied nor their keys' UTF-8 looked at; none output */
+#define OPT_IN_PLACE 256         /* internal: the batch's records lie in the value column at its
+                                    end (decompressed there); values are moved down in place */
 
 /* CRC-32C computed while the records are decoded (the fused path): the bytes are checksummed
  * in pieces of CRC_PIECE right after the record loop has read them, while they are in cache,
@@ -125,6 +127,9 @@ typedef struct {
     uint32_t value;                  /* Kafka-style running CRC of [region start, from) */
     const unsigned char *from;
 } RunningCrc;
+
+/* Room past a column's data that short copies may write into (two 16-byte moves). */
+#define COPY_SLACK 32
 
 /* int32 Arrow offsets: whether `len` more payload bytes could pass them in some column. */
 static inline int out_would_overflow(const Out *o, size_t len)
@@ -148,5 +153,8 @@ void size_hint_learn(const Out *o, size_t payload);
  * calls decompressed (GIL held); size_hint_ratio records a call's bytes. */
 size_t size_hint_unpacked(int codec, size_t packed, size_t cap);
 void size_hint_ratio(int codec, size_t packed, size_t unpacked);
+/* The expected decompressed bytes per compressed byte of every codec, x RATIO_ONE (GIL held). */
+#define RATIO_ONE 256u
+void size_hint_ratios(uint32_t ratio[8]);
 
 #endif

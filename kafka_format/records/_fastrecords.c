@@ -149,7 +149,6 @@ void decode_state_free(DecodeState *st)
 /* Copy n bytes; short fields (<= 32 bytes, the common key and small value) are copied as two
  * 16-byte moves instead of a libc call when 32 bytes are readable at src (src_end) and the
  * destination has COPY_SLACK bytes of room past its data (reserve_batch, reserve_headers). */
-#define COPY_SLACK 32
 HOT void copy_field(char *dst, const unsigned char *src, size_t n, const unsigned char *src_end)
 {
     if (n <= 32 && src_end - src >= 32) {
@@ -325,7 +324,10 @@ decode_records_body(DecodeState *st, Out *o, const unsigned char *start, const u
                 goto fail;
             }
             if (copy) {
-                copy_value(val_data + val_pos, p, (size_t)val_len, end, crc);
+                if (opts & OPT_IN_PLACE)         /* down over consumed bytes (see decode_records) */
+                    memmove(val_data + val_pos, p, (size_t)val_len);
+                else
+                    copy_value(val_data + val_pos, p, (size_t)val_len, end, crc);
                 val_pos += (size_t)val_len;
             } else {
                 touch_lines(p, (size_t)val_len);
@@ -465,12 +467,20 @@ fail:
     return v;
 }
 
-/* The loop compiled twice: for decompressed records (no options, no running CRC: constants, no
- * per-record tests of them) and for everything else.  A third copy for uncompressed batches with
- * their running CRC measured slower than the general one (medium records 54-61 -> 67-70 ns). */
+/* The loop compiled three times: for records decompressed into the value column (OPT_IN_PLACE
+ * alone, no running CRC: constants, no per-record tests of them), for records decompressed
+ * elsewhere (no options), and for everything else.  A copy for uncompressed batches with their
+ * running CRC measured slower than the general one (medium records 54-61 -> 67-70 ns).
+ *
+ * OPT_IN_PLACE: [start, end) is the value column from o->val_pos on.  Each value moves down to
+ * val_pos with memmove (exactly its bytes: no wider moves, which would write over fields not
+ * read yet), over bytes already consumed: everything below the value's source (the record's
+ * framing and key, copied out before it, and earlier records), never past its own end. */
 Violation decode_records(DecodeState *st, Out *o, const unsigned char *start, const unsigned char *end,
                          const int64_t *m, int opts, Py_ssize_t *bad_offset, RunningCrc *crc)
 {
+    if (opts == OPT_IN_PLACE && !crc)
+        return decode_records_body(st, o, start, end, m, OPT_IN_PLACE, bad_offset, NULL);
     if (opts == 0 && !crc)
         return decode_records_body(st, o, start, end, m, 0, bad_offset, NULL);
     return decode_records_body(st, o, start, end, m, opts, bad_offset, crc);
@@ -583,7 +593,6 @@ void size_hint_learn(const Out *o, size_t payload)
 /* Decompressed bytes per compressed byte of each codec in the last call that decompressed at
  * least 1 MiB with it (x RATIO_ONE; 0: none yet).  With no ratio yet a payload is expected to
  * decompress to 4x its size. */
-#define RATIO_ONE 256u
 #define RATIO_MAX 4096u
 static uint32_t unpack_ratio[8];
 
@@ -592,6 +601,12 @@ size_t size_hint_unpacked(int codec, size_t packed, size_t cap)
     uint64_t r = unpack_ratio[codec & 7] ? unpack_ratio[codec & 7] : 4 * RATIO_ONE;
     uint64_t want = (uint64_t)packed * r / RATIO_ONE;
     return want > cap ? cap : (size_t)want;
+}
+
+void size_hint_ratios(uint32_t ratio[8])
+{
+    for (int c = 0; c < 8; c++)
+        ratio[c] = unpack_ratio[c] ? unpack_ratio[c] : 4 * RATIO_ONE;
 }
 
 void size_hint_ratio(int codec, size_t packed, size_t unpacked)

@@ -227,6 +227,57 @@ def test_lz4_block_checksums_verified_in_groups_decode_identically(damage: int |
     assert kind == "ok" and table.num_rows == sum(110 + i % 7 for i in range(len(layout)) if i != damage)
 
 
+def _room_first() -> bytes:
+    """An uncompressed batch whose payload (about 1.2 MB of header values, no record value) sizes
+    the call's value column far beyond its values: the compressed batches after it are
+    decompressed straight into that column (their codecs ask for up to 256 KiB of room)."""
+    record = {"timestamp": 1_700_000_000_000, "key": b"k", "value": None,
+              "headers": [("h%d" % i, bytes([i % 251]) * 4000) for i in range(300)]}
+    return build_v2([record], base_offset=0)
+
+
+@pytest.mark.parametrize("codec", COMPRESSED)
+@pytest.mark.parametrize("damage", ["none", "value past record", "record length", "trailing", "header key"])
+def test_records_decompressed_into_the_value_column_decode_identically(codec: str, damage: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decompressed batch's records lie in the value column (its values moved down in place over
+    the bytes already read): valid batches of every codec give the reference decoder's table
+    without the Python codecs, and a broken record in one of them (a value running past its
+    record, a wrong record length, bytes after the last record, a null header key) the
+    reference decoder's error, or with PERMISSIVE that batch skipped alone."""
+    from builders import varint
+
+    _need_c(codec)
+    batches = [_room_first()]
+    for i in range(1, 7):
+        plain, n = _plain_records(5 + i, seed=i)
+        if i == 4 and damage != "none":
+            good = varint(11) + b"\x00" + varint(0) + varint(0) + varint(2) + b"ab" + varint(3) + b"xyz" + varint(0)
+            broken = {"value past record": varint(11) + b"\x00" + varint(0) + varint(0) + varint(2) + b"ab"
+                                           + varint(9) + b"xyz" + varint(0),
+                      "record length": varint(12) + good[1:] + b"\x00",
+                      "trailing": good + b"\x00\x00",
+                      "header key": varint(13) + good[1:-1] + varint(1) + varint(-1) + varint(-1)}[damage]
+            plain, n = good * 3 + broken + good, 5
+        batches.append(_batch(codec, compression.compress(CODECS[codec], plain), n, base_offset=100 * i))
+    data = b"".join(batches)
+    if damage == "none":
+        expected = _outcome(data, REFERENCE)
+
+        def no_python(*args: Any, **kw: Any) -> bytes:
+            raise AssertionError("the Python codec path was taken")
+
+        monkeypatch.setattr(compression, "decompress", no_python)
+        got = _outcome(data, FAST)
+        assert got[0] == expected[0] == "ok" and got[1].equals(expected[1])
+        assert got[1].num_rows == 1 + sum(5 + i for i in range(1, 7))
+        return
+    kind, _ = _assert_same(data)
+    assert kind == "error"
+    kind, table = _assert_same(data, mode="PERMISSIVE")
+    assert kind == "ok" and table.num_rows == 1 + sum(5 + i for i in range(1, 7) if i != 4)
+
+
 @pytest.mark.parametrize("codec", COMPRESSED)
 def test_decompressed_size_is_capped(codec: str) -> None:
     """A payload expanding past max_decompressed: the same DecompressionLimitError (the C path
