@@ -303,55 +303,72 @@ PyObject *kc_decode(PyObject *args, const Format *format, void *state) {
     const uint8_t *base = data.buf, *bits = validity.buf;
     const int32_t *key = keys.buf, *slot = slots.buf;
     Py_ssize_t nkeys = keys.len / 4;
+    /* Rows fail rarely: a first pass keeps no per-row snapshot of the columns and stops at the first
+     * row that fails; only then is the batch decoded again from the start, each row's column
+     * lengths kept so that a failing row alone is rolled back. */
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t r = 0; r < rows && !x.oom; r++) {
-        Py_ssize_t i = first + r;
-        int64_t st, en;
-        if (wide) {
-            memcpy(&st, (const char *)offsets.buf + 8 * i, 8);
-            memcpy(&en, (const char *)offsets.buf + 8 * (i + 1), 8);
-        } else {
-            int32_t a32, b32;
-            memcpy(&a32, (const char *)offsets.buf + 4 * i, 4);
-            memcpy(&b32, (const char *)offsets.buf + 4 * (i + 1), 4);
-            st = a32;
-            en = b32;
-        }
-        ids[r] = -1;
-        uint8_t state_ = ST_OK;
-        int32_t gi = -1;
-        if (bits && !((bits[i >> 3] >> (i & 7)) & 1)) {
-            state_ = ST_NULL;
-        } else if (st < 0 || en < st || en > data.len) {
-            state_ = ST_BAD_OFFSETS;
-        } else if (en - st < WIRE_HEADER) {
-            state_ = ST_SHORT;
-        } else if (base[st] != 0) {
-            state_ = ST_BAD_MAGIC;
-        } else {
-            uint32_t id = ((uint32_t)base[st + 1] << 24) | ((uint32_t)base[st + 2] << 16) |
-                          ((uint32_t)base[st + 3] << 8) | base[st + 4];
-            ids[r] = (int32_t)id;
-            for (Py_ssize_t k = 0; k < nkeys; k++)
-                if (key[k] == (int32_t)id) { gi = slot[k]; break; }
-            if (gi < 0 || gi >= ng) state_ = ST_NO_PROGRAM;
-        }
-        if (state_ != ST_OK) {
-            status[r] = state_;
-            if (kc_col_null(&x, root)) break;
-            continue;
-        }
-        for (int k = 0; k < ncols; k++) {
-            snap[2 * k] = cols[k].n;
-            snap[2 * k + 1] = cols[k].dlen;
-        }
-        if (format->row(state, &x, gi, base + st + WIRE_HEADER, base + en)) {
-            for (int k = 0; k < ncols; k++) {
-                cols[k].n = snap[2 * k];
-                cols[k].dlen = snap[2 * k + 1];
+    for (int careful = 0; careful < 2; careful++) {
+        int failed = 0;
+        for (Py_ssize_t r = 0; r < rows && !x.oom; r++) {
+            Py_ssize_t i = first + r;
+            int64_t st, en;
+            if (wide) {
+                memcpy(&st, (const char *)offsets.buf + 8 * i, 8);
+                memcpy(&en, (const char *)offsets.buf + 8 * (i + 1), 8);
+            } else {
+                int32_t a32, b32;
+                memcpy(&a32, (const char *)offsets.buf + 4 * i, 4);
+                memcpy(&b32, (const char *)offsets.buf + 4 * (i + 1), 4);
+                st = a32;
+                en = b32;
             }
-            status[r] = ST_FAILED;
-            if (kc_col_null(&x, root)) break;
+            ids[r] = -1;
+            uint8_t state_ = ST_OK;
+            int32_t gi = -1;
+            if (bits && !((bits[i >> 3] >> (i & 7)) & 1)) {
+                state_ = ST_NULL;
+            } else if (st < 0 || en < st || en > data.len) {
+                state_ = ST_BAD_OFFSETS;
+            } else if (en - st < WIRE_HEADER) {
+                state_ = ST_SHORT;
+            } else if (base[st] != 0) {
+                state_ = ST_BAD_MAGIC;
+            } else {
+                uint32_t id = ((uint32_t)base[st + 1] << 24) | ((uint32_t)base[st + 2] << 16) |
+                              ((uint32_t)base[st + 3] << 8) | base[st + 4];
+                ids[r] = (int32_t)id;
+                for (Py_ssize_t k = 0; k < nkeys; k++)
+                    if (key[k] == (int32_t)id) { gi = slot[k]; break; }
+                if (gi < 0 || gi >= ng) state_ = ST_NO_PROGRAM;
+            }
+            if (state_ != ST_OK) {
+                status[r] = state_;
+                if (kc_col_null(&x, root)) break;
+                continue;
+            }
+            if (careful) {
+                for (int k = 0; k < ncols; k++) {
+                    snap[2 * k] = cols[k].n;
+                    snap[2 * k + 1] = cols[k].dlen;
+                }
+            }
+            if (format->row(state, &x, gi, base + st + WIRE_HEADER, base + en)) {
+                if (!careful) {
+                    failed = 1;
+                    break;
+                }
+                for (int k = 0; k < ncols; k++) {
+                    cols[k].n = snap[2 * k];
+                    cols[k].dlen = snap[2 * k + 1];
+                }
+                status[r] = ST_FAILED;
+                if (kc_col_null(&x, root)) break;
+            }
+        }
+        if (!failed || x.oom) break;
+        for (int k = 0; k < ncols; k++) {   /* every slot is written again (validity too, once made) */
+            cols[k].n = 0;
+            cols[k].dlen = 0;
         }
     }
     Py_END_ALLOW_THREADS
