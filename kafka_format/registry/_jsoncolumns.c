@@ -359,9 +359,7 @@ static int skip(Ctx *x) {
 /* ------------------------------------------------------------------ values into columns */
 static int value(Ctx *x, int node);
 
-/* The property index of name n[0 .. len) in an object node's table (-1: undeclared).  Table:
- * int32 cap (a power of two), cap slots of (start, length, index; index -1: empty), the names'
- * text; FNV-1a 32-bit hash, linear probing (json_columns.py builds it). */
+/* The names' text of an object node's name table (const ci; its layout: see property()). */
 static inline const uint8_t *name_text(const Program *g, int ci) {
     PyObject *b = PyTuple_GET_ITEM(g->consts, ci);
     const uint8_t *raw = (const uint8_t *)PyBytes_AS_STRING(b);
@@ -378,6 +376,9 @@ static inline int same(const uint8_t *a, const uint8_t *b, int64_t n) {
     return 1;
 }
 
+/* The property index of name n[0 .. len) in an object node's table (-1: undeclared).  Table:
+ * int32 cap (a power of two), cap slots of (start, length, index; index -1: empty), the names'
+ * text; FNV-1a 32-bit hash, linear probing (json_columns.py builds it). */
 static int property(const Program *g, int ci, const uint8_t *n, int64_t len) {
     PyObject *b = PyTuple_GET_ITEM(g->consts, ci);
     const uint8_t *raw = (const uint8_t *)PyBytes_AS_STRING(b);
