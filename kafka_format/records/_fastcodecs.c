@@ -41,27 +41,22 @@
 #include <zlib.h>
 #endif
 
-#define CODEC_GZIP 1
-#define CODEC_SNAPPY 2
-#define CODEC_LZ4 3
-#define CODEC_ZSTD 4
-
 #define SCRATCH_MIN ((size_t)256 << 10)
 
 unsigned kf_codecs_available(void)
 {
     unsigned bits = 1u;
 #ifdef KF_HAVE_ZLIB
-    bits |= 1u << CODEC_GZIP;
+    bits |= 1u << KF_CODEC_GZIP;
 #endif
 #ifdef KF_HAVE_SNAPPY
-    bits |= 1u << CODEC_SNAPPY;
+    bits |= 1u << KF_CODEC_SNAPPY;
 #endif
 #ifdef KF_HAVE_LZ4
-    bits |= 1u << CODEC_LZ4;
+    bits |= 1u << KF_CODEC_LZ4;
 #endif
 #ifdef KF_HAVE_ZSTD
-    bits |= 1u << CODEC_ZSTD;
+    bits |= 1u << KF_CODEC_ZSTD;
 #endif
     return bits;
 }
@@ -556,19 +551,19 @@ int kf_decompress(KfScratch *s, int codec, const unsigned char *src, size_t n, s
     (void)s; (void)src; (void)n; (void)max_output; (void)out_len; (void)checked;
     switch (codec) {
 #ifdef KF_HAVE_LZ4
-    case CODEC_LZ4:
+    case KF_CODEC_LZ4:
         return kf_unlz4(s, src, n, max_output, out_len, checked);
 #endif
 #ifdef KF_HAVE_ZSTD
-    case CODEC_ZSTD:
+    case KF_CODEC_ZSTD:
         return kf_unzstd(s, src, n, max_output, out_len);
 #endif
 #ifdef KF_HAVE_SNAPPY
-    case CODEC_SNAPPY:
+    case KF_CODEC_SNAPPY:
         return kf_unsnappy(s, src, n, max_output, out_len);
 #endif
 #ifdef KF_HAVE_ZLIB
-    case CODEC_GZIP:
+    case KF_CODEC_GZIP:
         return kf_gunzip(s, src, n, max_output, out_len);
 #endif
     default:

@@ -33,7 +33,11 @@ typedef struct {
 /* Bit i set: codec id i is decoded in C (0 = none is always set). */
 unsigned kf_codecs_available(void);
 
+/* Kafka's codec ids (the batch attributes' low 3 bits) */
+#define KF_CODEC_GZIP 1
+#define KF_CODEC_SNAPPY 2
 #define KF_CODEC_LZ4 3
+#define KF_CODEC_ZSTD 4
 
 /* Decompress the records region `src[0:n]` of a magic-2 batch with `codec` into
  * s->data; *out_len receives the decompressed size (<= max_output).  `checked`: an lz4

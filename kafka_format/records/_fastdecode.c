@@ -309,11 +309,13 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
     unsigned available = kf_codecs_available();
     /* Column sizes: the batches this call will take (until max_held decompressed bytes are held)
      * bound them; decompressed sizes are expected from the codec's ratio in earlier calls
-     * (size_hint_unpacked), so that the columns of a chunk's short last part fit the blocks
+     * (size_hint_ratios), so that the columns of a chunk's short last part fit the blocks
      * they get (a block much larger than what it holds is shrunk, and its next use is fresh
      * pages: measured 10 % of the lz4 decode). */
     size_t rows_est = 0, data_est = 0, packed_est = 0;
     int estimating = 1;
+    uint32_t ratio[8];
+    size_hint_ratios(ratio);
     for (Py_ssize_t i = 0; i < nb; i++) {
         const int64_t *m = meta + i * CM_NCOLS;
         int64_t a = m[CM_START], e = m[CM_END], count = m[META_COUNT];
@@ -334,7 +336,7 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
                 goto done;
             }
             if (estimating) {
-                size_t expect = size_hint_unpacked(codec, len, (size_t)max_output);
+                size_t expect = expected_unpacked(ratio[codec], len, (size_t)max_output);
                 size_t backed = len * 4 / MIN_V2_RECORD_SIZE + 1;    /* a first guess; grows */
                 rows_est += (size_t)count < backed ? (size_t)count : backed;
                 packed_est += expect;
@@ -394,8 +396,6 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
     /* lz4 block checksums of the next batches, verified together (kf_lz4_check_group) */
     unsigned char lz4_ok[KF_LZ4_GROUP];
     Py_ssize_t lz4_from = 0, lz4_to = 0;
-    uint32_t ratio[8];
-    size_hint_ratios(ratio);
     Py_BEGIN_ALLOW_THREADS
     out_start(&st, &o);
     for (Py_ssize_t b = 0; b < nb; b++) {
@@ -434,7 +434,7 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
              * needing more room than that answers KF_NO_ROOM: decompressed again, elsewhere. */
             Column *vc = &st.cols[C_VALUE_DATA];
             size_t room = vc->capacity - o.val_pos;          /* reserve_batch kept >= COPY_SLACK */
-            size_t expect = (size_t)((uint64_t)len * ratio[codec] / RATIO_ONE);
+            size_t expect = expected_unpacked(ratio[codec], len, (size_t)max_output);
             int rc = KF_NO_ROOM, in_place = 0;
             if (!(opts & (OPT_NO_COPY | OPT_DECOMPRESS_ONLY)) && room > COPY_SLACK &&
                 expect + expect / 4 < room - COPY_SLACK) {

@@ -149,12 +149,17 @@ void out_finish(DecodeState *st, const Out *o);
  * records from `payload` bytes, from what earlier calls of the process decoded (GIL held). */
 void size_hint_apply(size_t init[C_NCOLS], size_t rows, size_t payload);
 void size_hint_learn(const Out *o, size_t payload);
-/* Expected decompressed size of `packed` bytes of `codec` (at most `cap`), from what earlier
- * calls decompressed (GIL held); size_hint_ratio records a call's bytes. */
-size_t size_hint_unpacked(int codec, size_t packed, size_t cap);
-void size_hint_ratio(int codec, size_t packed, size_t unpacked);
-/* The expected decompressed bytes per compressed byte of every codec, x RATIO_ONE (GIL held). */
+/* The expected decompressed bytes per compressed byte of every codec, x RATIO_ONE, from what
+ * earlier calls decompressed (GIL held); size_hint_ratio records a call's bytes. */
 #define RATIO_ONE 256u
 void size_hint_ratios(uint32_t ratio[8]);
+void size_hint_ratio(int codec, size_t packed, size_t unpacked);
+
+/* The expected decompressed size of `packed` bytes at `ratio` (x RATIO_ONE), at most `cap`. */
+static inline size_t expected_unpacked(uint32_t ratio, size_t packed, size_t cap)
+{
+    uint64_t want = (uint64_t)packed * ratio / RATIO_ONE;
+    return want > cap ? cap : (size_t)want;
+}
 
 #endif

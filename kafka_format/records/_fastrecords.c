@@ -596,13 +596,6 @@ void size_hint_learn(const Out *o, size_t payload)
 #define RATIO_MAX 4096u
 static uint32_t unpack_ratio[8];
 
-size_t size_hint_unpacked(int codec, size_t packed, size_t cap)
-{
-    uint64_t r = unpack_ratio[codec & 7] ? unpack_ratio[codec & 7] : 4 * RATIO_ONE;
-    uint64_t want = (uint64_t)packed * r / RATIO_ONE;
-    return want > cap ? cap : (size_t)want;
-}
-
 void size_hint_ratios(uint32_t ratio[8])
 {
     for (int c = 0; c < 8; c++)

@@ -91,22 +91,28 @@ def _need_c(codec: str) -> None:
         pytest.skip(f"{codec} not compiled in (its library was missing at build time)")
 
 
+def _no_python_codec(*args: Any, **kw: Any) -> bytes:
+    raise AssertionError("the Python codec path was taken")
+
+
+def _decoded_in_c_alone(data: bytes, monkeypatch: pytest.MonkeyPatch) -> pa.Table:
+    """The fast decoder's table of ``data`` with the Python codecs unreachable: asserted equal to
+    the reference decoder's (which decodes ``data`` without error)."""
+    expected = _outcome(data, REFERENCE)
+    assert expected[0] == "ok", expected
+    monkeypatch.setattr(compression, "decompress", _no_python_codec)
+    got = _outcome(data, FAST)
+    assert got[0] == "ok" and got[1].equals(expected[1])
+    return got[1]
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_valid_payloads_are_decoded_in_c(variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
     codec = "lz4" if variant == "lz4-frame" else variant
     _need_c(codec)
     data = b"".join(_batch(codec, _compress(variant, plain, i % 8), n, base_offset=10 * i)
                     for i, (plain, n) in enumerate(_plain_records(1 + i % 9, seed=i) for i in range(30)))
-    expected = _outcome(data, REFERENCE)
-    assert expected[0] == "ok"
-
-    def no_python(*args: Any, **kw: Any) -> bytes:
-        raise AssertionError("the Python codec path was taken")
-
-    monkeypatch.setattr(compression, "decompress", no_python)
-    got = _outcome(data, FAST)
-    assert got[0] == "ok" and got[1].equals(expected[1])
-    assert got[1].num_rows == sum(1 + i % 9 for i in range(30))
+    assert _decoded_in_c_alone(data, monkeypatch).num_rows == sum(1 + i % 9 for i in range(30))
 
 
 @st.composite
@@ -212,14 +218,7 @@ def test_lz4_block_checksums_verified_in_groups_decode_identically(damage: int |
         batches.append(_batch(codec, payload, n, base_offset=100 * i))
     data = b"".join(batches)
     if damage is None:
-        expected = _outcome(data, REFERENCE)
-
-        def no_python(*args: Any, **kw: Any) -> bytes:
-            raise AssertionError("the Python codec path was taken")
-
-        monkeypatch.setattr(compression, "decompress", no_python)
-        got = _outcome(data, FAST)
-        assert got[0] == expected[0] == "ok" and got[1].equals(expected[1])
+        _decoded_in_c_alone(data, monkeypatch)
         return
     kind, outcome = _assert_same(data)
     assert kind == "error"
@@ -262,15 +261,7 @@ def test_records_decompressed_into_the_value_column_decode_identically(codec: st
         batches.append(_batch(codec, compression.compress(CODECS[codec], plain), n, base_offset=100 * i))
     data = b"".join(batches)
     if damage == "none":
-        expected = _outcome(data, REFERENCE)
-
-        def no_python(*args: Any, **kw: Any) -> bytes:
-            raise AssertionError("the Python codec path was taken")
-
-        monkeypatch.setattr(compression, "decompress", no_python)
-        got = _outcome(data, FAST)
-        assert got[0] == expected[0] == "ok" and got[1].equals(expected[1])
-        assert got[1].num_rows == 1 + sum(5 + i for i in range(1, 7))
+        assert _decoded_in_c_alone(data, monkeypatch).num_rows == 1 + sum(5 + i for i in range(1, 7))
         return
     kind, _ = _assert_same(data)
     assert kind == "error"
@@ -480,10 +471,6 @@ def test_snappy_every_element_kind_is_decoded_in_c(n: int, seed: int, choices: s
     finally:
         compression.decompress = real
     assert got[0] == "ok" and got[1].equals(expected[1])
-
-
-def _no_python_codec(*args: Any, **kw: Any) -> bytes:
-    raise AssertionError("the Python codec path was taken")
 
 
 def _broken_snappy(plain: bytes) -> list[bytes]:

@@ -66,9 +66,11 @@ def test_c_decoder_constants_match_the_declared_layouts() -> None:
 
 
 @pytest.mark.parametrize(("unit", "want"), [
-    ("records/_fastcodecs.c", {
-        # codec ids of the attributes (compression/base.py) and the framings the C path accepts
-        "CODEC_GZIP": codecs.GZIP, "CODEC_SNAPPY": codecs.SNAPPY, "CODEC_LZ4": codecs.LZ4, "CODEC_ZSTD": codecs.ZSTD,
+    ("records/_fastcodecs.h", {   # codec ids of the attributes (compression/base.py)
+        "KF_CODEC_GZIP": codecs.GZIP, "KF_CODEC_SNAPPY": codecs.SNAPPY, "KF_CODEC_LZ4": codecs.LZ4,
+        "KF_CODEC_ZSTD": codecs.ZSTD,
+    }),
+    ("records/_fastcodecs.c", {   # the framings the C path accepts
         "LZ4_FRAME_MAGIC": lz4.LZ4_FRAME_MAGIC,
         "LZ4_FLG_FIXED": (lz4.LZ4_FLG_VERSION << lz4.LZ4_FLG_VERSION_SHIFT) | lz4.LZ4_FLG_INDEPENDENT,
         "LZ4_FLG_BLOCK_CHECKSUM": lz4.LZ4_FLG_BLOCK_CHECKSUM,

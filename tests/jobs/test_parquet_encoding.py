@@ -45,7 +45,11 @@ def _table() -> pa.Table:
 def test_leaf_paths_are_the_written_files_column_paths(tmp_path: Path) -> None:
     table = _table()
     pq.write_table(table, tmp_path / "t.parquet")
-    assert leaf_paths(table.schema) == list(_encodings(tmp_path / "t.parquet"))
+    paths = leaf_paths(table.schema)
+    assert paths == list(_encodings(tmp_path / "t.parquet"))
+    # the Parquet spec's nested names: LIST is <name>.list.element, MAP <name>.key_value.key/value
+    assert paths == ["offset", "id", "amount", "topic", "epoch", "flag", "nothing", "value.kind", "value.seq",
+                     "value.tags.list.element", "labels.key_value.key", "labels.key_value.value"]
 
 
 def test_only_repeating_columns_are_dictionary_encoded(tmp_path: Path) -> None:
