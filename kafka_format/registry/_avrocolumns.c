@@ -143,18 +143,12 @@ HOT int block_count(Ctx *x, int64_t *count) {
 }
 
 /* ------------------------------------------------------------------ the interpreter */
-static int run(Ctx *x, int node);
+static int run(Ctx *x, const int32_t *nd);
 
-static const int32_t *node_at(const Program *g, int node) {
+/* Node `node` of a program: every index a node names was checked when the program was loaded
+ * (avro_load), so none is checked again per row. */
+static inline const int32_t *node_at(const Program *g, int node) {
     return g->nodes + (Py_ssize_t)node * NODE_INTS;
-}
-
-static inline int step(Ctx *x, int node);
-
-static int run_kids(Ctx *x, int first, int count) {
-    for (int i = 0; i < count; i++)
-        if (step(x, x->prog->kids[first + i])) return -1;
-    return 0;
 }
 
 /* const bytes of an enum: int32 n, then n pairs int32 (start, length) into the UTF-8 symbol
@@ -182,11 +176,16 @@ static int skip_string_checked(Ctx *x, int utf8) {
     return (utf8 && !utf8_ok(v, len)) ? -1 : 0;
 }
 
-#define IS_LEAF(op) ((op) <= OP_UUID || (op) == OP_DEFAULT || ((op) >= OP_SKIP_BOOL && (op) <= OP_SKIP_BYTES))
+/* The leaf ops, one bit each (OP_COUNT < 64): read or skip one value without running other nodes. */
+#define BIT(op) (1ULL << (op))
+static const uint64_t LEAF_OPS = (BIT(OP_UUID + 1) - 1) | BIT(OP_DEFAULT) | BIT(OP_SKIP_BOOL) | BIT(OP_SKIP_VARINT) |
+                                 BIT(OP_SKIP_N) | BIT(OP_SKIP_BYTES);
+#define IS_LEAF(op) ((LEAF_OPS >> (op)) & 1)
 
-/* The ops that read one value (or skip one) without running other nodes: inlined where a record's
- * fields and an array's items are run, so most fields cost no call. */
-static inline int leaf(Ctx *x, const int32_t *nd) {
+/* The ops that read one value (or skip one) without running other nodes.  The usual ones are
+ * inlined where a record's fields and an array's items are run (hot_leaf); this switch, out of
+ * line, takes the rest. */
+static __attribute__((noinline)) int leaf(Ctx *x, const int32_t *nd) {
     const Program *g = x->prog;
     int op = nd[0], col = nd[1], a = nd[2], b = nd[3], c = nd[4];
     int64_t v;
@@ -200,7 +199,7 @@ static inline int leaf(Ctx *x, const int32_t *nd) {
         rc = -1;
         break;
     case OP_NULL:
-        rc = kc_col_null(x->c, col);
+        rc = put_null(x->c, col);
         break;
     case OP_BOOL: {
         if (x->p >= x->end || *x->p > 1) { rc = -1; break; }
@@ -349,7 +348,7 @@ static inline int leaf(Ctx *x, const int32_t *nd) {
         int64_t k = ((int64_t)(uint32_t)c << 32) | (uint32_t)nd[5];
         switch (a) {
         case DEF_NULL:
-            rc = kc_col_null(x->c, col);
+            rc = put_null(x->c, col);
             break;
         case DEF_BOOL: {
             uint8_t bit = (uint8_t)(k != 0);
@@ -403,26 +402,68 @@ static inline int leaf(Ctx *x, const int32_t *nd) {
     return rc;
 }
 
-static inline int step(Ctx *x, int node) {
-    if (node < 0 || node >= x->prog->nnodes) return -1;
-    const int32_t *nd = node_at(x->prog, node);
-    return IS_LEAF(nd[0]) ? leaf(x, nd) : run(x, node);
+/* The leaves of most fields (strings, longs, doubles, enums, booleans, nulls) without a call. */
+HOT int hot_leaf(Ctx *x, const int32_t *nd) {
+    int64_t v;
+    switch (nd[0]) {
+    case OP_INT64:
+        if (nd[2] ? read_int(x, &v) : read_long(x, &v)) return -1;
+        return put_fixed(x->c, nd[1], &v, sizeof(v));
+    case OP_INT32: {
+        if (read_int(x, &v)) return -1;
+        int32_t i = (int32_t)v;
+        return put_fixed(x->c, nd[1], &i, sizeof(i));
+    }
+    case OP_F64: {
+        if (x->end - x->p < 8) return -1;
+        double d;
+        memcpy(&d, x->p, 8);
+        x->p += 8;
+        return put_fixed(x->c, nd[1], &d, sizeof(d));
+    }
+    case OP_BYTES: {
+        const uint8_t *s;
+        int64_t len;
+        if (read_blob(x, &s, &len) || (nd[2] && !utf8_ok(s, len))) return -1;
+        return put_var(x->c, nd[1], s, len);
+    }
+    case OP_ENUM: {
+        const uint8_t *s;
+        int64_t len;
+        if (read_long(x, &v) || enum_symbol(x, nd[2], v, &s, &len)) return -1;
+        return put_var(x->c, nd[1], s, len);
+    }
+    case OP_NULL:
+        return put_null(x->c, nd[1]);
+    case OP_DEFAULT:
+        if (nd[2] != DEF_NULL) return leaf(x, nd);
+        return put_null(x->c, nd[1]);
+    case OP_NOP:
+        return 0;
+    default:
+        return leaf(x, nd);
+    }
 }
 
-static int run(Ctx *x, int node) {
+HOT int step(Ctx *x, int node) {
+    const int32_t *nd = node_at(x->prog, node);
+    return IS_LEAF(nd[0]) ? hot_leaf(x, nd) : run(x, nd);
+}
+
+static int run(Ctx *x, const int32_t *nd) {
     const Program *g = x->prog;
-    if (node < 0 || node >= g->nnodes) return -1;
-    const int32_t *nd = node_at(g, node);
     int op = nd[0], col = nd[1], a = nd[2], b = nd[3], c = nd[4];
     int64_t v;
     if (IS_LEAF(op)) return leaf(x, nd);
     if (++x->depth > MAX_DEPTH) return -1;
     int rc = 0;
     switch (op) {
-    case OP_RECORD:
+    case OP_RECORD: {
         if (put_struct(x->c, col)) { rc = -1; break; }
-        rc = run_kids(x, a, b);
+        const int32_t *kid = g->kids + a;
+        for (int i = 0; i < b && !rc; i++) rc = step(x, kid[i]);
         break;
+    }
     case OP_ARRAY: {
         Col *lc = &x->c->cols[col];
         Col *item = &x->c->cols[lc->child[0]];
@@ -465,11 +506,11 @@ static int run(Ctx *x, int node) {
         Col *sc = &x->c->cols[col];
         if (put_struct(x->c, col)) { rc = -1; break; }
         for (int i = 0; i < sc->nchild && !rc; i++)
-            rc = (i == a) ? step(x, b) : kc_col_null(x->c, sc->child[i]);
+            rc = (i == a) ? step(x, b) : put_null(x->c, sc->child[i]);
         break;
     }
     case OP_SKIP_RECORD:
-        rc = run_kids(x, a, b);
+        for (int i = 0; i < b && !rc; i++) rc = step(x, g->kids[a + i]);
         break;
     case OP_SKIP_ARRAY:
     case OP_SKIP_MAP: {
@@ -583,10 +624,15 @@ static int avro_load(void *state, PyObject *programs, const Cols *x) {
                 goto bad_program;
             if (op == OP_MAP && (nd[2] < 0 || nd[2] >= ncols || nd[3] < 0 || nd[3] >= ncols))
                 goto bad_program;
+            int ref = op == OP_ARRAY || op == OP_SKIP_ARRAY || op == OP_SKIP_MAP ? nd[2]
+                    : op == OP_MEMBER ? nd[3] : op == OP_MAP ? nd[4] : 0;
+            if (ref < 0 || ref >= gs[i].nnodes) goto bad_program;       /* the node an item runs */
             if (!col_fits(cols, op, nd, consts)) goto bad_program;
+            if (op == OP_MEMBER && (nd[2] < 0 || nd[2] >= cols[nd[1]].nchild)) goto bad_program;
         }
         for (Py_ssize_t k = 0; k < gs[i].nkids; k++)
             if (gs[i].kids[k] < 0 || gs[i].kids[k] >= gs[i].nnodes) goto bad_program;
+        if (gs[i].nnodes < 1) goto bad_program;                          /* node 0: the row */
     }
     a->gs = gs;
     a->ng = ng;
@@ -601,7 +647,7 @@ fail:
 static int avro_row(void *state, Cols *cols, int program, const uint8_t *p, const uint8_t *end) {
     Avro *a = state;
     Ctx x = {.c = cols, .p = p, .end = end, .prog = &a->gs[program], .depth = 0};
-    return run(&x, 0);
+    return run(&x, node_at(x.prog, 0));
 }
 
 static void avro_release(void *state) {

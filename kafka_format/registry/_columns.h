@@ -61,8 +61,35 @@ HOT int kc_grow(void **buf, int64_t *cap, int64_t need, size_t item) {
 
 /* Store the validity byte of slot n (lazily: all ones until the first null). */
 int kc_col_slot(Cols *x, Col *c, uint8_t valid);
+/* A valid slot n in a column that has had a null (kc_col_slot when the bytes must grow). */
+HOT int mark_valid(Cols *x, Col *c) {
+    if (c->n < c->vcap) {
+        c->valid[c->n] = 1;
+        return 0;
+    }
+    return kc_col_slot(x, c, 1);
+}
+
 /* Append a null slot to column ci (a struct's children get null slots too). */
 int kc_col_null(Cols *x, int ci);
+
+/* kc_col_null's usual case inline: a fixed or variable-width column that has had a null before
+ * and has room for the slot. */
+HOT int put_null(Cols *x, int ci) {
+    Col *c = &x->cols[ci];
+    int64_t n = c->n;
+    if (!c->valid || n >= c->vcap) return kc_col_null(x, ci);
+    if (c->kind == K_VAR && n + 2 <= c->ocap) {
+        c->offs[n + 1] = (int32_t)c->dlen;
+    } else if (c->kind == K_FIXED && (n + 1) * c->width <= c->dcap) {
+        memset(c->data + n * c->width, 0, (size_t)c->width);
+    } else {
+        return kc_col_null(x, ci);
+    }
+    c->valid[n] = 0;
+    c->n = n + 1;
+    return 0;
+}
 /* Whether the keys key[first .. n) of a K_VAR or K_FIXED column repeat (a Python dict keeps one). */
 int kc_keys_repeat(Cols *x, Col *k, int64_t first);
 /* Strict UTF-8 past the first non-ASCII byte (see utf8_ok). */
@@ -71,7 +98,7 @@ int kc_utf8_check(const uint8_t *s, int64_t n);
 /* A value of `size` bytes (the column's width, checked when the program was loaded). */
 HOT int put_fixed(Cols *x, int ci, const void *v, int size) {
     Col *c = &x->cols[ci];
-    if (c->valid && kc_col_slot(x, c, 1)) return -1;
+    if (c->valid && mark_valid(x, c)) return -1;
     int64_t at = c->n * size;
     if (kc_grow((void **)&c->data, &c->dcap, at + size, 1)) { x->oom = 1; return -1; }
     memcpy(c->data + at, v, (size_t)size);
@@ -79,13 +106,37 @@ HOT int put_fixed(Cols *x, int ci, const void *v, int size) {
     return 0;
 }
 
+/* Copy n bytes, reading and writing none outside [s, s+n) and [d, d+n): the short strings of
+ * typed values (ids, enum symbols, tags) copied without a call. */
+HOT void copy_short(uint8_t *d, const uint8_t *s, int64_t n) {
+    if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &b, 4);
+    } else if (n > 16) {
+        memcpy(d, s, (size_t)n);
+    } else if (n > 0) {                      /* 1 to 3 bytes */
+        d[0] = s[0];
+        d[n >> 1] = s[n >> 1];
+        d[n - 1] = s[n - 1];
+    }
+}
+
 HOT int put_var(Cols *x, int ci, const uint8_t *v, int64_t len) {
     Col *c = &x->cols[ci];
     if (c->dlen + len > INT32_MAX) return -1;          /* int32 offsets: the row fails */
-    if (c->valid && kc_col_slot(x, c, 1)) return -1;
+    if (c->valid && mark_valid(x, c)) return -1;
     if ((c->dlen + len > c->dcap && kc_grow((void **)&c->data, &c->dcap, c->dlen + len, 1)) ||
         (c->n + 2 > c->ocap && kc_grow((void **)&c->offs, &c->ocap, c->n + 2, 4))) { x->oom = 1; return -1; }
-    if (len) memcpy(c->data + c->dlen, v, (size_t)len);
+    copy_short(c->data + c->dlen, v, len);
     c->dlen += len;
     c->offs[c->n + 1] = (int32_t)c->dlen;
     c->n += 1;
@@ -95,7 +146,7 @@ HOT int put_var(Cols *x, int ci, const uint8_t *v, int64_t len) {
 /* A valid struct slot whose children the caller fills. */
 HOT int put_struct(Cols *x, int ci) {
     Col *c = &x->cols[ci];
-    if (c->valid && kc_col_slot(x, c, 1)) return -1;
+    if (c->valid && mark_valid(x, c)) return -1;
     c->n += 1;
     return 0;
 }
@@ -103,7 +154,7 @@ HOT int put_struct(Cols *x, int ci) {
 /* A valid list (or map) slot ending at child row `end`. */
 HOT int list_close(Cols *x, Col *c, int64_t end) {
     if (end > INT32_MAX) return -1;                      /* int32 offsets: the row fails */
-    if (c->valid && kc_col_slot(x, c, 1)) return -1;
+    if (c->valid && mark_valid(x, c)) return -1;
     if (kc_grow((void **)&c->offs, &c->ocap, c->n + 2, 4)) { x->oom = 1; return -1; }
     c->offs[c->n + 1] = (int32_t)end;
     c->n += 1;
@@ -118,9 +169,17 @@ HOT int utf8_ok(const uint8_t *s, int64_t n) {
         memcpy(&w, s + i, 8);
         if (w & 0x8080808080808080ULL) return kc_utf8_check(s + i, n - i);
     }
-    for (; i < n; i++)
-        if (s[i] & 0x80) return kc_utf8_check(s + i, n - i);
-    return 1;
+    int64_t left = n - i;                     /* 0 to 7 bytes: two overlapping words, or bytes */
+    uint32_t w = 0;
+    if (left >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s + i, 4);
+        memcpy(&b, s + n - 4, 4);
+        w = a | b;
+    } else if (left > 0) {
+        w = s[i] | s[i + (left >> 1)] | s[n - 1];
+    }
+    return (w & 0x80808080U) ? kc_utf8_check(s + i, left) : 1;
 }
 
 /* ------------------------------------------------------------------ the shared decode call */

@@ -75,8 +75,12 @@ static inline const int32_t *node_at(const Program *g, int node) {
 }
 
 /* ------------------------------------------------------------------ lexing */
-static inline void ws(Ctx *x) {
-    while (x->p < x->end && (*x->p == ' ' || *x->p == '\t' || *x->p == '\n' || *x->p == '\r')) x->p++;
+/* JSON whitespace; the usual next byte (no whitespace, or the one space json.dumps writes after
+ * ',' and ':') decided by its first compare. */
+HOT void ws(Ctx *x) {
+    const uint8_t *p = x->p, *end = x->end;
+    while (p < end && *p <= ' ' && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    x->p = p;
 }
 
 static inline int hex4(const uint8_t *s, uint32_t *out) {
@@ -369,7 +373,23 @@ static inline const uint8_t *name_text(const Program *g, int ci) {
 }
 
 /* a[0 .. n) == b[0 .. n) for the short strings property names are (no call for them) */
-static inline int same(const uint8_t *a, const uint8_t *b, int64_t n) {
+HOT int same(const uint8_t *a, const uint8_t *b, int64_t n) {
+    if (n >= 8 && n <= 16) {                   /* two overlapping words each */
+        uint64_t a0, a1, b0, b1;
+        memcpy(&a0, a, 8);
+        memcpy(&b0, b, 8);
+        memcpy(&a1, a + n - 8, 8);
+        memcpy(&b1, b + n - 8, 8);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    if (n >= 4 && n < 8) {
+        uint32_t a0, a1, b0, b1;
+        memcpy(&a0, a, 4);
+        memcpy(&b0, b, 4);
+        memcpy(&a1, a + n - 4, 4);
+        memcpy(&b1, b + n - 4, 4);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
     if (n > 16) return memcmp(a, b, (size_t)n) == 0;
     for (int64_t i = 0; i < n; i++)
         if (a[i] != b[i]) return 0;
@@ -457,7 +477,7 @@ static int object(Ctx *x, const int32_t *nd) {
     }
     const Col *sc = &c->cols[nd[1]];
     for (int i = 0; i < n && !rc; i++)
-        if (!seen[i]) rc = kc_col_null(c, sc->child[i]);
+        if (!seen[i]) rc = put_null(c, sc->child[i]);
     x->stop -= n;
     return rc;
 }
@@ -517,7 +537,18 @@ static int number(Ctx *x, const int32_t *nd) {
     int64_t len;
     int integer;
     double d;
-    if (literal(x, "NaN", 3)) {
+    uint8_t ch = *x->p;                        /* value() checked there is one */
+    if (ch != 'N' && ch != 'I' && !(ch == '-' && x->end - x->p > 1 && x->p[1] == 'I')) {
+        if (number_span(x, &s, &len, &integer)) return -1;
+        if (integer && nd[0] == J_INTEGER) {
+            int64_t v;
+            if (to_int64(s, len, &v)) return -1;
+            return put_fixed(x->c, nd[1], &v, 8);
+        }
+        d = to_double(s, len);
+        if (integer && isinf(d)) return -1;   /* float(int) raises for it */
+        if (integer && d == 0) d = 0.0;       /* float(int("-0")) is 0.0 */
+    } else if (literal(x, "NaN", 3)) {
         uint64_t bits = 0x7ff8000000000000ULL;
         memcpy(&d, &bits, 8);
         integer = 0;
@@ -528,15 +559,7 @@ static int number(Ctx *x, const int32_t *nd) {
         d = -INFINITY;
         integer = 0;
     } else {
-        if (number_span(x, &s, &len, &integer)) return -1;
-        if (integer && nd[0] == J_INTEGER) {
-            int64_t v;
-            if (to_int64(s, len, &v)) return -1;
-            return put_fixed(x->c, nd[1], &v, 8);
-        }
-        d = to_double(s, len);
-        if (integer && isinf(d)) return -1;   /* float(int) raises for it */
-        if (integer && d == 0) d = 0.0;       /* float(int("-0")) is 0.0 */
+        return -1;                             /* N, I or -I not starting a literal Python takes */
     }
     if (nd[0] == J_NUMBER) return put_fixed(x->c, nd[1], &d, 8);
     /* an integral float into an integer column: int(v) in the int64 range */
@@ -551,7 +574,7 @@ static int value(Ctx *x, int node) {
     Cols *c = x->c;
     if (x->p >= x->end) return -1;
     uint8_t ch = *x->p;
-    if (ch == 'n') return literal(x, "null", 4) ? kc_col_null(c, nd[1]) : -1;
+    if (ch == 'n') return literal(x, "null", 4) ? put_null(c, nd[1]) : -1;
     if (++x->depth > MAX_DEPTH) return -1;
     int rc = -1;
     switch (nd[0]) {

@@ -110,8 +110,6 @@ typedef struct {
     int depth;
 } Ctx;
 
-#define HOTI static inline
-
 static inline const int32_t *node_at(const Program *g, int node) {
     return g->nodes + (Py_ssize_t)node * NODE_INTS;
 }
@@ -125,7 +123,7 @@ static inline const uint8_t *const_at(const Program *g, int i, Py_ssize_t *size)
 /* ------------------------------------------------------------------ wire readers */
 /* A varint of at most 10 bytes whose 10th byte holds at most the 64th bit (upb takes more bits
  * and drops them: left to it). */
-HOTI int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
+HOT int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
     const uint8_t *p = *pp;
     if (p < end && !(*p & 0x80)) {
         *out = *p;
@@ -148,7 +146,7 @@ HOTI int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
 }
 
 /* A tag: a varint of at most 5 bytes below 2**32. */
-HOTI int read_tag(const uint8_t **pp, const uint8_t *end, uint32_t *out) {
+HOT int read_tag(const uint8_t **pp, const uint8_t *end, uint32_t *out) {
     const uint8_t *p = *pp;
     if (p < end && !(*p & 0x80)) {
         *out = *p;
@@ -170,7 +168,7 @@ HOTI int read_tag(const uint8_t **pp, const uint8_t *end, uint32_t *out) {
     return -1;
 }
 
-HOTI int read_len(const uint8_t **pp, const uint8_t *end, const uint8_t **s, int64_t *len) {
+HOT int read_len(const uint8_t **pp, const uint8_t *end, const uint8_t **s, int64_t *len) {
     uint64_t n;
     if (read_varint(pp, end, &n) || n > (uint64_t)(end - *pp)) return -1;
     *s = *pp;
@@ -213,9 +211,19 @@ static int enum_name(const Program *g, int ci, int32_t v, const uint8_t **s, int
     int32_t n;
     memcpy(&n, raw, 4);
     const uint8_t *tab = raw + 4, *text = raw + 4 + 12 * (Py_ssize_t)n;
-    int32_t lo = 0, hi = n - 1;
+    int32_t lo = 0, hi = n - 1, num, start, length;
+    if (v >= 0 && v < n) {                 /* the usual numbering 0, 1, 2 ...: entry v is v */
+        memcpy(&num, tab + 12 * (Py_ssize_t)v, 4);
+        if (num == v) {
+            memcpy(&start, tab + 12 * (Py_ssize_t)v + 4, 4);
+            memcpy(&length, tab + 12 * (Py_ssize_t)v + 8, 4);
+            *s = text + start;
+            *len = length;
+            return 1;
+        }
+    }
     while (lo <= hi) {
-        int32_t mid = lo + (hi - lo) / 2, num, start, length;
+        int32_t mid = lo + (hi - lo) / 2;
         memcpy(&num, tab + 12 * mid, 4);
         if (num == v) {
             memcpy(&start, tab + 12 * mid + 4, 4);
@@ -243,7 +251,7 @@ static int put_enum(Ctx *x, const int32_t *nd, int col, uint64_t raw) {
 }
 
 /* A scalar of kind op whose wire value is v (varint or fixed bits) into column col. */
-HOTI int put_scalar(Ctx *x, const int32_t *nd, int op, int col, uint64_t v) {
+HOT int put_scalar(Ctx *x, const int32_t *nd, int op, int col, uint64_t v) {
     switch (op) {
     case P_INT32: case P_SFIXED32: {
         int32_t i = (int32_t)(uint32_t)v;
@@ -289,7 +297,7 @@ HOTI int put_scalar(Ctx *x, const int32_t *nd, int op, int col, uint64_t v) {
 }
 
 /* Read one scalar of kind op (its own wire type) at *pp. */
-HOTI int read_scalar(const uint8_t **pp, const uint8_t *end, int op, uint64_t *v) {
+HOT int read_scalar(const uint8_t **pp, const uint8_t *end, int op, uint64_t *v) {
     switch (wire_type(op)) {
     case 0:
         return read_varint(pp, end, v);
@@ -315,7 +323,7 @@ HOTI int read_scalar(const uint8_t **pp, const uint8_t *end, int op, uint64_t *v
 static int message(Ctx *x, int node, int32_t head, const uint8_t *p, int64_t len);
 
 /* The field index of number fn in message node m (-1: unknown). */
-HOTI int dispatch(const Program *g, const int32_t *m, uint32_t fn) {
+HOT int dispatch(const Program *g, const int32_t *m, uint32_t fn) {
     Py_ssize_t size;
     const uint8_t *raw = const_at(g, m[4], &size);
     int32_t mode, n;
@@ -502,12 +510,12 @@ static int emit(Ctx *x, const int32_t *m, Slot *f) {
             rc = list_close(c, lc, item->n);
         } else if (op == P_MESSAGE || op == P_TIMESTAMP) {
             if (sl->set) rc = message(x, nd[4], sl->head, NULL, 0);
-            else if (nd[3] & F_PRESENCE) rc = kc_col_null(c, nd[1]);
+            else if (nd[3] & F_PRESENCE) rc = put_null(c, nd[1]);
             else rc = message(x, nd[4], -1, NULL, 0);
         } else if (op == P_FAIL) {
-            rc = kc_col_null(c, nd[1]);    /* never set: the row failed where it appeared */
+            rc = put_null(c, nd[1]);    /* never set: the row failed where it appeared */
         } else if (!sl->set) {
-            rc = (nd[3] & F_PRESENCE) ? kc_col_null(c, nd[1]) : put_default(x, nd);
+            rc = (nd[3] & F_PRESENCE) ? put_null(c, nd[1]) : put_default(x, nd);
         } else if (op == P_STRING || op == P_BYTES) {
             rc = put_var(c, nd[1], sl->s, sl->len);
         } else {

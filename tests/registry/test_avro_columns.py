@@ -419,7 +419,7 @@ def test_a_program_that_does_not_fit_its_columns_is_refused() -> None:
 
     from kafka_format.registry import _avrocolumns  # type: ignore[attr-defined]
     from kafka_format.registry import avro_columns as ac
-    from kafka_format.registry.avro_layout import K_FIXED, K_STRUCT
+    from kafka_format.registry.avro_layout import K_FIXED, K_LIST, K_STRUCT
 
     cols = ((K_STRUCT, 0, (1,), 1), (K_FIXED, 8, (), 1))
     data, offsets = b"\x00\x00\x00\x00\x01\x02", np.array([0, 6], np.int32).tobytes()
@@ -436,8 +436,18 @@ def test_a_program_that_does_not_fit_its_columns_is_refused() -> None:
         ([(ac.RECORD, 0, 0, 2, 0, 0), (ac.INT64, 1, 0, 0, 0, 0)], [1]),  # more children than kids
         ([(ac.INT32, 1, 0, 0, 0, 0)], []),  # an int32 into an 8-byte column
         ([(99, 0, 0, 0, 0, 0)], []),  # no such op
+        ([], []),  # no node for the row
+        ([(ac.MEMBER, 0, 1, 1, 0, 0), (ac.INT64, 1, 0, 0, 0, 0)], []),  # member 1 of a one-child struct
+        ([(ac.MEMBER, 0, 0, 2, 0, 0), (ac.INT64, 1, 0, 0, 0, 0)], []),  # a member node out of range
+        ([(ac.SKIP_ARRAY, -1, 1, 0, 0, 0)], []),  # an item node out of range
+        ([(ac.SKIP_MAP, -1, -1, 0, 0, 0)], []),  # a map value node out of range
     ):
         with pytest.raises(ValueError, match="malformed"):
             run(nodes, kids)
+    list_cols = ((K_LIST, 0, (1,), 1), (K_FIXED, 8, (), 0))
+    with pytest.raises(ValueError, match="malformed"):  # the checks are made before any row runs
+        run([(ac.ARRAY, 0, 2, 0, 0, 0), (ac.INT64, 1, 0, 0, 0, 0)], [], list_cols)
+    outs, status, _ = run([(ac.ARRAY, 0, 1, 0, 0, 0), (ac.INT64, 1, 0, 0, 0, 0)], [], list_cols)
+    assert bytes(status) == b"\x05"  # the payload (1, 2) is no array of longs: the reference decides
     with pytest.raises(ValueError, match="column child"):
         run([(ac.NOP, -1, 0, 0, 0, 0)], [], ((K_STRUCT, 0, (0,), 1),))  # a column its own child
