@@ -362,6 +362,7 @@ static int skip(Ctx *x) {
 
 /* ------------------------------------------------------------------ values into columns */
 static int value(Ctx *x, int node);
+static inline int member(Ctx *x, int node);
 
 /* The names' text of an object node's name table (const ci; its layout: see property()). */
 static inline const uint8_t *name_text(const Program *g, int ci) {
@@ -467,7 +468,7 @@ static int object(Ctx *x, const int32_t *nd) {
                 if (seen[i]) { rc = -1; break; }   /* twice: Python's dict keeps the last */
                 seen[i] = 1;
                 next = i + 1;
-                if (value(x, g->kids[nd[2] + i])) { rc = -1; break; }
+                if (member(x, g->kids[nd[2] + i])) { rc = -1; break; }
             }
             ws(x);
             if (x->p < x->end && *x->p == ',') { x->p++; ws(x); continue; }
@@ -501,7 +502,7 @@ static int map(Ctx *x, const int32_t *nd) {
             if (x->p >= x->end || *x->p != ':') return -1;
             x->p++;
             ws(x);
-            if (value(x, nd[4])) return -1;
+            if (member(x, nd[4])) return -1;
             ws(x);
             if (x->p < x->end && *x->p == ',') { x->p++; ws(x); continue; }
             if (x->p < x->end && *x->p == '}') { x->p++; break; }
@@ -521,7 +522,7 @@ static int array(Ctx *x, const int32_t *nd) {
         x->p++;
     } else {
         for (;;) {
-            if (value(x, nd[2])) return -1;
+            if (member(x, nd[2])) return -1;
             ws(x);
             if (x->p < x->end && *x->p == ',') { x->p++; ws(x); continue; }
             if (x->p < x->end && *x->p == ']') { x->p++; break; }
@@ -531,6 +532,45 @@ static int array(Ctx *x, const int32_t *nd) {
     return list_close(c, lc, c->cols[lc->child[0]].n);
 }
 
+/* The usual number literal read in one pass: an integer of at most 18 digits, or a fraction of at
+ * most 15 digits in all, with no exponent: *integer, its value in *iv (an integer) or *dv (a
+ * fraction), x->p past it.  0 when it is not one of those (x->p unmoved): number_span and
+ * to_int64 / to_double read it then, and give the same values for these (m < 10**18 is exact in
+ * int64, m < 10**15 exact in a double, and dividing by a power of ten up to 1e15 is to_double's
+ * own fast path). */
+HOT int quick_number(Ctx *x, int *integer, int64_t *iv, double *dv) {
+    const uint8_t *p = x->p, *end = x->end;
+    int neg = p < end && *p == '-';
+    p += neg;
+    if (p >= end || (unsigned)(*p - '0') > 9) return 0;
+    const uint8_t *first = p;
+    uint64_t m = 0;
+    if (*p == '0') {
+        p++;
+    } else {
+        while (p < end && (unsigned)(*p - '0') <= 9 && p - first < 18) m = m * 10 + (uint64_t)(*p++ - '0');
+    }
+    int digits = (int)(p - first), frac = 0;
+    if (p < end && (unsigned)(*p - '0') <= 9) return 0;          /* a 19th digit (or 0 then a digit) */
+    if (p + 1 < end && *p == '.' && (unsigned)(p[1] - '0') <= 9) {
+        for (p++; p < end && (unsigned)(*p - '0') <= 9; p++, frac++) {
+            if (digits + frac >= 15) return 0;
+            m = m * 10 + (uint64_t)(*p - '0');
+        }
+        if (digits + frac > 15) return 0;
+    }
+    if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return 0;
+    x->p = p;
+    *integer = frac == 0;
+    if (frac == 0) {
+        *iv = neg ? -(int64_t)m : (int64_t)m;
+    } else {
+        double d = (double)m / POW10[frac];
+        *dv = neg ? -d : d;
+    }
+    return 1;
+}
+
 /* A number (x->p at its first character) into an integer or number column. */
 static int number(Ctx *x, const int32_t *nd) {
     const uint8_t *s;
@@ -538,7 +578,14 @@ static int number(Ctx *x, const int32_t *nd) {
     int integer;
     double d;
     uint8_t ch = *x->p;                        /* value() checked there is one */
-    if (ch != 'N' && ch != 'I' && !(ch == '-' && x->end - x->p > 1 && x->p[1] == 'I')) {
+    int64_t quick;
+    if (quick_number(x, &integer, &quick, &d)) {
+        if (integer) {
+            if (nd[0] == J_INTEGER) return put_fixed(x->c, nd[1], &quick, 8);
+            d = (double)quick;                 /* float(int): exact below 2**53, else rounded */
+            if (d == 0) d = 0.0;               /* float(int("-0")) is 0.0 */
+        }
+    } else if (ch != 'N' && ch != 'I' && !(ch == '-' && x->end - x->p > 1 && x->p[1] == 'I')) {
         if (number_span(x, &s, &len, &integer)) return -1;
         if (integer && nd[0] == J_INTEGER) {
             int64_t v;
@@ -568,10 +615,42 @@ static int number(Ctx *x, const int32_t *nd) {
     return put_fixed(x->c, nd[1], &v, 8);
 }
 
+/* A string, integer, number or boolean node: no nesting, so no depth to keep. */
+#define IS_SCALAR(op) ((op) >= J_STRING && (op) <= J_BOOLEAN)
+
+/* The value at x->p (or null) into scalar node nd's column: inlined where an object's properties
+ * and an array's items are read. */
+HOT int scalar(Ctx *x, const int32_t *nd) {
+    Cols *c = x->c;
+    if (x->p >= x->end) return -1;
+    uint8_t ch = *x->p;
+    if (ch == 'n') return literal(x, "null", 4) ? put_null(c, nd[1]) : -1;
+    switch (nd[0]) {
+    case J_STRING: {
+        const uint8_t *s;
+        int64_t len;
+        if (ch != '"' || read_string(x, &s, &len)) return -1;
+        return put_var(c, nd[1], s, len);
+    }
+    case J_INTEGER:
+    case J_NUMBER:
+        if (ch == '-' || (ch >= '0' && ch <= '9') || ch == 'N' || ch == 'I') return number(x, nd);
+        return -1;
+    default: {                 /* J_BOOLEAN */
+        uint8_t b;
+        if (literal(x, "true", 4)) b = 1;
+        else if (literal(x, "false", 5)) b = 0;
+        else return -1;
+        return put_fixed(c, nd[1], &b, 1);
+    }
+    }
+}
+
 static int value(Ctx *x, int node) {
     const Program *g = x->g;
     const int32_t *nd = node_at(g, node);
     Cols *c = x->c;
+    if (IS_SCALAR(nd[0])) return scalar(x, nd);
     if (x->p >= x->end) return -1;
     uint8_t ch = *x->p;
     if (ch == 'n') return literal(x, "null", 4) ? put_null(c, nd[1]) : -1;
@@ -587,30 +666,17 @@ static int value(Ctx *x, int node) {
     case J_ARRAY:
         if (ch == '[') rc = array(x, nd);
         break;
-    case J_STRING:
-        if (ch == '"') {
-            const uint8_t *s;
-            int64_t len;
-            rc = read_string(x, &s, &len) ? -1 : put_var(c, nd[1], s, len);
-        }
-        break;
-    case J_INTEGER:
-    case J_NUMBER:
-        if (ch == '-' || (ch >= '0' && ch <= '9') || ch == 'N' || ch == 'I') rc = number(x, nd);
-        break;
-    case J_BOOLEAN: {
-        uint8_t b;
-        if (literal(x, "true", 4)) b = 1;
-        else if (literal(x, "false", 5)) b = 0;
-        else break;
-        rc = put_fixed(c, nd[1], &b, 1);
-        break;
-    }
     default:
         break;                 /* J_TEXT: a value's JSON text is left to the reference */
     }
     x->depth--;
     return rc;
+}
+
+/* A property's, an item's or a map value's node: scalars without a call. */
+static inline int member(Ctx *x, int node) {
+    const int32_t *nd = node_at(x->g, node);
+    return IS_SCALAR(nd[0]) ? scalar(x, nd) : value(x, node);
 }
 
 /* ------------------------------------------------------------------ the format (_columns.h) */

@@ -272,6 +272,30 @@ def test_rows_it_is_not_sure_of_go_to_json_loads() -> None:
     assert fast.rows["compiled"] == 3
 
 
+@pytest.mark.parametrize("literal", [
+    "0", "-0", "7", "-7", "999999999999999999", "-999999999999999999", "1000000000000000000",
+    "9223372036854775807", "-9223372036854775808", "9223372036854775808", "9007199254740993",
+    "0.5", "-0.0", "0.000000000000001", "12345678901234.5", "123456789012345.6", "1234567890123456.5",
+    "0.1000000000000000055511151231257827", "2.50", "1.0", "-1.0", "1e2", "1.5e3", "1E-2", "00", "01",
+    "1.", "-", "-a", ".5", "1.e3", "0.1234567890123456789",
+])
+def test_numbers_read_in_one_pass_equal_the_reference(literal: str) -> None:
+    """Integers of up to 18 digits and fractions of up to 15 are read in one pass; around those
+    bounds (and for exponents, leading zeros, a dot without digits), into an integer and a number
+    column, the values and errors are the reference's."""
+    fast, ref = decoders(SINK)
+    docs = [HEADER + f'{{"qty": {literal}}}'.encode(), HEADER + f'{{"price": {literal}}}'.encode()]
+    values, _ = check_parity(fast, ref, pa.array(docs, pa.binary()))
+    try:
+        number = json.loads(literal)
+    except ValueError:
+        return
+    assert math.copysign(1, values[1]["price"]) == math.copysign(1, float(number))  # -0.0 stays -0.0
+    integral = isinstance(number, int) or number.is_integer()
+    qty_fits = integral and -(2**63) <= number < 2**63          # else the reference words the error
+    assert fast.rows == {"compiled": 1 + qty_fits, "reference": 1 - qty_fits}
+
+
 def test_registry_corpus_is_compiled(tmp_path: Any) -> None:
     """confluent-kafka's JSONSerializer bytes, v1 and v2 (a nullable note added): every row compiled."""
     from kafka_format.registry import schemas_from_log_dirs
