@@ -205,7 +205,7 @@ static inline int wire_type(int op) {
 /* ------------------------------------------------------------------ values */
 /* The name of enum number v: const = int32 n, then n (number, start, length) sorted by number,
  * then the names' text. 1: found; 0: not a value of the enum. */
-static int enum_name(const Program *g, int ci, int32_t v, const uint8_t **s, int64_t *len) {
+HOT int enum_name(const Program *g, int ci, int32_t v, const uint8_t **s, int64_t *len) {
     Py_ssize_t size;
     const uint8_t *raw = const_at(g, ci, &size);
     int32_t n;
@@ -238,16 +238,21 @@ static int enum_name(const Program *g, int ci, int32_t v, const uint8_t **s, int
     return 0;
 }
 
-/* Append an enum value: its name, or for an open enum the number's decimal text. */
-static int put_enum(Ctx *x, const int32_t *nd, int col, uint64_t raw) {
-    int32_t v = (int32_t)(uint32_t)raw;
-    const uint8_t *s;
-    int64_t len;
-    if (enum_name(x->g, nd[4], v, &s, &len)) return put_var(x->c, col, s, len);
+/* An enum number the enum does not name: for an open enum its decimal text. */
+static __attribute__((noinline)) int put_unnamed_enum(Ctx *x, const int32_t *nd, int col, int32_t v) {
     if (nd[3] & F_CLOSED) return -1;       /* upb keeps it as an unknown field: left to it */
     char buf[16];
     int k = snprintf(buf, sizeof buf, "%d", (int)v);
     return put_var(x->c, col, (const uint8_t *)buf, k);
+}
+
+/* Append an enum value: its name, or for an open enum the number's decimal text. */
+HOT int put_enum(Ctx *x, const int32_t *nd, int col, uint64_t raw) {
+    int32_t v = (int32_t)(uint32_t)raw;
+    const uint8_t *s;
+    int64_t len;
+    if (enum_name(x->g, nd[4], v, &s, &len)) return put_var(x->c, col, s, len);
+    return put_unnamed_enum(x, nd, col, v);
 }
 
 /* A scalar of kind op whose wire value is v (varint or fixed bits) into column col. */
@@ -403,19 +408,27 @@ static inline int packable(int op) {
 /* Read the bytes [p, end) of a message of node `node` into its frame. */
 static int scan(Ctx *x, const int32_t *m, Slot *f, int32_t *act, const uint8_t *p, const uint8_t *end) {
     const Program *g = x->g;
+    const int32_t *kid = g->kids + m[2];
+    int nf = m[3], hint = 0;               /* the field expected next: writers go in number order */
     while (p < end) {
         uint32_t tag;
         if (read_tag(&p, end, &tag)) return -1;
         uint32_t fn = tag >> 3;
         int wt = (int)(tag & 7);
         if (fn == 0) return -1;
-        int i = dispatch(g, m, fn);
-        if (i < 0) {
-            if ((m[7] & M_ENTRY) || in_extension_range(g, m, fn) || skip_unknown(&p, end, wt)) return -1;
-            continue;
+        int i;
+        if (hint < nf && (uint32_t)node_at(g, kid[hint])[7] == fn) {
+            i = hint;                      /* numbers are unique: what dispatch would say */
+        } else {
+            i = dispatch(g, m, fn);
+            if (i < 0) {
+                if ((m[7] & M_ENTRY) || in_extension_range(g, m, fn) || skip_unknown(&p, end, wt)) return -1;
+                continue;
+            }
         }
-        const int32_t *nd = node_at(g, g->kids[m[2] + i]);
+        const int32_t *nd = node_at(g, kid[i]);
         int op = nd[0];
+        hint = (nd[3] & F_REPEATED) ? i : i + 1;    /* a repeated field's elements come together */
         if (wt != wire_type(op)) {
             if (op == P_FAIL) return -1;
             if ((nd[3] & F_REPEATED) && wt == 2 && packable(op)) {
@@ -668,6 +681,7 @@ static int program_ok(Program *g, const Cols *x) {
             int32_t kid = g->kids[m[2] + i];
             if (kid <= 0 || kid >= g->nnodes) return 0;
             const int32_t *nd = node_at(g, kid);
+            if (nd[7] <= 0 || dispatch(g, m, (uint32_t)nd[7]) != i) return 0;   /* scan's hint relies on it */
             if (m[7] & M_TIMESTAMP) {
                 if (nd[0] != (i == 0 ? P_INT64 : P_INT32) || nd[3] != 0 || nd[5] != -1) return 0;
                 continue;

@@ -586,6 +586,7 @@ def test_a_program_that_does_not_fit_its_columns_is_refused() -> None:
         ([msg, (pc.P_INT64, 1, -1, 0, 0, -1, -1, 1)], cols, struct.pack("<iiii", 0, 2, -1, 3)),  # no field 3
         ([msg, (pc.P_MESSAGE, 1, -1, 0, 0, -1, -1, 1)], cols, dispatch),  # a message that is its own child
         ([msg, (pc.P_INT64, 1, 0, 1, 0, -1, -1, 1)], cols, dispatch),  # repeated into a struct
+        ([msg, (pc.P_INT64, 1, -1, 0, 0, -1, -1, 2)], cols, dispatch),  # numbered 2, dispatched as 1
         ([msg, (pc.P_INT64, 1, -1, 0, 0, -1, -1, 1)], ((K_STRUCT, 0, (1,), 1), (K_VAR, 0, (), 1)), dispatch),
     ):
         with pytest.raises(ValueError, match="malformed"):
