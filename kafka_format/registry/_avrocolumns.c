@@ -445,9 +445,36 @@ HOT int hot_leaf(Ctx *x, const int32_t *nd) {
     }
 }
 
+/* An array whose items are leaves (a list of strings, of longs, ...): no call per item. */
+static int leaf_array(Ctx *x, const int32_t *nd, const int32_t *item) {
+    Col *lc = &x->c->cols[nd[1]];
+    int64_t count;
+    for (;;) {
+        if (block_count(x, &count)) return -1;
+        if (count == 0) break;
+        for (int64_t i = 0; i < count; i++)
+            if (hot_leaf(x, item)) return -1;
+    }
+    return list_close(x->c, lc, x->c->cols[lc->child[0]].n);
+}
+
+/* Run node `node`: leaves, a union's leaf branch (a nullable field) and an array of leaves here,
+ * without run()'s call (they nest nothing, so they need no depth). */
 HOT int step(Ctx *x, int node) {
     const int32_t *nd = node_at(x->prog, node);
-    return IS_LEAF(nd[0]) ? hot_leaf(x, nd) : run(x, nd);
+    if (IS_LEAF(nd[0])) return hot_leaf(x, nd);
+    if (nd[0] == OP_UNION) {
+        int64_t v;
+        if (read_long(x, &v) || v < 0 || v >= nd[3]) return -1;
+        const int32_t *branch = node_at(x->prog, x->prog->kids[nd[2] + v]);
+        if (IS_LEAF(branch[0])) return hot_leaf(x, branch);
+        return run(x, branch);
+    }
+    if (nd[0] == OP_ARRAY) {
+        const int32_t *item = node_at(x->prog, nd[2]);
+        if (IS_LEAF(item[0])) return leaf_array(x, nd, item);
+    }
+    return run(x, nd);
 }
 
 static int run(Ctx *x, const int32_t *nd) {
