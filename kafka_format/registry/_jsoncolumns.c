@@ -571,21 +571,23 @@ HOT int quick_number(Ctx *x, int *integer, int64_t *iv, double *dv) {
     return 1;
 }
 
-/* A number (x->p at its first character) into an integer or number column. */
-static int number(Ctx *x, const int32_t *nd) {
+/* A float value into an integer or number column (into an integer column: int(v) when it is
+ * integral and in the int64 range). */
+static int put_float(Ctx *x, const int32_t *nd, double d) {
+    if (nd[0] == J_NUMBER) return put_fixed(x->c, nd[1], &d, 8);
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != floor(d)) return -1;
+    int64_t v = (int64_t)d;
+    return put_fixed(x->c, nd[1], &v, 8);
+}
+
+/* A number quick_number does not take: any other literal of the grammar, NaN and the infinities. */
+static __attribute__((noinline)) int other_number(Ctx *x, const int32_t *nd) {
     const uint8_t *s;
     int64_t len;
     int integer;
     double d;
     uint8_t ch = *x->p;                        /* value() checked there is one */
-    int64_t quick;
-    if (quick_number(x, &integer, &quick, &d)) {
-        if (integer) {
-            if (nd[0] == J_INTEGER) return put_fixed(x->c, nd[1], &quick, 8);
-            d = (double)quick;                 /* float(int): exact below 2**53, else rounded */
-            if (d == 0) d = 0.0;               /* float(int("-0")) is 0.0 */
-        }
-    } else if (ch != 'N' && ch != 'I' && !(ch == '-' && x->end - x->p > 1 && x->p[1] == 'I')) {
+    if (ch != 'N' && ch != 'I' && !(ch == '-' && x->end - x->p > 1 && x->p[1] == 'I')) {
         if (number_span(x, &s, &len, &integer)) return -1;
         if (integer && nd[0] == J_INTEGER) {
             int64_t v;
@@ -598,21 +600,27 @@ static int number(Ctx *x, const int32_t *nd) {
     } else if (literal(x, "NaN", 3)) {
         uint64_t bits = 0x7ff8000000000000ULL;
         memcpy(&d, &bits, 8);
-        integer = 0;
     } else if (literal(x, "Infinity", 8)) {
         d = INFINITY;
-        integer = 0;
     } else if (literal(x, "-Infinity", 9)) {
         d = -INFINITY;
-        integer = 0;
     } else {
         return -1;                             /* N, I or -I not starting a literal Python takes */
     }
-    if (nd[0] == J_NUMBER) return put_fixed(x->c, nd[1], &d, 8);
-    /* an integral float into an integer column: int(v) in the int64 range */
-    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != floor(d)) return -1;
-    int64_t v = (int64_t)d;
-    return put_fixed(x->c, nd[1], &v, 8);
+    return put_float(x, nd, d);
+}
+
+/* A number (x->p at its first character) into an integer or number column. */
+HOT int number(Ctx *x, const int32_t *nd) {
+    int integer;
+    int64_t quick;
+    double d;
+    if (!quick_number(x, &integer, &quick, &d)) return other_number(x, nd);
+    if (!integer) return put_float(x, nd, d);
+    if (nd[0] == J_INTEGER) return put_fixed(x->c, nd[1], &quick, 8);
+    d = (double)quick;                         /* float(int): exact below 2**53, else rounded */
+    if (d == 0) d = 0.0;                       /* float(int("-0")) is 0.0 */
+    return put_fixed(x->c, nd[1], &d, 8);
 }
 
 /* A string, integer, number or boolean node: no nesting, so no depth to keep. */
