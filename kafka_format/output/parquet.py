@@ -12,6 +12,7 @@ columns end up dictionary-encoded as in Spark's files without hashing the others
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Iterator
 
@@ -27,10 +28,16 @@ SAMPLE_ROWS = 20_000        # about one data page of small values: what parquet-
 def leaf_paths(schema: pa.Schema) -> list[str]:
     """The Parquet column paths of ``schema``'s leaves, in order (``a.b``, ``l.list.element``, ...),
     as Arrow's writer names them."""
+    return list(_leaf_paths(schema))
+
+
+@functools.lru_cache(maxsize=32)
+def _leaf_paths(schema: pa.Schema) -> tuple[str, ...]:
+    """:func:`leaf_paths`, once per schema and process (every split of an export asks for it)."""
     sink = io.BytesIO()
     pq.write_table(schema.empty_table(), sink)
     parquet = pq.ParquetFile(io.BytesIO(sink.getvalue())).schema
-    return [parquet.column(i).path for i in range(len(parquet))]
+    return tuple(parquet.column(i).path for i in range(len(parquet)))
 
 
 def _leaves(arr: pa.Array) -> Iterator[pa.Array]:

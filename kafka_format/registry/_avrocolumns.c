@@ -182,10 +182,9 @@ static const uint64_t LEAF_OPS = (BIT(OP_UUID + 1) - 1) | BIT(OP_DEFAULT) | BIT(
                                  BIT(OP_SKIP_N) | BIT(OP_SKIP_BYTES);
 #define IS_LEAF(op) ((LEAF_OPS >> (op)) & 1)
 
-/* The ops that read one value (or skip one) without running other nodes.  The usual ones are
- * inlined where a record's fields and an array's items are run (hot_leaf); this switch, out of
- * line, takes the rest. */
-static __attribute__((noinline)) int leaf(Ctx *x, const int32_t *nd) {
+/* The leaf ops other than hot_leaf's (booleans, floats, fixed, dates and times, decimals, uuids,
+ * defaults, skips), out of line. */
+static __attribute__((noinline)) int rare_leaf(Ctx *x, const int32_t *nd) {
     const Program *g = x->prog;
     int op = nd[0], col = nd[1], a = nd[2], b = nd[3], c = nd[4];
     int64_t v;
@@ -193,13 +192,8 @@ static __attribute__((noinline)) int leaf(Ctx *x, const int32_t *nd) {
     (void)g;
     (void)c;
     switch (op) {
-    case OP_NOP:
-        break;
     case OP_ERROR:
         rc = -1;
-        break;
-    case OP_NULL:
-        rc = put_null(x->c, col);
         break;
     case OP_BOOL: {
         if (x->p >= x->end || *x->p > 1) { rc = -1; break; }
@@ -207,16 +201,6 @@ static __attribute__((noinline)) int leaf(Ctx *x, const int32_t *nd) {
         rc = put_fixed(x->c, col, &bit, sizeof(bit));
         break;
     }
-    case OP_INT32: {
-        if (read_int(x, &v)) { rc = -1; break; }
-        int32_t i = (int32_t)v;
-        rc = put_fixed(x->c, col, &i, sizeof(i));
-        break;
-    }
-    case OP_INT64:
-        if (a ? read_int(x, &v) : read_long(x, &v)) { rc = -1; break; }
-        rc = put_fixed(x->c, col, &v, sizeof(v));
-        break;
     case OP_TO_F32: {
         if (a ? read_int(x, &v) : read_long(x, &v)) { rc = -1; break; }
         float f = (float)(double)v;
@@ -244,33 +228,11 @@ static __attribute__((noinline)) int leaf(Ctx *x, const int32_t *nd) {
         }
         break;
     }
-    case OP_F64: {
-        if (x->end - x->p < 8) { rc = -1; break; }
-        double d;
-        memcpy(&d, x->p, 8);
-        x->p += 8;
-        rc = put_fixed(x->c, col, &d, sizeof(d));
-        break;
-    }
-    case OP_BYTES: {
-        const uint8_t *s;
-        int64_t len;
-        if (read_blob(x, &s, &len) || (a && !utf8_ok(s, len))) { rc = -1; break; }
-        rc = put_var(x->c, col, s, len);
-        break;
-    }
     case OP_FIXED:
         if (x->end - x->p < a) { rc = -1; break; }
         rc = put_var(x->c, col, x->p, a);
         x->p += a;
         break;
-    case OP_ENUM: {
-        const uint8_t *s;
-        int64_t len;
-        if (read_long(x, &v) || enum_symbol(x, a, v, &s, &len)) { rc = -1; break; }
-        rc = put_var(x->c, col, s, len);
-        break;
-    }
     case OP_DATE: {
         /* datetime.date.fromordinal(days + 719163): ordinals 1 .. 3652059 */
         if (read_long(x, &v) || v < -719162 || v > 2932896) { rc = -1; break; }
@@ -402,7 +364,8 @@ static __attribute__((noinline)) int leaf(Ctx *x, const int32_t *nd) {
     return rc;
 }
 
-/* The leaves of most fields (strings, longs, doubles, enums, booleans, nulls) without a call. */
+/* The leaves of most fields (strings, ints, longs, doubles, enums, nulls) without a call; the
+ * rest by rare_leaf. */
 HOT int hot_leaf(Ctx *x, const int32_t *nd) {
     int64_t v;
     switch (nd[0]) {
@@ -436,12 +399,12 @@ HOT int hot_leaf(Ctx *x, const int32_t *nd) {
     case OP_NULL:
         return put_null(x->c, nd[1]);
     case OP_DEFAULT:
-        if (nd[2] != DEF_NULL) return leaf(x, nd);
+        if (nd[2] != DEF_NULL) return rare_leaf(x, nd);
         return put_null(x->c, nd[1]);
     case OP_NOP:
         return 0;
     default:
-        return leaf(x, nd);
+        return rare_leaf(x, nd);
     }
 }
 
@@ -481,7 +444,7 @@ static int run(Ctx *x, const int32_t *nd) {
     const Program *g = x->prog;
     int op = nd[0], col = nd[1], a = nd[2], b = nd[3], c = nd[4];
     int64_t v;
-    if (IS_LEAF(op)) return leaf(x, nd);
+    if (IS_LEAF(op)) return hot_leaf(x, nd);
     if (++x->depth > MAX_DEPTH) return -1;
     int rc = 0;
     switch (op) {

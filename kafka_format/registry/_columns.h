@@ -106,21 +106,42 @@ HOT int put_fixed(Cols *x, int ci, const void *v, int size) {
     return 0;
 }
 
+/* Short strings (4 to 16 bytes) are read as two words that overlap: the first and the last w
+ * bytes, w = short_word(n); no byte outside the string is read or written. */
+HOT int short_word(int64_t n) {
+    return n >= 8 ? 8 : 4;
+}
+
+/* The w-byte word (w: 4 or 8) at s, unaligned, zero-extended. */
+HOT uint64_t word_at(const uint8_t *s, int w) {
+    if (w == 8) {
+        uint64_t v;
+        memcpy(&v, s, 8);
+        return v;
+    }
+    uint32_t v;
+    memcpy(&v, s, 4);
+    return v;
+}
+
+/* Store the low w bytes (w: 4 or 8) of v at d, unaligned. */
+HOT void word_put(uint8_t *d, uint64_t v, int w) {
+    if (w == 8) {
+        memcpy(d, &v, 8);
+    } else {
+        uint32_t u = (uint32_t)v;
+        memcpy(d, &u, 4);
+    }
+}
+
 /* Copy n bytes, reading and writing none outside [s, s+n) and [d, d+n): the short strings of
  * typed values (ids, enum symbols, tags) copied without a call. */
 HOT void copy_short(uint8_t *d, const uint8_t *s, int64_t n) {
-    if (n >= 8 && n <= 16) {
-        uint64_t a, b;
-        memcpy(&a, s, 8);
-        memcpy(&b, s + n - 8, 8);
-        memcpy(d, &a, 8);
-        memcpy(d + n - 8, &b, 8);
-    } else if (n >= 4 && n < 8) {
-        uint32_t a, b;
-        memcpy(&a, s, 4);
-        memcpy(&b, s + n - 4, 4);
-        memcpy(d, &a, 4);
-        memcpy(d + n - 4, &b, 4);
+    if (n >= 4 && n <= 16) {
+        int w = short_word(n);
+        uint64_t head = word_at(s, w), tail = word_at(s + n - w, w);
+        word_put(d, head, w);
+        word_put(d + n - w, tail, w);
     } else if (n > 16) {
         memcpy(d, s, (size_t)n);
     } else if (n > 0) {                      /* 1 to 3 bytes */
@@ -170,15 +191,8 @@ HOT int utf8_ok(const uint8_t *s, int64_t n) {
         if (w & 0x8080808080808080ULL) return kc_utf8_check(s + i, n - i);
     }
     int64_t left = n - i;                     /* 0 to 7 bytes: two overlapping words, or bytes */
-    uint32_t w = 0;
-    if (left >= 4) {
-        uint32_t a, b;
-        memcpy(&a, s + i, 4);
-        memcpy(&b, s + n - 4, 4);
-        w = a | b;
-    } else if (left > 0) {
-        w = s[i] | s[i + (left >> 1)] | s[n - 1];
-    }
+    uint64_t w = left >= 4 ? word_at(s + i, 4) | word_at(s + n - 4, 4)
+               : left > 0 ? (uint64_t)(s[i] | s[i + (left >> 1)] | s[n - 1]) : 0;
     return (w & 0x80808080U) ? kc_utf8_check(s + i, left) : 1;
 }
 

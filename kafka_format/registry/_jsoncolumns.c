@@ -375,21 +375,9 @@ static inline const uint8_t *name_text(const Program *g, int ci) {
 
 /* a[0 .. n) == b[0 .. n) for the short strings property names are (no call for them) */
 HOT int same(const uint8_t *a, const uint8_t *b, int64_t n) {
-    if (n >= 8 && n <= 16) {                   /* two overlapping words each */
-        uint64_t a0, a1, b0, b1;
-        memcpy(&a0, a, 8);
-        memcpy(&b0, b, 8);
-        memcpy(&a1, a + n - 8, 8);
-        memcpy(&b1, b + n - 8, 8);
-        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-    }
-    if (n >= 4 && n < 8) {
-        uint32_t a0, a1, b0, b1;
-        memcpy(&a0, a, 4);
-        memcpy(&b0, b, 4);
-        memcpy(&a1, a + n - 4, 4);
-        memcpy(&b1, b + n - 4, 4);
-        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    if (n >= 4 && n <= 16) {
+        int w = short_word(n);
+        return ((word_at(a, w) ^ word_at(b, w)) | (word_at(a + n - w, w) ^ word_at(b + n - w, w))) == 0;
     }
     if (n > 16) return memcmp(a, b, (size_t)n) == 0;
     for (int64_t i = 0; i < n; i++)
@@ -557,7 +545,6 @@ HOT int quick_number(Ctx *x, int *integer, int64_t *iv, double *dv) {
             if (digits + frac >= 15) return 0;
             m = m * 10 + (uint64_t)(*p - '0');
         }
-        if (digits + frac > 15) return 0;
     }
     if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return 0;
     x->p = p;
@@ -654,11 +641,11 @@ HOT int scalar(Ctx *x, const int32_t *nd) {
     }
 }
 
+/* A nesting node (object, map, array) or one typed as JSON text: scalars go to scalar() (member()). */
 static int value(Ctx *x, int node) {
     const Program *g = x->g;
     const int32_t *nd = node_at(g, node);
     Cols *c = x->c;
-    if (IS_SCALAR(nd[0])) return scalar(x, nd);
     if (x->p >= x->end) return -1;
     uint8_t ch = *x->p;
     if (ch == 'n') return literal(x, "null", 4) ? put_null(c, nd[1]) : -1;
@@ -681,7 +668,7 @@ static int value(Ctx *x, int node) {
     return rc;
 }
 
-/* A property's, an item's or a map value's node: scalars without a call. */
+/* Node `node` at x->p (a row's root, a property, an item, a map value): scalars without a call. */
 static inline int member(Ctx *x, int node) {
     const int32_t *nd = node_at(x->g, node);
     return IS_SCALAR(nd[0]) ? scalar(x, nd) : value(x, node);
@@ -703,7 +690,7 @@ static int json_row(void *state, Cols *cols, int program, const uint8_t *p, cons
     if (p >= end || p[0] == 0 || (end - p >= 2 && p[1] == 0) || p[0] == 0xef || !utf8_ok(p, end - p)) return -1;
     Ctx x = {.c = cols, .g = &s->gs[program], .p = p, .end = end, .seen = s->seen, .buf = s->buf, .bcap = s->bcap};
     ws(&x);
-    int rc = value(&x, 0);
+    int rc = member(&x, 0);
     if (!rc) {
         ws(&x);
         rc = x.p == x.end ? 0 : -1;

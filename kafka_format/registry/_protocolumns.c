@@ -211,19 +211,13 @@ HOT int enum_name(const Program *g, int ci, int32_t v, const uint8_t **s, int64_
     int32_t n;
     memcpy(&n, raw, 4);
     const uint8_t *tab = raw + 4, *text = raw + 4 + 12 * (Py_ssize_t)n;
-    int32_t lo = 0, hi = n - 1, num, start, length;
+    int32_t lo = 0, hi = n - 1, num;
     if (v >= 0 && v < n) {                 /* the usual numbering 0, 1, 2 ...: entry v is v */
         memcpy(&num, tab + 12 * (Py_ssize_t)v, 4);
-        if (num == v) {
-            memcpy(&start, tab + 12 * (Py_ssize_t)v + 4, 4);
-            memcpy(&length, tab + 12 * (Py_ssize_t)v + 8, 4);
-            *s = text + start;
-            *len = length;
-            return 1;
-        }
+        if (num == v) lo = hi = v;
     }
     while (lo <= hi) {
-        int32_t mid = lo + (hi - lo) / 2;
+        int32_t mid = lo + (hi - lo) / 2, start, length;
         memcpy(&num, tab + 12 * mid, 4);
         if (num == v) {
             memcpy(&start, tab + 12 * mid + 4, 4);
