@@ -83,6 +83,21 @@ HOT void ws(Ctx *x) {
     x->p = p;
 }
 
+/* Past byte ch, after any whitespace; 0 when the next byte is another.  The usual case (no
+ * whitespace: ch comes at once) takes one compare. */
+HOT int expect(Ctx *x, uint8_t ch) {
+    if (x->p < x->end && *x->p == ch) {
+        x->p++;
+        return 1;
+    }
+    ws(x);
+    if (x->p < x->end && *x->p == ch) {
+        x->p++;
+        return 1;
+    }
+    return 0;
+}
+
 static inline int hex4(const uint8_t *s, uint32_t *out) {
     uint32_t v = 0;
     for (int i = 0; i < 4; i++) {
@@ -97,13 +112,16 @@ static inline int hex4(const uint8_t *s, uint32_t *out) {
     return 0;
 }
 
-/* A string at x->p (after its opening quote): its raw bytes [*s, *s + *len) when it has no escape
- * (*esc = 0); with escapes, *esc = 1 and the caller unescapes.  -1: malformed (strict: no control
- * characters; escapes as the _json scanner takes them). */
-static int string_span(Ctx *x, const uint8_t **s, int64_t *len, int *esc) {
-    const uint8_t *p = x->p, *end = x->end;
-    *s = p;
-    *esc = 0;
+/* The bytes a string's plain run stops at: its closing quote, a backslash, a control character. */
+static const uint8_t STRING_STOP[256] = {
+    [0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1,
+};
+
+/* string_span past the plain run: escapes (validated as the _json scanner takes them), control
+ * characters, the end of the payload. */
+static __attribute__((noinline)) int string_rest(Ctx *x, const uint8_t *p, const uint8_t **s, int64_t *len,
+                                                 int *esc) {
+    const uint8_t *end = x->end;
     for (;;) {
         if (p >= end) return -1;
         uint8_t c = *p;
@@ -128,6 +146,23 @@ static int string_span(Ctx *x, const uint8_t **s, int64_t *len, int *esc) {
     *len = p - *s;
     x->p = p + 1;
     return 0;
+}
+
+/* A string at x->p (after its opening quote): its raw bytes [*s, *s + *len) when it has no escape
+ * (*esc = 0); with escapes, *esc = 1 and the caller unescapes.  -1: malformed (strict: no control
+ * characters; escapes as the _json scanner takes them).  The plain run is read inline, a byte a
+ * table lookup. */
+HOT int string_span(Ctx *x, const uint8_t **s, int64_t *len, int *esc) {
+    const uint8_t *p = x->p, *end = x->end;
+    *s = p;
+    *esc = 0;
+    while (p < end && !STRING_STOP[*p]) p++;
+    if (p < end && *p == '"') {
+        *len = p - *s;
+        x->p = p + 1;
+        return 0;
+    }
+    return string_rest(x, p, s, len, esc);
 }
 
 /* Unescape s[0 .. len) into x->buf as UTF-8.  Returns the length, -1 when malformed or when the
@@ -185,7 +220,7 @@ static int64_t unescape(Ctx *x, const uint8_t *s, int64_t len) {
 }
 
 /* A string value (x->p at its opening quote) as UTF-8: *v, *n (into the payload or x->buf). */
-static int read_string(Ctx *x, const uint8_t **v, int64_t *n) {
+HOT int read_string(Ctx *x, const uint8_t **v, int64_t *n) {
     const uint8_t *s;
     int64_t len;
     int esc;
@@ -362,7 +397,7 @@ static int skip(Ctx *x) {
 
 /* ------------------------------------------------------------------ values into columns */
 static int value(Ctx *x, int node);
-static inline int member(Ctx *x, int node);
+HOT int member(Ctx *x, int node);
 
 /* The names' text of an object node's name table (const ci; its layout: see property()). */
 static inline const uint8_t *name_text(const Program *g, int ci) {
@@ -419,7 +454,7 @@ static int object(Ctx *x, const int32_t *nd) {
     int rc = put_struct(c, nd[1]);
     const int32_t *names = g->names + 2 * (Py_ssize_t)g->first[(nd - g->nodes) / NODE_INTS];
     const uint8_t *text = name_text(g, nd[4]);
-    int next = 0;
+    int next = 0, came = 0;
     x->p++;
     ws(x);
     if (!rc && x->p < x->end && *x->p == '}') {
@@ -429,8 +464,7 @@ static int object(Ctx *x, const int32_t *nd) {
             const uint8_t *s;
             int64_t len;
             int esc;
-            if (x->p >= x->end || *x->p != '"') { rc = -1; break; }
-            x->p++;
+            if (!expect(x, '"')) { rc = -1; break; }
             int i;
             int64_t want = next < n ? names[2 * next + 1] : -1;
             if (want >= 0 && x->end - x->p > want && x->p[want] == '"' && same(text + names[2 * next], x->p, want)) {
@@ -445,27 +479,24 @@ static int object(Ctx *x, const int32_t *nd) {
             } else {
                 i = property(g, nd[4], s, len);
             }
-            if (i == -2) { rc = -1; break; }
-            ws(x);
-            if (x->p >= x->end || *x->p != ':') { rc = -1; break; }
-            x->p++;
+            if (i == -2 || !expect(x, ':')) { rc = -1; break; }
             ws(x);
             if (i < 0) {
                 if (skip(x)) { rc = -1; break; }
             } else {
                 if (seen[i]) { rc = -1; break; }   /* twice: Python's dict keeps the last */
                 seen[i] = 1;
+                came++;
                 next = i + 1;
                 if (member(x, g->kids[nd[2] + i])) { rc = -1; break; }
             }
-            ws(x);
-            if (x->p < x->end && *x->p == ',') { x->p++; ws(x); continue; }
+            if (expect(x, ',')) continue;             /* the next name's quote: after whitespace */
             if (x->p < x->end && *x->p == '}') { x->p++; break; }
             rc = -1;
         }
     }
     const Col *sc = &c->cols[nd[1]];
-    for (int i = 0; i < n && !rc; i++)
+    for (int i = 0; i < n && came < n && !rc; i++)
         if (!seen[i]) rc = put_null(c, sc->child[i]);
     x->stop -= n;
     return rc;
@@ -486,13 +517,10 @@ static int map(Ctx *x, const int32_t *nd) {
             if (x->p >= x->end || *x->p != '"' || read_string(x, &s, &len) || put_struct(c, nd[2]) ||
                 put_var(c, nd[3], s, len))
                 return -1;
-            ws(x);
-            if (x->p >= x->end || *x->p != ':') return -1;
-            x->p++;
+            if (!expect(x, ':')) return -1;
             ws(x);
             if (member(x, nd[4])) return -1;
-            ws(x);
-            if (x->p < x->end && *x->p == ',') { x->p++; ws(x); continue; }
+            if (expect(x, ',')) { ws(x); continue; }
             if (x->p < x->end && *x->p == '}') { x->p++; break; }
             return -1;
         }
@@ -511,8 +539,7 @@ static int array(Ctx *x, const int32_t *nd) {
     } else {
         for (;;) {
             if (member(x, nd[2])) return -1;
-            ws(x);
-            if (x->p < x->end && *x->p == ',') { x->p++; ws(x); continue; }
+            if (expect(x, ',')) { ws(x); continue; }
             if (x->p < x->end && *x->p == ']') { x->p++; break; }
             return -1;
         }
@@ -536,7 +563,8 @@ HOT int quick_number(Ctx *x, int *integer, int64_t *iv, double *dv) {
     if (*p == '0') {
         p++;
     } else {
-        while (p < end && (unsigned)(*p - '0') <= 9 && p - first < 18) m = m * 10 + (uint64_t)(*p++ - '0');
+        const uint8_t *stop = end - p > 18 ? p + 18 : end;
+        while (p < stop && (unsigned)(*p - '0') <= 9) m = m * 10 + (uint64_t)(*p++ - '0');
     }
     int digits = (int)(p - first), frac = 0;
     if (p < end && (unsigned)(*p - '0') <= 9) return 0;          /* a 19th digit (or 0 then a digit) */
@@ -603,7 +631,7 @@ HOT int number(Ctx *x, const int32_t *nd) {
     int64_t quick;
     double d;
     if (!quick_number(x, &integer, &quick, &d)) return other_number(x, nd);
-    if (!integer) return put_float(x, nd, d);
+    if (!integer) return nd[0] == J_NUMBER ? put_fixed(x->c, nd[1], &d, 8) : put_float(x, nd, d);
     if (nd[0] == J_INTEGER) return put_fixed(x->c, nd[1], &quick, 8);
     d = (double)quick;                         /* float(int): exact below 2**53, else rounded */
     if (d == 0) d = 0.0;                       /* float(int("-0")) is 0.0 */
@@ -669,7 +697,7 @@ static int value(Ctx *x, int node) {
 }
 
 /* Node `node` at x->p (a row's root, a property, an item, a map value): scalars without a call. */
-static inline int member(Ctx *x, int node) {
+HOT int member(Ctx *x, int node) {
     const int32_t *nd = node_at(x->g, node);
     return IS_SCALAR(nd[0]) ? scalar(x, nd) : value(x, node);
 }
