@@ -22,10 +22,12 @@
  *     varint != 0, google.protobuf.Timestamp as microseconds (nanos // 1000) in datetime's range;
  *   - a field with presence is null when absent, any other field its default.
  *
- * Singular fields are kept in the message's *frame* while its bytes are read and written to their
- * columns when the message ends (in declared order, which is also the struct's); repeated fields
- * are written as they come (every field owns its own columns, so order between fields does not
- * matter).  The fast path is conservative: whatever it is not sure decodes exactly as the
+ * Scalars, strings and repeated fields are written to their columns as they come (every field owns
+ * its own columns, so order between fields does not matter); a singular one that comes again, or a
+ * oneof member another one clears, has its slot taken back first.  The message's *frame* keeps
+ * which fields came and where a singular message's occurrences are; when the message ends, those
+ * are read, absent fields get their null or default and lists are closed, in declared order
+ * (the struct's).  A Timestamp's two fields stay in the frame: they make one value.  The fast path is conservative: whatever it is not sure decodes exactly as the
  * reference (invalid UTF-8, a group, an unknown value of a closed enum, an unknown field in a map
  * entry, a oneof message member
  * cleared by another member, a map key twice, a field number in an extension range, a varint
@@ -81,14 +83,14 @@ typedef struct {
     const int32_t *path;           /* the table message's index path in the writer schema */
     Py_ssize_t npath;              /* -1: the writer schema has no such message */
     int64_t slots, oneofs;         /* frame stack sizes: every message's fields and oneofs */
+    int32_t *fields;               /* the nodes of kids, in kids' order (a message's field i at
+                                    * fields[(a + i) * NODE_INTS]): one load less than kids -> nodes */
 } Program;
 
 /* A singular field's state in its message's frame. */
 typedef struct {
-    uint64_t v;                    /* scalar value (bits) */
-    const uint8_t *s;              /* string/bytes: the last value */
-    int64_t len;
-    int32_t set;                   /* present */
+    uint64_t v;                    /* a Timestamp's seconds or nanos (bits) */
+    int32_t set;                   /* present (a scalar or string: its slot is written) */
     int32_t head, tail;            /* message: its occurrences (ranges), first and last */
 } Slot;
 
@@ -112,6 +114,11 @@ typedef struct {
 
 static inline const int32_t *node_at(const Program *g, int node) {
     return g->nodes + (Py_ssize_t)node * NODE_INTS;
+}
+
+/* Field i of message node m (program_ok checked m's kids). */
+static inline const int32_t *field_at(const Program *g, const int32_t *m, int i) {
+    return g->fields + ((Py_ssize_t)m[2] + i) * NODE_INTS;
 }
 
 static inline const uint8_t *const_at(const Program *g, int i, Py_ssize_t *size) {
@@ -399,11 +406,21 @@ static inline int packable(int op) {
     return op >= P_INT32 && op <= P_ENUM && op != P_STRING && op != P_BYTES;
 }
 
-/* Read the bytes [p, end) of a message of node `node` into its frame. */
+/* Take back the last slot of a fixed or variable-width column: a singular field's value that
+ * another replaces (the field came again, or a oneof member cleared it). */
+HOT void drop_last(Cols *x, int ci) {
+    Col *c = &x->cols[ci];
+    if (c->n <= 0) return;                 /* never: the field's value was written */
+    c->n -= 1;
+    if (c->kind == K_VAR) c->dlen = c->offs[c->n];
+}
+
+/* Read the bytes [p, end) of a message of node `node`: values to their columns, the frame told
+ * which came (a Timestamp's values kept in it). */
 static int scan(Ctx *x, const int32_t *m, Slot *f, int32_t *act, const uint8_t *p, const uint8_t *end) {
     const Program *g = x->g;
-    const int32_t *kid = g->kids + m[2];
     int nf = m[3], hint = 0;               /* the field expected next: writers go in number order */
+    int direct = !(m[7] & M_TIMESTAMP);
     while (p < end) {
         uint32_t tag;
         if (read_tag(&p, end, &tag)) return -1;
@@ -411,7 +428,7 @@ static int scan(Ctx *x, const int32_t *m, Slot *f, int32_t *act, const uint8_t *
         int wt = (int)(tag & 7);
         if (fn == 0) return -1;
         int i;
-        if (hint < nf && (uint32_t)node_at(g, kid[hint])[7] == fn) {
+        if (hint < nf && (uint32_t)field_at(g, m, hint)[7] == fn) {
             i = hint;                      /* numbers are unique: what dispatch would say */
         } else {
             i = dispatch(g, m, fn);
@@ -420,7 +437,7 @@ static int scan(Ctx *x, const int32_t *m, Slot *f, int32_t *act, const uint8_t *
                 continue;
             }
         }
-        const int32_t *nd = node_at(g, kid[i]);
+        const int32_t *nd = field_at(g, m, i);
         int op = nd[0];
         hint = (nd[3] & F_REPEATED) ? i : i + 1;    /* a repeated field's elements come together */
         if (wt != wire_type(op)) {
@@ -441,6 +458,7 @@ static int scan(Ctx *x, const int32_t *m, Slot *f, int32_t *act, const uint8_t *
             int32_t was = act[nd[5]];
             if (was != i && was >= 0) {
                 if (f[was].head >= 0) return -1;   /* a message dropped unread: left to upb */
+                if (f[was].set) drop_last(x->c, field_at(g, m, was)[1]);
                 f[was].set = 0;
             }
             act[nd[5]] = i;
@@ -459,15 +477,20 @@ static int scan(Ctx *x, const int32_t *m, Slot *f, int32_t *act, const uint8_t *
             else x->ranges[sl->tail].next = (int32_t)x->nranges;
             sl->tail = (int32_t)x->nranges++;
             sl->set = 1;
-        } else if (op == P_STRING || op == P_BYTES) {
-            if (read_len(&p, end, &sl->s, &sl->len) || (op == P_STRING && !utf8_ok(sl->s, sl->len))) return -1;
+        } else if (!direct) {
+            if (read_scalar(&p, end, op, &sl->v)) return -1;
             sl->set = 1;
         } else {
-            if (read_scalar(&p, end, op, &sl->v)) return -1;
-            if (op == P_ENUM && (nd[3] & F_CLOSED)) {
+            if (sl->set) drop_last(x->c, nd[1]);      /* the last value counts */
+            if (op == P_STRING || op == P_BYTES) {
                 const uint8_t *s;
                 int64_t len;
-                if (!enum_name(g, nd[4], (int32_t)(uint32_t)sl->v, &s, &len)) return -1;
+                if (read_len(&p, end, &s, &len) || (op == P_STRING && !utf8_ok(s, len)) ||
+                    put_var(x->c, nd[1], s, len))
+                    return -1;
+            } else {
+                uint64_t v;
+                if (read_scalar(&p, end, op, &v) || put_scalar(x, nd, op, nd[1], v)) return -1;
             }
             sl->set = 1;
         }
@@ -489,8 +512,9 @@ static int put_default(Ctx *x, const int32_t *nd) {
     return put_fixed(x->c, col, zero, c->width);
 }
 
-/* Write a message's frame: its fields in declared order (repeated ones were written as they came:
- * their lists are closed here). */
+/* End a message: its struct slot, then per field in declared order: a list closed, a singular
+ * message read from its occurrences, an absent field's null or default (the values that came are
+ * written already). */
 static int emit(Ctx *x, const int32_t *m, Slot *f) {
     const Program *g = x->g;
     Cols *c = x->c;
@@ -506,10 +530,11 @@ static int emit(Ctx *x, const int32_t *m, Slot *f) {
     }
     if (put_struct(c, m[1])) return -1;
     for (int i = 0; i < m[3]; i++) {
-        const int32_t *nd = node_at(g, g->kids[m[2] + i]);
+        const int32_t *nd = field_at(g, m, i);
         int op = nd[0];
         Slot *sl = &f[i];
         int rc;
+        if (sl->set && op != P_MESSAGE && op != P_TIMESTAMP) continue;
         if (nd[3] & F_REPEATED) {
             Col *lc = &c->cols[nd[2]];
             Col *item = &c->cols[lc->child[0]];
@@ -519,14 +544,8 @@ static int emit(Ctx *x, const int32_t *m, Slot *f) {
             if (sl->set) rc = message(x, nd[4], sl->head, NULL, 0);
             else if (nd[3] & F_PRESENCE) rc = put_null(c, nd[1]);
             else rc = message(x, nd[4], -1, NULL, 0);
-        } else if (op == P_FAIL) {
-            rc = put_null(c, nd[1]);    /* never set: the row failed where it appeared */
-        } else if (!sl->set) {
-            rc = (nd[3] & F_PRESENCE) ? put_null(c, nd[1]) : put_default(x, nd);
-        } else if (op == P_STRING || op == P_BYTES) {
-            rc = put_var(c, nd[1], sl->s, sl->len);
-        } else {
-            rc = put_scalar(x, nd, op, nd[1], sl->v);
+        } else {                           /* absent (a P_FAIL field always: the row failed where it came) */
+            rc = (nd[3] & F_PRESENCE) || op == P_FAIL ? put_null(c, nd[1]) : put_default(x, nd);
         }
         if (rc) return -1;
     }
@@ -705,6 +724,11 @@ static int program_ok(Program *g, const Cols *x) {
     return g->nnodes > 0 && node_at(g, 0)[0] == P_MSG;
 }
 
+static void free_programs(Program *gs, Py_ssize_t ng) {
+    for (Py_ssize_t i = 0; gs && i < ng; i++) free(gs[i].fields);
+    free(gs);
+}
+
 static int proto_load(void *state, PyObject *programs, const Cols *x) {
     Proto *s = state;
     Py_ssize_t ng = PyTuple_GET_SIZE(programs);
@@ -739,6 +763,10 @@ static int proto_load(void *state, PyObject *programs, const Cols *x) {
             PyErr_SetString(PyExc_ValueError, "malformed Protobuf column program");
             goto fail;
         }
+        g->fields = malloc((size_t)(g->nkids ? g->nkids : 1) * NODE_INTS * sizeof(int32_t));
+        if (!g->fields) { PyErr_NoMemory(); goto fail; }
+        for (Py_ssize_t k = 0; k < g->nkids; k++)
+            memcpy(g->fields + k * NODE_INTS, node_at(g, g->kids[k]), NODE_INTS * sizeof(int32_t));
         if (g->slots > slots) slots = g->slots;
         if (g->oneofs > oneofs) oneofs = g->oneofs;
     }
@@ -748,7 +776,7 @@ static int proto_load(void *state, PyObject *programs, const Cols *x) {
     if (!s->slots || !s->act) { PyErr_NoMemory(); goto fail; }
     return 0;
 fail:
-    free(s->gs);
+    free_programs(s->gs, ng);
     free(s->slots);
     free(s->act);
     s->gs = NULL;
@@ -759,7 +787,7 @@ fail:
 
 static void proto_release(void *state) {
     Proto *s = state;
-    free(s->gs);
+    free_programs(s->gs, s->ng);
     free(s->slots);
     free(s->act);
     free(s->ranges);
