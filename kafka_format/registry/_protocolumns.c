@@ -71,6 +71,14 @@ enum { F_REPEATED = 1, F_PRESENCE = 2, F_CLOSED = 4 };
 enum { M_TIMESTAMP = 1, M_ENTRY = 2 };  /* M_ENTRY: a map entry (one with an unknown field is
                                             * not inserted: upb keeps its bytes as unknown) */
 #define NODE_INTS 8
+/* A field as scan reads it: its node, then [8] the tag it comes with (number << 3 | its type's
+ * wire type) and [9] how a value that comes with that tag, in number order, is read (Q_*). */
+#define FIELD_INTS 10
+enum {
+    Q_NONE = 0,     /* scan's general path */
+    Q_VALUE,        /* a singular scalar or string outside any oneof (not a Timestamp's): written */
+    Q_ITEM,         /* an element of a repeated field in its own wire type (not packed) */
+};
 #define MAX_DEPTH 64
 #define DENSE_MAX 4096
 
@@ -83,15 +91,17 @@ typedef struct {
     const int32_t *path;           /* the table message's index path in the writer schema */
     Py_ssize_t npath;              /* -1: the writer schema has no such message */
     int64_t slots, oneofs;         /* frame stack sizes: every message's fields and oneofs */
-    int32_t *fields;               /* the nodes of kids, in kids' order (a message's field i at
-                                    * fields[(a + i) * NODE_INTS]): one load less than kids -> nodes */
+    int32_t *fields;               /* the nodes of kids in kids' order, FIELD_INTS each (a message's
+                                    * field i at fields[(a + i) * FIELD_INTS]): the node's eight ints,
+                                    * its tag and its quick kind (Q_*) */
 } Program;
 
-/* A singular field's state in its message's frame. */
+/* A singular field's state in its message's frame: present when its stamp is the message's (a
+ * number no other message of the call has: frames need no clearing). */
 typedef struct {
     uint64_t v;                    /* a Timestamp's seconds or nanos (bits) */
-    int32_t set;                   /* present (a scalar or string: its slot is written) */
-    int32_t head, tail;            /* message: its occurrences (ranges), first and last */
+    uint64_t stamp;                /* the message's when present (a scalar or string: its slot is written) */
+    int32_t head, tail;            /* message: its occurrences (ranges), first and last (when set) */
 } Slot;
 
 typedef struct {
@@ -110,6 +120,7 @@ typedef struct {
     Range *ranges;
     int64_t nranges, rcap;
     int depth;
+    uint64_t stamp;                /* the last message's stamp (the call's messages count up from 1) */
 } Ctx;
 
 static inline const int32_t *node_at(const Program *g, int node) {
@@ -118,7 +129,7 @@ static inline const int32_t *node_at(const Program *g, int node) {
 
 /* Field i of message node m (program_ok checked m's kids). */
 static inline const int32_t *field_at(const Program *g, const int32_t *m, int i) {
-    return g->fields + ((Py_ssize_t)m[2] + i) * NODE_INTS;
+    return g->fields + ((Py_ssize_t)m[2] + i) * FIELD_INTS;
 }
 
 static inline const uint8_t *const_at(const Program *g, int i, Py_ssize_t *size) {
@@ -368,23 +379,30 @@ static int in_extension_range(const Program *g, const int32_t *m, uint32_t fn) {
     return 0;
 }
 
-/* One element of a repeated field (or map entry) that arrived with its own wire type. */
-static int repeated_value(Ctx *x, const int32_t *nd, const uint8_t **pp, const uint8_t *end) {
+/* A scalar or string of field nd (in its own wire type) at *pp, appended to its column. */
+HOT int read_value(Ctx *x, const int32_t *nd, const uint8_t **pp, const uint8_t *end) {
     int op = nd[0];
-    const uint8_t *s;
-    int64_t len;
-    uint64_t v;
-    switch (op) {
-    case P_STRING: case P_BYTES:
+    if (op == P_STRING || op == P_BYTES) {
+        const uint8_t *s;
+        int64_t len;
         if (read_len(pp, end, &s, &len) || (op == P_STRING && !utf8_ok(s, len))) return -1;
         return put_var(x->c, nd[1], s, len);
-    case P_MESSAGE: case P_TIMESTAMP: case P_MAP:
+    }
+    uint64_t v;
+    if (read_scalar(pp, end, op, &v)) return -1;
+    return put_scalar(x, nd, op, nd[1], v);
+}
+
+/* One element of a repeated field (or map entry) that arrived with its own wire type. */
+HOT int repeated_value(Ctx *x, const int32_t *nd, const uint8_t **pp, const uint8_t *end) {
+    int op = nd[0];
+    if (op == P_MESSAGE || op == P_TIMESTAMP || op == P_MAP) {
+        const uint8_t *s;
+        int64_t len;
         if (read_len(pp, end, &s, &len)) return -1;
         return message(x, nd[4], -1, s, len);
-    default:
-        if (read_scalar(pp, end, op, &v)) return -1;
-        return put_scalar(x, nd, op, nd[1], v);
     }
+    return read_value(x, nd, pp, end);
 }
 
 /* Packed elements of a repeated scalar field: the length-delimited block at *pp. */
@@ -417,13 +435,27 @@ HOT void drop_last(Cols *x, int ci) {
 
 /* Read the bytes [p, end) of a message of node `node`: values to their columns, the frame told
  * which came (a Timestamp's values kept in it). */
-static int scan(Ctx *x, const int32_t *m, Slot *f, int32_t *act, const uint8_t *p, const uint8_t *end) {
+static int scan(Ctx *x, const int32_t *m, Slot *f, uint64_t st, int32_t *act, const uint8_t *p, const uint8_t *end) {
     const Program *g = x->g;
     int nf = m[3], hint = 0;               /* the field expected next: writers go in number order */
     int direct = !(m[7] & M_TIMESTAMP);
+    int quick = direct ? nf : 0;           /* a Timestamp's fields stay in the frame */
     while (p < end) {
         uint32_t tag;
         if (read_tag(&p, end, &tag)) return -1;
+        if (hint < quick) {                /* the usual field: the next one, in its wire type */
+            const int32_t *nd = field_at(g, m, hint);
+            if ((uint32_t)nd[8] == tag && nd[9] == Q_VALUE) {
+                if (f[hint].stamp == st) drop_last(x->c, nd[1]);      /* the last value counts */
+                if (read_value(x, nd, &p, end)) return -1;
+                f[hint++].stamp = st;
+                continue;
+            }
+            if ((uint32_t)nd[8] == tag && nd[9] == Q_ITEM) {
+                if (repeated_value(x, nd, &p, end)) return -1;
+                continue;
+            }
+        }
         uint32_t fn = tag >> 3;
         int wt = (int)(tag & 7);
         if (fn == 0) return -1;
@@ -457,9 +489,12 @@ static int scan(Ctx *x, const int32_t *m, Slot *f, int32_t *act, const uint8_t *
         if (nd[5] >= 0) {                  /* a oneof member: the others are cleared */
             int32_t was = act[nd[5]];
             if (was != i && was >= 0) {
-                if (f[was].head >= 0) return -1;   /* a message dropped unread: left to upb */
-                if (f[was].set) drop_last(x->c, field_at(g, m, was)[1]);
-                f[was].set = 0;
+                const int32_t *wd = field_at(g, m, was);
+                if (f[was].stamp == st) {
+                    if (wd[0] == P_MESSAGE || wd[0] == P_TIMESTAMP) return -1;   /* dropped unread: left to upb */
+                    drop_last(x->c, wd[1]);
+                }
+                f[was].stamp = 0;
             }
             act[nd[5]] = i;
         }
@@ -473,26 +508,17 @@ static int scan(Ctx *x, const int32_t *m, Slot *f, int32_t *act, const uint8_t *
             r->p = s;
             r->len = len;
             r->next = -1;
-            if (sl->head < 0) sl->head = (int32_t)x->nranges;
+            if (sl->stamp != st) sl->head = (int32_t)x->nranges;
             else x->ranges[sl->tail].next = (int32_t)x->nranges;
             sl->tail = (int32_t)x->nranges++;
-            sl->set = 1;
+            sl->stamp = st;
         } else if (!direct) {
             if (read_scalar(&p, end, op, &sl->v)) return -1;
-            sl->set = 1;
+            sl->stamp = st;
         } else {
-            if (sl->set) drop_last(x->c, nd[1]);      /* the last value counts */
-            if (op == P_STRING || op == P_BYTES) {
-                const uint8_t *s;
-                int64_t len;
-                if (read_len(&p, end, &s, &len) || (op == P_STRING && !utf8_ok(s, len)) ||
-                    put_var(x->c, nd[1], s, len))
-                    return -1;
-            } else {
-                uint64_t v;
-                if (read_scalar(&p, end, op, &v) || put_scalar(x, nd, op, nd[1], v)) return -1;
-            }
-            sl->set = 1;
+            if (sl->stamp == st) drop_last(x->c, nd[1]);      /* the last value counts */
+            if (read_value(x, nd, &p, end)) return -1;
+            sl->stamp = st;
         }
     }
     return 0;
@@ -515,12 +541,12 @@ static int put_default(Ctx *x, const int32_t *nd) {
 /* End a message: its struct slot, then per field in declared order: a list closed, a singular
  * message read from its occurrences, an absent field's null or default (the values that came are
  * written already). */
-static int emit(Ctx *x, const int32_t *m, Slot *f) {
+static int emit(Ctx *x, const int32_t *m, const Slot *f, uint64_t st) {
     const Program *g = x->g;
     Cols *c = x->c;
     if (m[7] & M_TIMESTAMP) {              /* seconds (field 0) and nanos (field 1) -> microseconds */
-        int64_t secs = f[0].set ? (int64_t)f[0].v : 0;
-        int32_t nanos = f[1].set ? (int32_t)(uint32_t)f[1].v : 0;
+        int64_t secs = f[0].stamp == st ? (int64_t)f[0].v : 0;
+        int32_t nanos = f[1].stamp == st ? (int32_t)(uint32_t)f[1].v : 0;
         int64_t q = nanos / 1000;
         if (nanos % 1000 < 0) q -= 1;      /* Python's floor division */
         __int128 us = (__int128)secs * 1000000 + q;
@@ -532,16 +558,17 @@ static int emit(Ctx *x, const int32_t *m, Slot *f) {
     for (int i = 0; i < m[3]; i++) {
         const int32_t *nd = field_at(g, m, i);
         int op = nd[0];
-        Slot *sl = &f[i];
+        const Slot *sl = &f[i];
         int rc;
-        if (sl->set && op != P_MESSAGE && op != P_TIMESTAMP) continue;
+        int came = sl->stamp == st;
+        if (came && op != P_MESSAGE && op != P_TIMESTAMP) continue;     /* written when it came */
         if (nd[3] & F_REPEATED) {
             Col *lc = &c->cols[nd[2]];
             Col *item = &c->cols[lc->child[0]];
             if (op == P_MAP && kc_keys_repeat(c, &c->cols[c->cols[nd[1]].child[0]], lc->offs[lc->n])) return -1;
             rc = list_close(c, lc, item->n);
         } else if (op == P_MESSAGE || op == P_TIMESTAMP) {
-            if (sl->set) rc = message(x, nd[4], sl->head, NULL, 0);
+            if (came) rc = message(x, nd[4], sl->head, NULL, 0);
             else if (nd[3] & F_PRESENCE) rc = put_null(c, nd[1]);
             else rc = message(x, nd[4], -1, NULL, 0);
         } else {                           /* absent (a P_FAIL field always: the row failed where it came) */
@@ -561,23 +588,20 @@ static int message(Ctx *x, int node, int32_t head, const uint8_t *p, int64_t len
     if (++x->depth > MAX_DEPTH || x->top + nf > g->slots || x->atop + no > g->oneofs) return -1;
     Slot *f = x->slots + x->top;
     int32_t *act = x->act + x->atop;
+    uint64_t st = ++x->stamp;
     x->top += nf;
     x->atop += no;
-    for (int i = 0; i < nf; i++) {
-        f[i].set = 0;
-        f[i].head = -1;
-    }
-    for (int i = 0; i < no; i++) act[i] = -1;
+    if (no > 0) memset(act, 0xff, (size_t)no * sizeof(int32_t));     /* -1: no member yet */
     int rc = 0;
     if (head >= 0) {
         for (int32_t ri = head; ri >= 0 && !rc; ri = x->ranges[ri].next) {
             const uint8_t *q = x->ranges[ri].p;    /* read before scan: it may move the ranges */
-            rc = scan(x, m, f, act, q, q + x->ranges[ri].len);
+            rc = scan(x, m, f, st, act, q, q + x->ranges[ri].len);
         }
     } else if (len) {
-        rc = scan(x, m, f, act, p, p + len);
+        rc = scan(x, m, f, st, act, p, p + len);
     }
-    if (!rc) rc = emit(x, m, f);
+    if (!rc) rc = emit(x, m, f, st);
     x->top -= nf;
     x->atop -= no;
     x->depth--;
@@ -592,6 +616,7 @@ typedef struct {
     int32_t *act;
     Range *ranges;
     int64_t rcap;
+    uint64_t stamp;                /* the last message's stamp, over the call's rows */
 } Proto;
 
 /* Message indexes (zigzag varints) at *pp, compared with the program's path. */
@@ -614,10 +639,12 @@ static int proto_row(void *state, Cols *cols, int program, const uint8_t *p, con
     Proto *s = state;
     const Program *g = &s->gs[program];
     if (message_indexes(g, &p, end)) return -1;
-    Ctx x = {.c = cols, .g = g, .slots = s->slots, .act = s->act, .ranges = s->ranges, .rcap = s->rcap};
+    Ctx x = {.c = cols, .g = g, .slots = s->slots, .act = s->act, .ranges = s->ranges, .rcap = s->rcap,
+             .stamp = s->stamp};
     int rc = message(&x, 0, -1, p, end - p);
     s->ranges = x.ranges;                  /* grown: kept for the next rows */
     s->rcap = x.rcap;
+    s->stamp = x.stamp;
     return rc;
 }
 
@@ -724,8 +751,33 @@ static int program_ok(Program *g, const Cols *x) {
     return g->nnodes > 0 && node_at(g, 0)[0] == P_MSG;
 }
 
+/* g->fields: every message's fields as scan reads them (FIELD_INTS); -1 when out of memory. */
+static int build_fields(Program *g) {
+    g->fields = calloc((size_t)(g->nkids ? g->nkids : 1), FIELD_INTS * sizeof(int32_t));
+    if (!g->fields) return -1;
+    for (Py_ssize_t k = 0; k < g->nnodes; k++) {
+        const int32_t *m = node_at(g, (int)k);
+        if (m[0] != P_MSG) continue;
+        for (int i = 0; i < m[3]; i++) {
+            int32_t *fd = g->fields + ((Py_ssize_t)m[2] + i) * FIELD_INTS;
+            const int32_t *nd = node_at(g, g->kids[m[2] + i]);
+            int op = nd[0], wt = wire_type(op);
+            memcpy(fd, nd, NODE_INTS * sizeof(int32_t));
+            fd[8] = wt < 0 ? -1 : (int32_t)(((uint32_t)nd[7] << 3) | (uint32_t)wt);
+            int value = op >= P_INT32 && op <= P_ENUM;              /* scalars, strings, bytes, enums */
+            if (wt < 0) fd[9] = Q_NONE;
+            else if (nd[3] & F_REPEATED) fd[9] = Q_ITEM;
+            else if (value && nd[5] < 0 && !(m[7] & M_TIMESTAMP)) fd[9] = Q_VALUE;
+            else fd[9] = Q_NONE;
+        }
+    }
+    return 0;
+}
+
 static void free_programs(Program *gs, Py_ssize_t ng) {
-    for (Py_ssize_t i = 0; gs && i < ng; i++) free(gs[i].fields);
+    for (Py_ssize_t i = 0; gs && i < ng; i++) {
+        free(gs[i].fields);
+    }
     free(gs);
 }
 
@@ -763,15 +815,12 @@ static int proto_load(void *state, PyObject *programs, const Cols *x) {
             PyErr_SetString(PyExc_ValueError, "malformed Protobuf column program");
             goto fail;
         }
-        g->fields = malloc((size_t)(g->nkids ? g->nkids : 1) * NODE_INTS * sizeof(int32_t));
-        if (!g->fields) { PyErr_NoMemory(); goto fail; }
-        for (Py_ssize_t k = 0; k < g->nkids; k++)
-            memcpy(g->fields + k * NODE_INTS, node_at(g, g->kids[k]), NODE_INTS * sizeof(int32_t));
+        if (build_fields(g)) { PyErr_NoMemory(); goto fail; }
         if (g->slots > slots) slots = g->slots;
         if (g->oneofs > oneofs) oneofs = g->oneofs;
     }
     s->ng = ng;
-    s->slots = malloc((size_t)slots * sizeof(Slot));
+    s->slots = calloc((size_t)slots, sizeof(Slot));     /* stamp 0: no message's */
     s->act = malloc((size_t)oneofs * sizeof(int32_t));
     if (!s->slots || !s->act) { PyErr_NoMemory(); goto fail; }
     return 0;

@@ -120,7 +120,10 @@ class _Compiler(columns.ProgramBuilder):
                 return self._timestamp(desc, target)
             if target.kind != "struct" or list(target.fields) != [fd.name for fd in desc.fields]:
                 raise Unsupported(f"message {desc.full_name} does not match its table type")
-            oneofs = {o.full_name: i for i, o in enumerate(desc.oneofs)}
+            # A oneof of one member (proto3's ``optional`` makes one per field) clears nothing else:
+            # its member reads as a plain field with presence.
+            shared = [o for o in desc.oneofs if len(o.fields) > 1]
+            oneofs = {o.full_name: i for i, o in enumerate(shared)}
             fields = [
                 self.field(fd, target.fields[fd.name], oneofs, entry=entry) for fd in desc.fields
             ]
@@ -153,7 +156,7 @@ class _Compiler(columns.ProgramBuilder):
 
     def field(self, fd: Any, target: Target, oneofs: Mapping[str, int], *, entry: bool) -> int:
         FD = type(fd)
-        oneof = oneofs[fd.containing_oneof.full_name] if fd.containing_oneof is not None else -1
+        oneof = oneofs.get(fd.containing_oneof.full_name, -1) if fd.containing_oneof is not None else -1
         is_map = fd.message_type is not None and fd.message_type.GetOptions().map_entry
         if is_map:
             if target.kind != "map":
