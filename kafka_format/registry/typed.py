@@ -268,6 +268,7 @@ _CACHE_LOCK = threading.Lock()
 SHORT = "shorter than the 5-byte wire-format header"
 _OBJECT_AT = re.compile(r" from <[\w.]+ object at 0x[0-9a-f]+>")  # fastavro names its stream object
 _DECODERS: dict[str, ColumnDecoder] = {}
+WRITERS_AHEAD = 32  # a subject's latest writers compiled before the first batch (ColumnDecoder._learn_subject)
 
 
 class ColumnDecoder:
@@ -383,6 +384,7 @@ class ColumnDecoder:
         take, and every row of a table without a layout, through the reference decoders."""
         if self._reader is None:
             self._setup_reader()
+            self._learn_subject()
         if self._fast is not None:
             return self._decode_compiled(arr)
         from kafka_format.registry.wire import wire_headers
@@ -445,6 +447,19 @@ class ColumnDecoder:
             index[rows] = len(arr) + np.arange(rows.size)
             typed = pa.concat_arrays([typed, patch]).take(pa.array(index))
         return typed, sorted(problems, key=lambda p: p.row)
+
+    def _learn_subject(self) -> None:
+        """Compile the writers of the plan's subject ahead (its :data:`WRITERS_AHEAD` latest versions,
+        soft-deleted ones too: old records use them), when the source lists them without a round
+        trip (a :class:`~kafka_format.registry.store.SchemaStore`).  A batch then decodes once, not
+        again from its first row of a writer not seen yet."""
+        p = self.plan
+        versions = getattr(p.source, "versions", None)
+        if self._fast is None or p.subject is None or versions is None:
+            return
+        for s in versions(p.subject, include_deleted=True)[-WRITERS_AHEAD:]:
+            if s.id not in self._codecs:
+                self._learn(s.id)
 
     def _learn(self, sid: int) -> bool:
         """Look up and compile writer ``sid``; True when it has a compiled program now."""

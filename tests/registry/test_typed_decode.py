@@ -53,6 +53,25 @@ def test_auto_takes_the_subjects_type(corpus: Any) -> None:
     assert plan_column(store, "key", "auto", topic="orders") is None  # no orders-key subject
 
 
+def test_the_subjects_writers_are_compiled_before_the_first_batch(corpus: Any) -> None:
+    """A batch of v1 rows then one of v2 rows: each decoded by one compiled call, the v2 writer
+    compiled before it was seen (not learned from its first row and the batch decoded again)."""
+    store = schemas_from_log_dirs([str(corpus.root)])
+    dec = ColumnDecoder(plan_column(store, "value", corpus.fmt, topic="orders"))
+    calls: list[int] = []
+    v1 = [w for w, v in zip(corpus.wire, corpus.values, strict=True) if "note" not in v]
+    v2 = [w for w, v in zip(corpus.wire, corpus.values, strict=True) if "note" in v]
+    assert v1 and v2
+    dec.decode(pa.array(v1, pa.binary()))
+    real = dec._fast.decode
+    dec._fast.decode = lambda *a: calls.append(1) or real(*a)
+    got2, problems = dec.decode(pa.array(v2, pa.binary()))
+    assert problems == [] and calls == [1]
+    assert got2.to_pylist() == expected([v for v in corpus.values if "note" in v], corpus.fmt)
+    ids = {s.id for s in store.versions("orders-value", include_deleted=True)}
+    assert ids <= set(dec._slots) and len(ids) == 2
+
+
 def test_bad_rows_are_reported_with_reasons(corpus: Any) -> None:
     good = corpus.wire[0]
     unknown = b"\x00\x00\x00\x03\xe7" + good[5:]
