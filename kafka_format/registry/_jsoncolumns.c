@@ -112,21 +112,25 @@ static inline int hex4(const uint8_t *s, uint32_t *out) {
     return 0;
 }
 
-/* The bytes a string's plain run stops at: its closing quote, a backslash, a control character. */
+/* The bytes a string's plain ASCII run stops at: its closing quote, a backslash, a control
+ * character, a byte of a multi-byte UTF-8 character. */
 static const uint8_t STRING_STOP[256] = {
-    [0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1,
+    [0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xff] = 1,
 };
 
 /* string_span past the plain run: escapes (validated as the _json scanner takes them), control
- * characters, the end of the payload. */
+ * characters, the end of the payload; multi-byte characters checked as strict UTF-8 (the only
+ * place a payload may hold them: anywhere else a byte above 0x7f is not JSON). */
 static __attribute__((noinline)) int string_rest(Ctx *x, const uint8_t *p, const uint8_t **s, int64_t *len,
                                                  int *esc) {
     const uint8_t *end = x->end;
+    int wide = 0;
     for (;;) {
         if (p >= end) return -1;
         uint8_t c = *p;
         if (c == '"') break;
         if (c < 0x20) return -1;
+        wide |= c >= 0x80;
         if (c == '\\') {
             *esc = 1;
             if (p + 1 >= end) return -1;
@@ -144,6 +148,7 @@ static __attribute__((noinline)) int string_rest(Ctx *x, const uint8_t *p, const
         p++;
     }
     *len = p - *s;
+    if (wide && !utf8_ok(*s, *len)) return -1;
     x->p = p + 1;
     return 0;
 }
@@ -714,8 +719,9 @@ typedef struct {
 static int json_row(void *state, Cols *cols, int program, const uint8_t *p, const uint8_t *end) {
     Json *s = state;
     /* json.loads(bytes) decodes by the encoding it detects: a BOM or a zero byte first is not
-     * plain UTF-8; neither is anything utf8_ok refuses (surrogatepass takes encoded surrogates) */
-    if (p >= end || p[0] == 0 || (end - p >= 2 && p[1] == 0) || p[0] == 0xef || !utf8_ok(p, end - p)) return -1;
+     * plain UTF-8; neither is anything utf8_ok refuses (surrogatepass takes encoded surrogates),
+     * which string_span checks in the strings, the only place a byte above 0x7f may be */
+    if (p >= end || p[0] == 0 || (end - p >= 2 && p[1] == 0) || p[0] == 0xef) return -1;
     Ctx x = {.c = cols, .g = &s->gs[program], .p = p, .end = end, .seen = s->seen, .buf = s->buf, .bcap = s->bcap};
     ws(&x);
     int rc = member(&x, 0);

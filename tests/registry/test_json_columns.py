@@ -272,6 +272,22 @@ def test_rows_it_is_not_sure_of_go_to_json_loads() -> None:
     assert fast.rows["compiled"] == 3
 
 
+def test_bytes_above_ascii_are_checked_in_the_strings_that_hold_them() -> None:
+    """UTF-8 is checked in strings (values, names, skipped values, map keys) and nowhere else: a
+    byte above 0x7f outside a string is not JSON.  Good multi-byte text anywhere compiles; bad or
+    surrogate-encoding bytes anywhere give the reference's errors."""
+    fast, ref = decoders(SINK)
+    good = ['{"id": "\u00e9\u20ac\U0001f600"}', '{"attrs": {"\u00e9": 1}}', '{"\u00e9x": "\u20ac", "qty": 1}',
+            '{"unknown": ["\u00e9", {"\u20ac": "\U0001f600"}], "qty": 2}', '{"tags": ["a\u00e9", "\u20ac"]}']
+    bad = [b'{"id": "a\xff"}', b'{"\xffx": 1}', b'{"unknown": "\xc3"}', b'{"attrs": {"\xe2\x82": 1}}',
+           b'{"tags": ["\xed\xa0\x80"]}', b'{"qty": 1}\xc3\xa9', b'{"qty":\xc2\xa01}', b'{"note": "\xf4\x90\x80\x80"}']
+    docs = [HEADER + d.encode() for d in good] + [HEADER + d for d in bad]
+    values, problems = check_parity(fast, ref, pa.array(docs, pa.binary()))
+    assert fast.rows["compiled"] == len(good)
+    assert [p.row for p in problems] == list(range(len(good), len(docs)))
+    assert values[0]["id"] == "\u00e9\u20ac\U0001f600" and values[1]["attrs"] == [("\u00e9", 1)]
+
+
 @pytest.mark.parametrize("literal", [
     "0", "-0", "7", "-7", "999999999999999999", "-999999999999999999", "1000000000000000000",
     "9223372036854775807", "-9223372036854775808", "9223372036854775808", "9007199254740993",
