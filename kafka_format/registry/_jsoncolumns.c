@@ -472,19 +472,20 @@ static int object(Ctx *x, const int32_t *nd) {
             if (!expect(x, '"')) { rc = -1; break; }
             int i;
             int64_t want = next < n ? names[2 * next + 1] : -1;
-            if (want >= 0 && x->end - x->p > want && x->p[want] == '"' && same(text + names[2 * next], x->p, want)) {
-                i = next;              /* the usual case: the next declared property, spelled plainly */
-                x->p += want + 1;
-            } else if (string_span(x, &s, &len, &esc)) {
-                rc = -1;
-                break;
-            } else if (esc) {
-                int64_t k = unescape(x, s, len);
-                i = k < 0 ? -2 : property(g, nd[4], x->buf, k);
+            if (want >= 0 && x->end - x->p > want + 1 && x->p[want] == '"' && x->p[want + 1] == ':' &&
+                same(text + names[2 * next], x->p, want)) {
+                i = next;              /* the usual case: the next declared property, spelled plainly, */
+                x->p += want + 2;      /* and its colon */
             } else {
-                i = property(g, nd[4], s, len);
+                if (string_span(x, &s, &len, &esc)) { rc = -1; break; }
+                if (esc) {
+                    int64_t k = unescape(x, s, len);
+                    i = k < 0 ? -2 : property(g, nd[4], x->buf, k);
+                } else {
+                    i = property(g, nd[4], s, len);
+                }
+                if (i == -2 || !expect(x, ':')) { rc = -1; break; }
             }
-            if (i == -2 || !expect(x, ':')) { rc = -1; break; }
             ws(x);
             if (i < 0) {
                 if (skip(x)) { rc = -1; break; }
