@@ -27,13 +27,16 @@
  * oneof member another one clears, has its slot taken back first.  The message's *frame* keeps
  * which fields came and where a singular message's occurrences are; when the message ends, those
  * are read, absent fields get their null or default and lists are closed, in declared order
- * (the struct's).  A Timestamp's two fields stay in the frame: they make one value.  The fast path is conservative: whatever it is not sure decodes exactly as the
- * reference (invalid UTF-8, a group, an unknown value of a closed enum, an unknown field in a map
- * entry, a oneof message member
- * cleared by another member, a map key twice, a field number in an extension range, a varint
- * whose 10th byte carries more than one bit, a timestamp outside datetime's range, a message
- * index path other than the table message's, anything malformed) makes the row *fail*: its
- * output is rolled back and the reference decodes it and words its error.
+ * (the struct's).  A Timestamp's two fields stay in the frame: they make one value.  The fields
+ * of a message usually come in number order, each in its wire type: the next one is tried first,
+ * by one compare of its tag.
+ *
+ * The fast path is conservative: whatever it is not sure decodes exactly as the reference
+ * (invalid UTF-8, a group, an unknown value of a closed enum, an unknown field in a map entry, a
+ * oneof message member cleared by another member, a map key twice, a field number in an extension
+ * range, a varint whose 10th byte carries more than one bit, a timestamp outside datetime's range,
+ * a message index path other than the table message's, anything malformed) makes the row *fail*:
+ * its output is rolled back and the reference decodes it and words its error.
  */
 #include "_columns.h"
 
