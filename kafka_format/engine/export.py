@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from kafka_format.storage.fsio import redact
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.output.ownership import Owner, OutputRefused
-from kafka_format.output.parquet import dictionary_columns
+from kafka_format.output.parquet import dictionary_columns, row_groups
 from kafka_format.output.publish import claim_output, crash_point, local_path, staging_dir
 from kafka_format.output.store import claim, is_store
 
@@ -302,7 +302,9 @@ class _SplitExport:
 def _export_split(task: _SplitExport) -> dict[str, int]:
     """Stream one split's rows into Parquet files under ``task.root`` (hive directories of
     ``partition_by``), typed columns decoded batch by batch (:func:`decode_table`'s rule); the
-    rows that did not decode per typed column.  Holds one decoded chunk at a time."""
+    rows that did not decode per typed column.  Holds one row group's rows at a time
+    (:func:`kafka_format.output.parquet.row_groups`; the dataset writer's own groups when
+    partitioned by other columns)."""
     import pyarrow.dataset as ds
 
     from kafka_format.read.split_reader import arrow_schema, read_split
@@ -346,8 +348,8 @@ def _export_split(task: _SplitExport) -> dict[str, int]:
         os.makedirs(where, exist_ok=True)
         with pq.ParquetWriter(os.path.join(where, f"part-{task.index:05d}-0.parquet"),
                               pa.schema([schema.field(n) for n in in_files]), **options) as writer:
-            for batch in itertools.chain([first], rows):
-                writer.write_batch(batch.select(in_files))
+            for group in row_groups(batch.select(in_files) for batch in itertools.chain([first], rows)):
+                writer.write_table(group, row_group_size=max(1, group.num_rows))
         return counts
     part_schema = pa.schema([schema.field(c) for c in task.partition_by])
     ds.write_dataset(pa.RecordBatchReader.from_batches(schema, itertools.chain([first], rows)), task.root,

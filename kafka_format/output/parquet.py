@@ -1,4 +1,5 @@
-"""How the local engine encodes its Parquet files: dictionary encoding where it pays.
+"""How the local engine encodes its Parquet files: dictionary encoding where it pays, row groups of
+many batches.
 
 Arrow's Parquet writer dictionary-encodes every column until a column chunk's dictionary passes
 ``dictionary_pagesize_limit`` (1 MiB), hashing every value on the way.  For the columns of a Kafka
@@ -8,21 +9,48 @@ page whether the dictionary paid (``DictionaryValuesWriter.isCompressionSatisfyi
 plus dictionary size below the plain size) and writes the rest of the chunk plain when it did not.
 :func:`dictionary_columns` applies that rule to a sample of the first rows a file gets, so the same
 columns end up dictionary-encoded as in Spark's files without hashing the others.
+
+A streaming ``ParquetWriter`` makes a row group of every batch it is given; the reader's batches
+are at most 65,536 rows (a few MB), where parquet-mr closes a row group at 128 MB of encoded data.
+:func:`row_groups` gathers batches into tables of one row group each, up to :data:`ROW_GROUP_BYTES`
+of Arrow data or :data:`ROW_GROUP_ROWS` rows: fewer, larger groups (each column chunk's statistics,
+dictionary page and levels set up once per group), and the memory of one group's rows per writer.
 """
 
 from __future__ import annotations
 
 import functools
 import io
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-__all__ = ["SAMPLE_ROWS", "dictionary_columns", "leaf_paths"]
+__all__ = ["ROW_GROUP_BYTES", "ROW_GROUP_ROWS", "SAMPLE_ROWS", "dictionary_columns", "leaf_paths", "row_groups"]
 
 SAMPLE_ROWS = 20_000        # about one data page of small values: what parquet-mr decides on
+ROW_GROUP_BYTES = 64 << 20  # Arrow bytes gathered into one row group (parquet-mr: 128 MB encoded)
+ROW_GROUP_ROWS = 1 << 20    # rows in one row group at most (Arrow's writer's own default)
+
+
+def row_groups(batches: Iterable[pa.RecordBatch], *, max_bytes: int = ROW_GROUP_BYTES,
+               max_rows: int = ROW_GROUP_ROWS) -> Iterator[pa.Table]:
+    """``batches`` (one schema) gathered, in order, into tables of one row group each: a batch joins
+    the table until it would pass ``max_bytes`` of Arrow data or ``max_rows`` rows (a batch larger
+    than either makes a group alone; no batch is split).  Write each with
+    ``row_group_size=table.num_rows``."""
+    pending: list[pa.RecordBatch] = []
+    size = rows = 0
+    for batch in batches:
+        if pending and (size + batch.nbytes > max_bytes or rows + batch.num_rows > max_rows):
+            yield pa.Table.from_batches(pending)
+            pending, size, rows = [], 0, 0
+        pending.append(batch)
+        size += batch.nbytes
+        rows += batch.num_rows
+    if pending:
+        yield pa.Table.from_batches(pending)
 
 
 def leaf_paths(schema: pa.Schema) -> list[str]:

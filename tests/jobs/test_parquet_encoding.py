@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kafka_format.output.parquet import SAMPLE_ROWS, dictionary_columns, leaf_paths
+from kafka_format.output.parquet import SAMPLE_ROWS, dictionary_columns, leaf_paths, row_groups
 
 N = 5_000
 
@@ -106,6 +106,21 @@ def test_local_export_writes_each_split_into_its_partition_directory(tmp_path: P
         assert table.column("offset").to_pylist() == list(range(1000))
         assert table.column("value").to_pylist() == [b"order-%d-%d-%d" % (p, o // 50, o % 50) for o in range(1000)]
         assert "topic" not in table.column_names and "partition" not in table.column_names
+        assert [pq.ParquetFile(f).metadata.num_row_groups for f in files] == [1] * len(files)  # not one per batch
         encodings = _encodings(files[0])
         assert "RLE_DICTIONARY" not in encodings["offset"]
         assert "RLE_DICTIONARY" in encodings["key"]
+
+
+def test_batches_are_gathered_into_row_groups_in_order() -> None:
+    """Batches join a row group until it would pass the byte or row bound; a batch over a bound is a
+    group of its own; none is split or reordered."""
+    batches = [pa.record_batch({"i": pa.array(range(10 * k, 10 * k + 10), pa.int64())}) for k in range(7)]
+    by_rows = list(row_groups(batches, max_rows=25))
+    assert [t.num_rows for t in by_rows] == [20, 20, 20, 10]
+    assert pa.concat_tables(by_rows).column("i").to_pylist() == list(range(70))
+    size = batches[0].nbytes
+    assert [t.num_rows for t in row_groups(batches, max_bytes=3 * size)] == [30, 30, 10]
+    big = pa.record_batch({"i": pa.array(range(100), pa.int64())})
+    assert [t.num_rows for t in row_groups([batches[0], big, batches[1]], max_rows=25)] == [10, 100, 10]
+    assert list(row_groups([])) == []
