@@ -60,11 +60,17 @@ def _gateway_exit_code() -> int | None:
         time.sleep(0.1)
 
 
+# What a call meets while the SparkContext stops under it (the JVM dying: its uncaught-exception
+# handler stops the context, then exits): the context gone, or its stop half done (SparkContext.stop
+# nulls the DAG scheduler before the JVM exits).
+_STOPPING = ("SparkContext was shut down", "Answer from Java side is empty",
+             "Cannot call methods on a stopped SparkContext", 'SparkContext.dagScheduler()" is null')
+
+
 def _looks_like_dead_jvm(exc: BaseException, text: str) -> bool:
     if isinstance(exc, (ConnectionRefusedError, ConnectionResetError, BrokenPipeError)):
         return True
-    name = type(exc).__name__
-    return name == "Py4JNetworkError" or "SparkContext was shut down" in text or "Answer from Java side is empty" in text
+    return type(exc).__name__ == "Py4JNetworkError" or any(s in text for s in _STOPPING)
 
 
 def _where(text: str, task_names: Any, running: Any) -> str:

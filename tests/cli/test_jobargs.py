@@ -197,6 +197,32 @@ def test_a_spark_failure_names_the_runs_spark_log(tmp_path: Path, monkeypatch: p
     assert capsys.readouterr().err == "klogs probe: bad\n"          # not a Spark failure: no log named
 
 
+@pytest.mark.parametrize("message", [
+    'java.lang.NullPointerException: Cannot invoke "org.apache.spark.scheduler.DAGScheduler.cleanupQueryJobs(long)" '
+    'because the return value of "org.apache.spark.SparkContext.dagScheduler()" is null',
+    "java.lang.IllegalStateException: Cannot call methods on a stopped SparkContext.",
+    "org.apache.spark.SparkException: Job 0 cancelled because SparkContext was shut down",
+])
+def test_an_error_of_a_stopping_context_waits_for_the_jvms_exit_code(message: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call that meets the SparkContext stopping under it (the JVM's uncaught-exception handler
+    stops it, then exits 52 on OutOfMemoryError) is reported by how the JVM exited, not as the
+    stopping context's own error (a race the real out-of-memory test met once)."""
+    from py4j.protocol import Py4JError
+
+    from kafka_format.jobs import sparkerrors
+
+    class Py4JJavaErrorLike(Py4JError):
+        pass
+
+    monkeypatch.setattr(sparkerrors, "_gateway_exit_code", lambda: sparkerrors.JVM_OOM_EXIT)
+    failure = sparkerrors.spark_failure(Py4JJavaErrorLike(f"An error occurred while calling o42.collect.\n: {message}"))
+    assert failure is not None and str(failure).startswith("Spark's JVM ran out of memory and exited")
+    assert str(failure).endswith(sparkerrors.DRIVER_MEMORY_KNOB)
+    monkeypatch.setattr(sparkerrors, "_gateway_exit_code", lambda: None)   # a context stopped, the JVM alive
+    assert str(sparkerrors.spark_failure(Py4JJavaErrorLike(message))).startswith("lost Spark's JVM: ")
+
+
 @pytest.mark.parametrize("verbose", [False, True])
 def test_spark_start_up_output_goes_to_a_log_file_unless_verbose(verbose: bool, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
