@@ -342,7 +342,8 @@ def _export_split(task: _SplitExport) -> dict[str, int]:
     options = {"coerce_timestamps": "us", "allow_truncated_timestamps": False,
                "use_dictionary": dictionary_columns(first.select(in_files)) or False}
     if set(task.partition_by) <= {"topic", "partition"}:
-        # A split is one topic-partition: its rows go to one hive directory, written as they come.
+        # A split is one topic-partition: its rows go to one hive directory, in row groups of many
+        # batches (an empty batch may make a group alone: row_group_size must be positive).
         keys = {"topic": task.split.topic, "partition": task.split.partition}
         where = os.path.join(task.root, *(f"{c}={quote(str(keys[c]), safe='')}" for c in task.partition_by))
         os.makedirs(where, exist_ok=True)

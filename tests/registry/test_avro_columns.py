@@ -7,6 +7,7 @@ the well-formed rows of the tables it lays out."""
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 import os
@@ -395,6 +396,49 @@ def test_registry_corpus_evolution_is_compiled(tmp_path: Any) -> None:
     arr = pa.array(c.wire, pa.binary())
     check_parity(fast, ref, arr)
     assert fast.rows == {"compiled": 9, "reference": 0}
+
+
+def zigzag_varint(v: int) -> bytes:
+    """Avro's encoding of long ``v`` (zig-zag, then seven bits a byte, low first), written here."""
+    n = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not out[-1] & 0x80:
+            return bytes(out)
+
+
+LONG_EDGES = sorted({e for k in range(1, 11) for b in (1 << (7 * k - 1),)
+                     for e in (b - 1, b, -b, -b - 1) if -(1 << 63) <= e < (1 << 63)})
+
+
+@pytest.mark.parametrize("last", [False, True], ids=["string after", "long last"])
+def test_longs_of_every_varint_length_equal_fastavro(last: bool) -> None:
+    """Longs at each edge of a varint's length (1 to 10 bytes), read with eight or more bytes after
+    them (one word) and at the payload's end (byte by byte), and timestamps in millis at the ends of
+    datetime's range and past them: all compiled (but the out-of-range), equal to fastavro; varints
+    of 11 bytes, or a 10th byte above the 64th bit, are left to it."""
+    fields = [{"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+              {"name": "s", "type": "string"}, {"name": "l", "type": "long"}]
+    writer = {"type": "record", "name": "V", "fields": fields if last else fields[::-1]}
+    fast, ref = decoders(writer, None)
+    millis = [-62135596800000, -62135596800001, 253402300799999, 253402300800000, 1_700_000_000_000, 0]
+    payloads = []
+    for i, v in enumerate(LONG_EDGES):
+        ts, s, lv = zigzag_varint(millis[i % len(millis)]), b"\x10abcdefgh", zigzag_varint(v)
+        payloads.append(ts + s + lv if last else lv + s + ts)
+    bad = [b"\xff" * 10 + b"\x01", b"\xff" * 9 + b"\x02"]   # 11 bytes; a 65th bit
+    payloads += [p + b"\x10abcdefgh" + zigzag_varint(0) for p in bad] if not last else []
+    arr = pa.array([b"\x00\x00\x00\x00\x01" + p for p in payloads], pa.binary())
+    got, problems = check_parity(fast, ref, arr)
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    fits = [-62135596800000 <= millis[i % len(millis)] <= 253402300799999 for i in range(len(LONG_EDGES))]
+    assert got[: len(LONG_EDGES)] == [
+        {"l": v, "s": "abcdefgh", "ts": epoch + datetime.timedelta(milliseconds=millis[i % len(millis)])}
+        if fits[i] else None for i, v in enumerate(LONG_EDGES)]
+    assert [p.row for p in problems][: fits.count(False)] == [i for i, ok in enumerate(fits) if not ok]
+    assert fast.rows == {"compiled": fits.count(True), "reference": fits.count(False) + (0 if last else 2)}
 
 
 def test_a_union_the_reference_guesses_is_left_to_it() -> None:

@@ -482,6 +482,30 @@ def test_merged_occurrences_last_values_and_oneofs() -> None:
     assert got["packed"] == [1, 2, 3] and sorted(got["counts"]) == [("x", 1), ("y", 2)]
 
 
+VARINTS = """syntax = "proto3";
+package k;
+message Before { int64 a = 1; uint64 b = 2; sint64 c = 3; string s = 4; }
+message After { string s = 1; int64 a = 2; uint64 b = 3; sint64 c = 4; }
+"""
+
+
+@pytest.mark.parametrize("message", ["k.Before", "k.After"], ids=["string after", "varints last"])
+def test_varints_of_every_length_equal_upb(message: str) -> None:
+    """int64, uint64 and sint64 at each edge of a varint's length (1 to 10 bytes), serialized by
+    protobuf itself, read with eight or more bytes after them (one word) and at the payload's end
+    (byte by byte): all compiled, the values written out here."""
+    fast, ref, schema = proto_decoders(VARINTS, message)
+    cls = schema.message_class(message)
+    edges = sorted({e for k in range(1, 11) for b in (1 << (7 * k - 1), 1 << (7 * k))
+                    for e in (b - 1, b, -b, -b - 1) if -(1 << 63) <= e < (1 << 63)})
+    index = b"\x00" if message == "k.Before" else b"\x02\x02"  # message indexes [0] and [1] (zig-zag)
+    arr = pa.array([HEADER + index + cls(a=e, b=e % (1 << 64), c=e, s="abcdefgh").SerializeToString()
+                    for e in edges], pa.binary())
+    values, problems = check_parity(fast, ref, arr)
+    assert problems == [] and fast.rows == {"compiled": len(edges), "reference": 0}
+    assert values == [{"a": e, "b": e % (1 << 64), "c": e, "s": "abcdefgh"} for e in edges]
+
+
 def test_rows_it_is_not_sure_of_go_to_upb() -> None:
     """Bad UTF-8 in a proto3 string (an error), a map key twice (upb keeps the last), a oneof
     message member overwritten by another member, a truncated payload: decoded or reported by the
