@@ -409,16 +409,17 @@ def zigzag_varint(v: int) -> bytes:
             return bytes(out)
 
 
-LONG_EDGES = sorted({e for k in range(1, 11) for b in (1 << (7 * k - 1),)
-                     for e in (b - 1, b, -b, -b - 1) if -(1 << 63) <= e < (1 << 63)})
+# Zig-zag puts [-2**(7k-1), 2**(7k-1)) in varints of k bytes or fewer: each length's edges.
+LONG_EDGES = sorted({e for k in range(1, 11) for half in [1 << (7 * k - 1)]
+                     for e in (half - 1, half, -half, -half - 1) if -(1 << 63) <= e < (1 << 63)})
 
 
 @pytest.mark.parametrize("last", [False, True], ids=["string after", "long last"])
 def test_longs_of_every_varint_length_equal_fastavro(last: bool) -> None:
-    """Longs at each edge of a varint's length (1 to 10 bytes), read with eight or more bytes after
-    them (one word) and at the payload's end (byte by byte), and timestamps in millis at the ends of
-    datetime's range and past them: all compiled (but the out-of-range), equal to fastavro; varints
-    of 11 bytes, or a 10th byte above the 64th bit, are left to it."""
+    """Longs at each edge of a varint's length (1 to 10 bytes), followed by a string and at the
+    payload's end, and timestamps in millis at the ends of datetime's range and past them: all
+    compiled (but the out-of-range ones), equal to fastavro; varints of 11 bytes, or a 10th byte
+    above the 64th bit, are left to it."""
     fields = [{"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
               {"name": "s", "type": "string"}, {"name": "l", "type": "long"}]
     writer = {"type": "record", "name": "V", "fields": fields if last else fields[::-1]}

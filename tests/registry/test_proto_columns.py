@@ -492,8 +492,8 @@ message After { string s = 1; int64 a = 2; uint64 b = 3; sint64 c = 4; }
 @pytest.mark.parametrize("message", ["k.Before", "k.After"], ids=["string after", "varints last"])
 def test_varints_of_every_length_equal_upb(message: str) -> None:
     """int64, uint64 and sint64 at each edge of a varint's length (1 to 10 bytes), serialized by
-    protobuf itself, read with eight or more bytes after them (one word) and at the payload's end
-    (byte by byte): all compiled, the values written out here."""
+    protobuf itself, followed by a string and at the payload's end: all compiled, equal to upb and
+    to the values written out here."""
     fast, ref, schema = proto_decoders(VARINTS, message)
     cls = schema.message_class(message)
     edges = sorted({e for k in range(1, 11) for b in (1 << (7 * k - 1), 1 << (7 * k))
