@@ -45,7 +45,7 @@ conformance: $(STAMP) ## Compare with real Apache Kafka brokers (jars fetched by
 demo: $(STAMP) ## Run the product on data_samples/ on the local engine and local Spark; print times and where results are
 	$(VENV)/bin/klogs demo --out build/demo
 
-bench: $(STAMP) ## Decode/plan/scan benchmarks and the jobs on both engines, written to BENCHMARKS.md
+bench: $(STAMP) ## Decode/plan/scan, the jobs and typed export on both engines: a report atop BENCHMARKS.md (the rest kept)
 	$(PY) tests/benchmarks/run.py --out BENCHMARKS.md
 
 SCALE_SIZES ?= 1g,4g,16g

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gen  # noqa: E402  (benchmark-local module beside this file)
 
-from kafka_format.records import decoder as decoder_module  # noqa: E402
+from kafka_format.records import implementation as decoder_module  # noqa: E402
 from kafka_format.records.file_records import decode_segment  # noqa: E402
 from kafka_format.records.decoder import Decoder  # noqa: E402
 from kafka_format.records.columns import FileContext  # noqa: E402
@@ -221,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
                              "Spark per core on one large partition (with --spark)")
     parser.add_argument("--shapes", action=argparse.BooleanOptionalAction, default=True,
                         help="also the corpus shapes (ns/record, breakdown, floor) and cluster-scale planning")
+    parser.add_argument("--typed", action=argparse.BooleanOptionalAction, default=True,
+                        help="also the typed export against the binary export (typed_export_bench.py: two record "
+                             "shapes, three formats; on Spark too with --spark)")
+    parser.add_argument("--typed-records", type=int, default=1_000_000, help="records per typed-export topic")
     args = parser.parse_args(argv)
 
     from kafka_format.records.fast import CRC32C_IMPLEMENTATION, FastDecoder
@@ -282,6 +286,11 @@ def main(argv: list[str] | None = None) -> int:
         notes += spark_scan.markdown([spark_scan.spark_scans(args.data_dir, sizes_mib=sizes,
                                                              repeats=args.repeats)])
         notes += export_notes(args.data_dir, (256,))
+    if args.typed:
+        import typed_export_bench  # noqa: PLC0415  (benchmark-local module)
+
+        notes += typed_export_bench.run(args.data_dir, records=args.typed_records, rounds=args.repeats,
+                                        spark=args.spark)
     _write(args.out, results, notes, CRC32C_IMPLEMENTATION, args)
     print(f"wrote {args.out}")
     return 0
@@ -357,7 +366,22 @@ def _write(out: Path, results: list[Result], notes: list[str], crc_impl: str, ar
         lines.append("")
     lines += _bars(by_corpus)
     lines += notes
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    publish(out, lines)
+
+
+BEGIN = "<!-- make bench: from here to its end mark, written by tests/benchmarks/run.py on every run -->"
+END = "<!-- make bench: end (what follows is kept: earlier runs and their notes) -->"
+
+
+def publish(out: Path, report: list[str]) -> None:
+    """Write ``report`` into ``out`` between :data:`BEGIN` and :data:`END`, replacing what a run put
+    there before and keeping the rest of the file (runs of other benchmarks, notes); a file without
+    the marks keeps all of its text after the new report."""
+    block = "\n".join([BEGIN, *report, END]) + "\n"
+    old = out.read_text(encoding="utf-8") if out.exists() else ""
+    start, end = old.find(BEGIN), old.find(END)
+    head, rest = (old[:start], old[end + len(END):].lstrip("\n")) if 0 <= start < end else ("", old)
+    out.write_text(head + block + ("\n" + rest if rest else ""), encoding="utf-8")
 
 
 def _bars(by_corpus: dict[str, list[Result]]) -> list[str]:

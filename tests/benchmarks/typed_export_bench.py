@@ -517,6 +517,39 @@ def markdown(records: int, master: str, local: Times, spark: Times, alone: Times
     return out + [""]
 
 
+def run(data_dir: Path, *, records: int = 1_000_000, formats: tuple[str, ...] = FORMATS,
+        shapes: tuple[str, ...] = tuple(SHAPES), rounds: int = 3, spark: bool = True,
+        master: str = "local[2]") -> list[str]:
+    """Every shape and format on the local engine (and on Spark when ``spark``): the Markdown section."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    cores = 2
+    roots: dict[tuple[str, str], Path] = {}
+    alone: Times = {}
+    local: Times = {}
+    out = data_dir / "typed-out"
+    for shape in shapes:
+        for fmt in formats:
+            key = (shape, fmt)
+            name = f"typed-{fmt}-{records}" if shape == "event" else f"typed-{shape}-{fmt}-{records}"
+            roots[key], payloads = make_topic(data_dir / name, records, 2 * cores, fmt, SHAPES[shape])
+            alone[key] = decoding_alone(fmt, payloads, rounds, SHAPES[shape])
+            del payloads
+            local[key] = run_local(roots[key], out, rounds, fmt)
+    on_spark: Times = {}
+    if spark:
+        from kafka_format.spark.session import build_session
+
+        session = build_session(master=master, profile="local", app_name="klogs-typed-export-bench",
+                                extra_conf={"spark.ui.enabled": "false"})
+        try:
+            for key, root in roots.items():
+                on_spark[key] = run_spark(session, root, out, rounds, key[1])
+        finally:
+            session.stop()
+    shutil.rmtree(out, ignore_errors=True)
+    return markdown(records, master, local, on_spark, alone)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -527,39 +560,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-spark", action="store_true", help="the local engine and the decoding only")
     args = parser.parse_args(argv)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
-    shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
+    shapes = tuple(s.strip() for s in args.shapes.split(",") if s.strip())
     for given, known, what in ((formats, FORMATS, "formats"), (shapes, tuple(SHAPES), "shapes")):
         unknown = set(given) - set(known)
         if unknown:
             parser.error(f"unknown {what} {sorted(unknown)} (expected some of {list(known)})")
-    cores = 2
-    roots: dict[tuple[str, str], Path] = {}
-    alone: Times = {}
-    local: Times = {}
-    out = args.data_dir / "typed-out"
-    for shape in shapes:
-        for fmt in formats:
-            key = (shape, fmt)
-            name = f"typed-{fmt}-{args.records}" if shape == "event" else f"typed-{shape}-{fmt}-{args.records}"
-            roots[key], payloads = make_topic(args.data_dir / name, args.records, 2 * cores, fmt, SHAPES[shape])
-            alone[key] = decoding_alone(fmt, payloads, args.rounds, SHAPES[shape])
-            del payloads
-            local[key] = run_local(roots[key], out, args.rounds, fmt)
-    on_spark: Times = {}
-    if not args.no_spark:
-        from kafka_format.spark.session import build_session
-
-        spark = build_session(master=args.master, profile="local", app_name="klogs-typed-export-bench",
-                              extra_conf={"spark.ui.enabled": "false"})
-        try:
-            for key, root in roots.items():
-                on_spark[key] = run_spark(spark, root, out, args.rounds, key[1])
-        finally:
-            spark.stop()
-    shutil.rmtree(out, ignore_errors=True)
-    print("\n".join(markdown(args.records, args.master, local, on_spark, alone)))
+    print("\n".join(run(args.data_dir, records=args.records, formats=formats, shapes=shapes, rounds=args.rounds,
+                        spark=not args.no_spark, master=args.master)))
     return 0
 
 
