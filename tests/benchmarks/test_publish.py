@@ -25,3 +25,17 @@ def test_a_first_run_writes_the_block_alone(tmp_path: Path) -> None:
     assert out.read_text(encoding="utf-8") == f"{BEGIN}\nrun\n{END}\n"
     publish(out, ["again"])
     assert out.read_text(encoding="utf-8") == f"{BEGIN}\nagain\n{END}\n"
+
+
+def test_the_report_names_the_active_decoder(tmp_path: Path) -> None:
+    """The report's header (what broke `make bench` at its very end when the decoder's module moved)."""
+    from argparse import Namespace
+
+    from kafka_format.records import implementation
+    from tests.benchmarks.run import _write
+
+    out = tmp_path / "BENCHMARKS.md"
+    _write(out, [], ["## Notes", "", "text"], "crc-impl", Namespace(size_mib=8, compressed_mib=4, repeats=2))
+    text = out.read_text(encoding="utf-8")
+    assert f"- Active decoder: `{implementation.IMPLEMENTATION}`; CRC-32C: `crc-impl`" in text
+    assert text.startswith(BEGIN) and "## Notes\n\ntext\n" + END in text
