@@ -281,8 +281,58 @@ static int number_span(Ctx *x, const uint8_t **s, int64_t *len, int *integer) {
 static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/* 5**0 .. 5**27: 5**27 < 2**63. */
+static const uint64_t POW5[] = {
+    1ULL, 5ULL, 25ULL, 125ULL, 625ULL, 3125ULL, 15625ULL, 78125ULL, 390625ULL, 1953125ULL,
+    9765625ULL, 48828125ULL, 244140625ULL, 1220703125ULL, 6103515625ULL, 30517578125ULL,
+    152587890625ULL, 762939453125ULL, 3814697265625ULL, 19073486328125ULL, 95367431640625ULL,
+    476837158203125ULL, 2384185791015625ULL, 11920928955078125ULL, 59604644775390625ULL,
+    298023223876953125ULL, 1490116119384765625ULL, 7450580596923828125ULL};
+#define EXACT_POW 27
+
+static int bit_length128(unsigned __int128 v) {
+    uint64_t hi = (uint64_t)(v >> 64), lo = (uint64_t)v;
+    return hi ? 128 - __builtin_clzll(hi) : lo ? 64 - __builtin_clzll(lo) : 0;
+}
+
+/* (v + f) * 2**e2 to the nearest double, ties to even, for an integer v > 0 and 0 <= f < 1, where
+ * f > 0 exactly when `sticky`: v is cut to 53 bits and rounded by the bits cut and the sticky bit,
+ * then scaled by a power of two built from its bits (exact: the callers stay in the normal range). */
+static double round_scaled(unsigned __int128 v, int sticky, int e2) {
+    int cut = bit_length128(v) - 53;
+    uint64_t mant;
+    if (cut <= 0) {
+        mant = (uint64_t)v;                         /* exact: sticky is 0 here (see the callers) */
+    } else {
+        unsigned __int128 rest = v & ((((unsigned __int128)1) << cut) - 1);
+        unsigned __int128 half = ((unsigned __int128)1) << (cut - 1);
+        mant = (uint64_t)(v >> cut);
+        if (rest > half || (rest == half && (sticky || (mant & 1)))) mant++;   /* 2**53 is exact too */
+        e2 += cut;
+    }
+    uint64_t bits = (uint64_t)(e2 + 1023) << 52;
+    double scale;
+    memcpy(&scale, &bits, 8);
+    return (double)mant * scale;
+}
+
+/* m * 10**e to the nearest double, ties to even, for 0 < m < 2**64 and |e| <= EXACT_POW, in integer
+ * arithmetic: m * 5**e exactly (under 2**127) when e >= 0; else m * 2**s / 5**-e, its quotient of 63
+ * or 64 bits and whether a remainder is left.  10**e = 5**e * 2**e puts the rest in the exponent.
+ * Every result lies between 1e-27 and 1e47: normal doubles. */
+static double scaled_exact(uint64_t m, int e) {
+    if (e >= 0) return round_scaled((unsigned __int128)m * POW5[e], 0, e);
+    uint64_t d = POW5[-e];
+    int s = 63 - (64 - __builtin_clzll(m)) + (64 - __builtin_clzll(d));
+    unsigned __int128 n = (unsigned __int128)m << s;       /* n / d < 2**64 by the choice of s */
+    uint64_t q = (uint64_t)(n / d), r = (uint64_t)(n % d);
+    return round_scaled(q, r != 0, e - s);
+}
+
 /* The double nearest to a literal (as Python's float(), correctly rounded): exact arithmetic when
- * the digits fit 53 bits and the power of ten 22, else strtod_l in the C locale. */
+ * the digits fit 53 bits and the power of ten 22 (one IEEE operation), or in integers when they fit
+ * 19 digits and the power of ten 27 (scaled_exact: the 16-17 digit reprs of computed amounts), else
+ * strtod_l in the C locale. */
 static double to_double(const uint8_t *s, int64_t len) {
     uint64_t m = 0;
     int digits = 0, frac = 0, neg = 0, ok = 1;
@@ -290,12 +340,12 @@ static double to_double(const uint8_t *s, int64_t len) {
     if (s[0] == '-') { neg = 1; i = 1; }
     for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
         if (m || s[i] != '0') digits++;
-        if (digits > 15) ok = 0; else m = m * 10 + (uint64_t)(s[i] - '0');
+        if (digits > 19) ok = 0; else m = m * 10 + (uint64_t)(s[i] - '0');
     }
     if (i < len && s[i] == '.') {
         for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
             if (m || s[i] != '0') digits++;
-            if (digits > 15) ok = 0; else { m = m * 10 + (uint64_t)(s[i] - '0'); frac++; }
+            if (digits > 19) ok = 0; else { m = m * 10 + (uint64_t)(s[i] - '0'); frac++; }
         }
     }
     if (i < len && (s[i] == 'e' || s[i] == 'E')) {
@@ -309,9 +359,13 @@ static double to_double(const uint8_t *s, int64_t len) {
         if (eneg) exp = -exp;
     }
     exp -= frac;
-    if (ok && exp >= -22 && exp <= 22) {
+    if (ok && digits <= 15 && exp >= -22 && exp <= 22) {
         double d = (double)m;                 /* m < 10**15 < 2**53: exact */
         d = exp < 0 ? d / POW10[-exp] : d * POW10[exp];
+        return neg ? -d : d;
+    }
+    if (ok && m && exp >= -EXACT_POW && exp <= EXACT_POW) {
+        double d = scaled_exact(m, (int)exp);  /* m < 10**19 < 2**64 */
         return neg ? -d : d;
     }
     char tmp[MAX_NUMBER + 1];

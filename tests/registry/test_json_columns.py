@@ -294,6 +294,10 @@ def test_bytes_above_ascii_are_checked_in_the_strings_that_hold_them() -> None:
     "0.5", "-0.0", "0.000000000000001", "12345678901234.5", "123456789012345.6", "1234567890123456.5",
     "0.1000000000000000055511151231257827", "2.50", "1.0", "-1.0", "1e2", "1.5e3", "1E-2", "00", "01",
     "1.", "-", "-a", ".5", "1.e3", "0.1234567890123456789",
+    # 16-19 significant digits and powers of ten up to 27 (exact integer arithmetic), and past them
+    "1369.9999999999998", "0.30000000000000004", "1.2345678901234567e-05", "9007199254740995",
+    "9007199254740992.5", "1234567890123456789e27", "1234567890123456789e-27", "1234567890123456789e28",
+    "1234567890123456789e-28", "12345678901234567890", "0.12345678901234567890", "-2.2250738585072014e-308",
 ])
 def test_numbers_read_in_one_pass_equal_the_reference(literal: str) -> None:
     """Integers of up to 18 digits and fractions of up to 15 are read in one pass; around those
@@ -310,6 +314,47 @@ def test_numbers_read_in_one_pass_equal_the_reference(literal: str) -> None:
     integral = isinstance(number, int) or number.is_integer()
     qty_fits = integral and -(2**63) <= number < 2**63          # else the reference words the error
     assert fast.rows == {"compiled": 1 + qty_fits, "reference": 1 - qty_fits}
+
+
+def test_long_numbers_are_rounded_as_float_rounds_them() -> None:
+    """Numbers of up to 19 significant digits with powers of ten up to 27 are read in integers
+    (one 128-bit product or quotient, then rounded to 53 bits, ties to even): the reprs of random
+    doubles, random literals of 1-20 digits with exponents to +-35, and literals a hair below and
+    above the midpoints between doubles give float()'s double, bit for bit, all compiled."""
+    import random
+    import struct
+    from fractions import Fraction
+
+    rng = random.Random(20261127)
+    literals = []
+    while len(literals) < 20_000:
+        kind = rng.random()
+        if kind < 0.4:
+            f = struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0]
+            if math.isfinite(f):
+                literals.append(repr(f))
+        elif kind < 0.6:
+            literals.append(repr(rng.uniform(-1e6, 1e6) * rng.choice([1, 1e-10, 1e10, 1.37])))
+        else:
+            digits = rng.randint(1, 20)
+            text = str(rng.randrange(10 ** (digits - 1), 10**digits))
+            at = rng.randint(0, len(text))
+            exponent = f"e{rng.randint(-35, 35)}" if rng.random() < 0.5 else ""
+            literals.append(f"{text[:at] or '0'}.{text[at:] or '0'}{exponent}")
+    # the 19-digit literals just below and just above the midpoint of two neighbouring doubles:
+    # where the quotient's cut bits are a half and only the remainder says which way
+    for _ in range(3_000):
+        x = rng.uniform(1, 10) * 10 ** rng.randint(-8, 8)
+        mid = (Fraction(x) + Fraction(math.nextafter(x, math.inf))) / 2
+        k = 18 - math.floor(math.log10(mid))
+        below = math.floor(mid * 10**k)
+        literals += [f"{below}e{-k}", f"{below + 1}e{-k}"]
+    schema = {"type": "object", "properties": {"x": {"type": "number"}}}
+    fast, _ = decoders(schema)
+    got, problems = fast.decode(pa.array([HEADER + f'{{"x": {lit}}}'.encode() for lit in literals], pa.binary()))
+    bits = [struct.pack("<d", row["x"]) for row in got.to_pylist()]
+    assert bits == [struct.pack("<d", float(lit)) for lit in literals]
+    assert problems == [] and fast.rows == {"compiled": len(literals), "reference": 0}
 
 
 def test_registry_corpus_is_compiled(tmp_path: Any) -> None:
