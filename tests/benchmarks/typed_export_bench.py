@@ -479,10 +479,10 @@ Times = dict[tuple[str, str], dict[str, float]]  # (shape, format) -> seconds by
 
 def markdown(records: int, master: str, local: Times, spark: Times, alone: Times) -> list[str]:
     def rows(engine: str, shape: str, fmt: str, times: dict[str, float]) -> list[str]:
-        b, floor = times["binary"], times.get(REWRITE)
+        b, again = times["binary"], times.get(REWRITE)
         return [
             f"| {engine} | {shape} | {fmt} | {name} | {t:.3f} | {t / b:.2f}x | "
-            f"{f'{t / floor:.2f}x' if floor and name.startswith('typed') and name != REWRITE else ''} | "
+            f"{f'{t / again:.2f}x' if again and name.startswith('typed') and name != REWRITE else ''} | "
             f"{records / t:,.0f} | {'' if name != 'typed' else ('yes' if t / b <= BAR else 'NO')} |"
             for name, t in times.items()
         ]
