@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from kafka_format.storage.fsio import redact
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.output.ownership import Owner, OutputRefused
-from kafka_format.output.parquet import dictionary_columns, row_groups
+from kafka_format.output.parquet import write_options, write_row_groups
 from kafka_format.output.publish import claim_output, crash_point, local_path, staging_dir
 from kafka_format.output.store import claim, is_store
 
@@ -339,18 +339,15 @@ def _export_split(task: _SplitExport) -> dict[str, int]:
     if first is None:
         return counts
     in_files = [n for n in schema.names if n not in task.partition_by]
-    options = {"coerce_timestamps": "us", "allow_truncated_timestamps": False,
-               "use_dictionary": dictionary_columns(first.select(in_files)) or False}
+    options = write_options(first.select(in_files))
     if set(task.partition_by) <= {"topic", "partition"}:
-        # A split is one topic-partition: its rows go to one hive directory, in row groups of many
-        # batches (an empty batch may make a group alone: row_group_size must be positive).
+        # A split is one topic-partition: its rows go to one hive directory, in row groups of many batches.
         keys = {"topic": task.split.topic, "partition": task.split.partition}
         where = os.path.join(task.root, *(f"{c}={quote(str(keys[c]), safe='')}" for c in task.partition_by))
         os.makedirs(where, exist_ok=True)
-        with pq.ParquetWriter(os.path.join(where, f"part-{task.index:05d}-0.parquet"),
-                              pa.schema([schema.field(n) for n in in_files]), **options) as writer:
-            for group in row_groups(batch.select(in_files) for batch in itertools.chain([first], rows)):
-                writer.write_table(group, row_group_size=max(1, group.num_rows))
+        write_row_groups(os.path.join(where, f"part-{task.index:05d}-0.parquet"),
+                         pa.schema([schema.field(n) for n in in_files]),
+                         (batch.select(in_files) for batch in itertools.chain([first], rows)), options)
         return counts
     part_schema = pa.schema([schema.field(c) for c in task.partition_by])
     ds.write_dataset(pa.RecordBatchReader.from_batches(schema, itertools.chain([first], rows)), task.root,

@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-__all__ = ["ROW_GROUP_BYTES", "ROW_GROUP_ROWS", "SAMPLE_ROWS", "dictionary_columns", "leaf_paths", "row_groups"]
+__all__ = ["ROW_GROUP_BYTES", "ROW_GROUP_ROWS", "SAMPLE_ROWS", "dictionary_columns", "leaf_paths", "row_groups",
+           "write_options", "write_row_groups"]
 
 SAMPLE_ROWS = 20_000        # about one data page of small values: what parquet-mr decides on
 ROW_GROUP_BYTES = 64 << 20  # Arrow bytes gathered into one row group (parquet-mr: 128 MB encoded)
@@ -38,11 +41,13 @@ def row_groups(batches: Iterable[pa.RecordBatch], *, max_bytes: int = ROW_GROUP_
                max_rows: int = ROW_GROUP_ROWS) -> Iterator[pa.Table]:
     """``batches`` (one schema) gathered, in order, into tables of one row group each: a batch joins
     the table until it would pass ``max_bytes`` of Arrow data or ``max_rows`` rows (a batch larger
-    than either makes a group alone; no batch is split).  Write each with
-    ``row_group_size=table.num_rows``."""
+    than either makes a group alone; no batch is split; empty batches are left out, so no group is
+    empty).  Write each with ``row_group_size=table.num_rows``."""
     pending: list[pa.RecordBatch] = []
     size = rows = 0
     for batch in batches:
+        if not batch.num_rows:
+            continue
         if pending and (size + batch.nbytes > max_bytes or rows + batch.num_rows > max_rows):
             yield pa.Table.from_batches(pending)
             pending, size, rows = [], 0, 0
@@ -51,6 +56,23 @@ def row_groups(batches: Iterable[pa.RecordBatch], *, max_bytes: int = ROW_GROUP_
         rows += batch.num_rows
     if pending:
         yield pa.Table.from_batches(pending)
+
+
+def write_options(sample: pa.Table | pa.RecordBatch) -> dict[str, Any]:
+    """The local engine's Parquet writer options for a file whose first rows are ``sample``:
+    timestamps in microseconds (as Spark writes them) and dictionary encoding where parquet-mr's
+    rule says it pays (:func:`dictionary_columns`)."""
+    return {"coerce_timestamps": "us", "allow_truncated_timestamps": False,
+            "use_dictionary": dictionary_columns(sample) or False}
+
+
+def write_row_groups(where: str | os.PathLike[str], schema: pa.Schema, batches: Iterable[pa.RecordBatch],
+                     options: dict[str, Any]) -> None:
+    """Write ``batches`` (of ``schema``) to the Parquet file ``where`` with ``options``, in the row
+    groups of :func:`row_groups`."""
+    with pq.ParquetWriter(where, schema, **options) as writer:
+        for group in row_groups(batches):
+            writer.write_table(group, row_group_size=group.num_rows)
 
 
 def leaf_paths(schema: pa.Schema) -> list[str]:

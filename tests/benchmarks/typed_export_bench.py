@@ -420,7 +420,7 @@ def run_local(root: Path, out: Path, rounds: int, fmt: str = "avro") -> dict[str
         """The typed export's own files read and written again as the local engine writes them."""
         import pyarrow.parquet as pq
 
-        from kafka_format.output.parquet import dictionary_columns, row_groups
+        from kafka_format.output.parquet import write_options, write_row_groups
 
         again = out.with_name(out.name + "-again")
         shutil.rmtree(again, ignore_errors=True)
@@ -428,10 +428,7 @@ def run_local(root: Path, out: Path, rounds: int, fmt: str = "avro") -> dict[str
             table = pq.ParquetFile(src).read()
             dst = again / src.relative_to(out)
             dst.parent.mkdir(parents=True, exist_ok=True)
-            with pq.ParquetWriter(dst, table.schema, coerce_timestamps="us", allow_truncated_timestamps=False,
-                                  use_dictionary=dictionary_columns(table) or False) as writer:
-                for group in row_groups(table.to_batches()):
-                    writer.write_table(group, row_group_size=group.num_rows)
+            write_row_groups(dst, table.schema, table.to_batches(), write_options(table))
         shutil.rmtree(again)
 
     # The reference decoders leave millions of objects' worth of heap behind: timed apart, so the

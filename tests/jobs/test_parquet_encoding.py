@@ -114,7 +114,7 @@ def test_local_export_writes_each_split_into_its_partition_directory(tmp_path: P
 
 def test_batches_are_gathered_into_row_groups_in_order() -> None:
     """Batches join a row group until it would pass the byte or row bound; a batch over a bound is a
-    group of its own; none is split or reordered."""
+    group of its own; none is split or reordered; empty ones are left out (no group is empty)."""
     batches = [pa.record_batch({"i": pa.array(range(10 * k, 10 * k + 10), pa.int64())}) for k in range(7)]
     by_rows = list(row_groups(batches, max_rows=25))
     assert [t.num_rows for t in by_rows] == [20, 20, 20, 10]
@@ -124,3 +124,6 @@ def test_batches_are_gathered_into_row_groups_in_order() -> None:
     big = pa.record_batch({"i": pa.array(range(100), pa.int64())})
     assert [t.num_rows for t in row_groups([batches[0], big, batches[1]], max_rows=25)] == [10, 100, 10]
     assert list(row_groups([])) == []
+    empty = batches[0].slice(0, 0)
+    assert [t.num_rows for t in row_groups([empty, batches[0], empty, big, empty], max_rows=25)] == [10, 100]
+    assert list(row_groups([empty])) == []
