@@ -36,7 +36,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -189,13 +189,16 @@ def _zero_tail_note(kind: str, raw: np.ndarray, cut: int, entry_size: int) -> li
 
 
 @dataclass(frozen=True, eq=False)
-class OffsetIndex:
-    """A parsed ``.index``: raw slots as the broker sees them, and the valid prefix by the reading rule.
+class _IndexFile:
+    """What a parsed ``.index`` and a parsed ``.timeindex`` share: the raw slots as the broker sees
+    them and the valid prefix by the reading rule.
 
-    ``raw`` is a numpy structured view (big-endian ``relative_offset``, ``position``) of every full
-    slot; ``valid_entries`` how many leading slots pass the reading rule.  ``zero_tail`` says the
-    data ended at a zero slot (a preallocated, not trimmed file).
+    ``raw`` is a numpy structured view (big-endian fields of the file's layout) of every full slot;
+    ``valid_entries`` how many leading slots pass the reading rule.  ``zero_tail`` says the data
+    ended at a zero slot (a preallocated, not trimmed file).
     """
+
+    ENTRY_SIZE: ClassVar[int]
 
     base_offset: int
     raw: np.ndarray
@@ -212,17 +215,13 @@ class OffsetIndex:
 
     @property
     def trailing_bytes(self) -> int:
-        return self.file_size % OFFSET_ENTRY_SIZE
+        """Bytes after the last full slot (a torn write)."""
+        return self.file_size % self.ENTRY_SIZE
 
     @cached_property
     def relative_offsets(self) -> np.ndarray:
         """int32 relative offsets of the valid entries (native byte order)."""
         return self.raw["relative_offset"][: self.valid_entries].astype(np.int32)
-
-    @cached_property
-    def positions(self) -> np.ndarray:
-        """int64 .log positions of the valid entries."""
-        return self.raw["position"][: self.valid_entries].astype(np.int64)
 
     @cached_property
     def offsets(self) -> np.ndarray:
@@ -231,6 +230,18 @@ class OffsetIndex:
 
     def __len__(self) -> int:
         return self.valid_entries
+
+
+@dataclass(frozen=True, eq=False)
+class OffsetIndex(_IndexFile):
+    """A parsed ``.index`` (``relative_offset``, ``position`` slots; see :class:`_IndexFile`)."""
+
+    ENTRY_SIZE: ClassVar[int] = OFFSET_ENTRY_SIZE
+
+    @cached_property
+    def positions(self) -> np.ndarray:
+        """int64 .log positions of the valid entries."""
+        return self.raw["position"][: self.valid_entries].astype(np.int64)
 
     def entry(self, n: int) -> OffsetPosition:
         """The n-th valid entry."""
@@ -280,41 +291,15 @@ class OffsetIndex:
 
 
 @dataclass(frozen=True, eq=False)
-class TimeIndex:
-    """A parsed ``.timeindex`` (see :class:`OffsetIndex` for the raw/valid split)."""
+class TimeIndex(_IndexFile):
+    """A parsed ``.timeindex`` (``timestamp``, ``relative_offset`` slots; see :class:`_IndexFile`)."""
 
-    base_offset: int
-    raw: np.ndarray
-    valid_entries: int
-    file_size: int
-    path: str | None = None
-    zero_tail: bool = False
-    anomalies: tuple[IndexAnomaly, ...] = ()
-
-    @property
-    def raw_entries(self) -> int:
-        return int(self.raw.shape[0])
-
-    @property
-    def trailing_bytes(self) -> int:
-        return self.file_size % TIME_ENTRY_SIZE
+    ENTRY_SIZE: ClassVar[int] = TIME_ENTRY_SIZE
 
     @cached_property
     def timestamps(self) -> np.ndarray:
         """int64 timestamps of the valid entries."""
         return self.raw["timestamp"][: self.valid_entries].astype(np.int64)
-
-    @cached_property
-    def relative_offsets(self) -> np.ndarray:
-        return self.raw["relative_offset"][: self.valid_entries].astype(np.int32)
-
-    @cached_property
-    def offsets(self) -> np.ndarray:
-        """int64 absolute offsets of the valid entries."""
-        return self.relative_offsets.astype(np.int64) + np.int64(self.base_offset)
-
-    def __len__(self) -> int:
-        return self.valid_entries
 
     def entry(self, n: int) -> TimestampOffset:
         if not 0 <= n < self.valid_entries:
