@@ -77,16 +77,6 @@ static void crc_tables_init(void)
     crc_make_shift_table(crc_zeros_short, CRC_SHORT);
 }
 
-static inline uint64_t load_le64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
 /* Portable slicing-by-8 over a raw register. */
 static uint32_t crc32c_sw(uint32_t reg, const unsigned char *p, size_t n)
 {

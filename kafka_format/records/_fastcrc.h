@@ -11,6 +11,18 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+/* The little-endian 64-bit word at p (unaligned): what the CRC loops fold. */
+static inline uint64_t load_le64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
 
 #define KF_CRC_PORTABLE 0
 #define KF_CRC_SSE42 1

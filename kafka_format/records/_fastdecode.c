@@ -30,7 +30,7 @@
  * Varints are zigzag LEB128 (ByteUtils.readVarint <= 5 bytes, readVarlong <= 10 bytes).
  */
 
-#include "_fastdecode.h"
+#include "_fastrecords.h"
 #include "_fastcodecs.h"
 #include "_fastcrc.h"
 #include "_fastxxh.h"

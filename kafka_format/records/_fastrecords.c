@@ -3,7 +3,7 @@
  * straight into column buffers; see the layout of a v2 record in _fastdecode.c.
  */
 
-#include "_fastdecode.h"
+#include "_fastrecords.h"
 #include "_fastcrc.h"
 
 /* ------------------------------------------------------------------ varints */

@@ -2,7 +2,8 @@
  * kafka_format.records._fastdecode: scan, the walk over framed log entries (FileLogInputStream).
  */
 
-#include "_fastdecode.h"
+#include "_fastbuf.h"
+#include "_fastformat.h"
 #include "_fastcrc.h"
 
 /* ------------------------------------------------------------------ scan */

@@ -18,7 +18,7 @@ from kafka_format.storage import partition_files
 from kafka_format.writer import batches as writer_batches
 
 PACKAGE = Path(__file__).resolve().parents[2] / "kafka_format"
-C_SOURCE = PACKAGE / "records" / "_fastdecode.h"   # the format's constants
+C_SOURCE = PACKAGE / "records" / "_fastformat.h"   # the format's constants
 
 
 def _c_defines(source: Path = C_SOURCE) -> dict[str, int]:
@@ -60,7 +60,7 @@ def test_c_decoder_constants_match_the_declared_layouts() -> None:
         "MIN_V2_RECORD_SIZE": batch_v2.MIN_RECORD_SIZE,
     }
     missing = sorted(set(want) - set(c))
-    assert missing == [], f"_fastdecode.h no longer #defines {missing}: declare them or update this test"
+    assert missing == [], f"_fastformat.h no longer #defines {missing}: declare them or update this test"
     assert {k: c[k] for k in want} == want
     assert {k: c[k] for k in optional if k in c} == {k: v for k, v in optional.items() if k in c}
 

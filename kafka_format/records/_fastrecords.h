@@ -1,10 +1,10 @@
 /*
- * kafka_format.records._fastdecode internals shared by its C units: the format's constants, the
- * violation codes, and the record loop's state (_fastrecords.c) that the entry points
- * (_fastdecode.c) and the scan (_fastscan.c) use.
+ * kafka_format.records._fastdecode: the record loop (_fastrecords.c), what its callers (the entry
+ * points in _fastdecode.c) see of it: its violation codes, output columns, state, options and
+ * functions.
  */
-#ifndef KF_FASTDECODE_H
-#define KF_FASTDECODE_H
+#ifndef KF_FASTRECORDS_H
+#define KF_FASTRECORDS_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -14,54 +14,7 @@
 #include <string.h>
 
 #include "_fastbuf.h"
-
-/* Framing (Records.java / DefaultRecordBatch.java). */
-#define LOG_OVERHEAD 12             /* offset int64 + size int32 */
-#define HEADER_SIZE_UP_TO_MAGIC 17  /* Records.HEADER_SIZE_UP_TO_MAGIC */
-#define MAGIC_OFFSET 16
-#define MIN_ENTRY_SIZE 14           /* LegacyRecord.RECORD_OVERHEAD_V0 */
-#define V2_CRC_OFFSET 17
-#define V2_ATTRIBUTES_OFFSET 21
-#define V2_HEADER_SIZE 61           /* DefaultRecordBatch.RECORD_BATCH_OVERHEAD */
-#define MIN_V2_RECORD_SIZE 7        /* smallest encodable record: seven one-byte fields */
-
-#define SCAN_INITIAL_ENTRIES 512
-
-/* crc_valid values written by scan. */
-#define CRC_NOT_CHECKED 2
-
-/* scan verify_crc modes. */
-#define SCAN_VERIFY_DEFER 2         /* leave non-empty uncompressed v2 batches to decode_v2 */
-#define V2_COUNT_OFFSET 57
-#define V2_CODEC_MASK 7
-
-/* scan status. */
-#define SCAN_END 0                  /* stopped: <= 17 bytes left or partial trailing entry */
-#define SCAN_ZERO_TAIL 1            /* stopped: size < 14 and every remaining byte is zero */
-#define SCAN_CORRUPT_SIZE 2         /* stopped: size < 14 with non-zero bytes */
-
-/* decode_v2 meta columns (int64 each, one row per batch). */
-enum {
-    META_ROW, META_BASE_OFFSET, META_BASE_TIMESTAMP, META_MAX_TIMESTAMP,
-    META_BASE_SEQUENCE, META_COUNT, META_FLAGS, META_CRC, META_NCOLS
-};
-#define FLAG_LOG_APPEND_TIME 1
-/* The payload is the CRC region (attributes..end, uncompressed batch): verify it against
- * META_CRC, then decode the records after the rest of the header (deferred CRC). */
-#define FLAG_CHECK_CRC 2
-#define CRC_REGION_HEADER (V2_HEADER_SIZE - V2_ATTRIBUTES_OFFSET)
-#define NO_SEQUENCE (-1)
-
-static inline uint64_t load_le64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
+#include "_fastformat.h"
 
 /* Violation codes: the kind of rule a batch broke (fast.py re-derives the exact
  * message from the reference decoder). */
