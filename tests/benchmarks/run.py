@@ -22,14 +22,17 @@ import argparse
 import gc
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
 import gen  # noqa: E402  (benchmark-local module beside this file)
 
@@ -287,13 +290,24 @@ def main(argv: list[str] | None = None) -> int:
                                                              repeats=args.repeats)])
         notes += export_notes(args.data_dir, (256,))
     if args.typed:
-        import typed_export_bench  # noqa: PLC0415  (benchmark-local module)
-
-        notes += typed_export_bench.run(args.data_dir, records=args.typed_records, rounds=args.repeats,
-                                        spark=args.spark)
+        notes += typed_notes(args.data_dir, records=args.typed_records, rounds=args.repeats, spark=args.spark)
     _write(args.out, results, notes, CRC32C_IMPLEMENTATION, args)
     print(f"wrote {args.out}")
     return 0
+
+
+def typed_notes(data_dir: Path, *, records: int, rounds: int, spark: bool) -> list[str]:
+    """The typed-export section, measured in a child process: by now this one has imported pyspark
+    (the Spark parts above), and a process that has must start the local engine's pool workers by
+    spawning fresh interpreters, not by forking (see ``kafka_format.engine.run_tasks``), which would
+    add their start-up to every local export of a topic large enough for a pool; ``klogs --engine
+    local`` never has pyspark loaded."""
+    with tempfile.TemporaryDirectory() as tmp:
+        section = Path(tmp) / "typed.md"
+        cmd = [sys.executable, str(HERE / "typed_export_bench.py"), "--data-dir", str(data_dir), "--records",
+               str(records), "--rounds", str(rounds), "--out", str(section), *([] if spark else ["--no-spark"])]
+        subprocess.run(cmd, check=True)
+        return section.read_text(encoding="utf-8").splitlines()
 
 
 def export_notes(data_dir: Path, sizes_mib: tuple[int, ...], master: str = "local[2]") -> list[str]:
@@ -410,7 +424,11 @@ def _bars(by_corpus: dict[str, list[Result]]) -> list[str]:
                          f"{'yes' if slow <= 1.5 else 'no'} |")
         if fast and aio and corpus != "gzip":
             ratio = fast.mb_s / aio.mb_s
-            lines.append(f"| {corpus}: vs aiokafka | >= 2x | {ratio:.2f}x | {'yes' if ratio >= 2 else 'no'} |")
+            met = "yes" if ratio >= 2 else "no"
+            if ratio < 2 and bare and bare.mb_s / aio.mb_s < 2:   # the codec alone takes more than the budget
+                met += (f" (out of reach with this codec library: its decompression alone is "
+                        f"{bare.mb_s / aio.mb_s:.2f}x aiokafka's whole decode)")
+            lines.append(f"| {corpus}: vs aiokafka | >= 2x | {ratio:.2f}x | {met} |")
     return [*lines, ""]
 
 

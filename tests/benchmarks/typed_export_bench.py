@@ -556,6 +556,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-spark", action="store_true", help="the local engine and the decoding only")
+    parser.add_argument("--out", type=Path, help="write the Markdown section to this file (default: print it)")
     args = parser.parse_args(argv)
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     shapes = tuple(s.strip() for s in args.shapes.split(",") if s.strip())
@@ -563,8 +564,12 @@ def main(argv: list[str] | None = None) -> int:
         unknown = set(given) - set(known)
         if unknown:
             parser.error(f"unknown {what} {sorted(unknown)} (expected some of {list(known)})")
-    print("\n".join(run(args.data_dir, records=args.records, formats=formats, shapes=shapes, rounds=args.rounds,
-                        spark=not args.no_spark, master=args.master)))
+    section = "\n".join(run(args.data_dir, records=args.records, formats=formats, shapes=shapes, rounds=args.rounds,
+                            spark=not args.no_spark, master=args.master))
+    if args.out:
+        args.out.write_text(section + "\n", encoding="utf-8")
+    else:
+        print(section)
     return 0
 
 
