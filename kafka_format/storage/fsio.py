@@ -125,18 +125,22 @@ class FileSystemHandle:
             raise _io_error(self.location(fs_path), "stat", exc) from exc
         return _to_stat(info)
 
+    def _entries(self, fs_path: str) -> list[pafs.FileInfo]:
+        """The filesystem's own listing of the entries directly inside ``fs_path`` ([] when it does
+        not exist)."""
+        try:
+            return list(self.filesystem.get_file_info(
+                pafs.FileSelector(fs_path, allow_not_found=True, recursive=False)))
+        except (OSError, pa.ArrowException) as exc:
+            raise _io_error(self.location(fs_path), "list directory", exc) from exc
+
     def list_dir(self, fs_path: str) -> list[FileStat]:
         """Entries directly inside ``fs_path`` sorted by name ([] when it does not exist)."""
         if self.is_local and type(self.filesystem) is pafs.LocalFileSystem:
             stats = _scan_local(fs_path)
             if stats is not None:
                 return stats
-        try:
-            infos = self.filesystem.get_file_info(
-                pafs.FileSelector(fs_path, allow_not_found=True, recursive=False))
-        except (OSError, pa.ArrowException) as exc:
-            raise _io_error(self.location(fs_path), "list directory", exc) from exc
-        stats = [s for s in (_to_stat(i) for i in infos) if s is not None]
+        stats = [s for s in (_to_stat(i) for i in self._entries(fs_path)) if s is not None]
         stats.sort(key=lambda s: s.name)
         return stats
 
@@ -149,12 +153,7 @@ class FileSystemHandle:
             listed = _scan_local_rows(fs_path)
             if listed is not None:
                 return listed
-        try:
-            infos = self.filesystem.get_file_info(
-                pafs.FileSelector(fs_path, allow_not_found=True, recursive=False))
-        except (OSError, pa.ArrowException) as exc:
-            raise _io_error(self.location(fs_path), "list directory", exc) from exc
-        return _rows_of(fs_path, infos)
+        return _rows_of(fs_path, self._entries(fs_path))
 
     def list_tree_rows(self, fs_path: str) -> dict[str, tuple[str, list[DirRow]]] | None:
         """Every directory directly inside ``fs_path`` with its listing (as :meth:`list_dir_rows`),

@@ -215,7 +215,7 @@ class _IndexFile:
 
     @property
     def trailing_bytes(self) -> int:
-        """Bytes after the last full slot (a torn write)."""
+        """Bytes after the last full slot (a file that ends inside a slot)."""
         return self.file_size % self.ENTRY_SIZE
 
     @cached_property
