@@ -2,13 +2,13 @@
 topic, on both engines, and the decoding alone (the reference decoders, the compiled column decoders).
 
 ``python tests/benchmarks/typed_export_bench.py [--records 1000000] [--formats avro,protobuf,json-schema]
-[--shapes event,order] [--master local[2]] [--rounds 3]`` prints a Markdown section.  Per shape and
-format, a topic holds the same logical values in the Schema Registry wire format, written with two
-writer schemas (the first half with v1, the rest with v2, which adds a nullable string; Avro's v1
-records are resolved to v2), with ``_schemas`` beside it.  Protobuf values carry Confluent's message
-index (the single ``0`` byte).  Shapes (:data:`SHAPES`): ``event``, five small fields (string, long,
-double, enum, list of strings); ``order``, sixteen fields as an orders topic holds (a nested record,
-a list, a map, nullable strings, enums).  The binary export writes one value column whatever the
+[--shapes event,order] [--master local[2]] [--rounds 3] [--out FILE]`` prints (or writes) a Markdown
+section.  Per shape and format, a topic holds the same logical values in the Schema Registry wire
+format, written with two writer schemas (the first half with v1, the rest with v2, which adds a
+nullable string; Avro's v1 records are resolved to v2), with ``_schemas`` beside it.  Protobuf
+values carry Confluent's message index (the single ``0`` byte).  Shapes (:data:`SHAPES`): ``event``,
+five small fields (string, long, double, enum, list of strings); ``order``, sixteen fields as an
+orders topic holds (a nested record, a list, a map, nullable strings, enums).  The binary export writes one value column whatever the
 shape; the typed export one column per leaf of the value's type, so the ratio grows with the leaves.
 
 Measured as CPU seconds of this process and all its descendants (the Spark JVM and its Python
@@ -265,8 +265,7 @@ def encoder(fmt: str, shape: Shape) -> Callable[[dict[str, Any], bool], bytes]:
     return lambda value, v2: json.dumps(value, separators=(",", ":")).encode()
 
 
-def make_topic(root: Path, records: int, partitions: int, fmt: str = "avro",
-               shape: Shape = SHAPES["event"]) -> tuple[Path, list[bytes]]:
+def make_topic(root: Path, records: int, partitions: int, fmt: str, shape: Shape) -> tuple[Path, list[bytes]]:
     """A log dir with ``_schemas`` (v1 id 1, v2 id 2) and ``events`` (wire-format values of ``fmt``
     and ``shape``)."""
     from kafka_format.writer.batches import Record, build_v2_batch
@@ -343,7 +342,7 @@ def interleaved(jobs: dict[str, Callable[[], None]], rounds: int,
     return best
 
 
-def decoding_alone(fmt: str, payloads: list[bytes], rounds: int, shape: Shape = SHAPES["event"]) -> dict[str, float]:
+def decoding_alone(fmt: str, payloads: list[bytes], rounds: int, shape: Shape) -> dict[str, float]:
     """CPU seconds per row (this thread) of the reference decoder (Avro: fastavro alone, per
     payload) and of the compiled column decoder, over ``payloads`` (the reference over a sample of
     at most 100,000)."""
@@ -391,7 +390,14 @@ def decoding_alone(fmt: str, payloads: list[bytes], rounds: int, shape: Shape = 
     return best
 
 
-def run_local(root: Path, out: Path, rounds: int, fmt: str = "avro") -> dict[str, float]:
+def fresh_dir_beside(out: Path) -> Path:
+    """An empty path beside ``out`` for the rewrite of its files (what an earlier round left removed)."""
+    again = out.with_name(out.name + "-again")
+    shutil.rmtree(again, ignore_errors=True)
+    return again
+
+
+def run_local(root: Path, out: Path, rounds: int, fmt: str) -> dict[str, float]:
     from kafka_format.engine.export import export_local
     from kafka_format.registry import schemas_from_log_dirs
     from kafka_format.registry.typed import plan_columns
@@ -422,8 +428,7 @@ def run_local(root: Path, out: Path, rounds: int, fmt: str = "avro") -> dict[str
 
         from kafka_format.output.parquet import write_options, write_row_groups
 
-        again = out.with_name(out.name + "-again")
-        shutil.rmtree(again, ignore_errors=True)
+        again = fresh_dir_beside(out)
         for src in sorted(out.rglob("*.parquet")):
             table = pq.ParquetFile(src).read()
             dst = again / src.relative_to(out)
@@ -438,7 +443,7 @@ def run_local(root: Path, out: Path, rounds: int, fmt: str = "avro") -> dict[str
     return times | interleaved({"typed (reference decoder)": typed(True)}, min(rounds, 2), clock=reaped_cpu)
 
 
-def run_spark(spark: Any, root: Path, out: Path, rounds: int, fmt: str = "avro") -> dict[str, float]:
+def run_spark(spark: Any, root: Path, out: Path, rounds: int, fmt: str) -> dict[str, float]:
     from kafka_format.registry import schemas_from_log_dirs
     from kafka_format.spark.export import export, read_source
     from kafka_format.spark.typed import typed_columns
@@ -461,8 +466,7 @@ def run_spark(spark: Any, root: Path, out: Path, rounds: int, fmt: str = "avro")
 
     def rewrite() -> None:
         """The typed export's own files read and written again by Spark."""
-        again = out.with_name(out.name + "-again")
-        shutil.rmtree(again, ignore_errors=True)
+        again = fresh_dir_beside(out)
         spark.read.parquet(str(out)).write.partitionBy("topic", "partition").parquet(str(again))
         shutil.rmtree(again)
 
