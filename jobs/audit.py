@@ -6,7 +6,10 @@ job uses spark-submit's ``--master`` and ``--conf``.
 
 import sys
 
-from kafka_format.jobs.audit import main
+from kafka_format.engine import one_blas_thread
+
+one_blas_thread()  # before numpy is imported
+from kafka_format.jobs.audit import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -23,6 +23,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from kafka_format.engine import one_blas_thread
 from kafka_format.jobs import JOBS, find_job
 
 __all__ = ["main", "build_parser", "find_job", "JOBS", "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
@@ -70,6 +71,7 @@ def _run_job(name: str, argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``klogs`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    one_blas_thread()
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] in JOBS:
         return _run_job(args_list[0], args_list[1:])
