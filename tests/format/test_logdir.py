@@ -7,6 +7,7 @@ synthetic dirs whose expected outcome follows from LogLoader's passes as stated 
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 import tempfile
@@ -564,3 +565,55 @@ def test_listing_cache_reads_each_dir_once_per_run(tmp_path: Path) -> None:
     again = open_log_dirs(root).replicas("t", 0)[0]
     assert [s.base_offset for s in again.segments] == [0, 100]
     assert open_log_dirs(root / "t-0").replicas("t", 0)[0] == again
+
+
+def _checkpoint(entries: dict[int, int]) -> bytes:
+    return b"0\n%d\n" % len(entries) + b"".join(b"t %d %d\n" % (p, o) for p, o in entries.items())
+
+
+def test_state_files_are_parsed_once_per_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every task re-opens its partition through the log dir (PartitionRef.open), and each offset
+    checkpoint lists every partition of the log dir: opening the 30 partitions one by one parses each
+    state file once, not 30 times (2,000 partitions: P x P lines were 70 % of an offsets run).  A
+    checkpoint Kafka replaces (a new file renamed over it; here even with the old size and mtime) or a
+    file rewritten to another size is read again."""
+    root = _log_dir(tmp_path / "b")
+    for p in range(30):
+        touch(root / f"t-{p}" / seg_name(0, ".log"))
+    hw = root / C.REPLICATION_OFFSET_CHECKPOINT
+    touch(hw, _checkpoint({p: 1000 + p for p in range(30)}))
+    parsed: list[str] = []
+    real = C.read_offset_checkpoint
+
+    def counting(source, **kwargs):  # type: ignore[no-untyped-def]
+        parsed.append(Path(str(source)).name)
+        return real(source, **kwargs)
+
+    monkeypatch.setattr(C, "read_offset_checkpoint", counting)
+    from kafka_format.storage.partition_state import PartitionRef
+
+    refs = [PartitionRef("t", p, str(root / f"t-{p}"), str(root)) for p in range(30)]
+    assert [r.open().high_watermark_checkpoint for r in refs] == [1000 + p for p in range(30)]
+    assert sorted(parsed) == sorted(C.OFFSET_CHECKPOINT_FILES)      # each once, for all 30 opens
+
+    old = hw.stat()
+    new = root / "replication-offset-checkpoint.tmp"                # Kafka's write: temp file, rename
+    touch(new, _checkpoint({p: 2000 + p for p in range(30)}))
+    assert new.stat().st_size == old.st_size
+    os.utime(new, ns=(old.st_atime_ns, old.st_mtime_ns))
+    new.replace(hw)
+    assert refs[7].open().high_watermark_checkpoint == 2007
+    touch(hw, _checkpoint({p: 30_000 + p for p in range(30)}))     # in place, another size
+    assert refs[8].open().high_watermark_checkpoint == 30_008
+    assert parsed.count(C.REPLICATION_OFFSET_CHECKPOINT) == 3
+
+
+def test_a_bad_state_file_is_reported_on_every_open(tmp_path: Path) -> None:
+    """A failed parse is not kept: every open of the log dir reports the problem again."""
+    root = _log_dir(tmp_path / "b")
+    touch(root / C.RECOVERY_POINT_CHECKPOINT, b"0\n2\nt 0 5\n")      # count mismatch
+    touch(root / "t-0" / seg_name(0, ".log"))
+    for _ in range(3):
+        found = open_log_dirs(root / "t-0")
+        assert [type(e) for e in found.problems] == [CheckpointFormatError]
+        assert found.replicas("t", 0)[0].recovery_point is None
