@@ -617,3 +617,37 @@ def test_a_bad_state_file_is_reported_on_every_open(tmp_path: Path) -> None:
         found = open_log_dirs(root / "t-0")
         assert [type(e) for e in found.problems] == [CheckpointFormatError]
         assert found.replicas("t", 0)[0].recovery_point is None
+
+
+def test_a_partition_reopened_alone_stats_the_log_dirs_state_files_without_listing_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task's re-open of one partition (a partition dir path) reads the log dir's state files by
+    name: the log dir itself, with a stat per partition dir, is not listed (over P partitions that
+    was P x P stats).  The partition and its log dir's state come out as when the whole log dir is
+    opened; a state file that is a directory still counts as absent."""
+    from kafka_format.storage import fsio
+    from kafka_format.storage.partition_state import PartitionRef
+
+    root = _log_dir(tmp_path / "b")
+    touch(root / C.CLEAN_SHUTDOWN, b'{"version":0,"brokerEpoch":42}')
+    for p in range(40):
+        touch(root / f"t-{p}" / seg_name(0, ".log"))
+    (root / C.CLEANER_OFFSET_CHECKPOINT).unlink()
+    (root / C.CLEANER_OFFSET_CHECKPOINT).mkdir()
+    whole = open_log_dirs(root)
+    listed: list[str] = []
+    real = fsio._scan_local
+
+    def recording(fs_path: str):  # type: ignore[no-untyped-def]
+        listed.append(fs_path.rstrip("/"))
+        return real(fs_path)
+
+    monkeypatch.setattr(fsio, "_scan_local", recording)
+    alone = PartitionRef("t", 0, str(root / "t-0") + "/", str(root)).open()
+    assert str(root) not in listed and str(root / "t-0") in listed
+    assert alone == whole.replicas("t", 0)[0]
+    (log_dir,) = open_log_dirs(root / "t-0").log_dirs
+    assert (log_dir.broker_id, log_dir.clean_shutdown, log_dir.cleaner_offsets, log_dir.high_watermarks) == (
+        whole.log_dirs[0].broker_id, whole.log_dirs[0].clean_shutdown, {}, whole.log_dirs[0].high_watermarks)
+    assert log_dir.clean_shutdown is not None and log_dir.clean_shutdown.broker_epoch == 42
+    assert alone.cleaner_offset_checkpoint is None and alone.high_watermark_checkpoint == 250
