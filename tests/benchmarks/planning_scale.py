@@ -106,6 +106,7 @@ class Result:
     plan_s: float
     peak_py_mb: float
     rss_growth_mb: float
+    reopen_us: float = 0.0                     # CPU µs a task spends re-opening its partition (reopen)
     requests: dict[str, int] | None = None     # object-store requests (object_store_requests)
 
 
@@ -158,6 +159,20 @@ def object_store_requests(tree: Path) -> dict[str, int]:
     return counts
 
 
+def reopen(parts: list, sample: int = 2_000) -> float:  # type: ignore[type-arg]
+    """CPU µs per partition of what every job task does first on an executor or a pool worker:
+    re-open its partition from the picklable reference (``PartitionRef.open``: the partition dir and
+    its log dir's state files, outside a run's memo), over an even sample of ``parts``."""
+    from kafka_format.storage.partition_state import PartitionRef
+
+    refs = [PartitionRef.of(p) for p in parts[:: max(1, len(parts) // sample)]]
+    gc.collect()
+    t0 = time.thread_time()
+    for ref in refs:
+        ref.open()
+    return (time.thread_time() - t0) / len(refs) * 1e6
+
+
 def measure(tree: Path, scale: Scale, repeats: int = 2) -> Result:
     from kafka_format.read.planning import PlanOptions, open_partitions, plan_splits
 
@@ -185,10 +200,11 @@ def measure(tree: Path, scale: Scale, repeats: int = 2) -> Result:
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     del parts, plan
-    r = Result(scale, files, segments, partitions, splits, *best, peak / 1e6, rss_growth)
+    r = Result(scale, files, segments, partitions, splits, *best, peak / 1e6, rss_growth,
+               reopen_us=min(reopen(open_partitions(str(tree))) for _ in range(repeats)))
     print(f"{scale.name}: {segments:,} segments, {partitions:,} partitions, {splits:,} splits; listing "
           f"{r.listing_s:.2f} s, discovery {r.discover_s:.2f} s, planning {r.plan_s:.2f} s, "
-          f"peak Python {r.peak_py_mb:.0f} MB", flush=True)
+          f"peak Python {r.peak_py_mb:.0f} MB, a task's re-open {r.reopen_us:.0f} µs", flush=True)
     return r
 
 
@@ -199,17 +215,21 @@ def markdown(results: list[Result]) -> list[str]:
              "(`open_partitions`) and planned (`plan_splits`, default parallelism 2) on the driver, one "
              "thread, warm dentry cache, CPU seconds of the thread, best of 2.  Listing = `os.scandir` of every dir + a stat of every "
              "file (what any discovery pays).  Memory: peak Python allocations during discovery + planning "
-             "(tracemalloc) and the process's peak RSS growth.", "",
+             "(tracemalloc) and the process's peak RSS growth.  A task's re-open: CPU µs per partition of "
+             "what every job task does first (`PartitionRef.open`: its partition dir and its log dir's state "
+             "files, outside a run's memo), over up to 2,000 partitions; it does not grow with the partitions "
+             "of the log dir.", "",
              "| brokers | partitions | segments | files | splits | listing s | discovery s | planning s "
-             "| beyond listing µs/segment | µs/partition | peak Python MB | bytes/segment | RSS growth MB |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| beyond listing µs/segment | µs/partition | peak Python MB | bytes/segment | RSS growth MB "
+             "| a task's re-open µs |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         beyond = r.discover_s + r.plan_s - r.listing_s
         lines.append(
             f"| {r.scale.brokers} | {r.partitions:,} | {r.segments:,} | {r.files:,} | {r.splits:,} | "
             f"{r.listing_s:.2f} | {r.discover_s:.2f} | {r.plan_s:.2f} | {beyond / r.segments * 1e6:.1f} | "
             f"{(r.discover_s + r.plan_s) / r.partitions * 1e6:.0f} | {r.peak_py_mb:.0f} | "
-            f"{r.peak_py_mb * 1e6 / r.segments:.0f} | {r.rss_growth_mb:.0f} |")
+            f"{r.peak_py_mb * 1e6 / r.segments:.0f} | {r.rss_growth_mb:.0f} | {r.reopen_us:.0f} |")
     lines.append("")
     for r in results:
         if r.requests is not None:
