@@ -50,6 +50,7 @@ __all__ = [
     "CLEAN_SHUTDOWN",
     "QUORUM_STATE",
     "OffsetCheckpoint",
+    "read_state_bytes",
     "EpochEntry",
     "LeaderEpochCheckpoint",
     "PartitionMetadata",
@@ -181,6 +182,12 @@ def uuid_from_string(text: str) -> bytes:
 def uuid_to_string(raw: bytes) -> str:
     """``Uuid.toString``: unpadded base64url of the 16 bytes."""
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def read_state_bytes(source: str | os.PathLike[str], *, filesystem: Any = None) -> tuple[bytes, str]:
+    """The bytes of a state file (at most ``MAX_STATE_FILE_BYTES``) and its location, for a parser
+    of this module; errors as the ``read_*`` functions raise them."""
+    return _read(source, filesystem)
 
 
 def _read(source: str | os.PathLike[str], filesystem: Any) -> tuple[bytes, str]:

@@ -26,6 +26,7 @@ available through :meth:`PartitionLog.index_summary`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import stat as stat_module
@@ -233,28 +234,23 @@ def _read_log_dir(walk: DirWalk, fs_path: str, entries: list[FileStat], only: st
 
 T = TypeVar("T")
 
-# A log dir's state files as parsed, per version of each local file (see _state_file).
+# A log dir's state files as parsed, per content (see _state_file).
 _STATE_FILES: dict[tuple[object, ...], object] = {}
 _STATE_FILES_KEPT = 1024
 
 
-def _state_file(h: FileSystemHandle, fs_path: str, parse: Callable[[str], T]) -> T:
-    """``parse(fs_path)`` of one of a log dir's state files, once per version of a local file in this
-    process.  A task re-opens its partition through the log dir (``PartitionRef.open``) and so reads
-    the log dir's state files again, and an offset checkpoint lists every partition of its log dir:
-    parsed anew each time, a run over the P partitions of a log dir parsed P x P lines (2,000
-    partitions: 70 % of an ``offsets`` run).  A version is the file's inode, size, mtime and ctime
-    (Kafka replaces a checkpoint by renaming a new file over it); other file systems are read each
-    time.  The values are shared: read-only.  Failures are not kept."""
-    if not (h.is_local and type(h.filesystem) is pafs.LocalFileSystem):
-        return parse(fs_path)
-    try:
-        st = os.stat(fs_path)
-    except OSError:
-        return parse(fs_path)     # the read reports it
-    key = (fs_path, parse.__name__, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+def _state_file(h: FileSystemHandle, fs_path: str, parse: Callable[[bytes, str], T]) -> T:
+    """``parse(data, location)`` of one of a log dir's state files, once per content of the file in
+    this process.  A task re-opens its partition through the log dir (``PartitionRef.open``) and so
+    reads the log dir's state files again, and an offset checkpoint lists every partition of its log
+    dir: parsed anew each time, a run over the P partitions of a log dir parsed P x P lines (2,000
+    partitions: 70 % of an ``offsets`` run).  The file is still read each time (a few KiB; what it
+    holds now decides), its parse is looked up by a digest of the bytes.  The values are shared:
+    read-only.  Failures are not kept."""
+    data, location = ckpt.read_state_bytes(fs_path, filesystem=h)
+    key = (parse.__name__, location, hashlib.blake2b(data, digest_size=16).digest())
     if key not in _STATE_FILES:
-        value = parse(fs_path)
+        value = parse(data, location)
         if len(_STATE_FILES) >= _STATE_FILES_KEPT:
             _STATE_FILES.clear()
         _STATE_FILES[key] = value
@@ -267,14 +263,14 @@ def _read_log_dir_now(walk: DirWalk, fs_path: str, entries: list[FileStat], only
     problems: list[KafkaFormatError] = []
     names = {e.name: e for e in entries}
 
-    def meta_properties(path: str) -> ckpt.MetaProperties:
-        return ckpt.read_meta_properties(path, filesystem=h)
+    def meta_properties(data: bytes, location: str) -> ckpt.MetaProperties:
+        return ckpt.parse_meta_properties(data, path=location)
 
-    def offset_checkpoint(path: str) -> dict[tuple[str, int], int]:
-        return ckpt.read_offset_checkpoint(path, filesystem=h).offsets
+    def offset_checkpoint(data: bytes, location: str) -> dict[tuple[str, int], int]:
+        return ckpt.parse_offset_checkpoint(data, path=location).offsets
 
-    def clean_shutdown(path: str) -> ckpt.CleanShutdown:
-        return ckpt.read_clean_shutdown(path, filesystem=h)
+    def clean_shutdown(data: bytes, location: str) -> ckpt.CleanShutdown:
+        return ckpt.parse_clean_shutdown(data, path=location)
 
     meta = None
     if ckpt.META_PROPERTIES in names:

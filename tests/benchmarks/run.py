@@ -468,7 +468,7 @@ def _bars(by_corpus: dict[str, list[Result]]) -> list[str]:
             ratio = aio.cpu_s / fast.cpu_s
             met = yes(ratio >= want)
             if ratio < want and alone and aio.cpu_s / alone.cpu_s < want:   # the codec alone takes the budget
-                met += (f" (out of reach with this codec library: its decompression alone is "
+                met += (f" (out of reach with {shapes.DECOMPRESSORS[corpus]}: its decompression alone is "
                         f"{aio.cpu_s / alone.cpu_s:.2f}x aiokafka's whole decode)")
             lines.append(f"| {corpus}: vs aiokafka | >= {want:g}x | {ratio:.2f}x | {met} |")
         if fast and alone and plain:

@@ -419,6 +419,7 @@ def page_cache_states(rows: list[Row]) -> list[str]:
 
 
 TARGETS = {"lz4": 4.0, "zstd": 3.0, "snappy": 2.0, "gzip": 1.25}   # compressed: x aiokafka
+DECOMPRESSORS = {"lz4": "liblz4", "zstd": "libzstd", "snappy": "our snappy decoder", "gzip": "zlib"}  # the C path's
 PLAIN_TARGET = 4.0       # uncompressed: x aiokafka
 FLOOR_MAX = 1.2          # compressed: our time / (C decompression + uncompressed decode of the records)
 

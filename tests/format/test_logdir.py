@@ -571,25 +571,25 @@ def _checkpoint(entries: dict[int, int]) -> bytes:
     return b"0\n%d\n" % len(entries) + b"".join(b"t %d %d\n" % (p, o) for p, o in entries.items())
 
 
-def test_state_files_are_parsed_once_per_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_state_files_are_parsed_once_per_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every task re-opens its partition through the log dir (PartitionRef.open), and each offset
     checkpoint lists every partition of the log dir: opening the 30 partitions one by one parses each
-    state file once, not 30 times (2,000 partitions: P x P lines were 70 % of an offsets run).  A
-    checkpoint Kafka replaces (a new file renamed over it; here even with the old size and mtime) or a
-    file rewritten to another size is read again."""
+    state file once, not 30 times (2,000 partitions: P x P lines were 70 % of an offsets run).  New
+    content is parsed again: a checkpoint Kafka replaces (a new file renamed over it, here with the old
+    size and mtime), a file rewritten in place with the same size and mtime, one of another size."""
     root = _log_dir(tmp_path / "b")
     for p in range(30):
         touch(root / f"t-{p}" / seg_name(0, ".log"))
     hw = root / C.REPLICATION_OFFSET_CHECKPOINT
     touch(hw, _checkpoint({p: 1000 + p for p in range(30)}))
     parsed: list[str] = []
-    real = C.read_offset_checkpoint
+    real = C.parse_offset_checkpoint
 
-    def counting(source, **kwargs):  # type: ignore[no-untyped-def]
-        parsed.append(Path(str(source)).name)
-        return real(source, **kwargs)
+    def counting(data, **kwargs):  # type: ignore[no-untyped-def]
+        parsed.append(Path(str(kwargs["path"])).name)
+        return real(data, **kwargs)
 
-    monkeypatch.setattr(C, "read_offset_checkpoint", counting)
+    monkeypatch.setattr(C, "parse_offset_checkpoint", counting)
     from kafka_format.storage.partition_state import PartitionRef
 
     refs = [PartitionRef("t", p, str(root / f"t-{p}"), str(root)) for p in range(30)]
@@ -603,9 +603,15 @@ def test_state_files_are_parsed_once_per_version(tmp_path: Path, monkeypatch: py
     os.utime(new, ns=(old.st_atime_ns, old.st_mtime_ns))
     new.replace(hw)
     assert refs[7].open().high_watermark_checkpoint == 2007
+    before = hw.stat()
+    touch(hw, _checkpoint({p: 3000 + p for p in range(30)}))       # in place: same size, same mtime
+    os.utime(hw, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert hw.stat().st_size == before.st_size
+    assert refs[8].open().high_watermark_checkpoint == 3008
     touch(hw, _checkpoint({p: 30_000 + p for p in range(30)}))     # in place, another size
-    assert refs[8].open().high_watermark_checkpoint == 30_008
-    assert parsed.count(C.REPLICATION_OFFSET_CHECKPOINT) == 3
+    assert refs[9].open().high_watermark_checkpoint == 30_009
+    assert [r.open().high_watermark_checkpoint for r in refs[:3]] == [30_000, 30_001, 30_002]
+    assert parsed.count(C.REPLICATION_OFFSET_CHECKPOINT) == 4
 
 
 def test_a_bad_state_file_is_reported_on_every_open(tmp_path: Path) -> None:
