@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat as stat_module
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -351,19 +350,9 @@ def _log_dir_entries(h: FileSystemHandle, fs_path: str, partition: str) -> list[
     partitions).  Elsewhere the log dir is listed (one request)."""
     if not (h.is_local and type(h.filesystem) is pafs.LocalFileSystem):
         return list_dir(h, fs_path)
-    out = [FileStat(partition, h.join(fs_path, partition), True, None, None)]   # as a listing names it
-    for name in _LOG_DIR_MARKERS:
-        path = h.join(fs_path, name)
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            continue            # absent (or a broken symlink, which a listing leaves out too)
-        except OSError:
-            return list_dir(h, fs_path)      # the listing reports it
-        regular = stat_module.S_ISREG(st.st_mode)
-        out.append(FileStat(name, path, stat_module.S_ISDIR(st.st_mode), st.st_size if regular else None,
-                            st.st_mtime_ns // 1_000_000))
-    return sorted(out, key=lambda e: e.name)
+    found = (h.stat(h.join(fs_path, name)) for name in _LOG_DIR_MARKERS)     # None: absent
+    return sorted([FileStat(partition, h.join(fs_path, partition), True, None, None),  # as a listing names it
+                   *(e for e in found if e is not None)], key=lambda e: e.name)
 
 
 def _discover(walk: DirWalk, fs_path: str, depth: int, max_depth: int, out: list[LogDir]) -> None:

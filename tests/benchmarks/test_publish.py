@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.benchmarks.run import BEGIN, END, publish
+from tests.benchmarks.run import BEGIN, C_DECOMPRESSION, END, SAME_RECORDS_PLAIN, Result, _bars, _write, publish
 
 
 def test_a_run_replaces_its_own_block_and_keeps_the_rest(tmp_path: Path) -> None:
@@ -32,7 +32,6 @@ def test_the_report_names_the_active_decoder(tmp_path: Path) -> None:
     from argparse import Namespace
 
     from kafka_format.records import implementation
-    from tests.benchmarks.run import _write
 
     out = tmp_path / "BENCHMARKS.md"
     _write(out, [], ["## Notes", "", "text"], "crc-impl", Namespace(size_mib=8, compressed_mib=4, repeats=2))
@@ -64,10 +63,8 @@ def test_engine_table_compares_only_jobs_with_enough_work() -> None:
     assert any(f"less than {MIN_WORK_CPU_S} s of CPU" in line for line in lines)
 
 
-def _results(corpus: str, **cpu_s: float) -> list:  # type: ignore[type-arg]
+def _results(corpus: str, **cpu_s: float) -> list[Result]:
     """Results over the same 100 MB of records, taking ``cpu_s`` CPU seconds each."""
-    from tests.benchmarks.run import C_DECOMPRESSION, SAME_RECORDS_PLAIN, Result
-
     names = {"fast": "kafka_format fast (file)", "aio": "aiokafka (C)", "alone": C_DECOMPRESSION,
              "plain": SAME_RECORDS_PLAIN, "scan": "batch-header scan (fast)"}
     return [Result(names[k], corpus, 100_000_000, 1, v, v) for k, v in cpu_s.items()]
@@ -78,8 +75,6 @@ def test_bars_are_the_design_targets_with_out_of_reach_and_the_floor() -> None:
     compressed decode within 1.2x of its C decompression + the uncompressed decode of its records.
     zstd at 1.79x with a C decompression alone of 1.88x aiokafka: out of reach, and the bar says so;
     snappy at 1.72x with 2.10x alone is just not met."""
-    from tests.benchmarks.run import _bars
-
     lines = _bars({"none": _results("none", fast=1.0, aio=4.07, scan=0.05),
                    "lz4": _results("lz4", fast=1.0, aio=4.1, alone=0.5, plain=0.3),
                    "zstd": _results("zstd", fast=1.0, aio=1.79, alone=0.95, plain=0.3),
@@ -107,8 +102,6 @@ def test_the_same_records_uncompressed_get_no_ratio_to_another_files_readers(tmp
     with aiokafka's or the bare decompression's over the compressed file, so the table gives none (a
     slice of the same corpus keeps its ratio)."""
     from argparse import Namespace
-
-    from tests.benchmarks.run import SAME_RECORDS_PLAIN, Result, _write
 
     rows = [*_results("lz4", fast=1.0, aio=3.0), Result("bare decompression", "lz4", 100_000_000, 10, 0.5, 0.5, True),
             Result(SAME_RECORDS_PLAIN, "lz4", 250_000_000, 1, 0.4, 0.4),
