@@ -23,8 +23,10 @@ from kafka_format.log.audit.auditor import (
     sort_findings,
 )
 from kafka_format.common.errors import KafkaFormatError, LogDirError
+from kafka_format.engine import PARTITION_OPEN_BYTES, SEGMENT_LOOKUP_BYTES, SEGMENT_SCAN_BYTES
 from kafka_format.storage.logdir import LogDir, open_log_dirs
 from kafka_format.read.planning import longest_replicas
+from kafka_format.storage.partition_log import PartitionLog
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
 __all__ = ["AuditTask", "audit_tasks", "run_audit_task", "collect_rows", "audit_local"]
@@ -43,6 +45,7 @@ class AuditTask:
     deep: bool
     now_ms: int
     coordinator: Any = None     # audit.coordinator_transactions of the log dirs (partition tasks)
+    weight: int = 0             # bytes of work, for the local engine's pool (engine.run_tasks)
 
 
 def _reopen_log_dir(path: str) -> LogDir:
@@ -93,7 +96,8 @@ def audit_tasks(logdirs: Sequence[str], topics: Sequence[str] | None, topic_patt
         return configs[topic] if configs is not None else None
 
     selection = TopicSelection.of(topics, topic_pattern)
-    tasks: list[AuditTask] = [AuditTask("logdir", (), d.path, None, None, deep, now_ms) for d in found.log_dirs]
+    tasks: list[AuditTask] = [AuditTask("logdir", (), d.path, None, None, deep, now_ms, weight=PARTITION_OPEN_BYTES)
+                              for d in found.log_dirs]
     # the coordinators' view of open transactions (hanging = not listed there), read on the driver;
     # unreadable (its own partition audit reports why): unknown, as without __transaction_state
     try:
@@ -104,13 +108,23 @@ def audit_tasks(logdirs: Sequence[str], topics: Sequence[str] | None, topic_patt
     for p in found.all_partitions():
         if p.kind == "live" and selection.matches(p.topic):
             tasks.append(AuditTask("partition", (PartitionRef.of(p),), None, p.topic, config(p.topic), deep, now_ms,
-                                   coordinator))
+                                   coordinator, weight=_scan_weight(p)))
     for group in replica_groups(found.log_dirs):
         topic = group[0].topic
         if selection.matches(topic):
             tasks.append(AuditTask("replicas", tuple(PartitionRef.of(p) for p in group), None, topic, config(topic),
-                                   deep, now_ms))
+                                   deep, now_ms, weight=sum(_lookup_weight(p) for p in group)))
     return tasks
+
+
+def _scan_weight(p: PartitionLog) -> int:
+    """Work of a partition task: its segments' bytes and each segment's fixed cost (scanned whole)."""
+    return PARTITION_OPEN_BYTES + p.size_bytes + len(p.segments) * SEGMENT_SCAN_BYTES
+
+
+def _lookup_weight(p: PartitionLog) -> int:
+    """Work of one replica in a replicas task (batch headers and indexes, no record scan)."""
+    return PARTITION_OPEN_BYTES + len(p.segments) * SEGMENT_LOOKUP_BYTES
 
 
 def collect_rows(pairs: Iterable[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -130,12 +144,10 @@ def audit_local(logdirs: Sequence[str], *, topics: Sequence[str] | None = None, 
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """:func:`kafka_format.spark.audit.audit_rows` in this process (a process pool for large inputs)."""
     from kafka_format.engine import run_tasks
-    from kafka_format.read.planning import open_partitions
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
     tasks = audit_tasks(logdirs, topics, topic_pattern, configs, deep, now)
     if not tasks:
         return [], []
-    size = sum(p.size_bytes for p in open_partitions(list(logdirs)))
-    weights = [size // len(tasks)] * len(tasks)
+    weights = [t.weight for t in tasks]
     return collect_rows(pair for pairs in run_tasks(_run_list, tasks, weights=weights) for pair in pairs)

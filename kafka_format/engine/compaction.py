@@ -463,7 +463,7 @@ def cleaner_pass_local(logdirs: str | Sequence[str], configs: TopicConfigs, now_
     os.makedirs(records_dir, exist_ok=True)
     from kafka_format.engine import TaskFailed
 
-    weights = [_replica_bytes(t.path) for t in tasks]
+    weights = [_replica_work(t.path) for t in tasks]
     try:
         rows = [row for out in run_tasks(run_cleaner_file_task, tasks, weights=weights) for row in out]
     except ReplicaTaskError as exc:
@@ -472,5 +472,8 @@ def cleaner_pass_local(logdirs: str | Sequence[str], configs: TopicConfigs, now_
     return rows
 
 
-def _replica_bytes(partition_dir: str) -> int:
-    return sum(p.size_bytes for p in open_log_dirs(partition_dir).all_partitions())
+def _replica_work(partition_dir: str) -> int:
+    """Bytes of work of cleaning a replica: its segments' bytes and each segment's fixed cost."""
+    from kafka_format.engine import SEGMENT_SCAN_BYTES
+
+    return sum(p.size_bytes + len(p.segments) * SEGMENT_SCAN_BYTES for p in open_log_dirs(partition_dir).all_partitions())

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from kafka_format.records import batch_v2
 from kafka_format.records.columns import FileContext, RecordColumns, codec_name
 from kafka_format.records.schema import BATCH_SCHEMA, HEADER_TYPE, RECORD_SCHEMA
 
@@ -47,7 +48,6 @@ _CONTROL_MASK = 0x20
 _DELETE_HORIZON_MASK = 0x40
 _MAGIC_V2 = 2
 _NO_TIMESTAMP_TYPE = -1
-_NO_SEQUENCE = -1
 _MS_TO_US = 1000
 _MAX_MS = np.iinfo(np.int64).max // _MS_TO_US
 
@@ -366,14 +366,6 @@ def to_arrow(table: BatchTable, columns: RecordColumns, context: FileContext | N
 # batch granularity
 
 
-def _increment_sequence(sequence: np.ndarray, increment: np.ndarray) -> np.ndarray:
-    """``DefaultRecordBatch.incrementSequence`` over int32 arrays (Java int overflow = numpy wrap)."""
-    int_max = np.int32(np.iinfo(np.int32).max)
-    with np.errstate(over="ignore"):
-        return np.where(sequence > int_max - increment, increment - (int_max - sequence) - np.int32(1),
-                        sequence + increment).astype(np.int32)
-
-
 def _compression_names(attributes: np.ndarray) -> pa.Array:
     return _strings(_CODEC_LABELS, (attributes & _CODEC_MASK).astype(np.intp))
 
@@ -393,11 +385,7 @@ def batch_table_to_arrow(table: BatchTable, context: FileContext | None = None) 
     base_valid = is_v2 | known_base
     count_valid = table.count >= 0
     delete_horizon = is_v2 & ((low & _DELETE_HORIZON_MASK) != 0)
-    # DefaultRecordBatch.lastSequence: -1 only when baseSequence is exactly NO_SEQUENCE.
-    last_seq_valid = is_v2 & (table.base_sequence != _NO_SEQUENCE)
-    last_delta = (table.last_offset - table.base_offset).astype(np.int32)
-    last_seq = np.where(last_seq_valid, _increment_sequence(table.base_sequence.astype(np.int32), last_delta),
-                        np.int32(_NO_SEQUENCE)).astype(np.int32)
+    last_seq = batch_v2.last_sequences(table)
     arrays = [
         constant(ctx.topic, pa.string(), n),
         constant(ctx.partition, pa.int32(), n),

@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING
 
 import codecs
 
+import numpy as np
+
 from kafka_format.common.errors import CorruptRecordError
 from kafka_format.records.columns import RecordColumns, RecordColumnsBuilder
 from kafka_format.records.entry import ENTRY
@@ -63,6 +65,7 @@ __all__ = [
     "NO_SEQUENCE",
     "MIN_RECORD_SIZE",
     "increment_sequence",
+    "last_sequences",
     "read_varint",
     "read_varlong",
     "decode_records",
@@ -139,6 +142,7 @@ NO_SEQUENCE = -1
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
 INT32_MAX = 0x7FFFFFFF
+_MAGIC_V2 = 2
 
 # length(1) attributes(1) timestampDelta(1) offsetDelta(1) keyLength(1) valueLength(1)
 # headerCount(1): no record is smaller, so recordsCount <= payload_len // 7 for any
@@ -165,6 +169,19 @@ def increment_sequence(sequence: int, increment: int) -> int:
     if sequence > wrap_int32(INT32_MAX - increment):
         return wrap_int32(increment - (INT32_MAX - sequence) - 1)
     return wrap_int32(sequence + increment)
+
+
+def last_sequences(table: BatchTable) -> np.ndarray:
+    """``DefaultRecordBatch.lastSequence`` of every entry of ``table`` (int32):
+    :func:`increment_sequence` of ``baseSequence`` by ``lastOffset - baseOffset``, with Java's
+    int wrap; -1 (``NO_SEQUENCE``) where ``baseSequence`` is -1 and for legacy entries."""
+    int_max = np.int32(INT32_MAX)
+    base = table.base_sequence.astype(np.int32)
+    delta = (table.last_offset - table.base_offset).astype(np.int32)
+    with np.errstate(over="ignore"):
+        last = np.where(base > int_max - delta, delta - (int_max - base) - np.int32(1), base + delta)
+    valid = (table.magic == _MAGIC_V2) & (base != NO_SEQUENCE)
+    return np.where(valid, last, np.int32(NO_SEQUENCE)).astype(np.int32)
 
 
 class _Underflow(Exception):

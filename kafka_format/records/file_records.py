@@ -8,7 +8,9 @@
 * :func:`decode_bytes` — the same over an in-memory buffer;
 * :func:`iter_batches` — batch headers only, no decompression;
 * :func:`decoded_chunks` — the columnar view for code that works on batches and records
-  together (the log cleaner): each chunk's bytes, its batch table and its decoded records.
+  together (the log cleaner, the audit): each chunk's bytes, its batch table and its decoded
+  records;
+* :func:`batch_tables` — the batch headers as numpy tables, no decompression.
 
 Modes: FAILFAST raises the first problem (file, position, expected, found).
 PERMISSIVE and DROPMALFORMED skip a bad byte range and report it through
@@ -55,6 +57,7 @@ __all__ = [
     "iter_batches",
     "DecodedChunk",
     "decoded_chunks",
+    "batch_tables",
     "context_from_path",
     "MODES",
     "DEFAULT_READ_SIZE",
@@ -121,9 +124,7 @@ def decode_segment(
 
     ``start`` must be an entry boundary.  See the module doc for modes.
     """
-    mode = mode.upper()
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    mode = _mode(mode)
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity must be one of {GRANULARITIES}, not {granularity!r}")
     if max_rows_per_batch < 1:
@@ -176,22 +177,28 @@ class DecodedChunk:
 
 def decoded_chunks(source: str | os.PathLike[str] | IO[bytes] | Any, *, start: int = 0, end: int | None = None,
                    path: str | None = None, read_size: int = DEFAULT_READ_SIZE, max_rows: int = DEFAULT_MAX_ROWS,
-                   verify_crc: bool = True, max_decompressed: int | None = None,
+                   verify_crc: bool = True, max_decompressed: int | None = None, mode: str = "FAILFAST",
+                   on_skip: Callable[[SkippedRange], None] | None = None, include_headers: bool = True,
                    decoder: Decoder | None = None) -> Iterator[DecodedChunk]:
     """Every entry whose first byte lies in ``[start, end)`` of ``source``, in order, with its
-    records decoded (FAILFAST: the first problem raises, as :func:`decode_segment`).  A piece
-    holds whole batches, at most ``max_rows`` records unless one batch has more."""
+    records decoded; modes as :func:`decode_segment` (FAILFAST: the first problem raises; else a
+    bad batch is skipped, reported through ``on_skip``, and its rows in a piece have no records).
+    A piece holds whole batches, at most ``max_rows`` records unless one batch has more.  The
+    decoder sets a legacy compressed wrapper's ``base_offset``, ``last_offset`` and ``count`` in
+    ``table`` from its inner messages."""
     if max_rows < 1:
         raise ValueError("max_rows must be >= 1")
+    permissive = _mode(mode) != "FAILFAST"
     dec = decoder if decoder is not None else get_decoder()
     src = FileSource(source)
     try:
         where = path if path is not None else src.path
-        walker = Walker(src, dec, start=start, end=end, path=where, verify_crc=verify_crc, permissive=False,
-                         crc_errors=True, on_skip=None, read_size=read_size)
-        records = RecordDecoder(dec, path=where, verify_crc=verify_crc, permissive=False,
+        walker = Walker(src, dec, start=start, end=end, path=where, verify_crc=verify_crc, permissive=permissive,
+                         crc_errors=True, on_skip=on_skip, read_size=read_size)
+        records = RecordDecoder(dec, path=where, verify_crc=verify_crc, permissive=permissive,
                                  max_decompressed=(default_max_decompressed() if max_decompressed is None
-                                                   else max_decompressed), walker=walker)
+                                                   else max_decompressed), walker=walker,
+                                 include_headers=include_headers)
         for buf, table, base in walker:
             lo = 0
             for columns in records.decode(buf, table, base):
@@ -207,6 +214,34 @@ def decoded_chunks(source: str | os.PathLike[str] | IO[bytes] | Any, *, start: i
             walker.deferred_bad, records.crc_bad = records.crc_bad, None
     finally:
         src.close()
+
+
+def batch_tables(source: str | os.PathLike[str] | IO[bytes] | Any, *, start: int = 0, end: int | None = None,
+                 path: str | None = None, verify_crc: bool = True, mode: str = "FAILFAST",
+                 on_skip: Callable[[SkippedRange], None] | None = None, read_size: int = DEFAULT_READ_SIZE,
+                 decoder: Decoder | None = None) -> Iterator[BatchTable]:
+    """The headers of the entries whose first byte lies in ``[start, end)`` of ``source``, a table
+    per chunk read, positions in the file (no decompression: a legacy compressed wrapper's
+    ``base_offset`` and ``count`` are -1; a bad CRC is in ``crc_valid``, not an error); modes as
+    :func:`decode_segment`.  What ``decode_segment(granularity="batch")`` yields as Arrow."""
+    permissive = _mode(mode) != "FAILFAST"
+    dec = decoder if decoder is not None else get_decoder()
+    src = FileSource(source)
+    try:
+        walker = Walker(src, dec, start=start, end=end, path=path if path is not None else src.path,
+                        verify_crc=verify_crc, permissive=permissive, crc_errors=False, on_skip=on_skip,
+                        read_size=read_size)
+        for _buf, table, base in walker:
+            yield table.shifted(base)
+    finally:
+        src.close()
+
+
+def _mode(mode: str) -> str:
+    upper = mode.upper()
+    if upper not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    return upper
 
 
 def _pieces(columns: RecordColumns, max_rows: int) -> Iterator[tuple[int, RecordColumns]]:

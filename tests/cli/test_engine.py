@@ -107,3 +107,61 @@ def test_a_failed_local_cleaner_task_names_its_partition(tmp_path: Path) -> None
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"klogs compaction: failed in partition t-3 ({tmp_path / 'broker'})")
     assert "00000000000000000000.log" in line
+
+
+def _small_segments(root: Path, segments: int, value: bytes = b"v") -> Path:
+    """One partition of ``segments`` segments of one 2-record batch each (~150 B a segment with
+    the default ``value``)."""
+    from kafka_format.writer.batches import Record, build_v2_batch
+    from kafka_format.writer.logdir import LogDirWriter
+
+    d = LogDirWriter(root, node_id=1, cluster_id="engineWeightTest000000", kraft=True)
+    w = d.partition("small", 0, topic_id=b"\x05" * 16, segment_bytes=100)
+    for base in range(0, 2 * segments, 2):
+        w.append(build_v2_batch([Record(key=b"k", value=value, timestamp=1_700_000_000_000 + o)
+                                 for o in (base, base + 1)], base_offset=base))
+    w.close()
+    d.close(written_at_ms=1_700_000_100_000)
+    return root
+
+
+def _weights(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The total weight each run_tasks call of the local engine is given (the calls still run)."""
+    import kafka_format.engine as engine
+
+    seen: list[int] = []
+    real = engine.run_tasks
+
+    def spy(fn, tasks, *, weights=None, max_workers=None):  # type: ignore[no-untyped-def]
+        seen.append(sum(weights or ()))
+        return real(fn, tasks, weights=weights, max_workers=1)
+
+    monkeypatch.setattr(engine, "run_tasks", spy)
+    return seen
+
+
+def test_many_small_segments_weigh_enough_for_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A segment's fixed cost counts as work: 200 segments of ~150 B (an audit of ~0.3 s in one
+    process) reach the pool's threshold, as their bytes alone (~30 KB) never would; offsets, which
+    look up indexes only, weigh by partitions and segments, not by the segments' bytes."""
+    from kafka_format.engine import PARALLEL_MIN_BYTES
+    from kafka_format.engine.audit import audit_local
+    from kafka_format.engine.offsets import list_offsets_local
+
+    tree = _small_segments(tmp_path / "many", 200)
+    assert len(list((tree / "small-0").glob("*.log"))) == 200
+    seen = _weights(monkeypatch)
+    findings, files = audit_local([str(tree)], now_ms=1_700_000_200_000)
+    assert len([f for f in files if f["file"].endswith(".log")]) == 200
+    assert seen[-1] >= PARALLEL_MIN_BYTES
+    few = _small_segments(tmp_path / "few", 3)
+    audit_local([str(few)], now_ms=1_700_000_200_000)
+    assert seen[-1] < PARALLEL_MIN_BYTES            # three segments: in this process
+    rows = list_offsets_local(str(tree), ["latest"])
+    assert [r["offset"] for r in rows] == [400]
+    small_values = seen[-1]
+    big = _small_segments(tmp_path / "big", 200, value=bytes(50_000))     # 500x the bytes, same segments
+    assert [r["offset"] for r in list_offsets_local(str(big), ["latest"])] == [400]
+    assert seen[-1] == small_values
+    list_offsets_local(str(few), ["latest"])
+    assert small_values > 10 * seen[-1] > 0

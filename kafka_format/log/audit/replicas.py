@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
 from kafka_format.storage import checkpoints as ckpt
-from kafka_format.records.file_records import decode_segment
+from kafka_format.records.file_records import batch_tables
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.storage.logdir import LogDir, PartitionLog
 
@@ -28,10 +27,7 @@ from kafka_format.log.audit.model import (
     _is_compacted,
     _text,
 )
-from kafka_format.log.audit.scan import (
-    _batches_of,
-    _source,
-)
+from kafka_format.log.audit.scan import _source, batch_columns
 
 # ---------------------------------------------------------------------------------------------
 # log dir and replicas
@@ -75,18 +71,14 @@ def _replica_batches(replica: PartitionLog) -> _ReplicaBatches:
     parts: list[BatchColumns] = []
     files: list[str] = []
     for seg in replica.segments:
-        tables: list[pa.RecordBatch] = []
+        tables: list[BatchColumns] = []
         with _source(seg.log_path or "", replica.filesystem) as src:
             try:
-                tables.extend(decode_segment(src, granularity="batch", mode="PERMISSIVE"))
+                for table in batch_tables(src, mode="PERMISSIVE"):
+                    tables.append(batch_columns(table.take(table.crc_valid)))   # intact batches only
             except KafkaFormatError:
                 pass
-        cols = _batches_of(tables)
-        t = pa.Table.from_batches(tables) if tables else None
-        if t is not None:
-            ok = t.column("crcValid").fill_null(False).to_numpy(zero_copy_only=False)
-            cols = cols.take(ok)
-        parts.append(cols)
+        parts.append(BatchColumns.concat(tables))
         files.append(seg.log_path or "")
     b = BatchColumns.concat(parts)
     which = np.concatenate([np.full(len(p), k, np.int64) for k, p in enumerate(parts)]) if parts \

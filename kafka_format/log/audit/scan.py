@@ -1,5 +1,8 @@
 """Reading one ``.log`` for the audit: a PERMISSIVE streamed decode that keeps batch columns,
-markers and offset pairs, and accounts for every byte (the rule ``klogs dump --json`` shares)."""
+markers and offset pairs, and accounts for every byte (the rule ``klogs dump --json`` shares).
+
+One pass reads the records and their batch headers together, in numpy columns; only a file with
+skipped ranges is read a second time, headers only, over the good ranges between them."""
 
 from __future__ import annotations
 
@@ -9,9 +12,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
-from kafka_format.records.file_records import SkippedRange, decode_segment
+from kafka_format.records import batch_v2, framing
+from kafka_format.records.batch_table import BatchTable
+from kafka_format.records.columns import RecordColumns
+from kafka_format.records.file_records import DecodedChunk, SkippedRange, batch_tables, decoded_chunks
 from kafka_format.log.audit.model import (
     _CRC_REASON,
     _ZERO_CHUNK,
@@ -26,6 +31,9 @@ from kafka_format.records.control import ControlRecordType, parse_control_key, p
 
 # ---------------------------------------------------------------------------------------------
 # reading one .log
+
+_MAGIC_V2 = 2
+_MAX_MS = np.iinfo(np.int64).max // 1000   # a timestamp the Arrow column (microseconds) can hold
 
 
 @contextmanager
@@ -58,27 +66,40 @@ def _all_zero(location: str, handle: Any, start: int, end: int) -> bool:
     return True
 
 
-def _column(table: pa.Table, name: str, fill: int) -> np.ndarray:
-    col = table.column(name)
-    if col.null_count:
-        col = col.fill_null(fill)
-    return col.to_numpy().astype(np.int64)
+def batch_columns(table: BatchTable, base: int = 0, rows: slice = slice(None),
+                  data: bytes | memoryview | None = None) -> BatchColumns:
+    """The audit's columns of the entries ``rows`` of a batch table whose positions are relative to
+    file position ``base``: the headers as stored, without decompression, and -1 where
+    ``BATCH_SCHEMA`` has a null (a legacy entry's negative offset is no base offset either).
+    A record decoder sets a legacy compressed wrapper's offsets and count from its inner
+    messages: ``data`` (the bytes the positions index) gives back the wrapper's own offset, and
+    its ``base_offset`` and ``count`` are -1 (unknown) again."""
+    if rows != slice(None):
+        table = table.take(rows)
+    v2 = table.magic == _MAGIC_V2
+    wrapper = ~v2 & ((table.attributes & batch_v2.CODEC_MASK) != 0)
+    low = table.attributes & 0xFF
+    last_offset = table.last_offset.astype(np.int64)
+    if data is not None:
+        for i in np.flatnonzero(wrapper).tolist():
+            last_offset[i] = framing.ENTRY.unpack_from(data, int(table.position[i]))[0]
 
+    def v2_only(values: np.ndarray) -> np.ndarray:
+        return np.where(v2, values, -1).astype(np.int64)
 
-def _batches_of(tables: list[pa.RecordBatch]) -> BatchColumns:
-    if not tables:
-        return BatchColumns.concat([])
-    t = pa.Table.from_batches(tables)
     return BatchColumns(
-        position=_column(t, "position", -1), size=_column(t, "size", 0), magic=_column(t, "magic", -1),
-        base_offset=_column(t, "baseOffset", -1), last_offset=_column(t, "lastOffset", -1),
-        count=_column(t, "count", -1), max_timestamp=_column(t, "maxTimestamp", -1),
-        is_transactional=t.column("isTransactional").fill_null(False).to_numpy(zero_copy_only=False),
-        is_control=t.column("isControl").fill_null(False).to_numpy(zero_copy_only=False),
-        producer_id=_column(t, "producerId", -1), producer_epoch=_column(t, "producerEpoch", -1),
-        base_sequence=_column(t, "baseSequence", -1), last_sequence=_column(t, "lastSequence", -1),
-        leader_epoch=_column(t, "partitionLeaderEpoch", -1), crc=_column(t, "crc", -1),
-        max_record_timestamp=np.full(t.num_rows, -1, np.int64))
+        position=table.position.astype(np.int64) + np.int64(base), size=table.size.astype(np.int64),
+        magic=table.magic.astype(np.int64),
+        base_offset=np.where(wrapper | (~v2 & (table.base_offset < 0)), -1, table.base_offset).astype(np.int64),
+        last_offset=last_offset,
+        count=np.where(wrapper | (table.count < 0), -1, table.count).astype(np.int64),
+        max_timestamp=table.max_timestamp.astype(np.int64),
+        is_transactional=v2 & ((low & batch_v2.TRANSACTIONAL_MASK) != 0),
+        is_control=v2 & ((low & batch_v2.CONTROL_MASK) != 0),
+        producer_id=v2_only(table.producer_id), producer_epoch=v2_only(table.producer_epoch),
+        base_sequence=v2_only(table.base_sequence), last_sequence=v2_only(batch_v2.last_sequences(table)),
+        leader_epoch=v2_only(table.leader_epoch), crc=table.crc.astype(np.int64),
+        max_record_timestamp=np.full(len(table), -1, np.int64))
 
 
 class _RecordFacts:
@@ -93,13 +114,16 @@ class _RecordFacts:
         self.pair_count = 0
         self.markers: list[Marker] = []
 
-    def add(self, rb: pa.RecordBatch) -> None:
-        if rb.num_rows == 0:
+    def add(self, chunk: DecodedChunk) -> None:
+        """The records of one piece of a chunk (``table`` positions relative to ``chunk.base``)."""
+        columns, table = chunk.columns, chunk.table
+        if len(columns) == 0:
             return
-        offsets = rb.column("offset").to_numpy().astype(np.int64)
-        positions = rb.column("position").to_numpy().astype(np.int64)
-        ts_col = rb.column("timestamp").cast(pa.int64())
-        ts = ts_col.fill_null(-1000).to_numpy() // 1000 if ts_col.null_count else ts_col.to_numpy() // 1000
+        rows = columns.batch_row.astype(np.intp)
+        offsets = columns.offset.astype(np.int64)
+        positions = table.position[rows] + np.int64(chunk.base)
+        ms = columns.timestamp.astype(np.int64)
+        ts = np.where((ms >= -_MAX_MS) & (ms <= _MAX_MS), ms, -1)  # the Arrow column's range (null: -1)
         # DumpLogSegments (deep): any record offset != previous + 1, over the whole file
         prev = np.concatenate([[self.last if self.last is not None else -1], offsets[:-1]])
         bad = np.flatnonzero(prev + 1 != offsets)
@@ -114,13 +138,14 @@ class _RecordFacts:
         self.positions.append(positions[starts])
         self.max_ts.append(np.maximum.reduceat(ts, starts))
         self.min_offset.append(np.minimum.reduceat(offsets, starts))
-        control = rb.column("isControl").to_numpy(zero_copy_only=False)
+        control = (table.magic[rows] == _MAGIC_V2) & ((table.attributes[rows] & batch_v2.CONTROL_MASK) != 0)
         for i in np.flatnonzero(control).tolist():
-            self._marker(rb, i, int(offsets[i]), int(positions[i]), int(ts[i]))
+            self._marker(columns, table, i, int(offsets[i]), int(positions[i]), int(ts[i]))
 
-    def _marker(self, rb: pa.RecordBatch, i: int, offset: int, position: int, ts: int) -> None:
-        key = rb.column("key")[i].as_py()
-        value = rb.column("value")[i].as_py()
+    def _marker(self, columns: RecordColumns, table: BatchTable, i: int, offset: int, position: int,
+                ts: int) -> None:
+        key = _bytes_at(columns.key_offsets, columns.key_data, columns.key_valid, i)
+        value = _bytes_at(columns.value_offsets, columns.value_data, columns.value_valid, i)
         try:
             _version, kind = parse_control_key(key)
             if kind not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
@@ -128,11 +153,9 @@ class _RecordFacts:
             marker = parse_end_txn_marker(key, value)
         except KafkaFormatError:
             return
-        pid = rb.column("producerId")[i].as_py()
-        epoch = rb.column("producerEpoch")[i].as_py()
-        self.markers.append(Marker(offset, position, -1 if pid is None else int(pid),
-                                   -1 if epoch is None else int(epoch), kind == ControlRecordType.ABORT,
-                                   marker.coordinator_epoch, ts))
+        row = int(columns.batch_row[i])
+        self.markers.append(Marker(offset, position, int(table.producer_id[row]), int(table.producer_epoch[row]),
+                                   kind == ControlRecordType.ABORT, marker.coordinator_epoch, ts))
 
     def per_batch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(batch position, max record timestamp, min record offset), one row per batch."""
@@ -144,6 +167,10 @@ class _RecordFacts:
         off = np.concatenate(self.min_offset)
         starts = np.concatenate([[0], np.flatnonzero(np.diff(pos)) + 1])  # a batch split over slices
         return pos[starts], np.maximum.reduceat(ts, starts), np.minimum.reduceat(off, starts)
+
+
+def _bytes_at(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray, i: int) -> bytes | None:
+    return bytes(data[int(offsets[i]):int(offsets[i + 1])]) if valid[i] else None
 
 
 def merge_skipped_ranges(found: Iterable[SkippedRange], limit: int, path: str | None) -> list[SkippedRange]:
@@ -161,6 +188,19 @@ def merge_skipped_ranges(found: Iterable[SkippedRange], limit: int, path: str | 
     return merged
 
 
+def _batch_pass(location: str, handle: Any, lo: int, hi: int) -> BatchColumns:
+    """The batches of the good range ``[lo, hi)`` (headers only, FAILFAST: a problem ends the
+    range, whose rest the caller accounts as skipped)."""
+    parts: list[BatchColumns] = []
+    with _source(location, handle) as src:
+        try:
+            for table in batch_tables(src, start=lo, end=hi):
+                parts.append(batch_columns(table))
+        except KafkaFormatError:
+            pass
+    return BatchColumns.concat(parts)
+
+
 def scan_log(location: str, *, filesystem: Any = None, topic: str | None = None,
              partition: int | None = None, limit: int | None = None) -> LogScan:
     """Read one ``.log`` (streamed) and account for every byte of ``[0, limit or size)``.
@@ -176,11 +216,12 @@ def scan_log(location: str, *, filesystem: Any = None, topic: str | None = None,
     end = size if limit is None else min(limit, size)
     raw: list[SkippedRange] = []
     facts = _RecordFacts()
+    seen: list[BatchColumns] = []   # the batches the records pass read
     with _source(location, handle) as src:
         try:
-            for rb in decode_segment(src, end=end, mode="PERMISSIVE", on_skip=raw.append,
-                                     granularity="record", include_headers=False):
-                facts.add(rb)
+            for chunk in decoded_chunks(src, end=end, mode="PERMISSIVE", on_skip=raw.append, include_headers=False):
+                facts.add(chunk)
+                seen.append(batch_columns(chunk.table, chunk.base, slice(chunk.lo, chunk.hi), chunk.data))
         except KafkaFormatError as exc:  # PERMISSIVE should not raise; if it does, the rest is skipped
             at = max((r.position + r.length for r in raw), default=0)
             if exc.position is not None and at <= exc.position < end:
@@ -198,13 +239,8 @@ def scan_log(location: str, *, filesystem: Any = None, topic: str | None = None,
     for i, (lo, hi) in enumerate(zip(starts, stops, strict=True)):
         if hi > lo:
             bound = end if hi >= end else hi
-            tables: list[pa.RecordBatch] = []
-            with _source(location, handle) as src:
-                try:
-                    tables.extend(decode_segment(src, start=lo, end=hi, granularity="batch"))
-                except KafkaFormatError:
-                    pass  # the rest of the range is accounted as skipped below
-            cols = _batches_of(tables)
+            # a records pass that skipped nothing read every batch of [0, end): no second read
+            cols = BatchColumns.concat(seen) if not raw else _batch_pass(location, handle, lo, hi)
             keep = cols.position + cols.size <= bound
             if not keep.all():
                 cut_at = int(np.argmin(keep))
