@@ -13,13 +13,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafka_format.report.charts import bar_chart_svg
-from kafka_format.report.html import Card, Cell, Page, details_list
+from kafka_format.report.html import ROW_LIMIT, Card, Cell, Page, details_list
 from kafka_format.report.units import human_bytes, human_count, utc_text
 
 __all__ = ["audit_totals", "render_audit_page", "replica_label", "summary_line"]
 
 _RANK = {"error": 2, "warning": 1, "info": 0}
 _COLOURS = {"error": "#d9534f", "warning": "#f0ad4e", "info": "#9fb7d9"}
+_FOLDED = 200      # informational findings listed per check
+_FINDINGS_REST = "Every finding is in findings/ beside this page (Parquet)."
 
 
 def replica_label(row: Mapping[str, Any]) -> str:
@@ -143,12 +145,12 @@ def render_audit_page(findings: Sequence[Mapping[str, Any]], files: Sequence[Map
                                               _where(f)))
     page.table(
         ["severity", "check", "partition", "file:position", "offset", "expected", "actual", "message"],
-        [[Cell(f["severity"], sort=-_RANK[f["severity"]], cls=f["severity"]), f["check"],
+        ([Cell(f["severity"], sort=-_RANK[f["severity"]], cls=f["severity"]), f["check"],
           "" if f.get("topic") is None else f"{f['topic']}-{f['partition']}", _where_cell(f),
           "" if f.get("offset") is None else Cell(str(f["offset"]), sort=int(f["offset"])),
-          f.get("expected") or "", f.get("actual") or "", f["message"]] for f in ordered],
+          f.get("expected") or "", f.get("actual") or "", f["message"]] for f in ordered),
         table_id="problems", numeric=("offset",), wrap={"expected": 7, "actual": 7, "message": 14},
-        row_classes=[f["severity"] for f in ordered],
+        row_classes=[f["severity"] for f in ordered[:ROW_LIMIT]], total=len(ordered), rest=_FINDINGS_REST,
         empty="No errors or warnings.")
 
     infos: dict[str, list[Mapping[str, Any]]] = {}
@@ -166,7 +168,8 @@ def render_audit_page(findings: Sequence[Mapping[str, Any]], files: Sequence[Map
                                    short_path(r) + ("" if r.get("position") is None else f":{r['position']}")
                                    if r.get("file") else "",
                                    "" if r.get("offset") is None else f"offset {r['offset']}",
-                                   str(r["message"])) if x) for r in rows]), raw_html=True)]
+                                   str(r["message"])) if x) for r in rows[:_FOLDED]], limit=_FOLDED,
+                            total=len(rows)), raw_html=True)]
          for check, rows in sorted(infos.items(), key=lambda kv: (-len(kv[1]), kv[0]))],
         table_id="info", numeric=("count", "partitions"), wrap=("findings",), empty="none")
 
@@ -187,16 +190,18 @@ def render_audit_page(findings: Sequence[Mapping[str, Any]], files: Sequence[Map
                            Cell(str(sev["warning"]), sort=sev["warning"]), Cell(str(sev["info"]), sort=sev["info"])])
     page.table(["partition", "errors", "warnings", "info"], table_rows, table_id="partitions",
                numeric=("errors", "warnings", "info"), empty="no partitions",
-               row_classes=classes)
+               row_classes=classes, rest=_FINDINGS_REST)
 
     page.heading("Byte accounting per .log (valid + skipped + zero tail + cut = size)")
     acct = sorted(files, key=lambda a: (-(int(a["skippedBytes"]) + int(a["cutBytes"])), str(a["file"])))
     page.table(
         ["file", "partition", "size", "valid", "skipped", "zero tail", "cut", "batches"],
-        [[Cell(short_path(a), title=str(a["file"])), f"{a['topic']}-{a['partition']}", _size(int(a["sizeBytes"])), _size(int(a["validBytes"])),
-          _size(int(a["skippedBytes"])), _size(int(a["zeroTailBytes"])), _size(int(a["cutBytes"])),
-          Cell(human_count(int(a["batches"])), title=str(a["batches"]), sort=int(a["batches"]))] for a in acct],
+        ([Cell(short_path(a), title=str(a["file"])), f"{a['topic']}-{a['partition']}", _size(int(a["sizeBytes"])),
+          _size(int(a["validBytes"])), _size(int(a["skippedBytes"])), _size(int(a["zeroTailBytes"])),
+          _size(int(a["cutBytes"])),
+          Cell(human_count(int(a["batches"])), title=str(a["batches"]), sort=int(a["batches"]))] for a in acct),
         table_id="files", numeric=("size", "valid", "skipped", "zero tail", "cut", "batches"),
-        row_classes=["error" if int(a["skippedBytes"]) + int(a["cutBytes"]) else None for a in acct],
+        row_classes=["error" if int(a["skippedBytes"]) + int(a["cutBytes"]) else None for a in acct[:ROW_LIMIT]],
+        total=len(acct), rest="The accounting of every file is in files/ beside this page (Parquet).",
         empty="no .log files")
     return page.render()

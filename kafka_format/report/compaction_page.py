@@ -123,7 +123,8 @@ def render_compaction_page(summary: Mapping[str, Any]) -> str:
         numeric=("dirty ratio", "records before", "records after", "bytes before", "bytes after",
                  "tombstones kept", "tombstones removed", "rounds"),
         wrap={"reason": 14},
-        row_classes=["error" if _uncleanable(p) else None for p in ordered], empty="no partitions")
+        row_classes=["error" if _uncleanable(p) else None for p in ordered], empty="no partitions",
+        rest="Every partition is in summary.json beside this page.")
     return page.render()
 
 
@@ -156,5 +157,6 @@ def _full_page(parts: Sequence[Mapping[str, Any]], when: str) -> str:
                  _count(p.get("nullKeyRecords"))] for p in parts],
                table_id="partitions",
                numeric=("records before", "rows after", "keys", "keys deleted", "records superseded",
-                        "records without a key"), empty="no partitions")
+                        "records without a key"), empty="no partitions",
+               rest="Every partition is in summary.json beside this page.")
     return page.render()

@@ -16,9 +16,12 @@ from dataclasses import dataclass
 
 from kafka_format.report.charts import bar_chart_svg, step_chart_svg, timeline_svg
 
-__all__ = ["Cell", "Card", "Page", "details_list", "bar_chart_svg", "step_chart_svg", "timeline_svg"]
+__all__ = ["ROW_LIMIT", "Cell", "Card", "Page", "details_list", "bar_chart_svg", "step_chart_svg", "timeline_svg"]
 
 _e = html.escape
+
+#: Rows a table draws at most (``Page.table``): the rest are in the job's data outputs.
+ROW_LIMIT = 2000
 
 
 @dataclass(frozen=True)
@@ -32,15 +35,19 @@ class Cell:
     raw_html: bool = False        # ``text`` is markup made by this module (e.g. a <details> list)
 
     def render(self) -> str:
-        attrs = ""
-        if self.cls:
-            attrs += f' class="{_e(self.cls)}"'
-        if self.title is not None:
-            attrs += f' title="{_e(self.title)}"'
-        if self.sort is not None:
-            attrs += f' data-sort="{_e(str(self.sort))}"'
-        body = self.text if self.raw_html else _e(self.text)
-        return f"<td{attrs}>{body}</td>"
+        return _td(self.text if self.raw_html else _e(self.text), self.title, self.sort, self.cls)
+
+
+def _td(body: str, title: str | None, sort: int | float | str | None, cls: str | None) -> str:
+    """A ``<td>`` around markup ``body``, its attributes escaped."""
+    attrs = ""
+    if cls:
+        attrs += f' class="{_e(cls)}"'
+    if title is not None:
+        attrs += f' title="{_e(title)}"'
+    if sort is not None:
+        attrs += f' data-sort="{_e(str(sort))}"'
+    return f"<td{attrs}>{body}</td>"
 
 
 @dataclass(frozen=True)
@@ -162,26 +169,34 @@ class Page:
 
     def table(self, columns: Sequence[str], rows: Iterable[Sequence[Cell | str | int | float | None]], *,
               table_id: str, numeric: Iterable[str] = (), wrap: Mapping[str, float] | Iterable[str] = (),
-              row_classes: Sequence[str | None] | None = None, empty: str = "none") -> Page:
+              row_classes: Sequence[str | None] | None = None, empty: str = "none", total: int | None = None,
+              rest: str = "", limit: int = ROW_LIMIT) -> Page:
         """A sortable, filterable data table; ``numeric`` columns align right; only the ``wrap``
         columns (long texts) break over lines, each at least as wide as its value in ``em`` (a
-        mapping) or 12 em, every other cell keeps to one line."""
+        mapping) or 12 em, every other cell keeps to one line.
+
+        At most ``limit`` rows are drawn, the first of ``rows`` (a lazy iterable is read no further):
+        a page stays readable and quick to write at any scale.  When there are more (``total``: how
+        many rows there are in all, default ``len(rows)``), a note under the table says how many are
+        shown and ``rest`` where every row is."""
         nums = {columns.index(c) for c in numeric}
         widths = dict(wrap) if isinstance(wrap, Mapping) else dict.fromkeys(wrap, 12.0)
         wraps = {columns.index(c): w for c, w in widths.items()}
+        extras = [("num " if j in nums else "") + ("wrap" if j in wraps else "nw") for j in range(len(columns))]
         head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+        if total is None and isinstance(rows, Sequence):
+            total = len(rows)
         body: list[str] = []
         for i, row in enumerate(rows):
+            if i == limit:
+                break
             cells = []
             for j, value in enumerate(row):
                 cell = value if isinstance(value, Cell) else Cell("" if value is None else str(value))
-                extra = ("num " if j in nums else "") + ("wrap" if j in wraps else "nw")
-                classes = f"{cell.cls} {extra}" if cell.cls else extra
-                text, raw = cell.text, cell.raw_html
+                text = cell.text if cell.raw_html else _e(cell.text)
                 if j in wraps:           # a block with a minimum width: a long text wraps, never to a sliver
-                    text, raw = (f'<div class="w" style="min-width:{wraps[j]:g}em">'
-                                 f"{text if raw else _e(text)}</div>"), True
-                cells.append(Cell(text, cell.title, cell.sort, classes, raw).render())
+                    text = f'<div class="w" style="min-width:{wraps[j]:g}em">{text}</div>'
+                cells.append(_td(text, cell.title, cell.sort, f"{cell.cls} {extras[j]}" if cell.cls else extras[j]))
             cls = row_classes[i] if row_classes is not None and i < len(row_classes) else None
             attr = f' class="{_e(cls)}"' if cls else ""
             body.append(f"<tr{attr}>" + "".join(cells) + "</tr>")
@@ -190,6 +205,9 @@ class Page:
             return self
         self._parts.append(f'<div class="scroll"><table class="data" id="{_e(table_id)}"><thead><tr>{head}</tr>'
                            f"</thead><tbody>{''.join(body)}</tbody></table></div>")
+        if total is not None and total > len(body):
+            self._parts.append(f'<p class="note">The first {len(body):,} of {total:,} rows, in the order above '
+                               f"(sorting and the filter apply to these).{' ' + _e(rest) if rest else ''}</p>")
         return self
 
     def render(self) -> str:
@@ -201,10 +219,12 @@ class Page:
                 + f"\n<script>{_SCRIPT}</script>\n</body></html>\n")
 
 
-def details_list(summary: str, items: Sequence[str], *, limit: int = 200) -> str:
-    """Markup for a folded list (``<details>``): ``summary`` shown, ``items`` on demand."""
+def details_list(summary: str, items: Sequence[str], *, limit: int = 200, total: int | None = None) -> str:
+    """Markup for a folded list (``<details>``): ``summary`` shown, the first ``limit`` of ``items``
+    on demand (``total``: how many there are in all, when ``items`` holds only the first)."""
     shown = items[:limit]
-    more = f"<li>… {len(items) - limit} more in the JSON/Parquet output</li>" if len(items) > limit else ""
+    total = len(items) if total is None else total
+    more = f"<li>… {total - len(shown)} more in the JSON/Parquet output</li>" if total > len(shown) else ""
     return (f"<details><summary>{_e(summary)}</summary><ul>"
             + "".join(f"<li>{_e(i)}</li>" for i in shown) + more + "</ul></details>")
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafka_format.report.charts import Mark, bar_chart_svg, step_chart_svg, timeline_svg
-from kafka_format.report.html import Card, Cell, Page
+from kafka_format.report.html import ROW_LIMIT, Card, Cell, Page
 from kafka_format.report.units import human_bytes, human_count, human_duration, utc_text, utc_text_ms
 
 __all__ = ["render_retention_page", "retention_totals", "summary_line"]
@@ -141,13 +141,14 @@ def render_retention_page(rows: Sequence[Mapping[str, Any]], summary: Sequence[M
     page.table(
         ["topic", "partition", "base offset", "size", "newest record", "deletable", "reason", "deletable at",
          "when"],
-        [[r["topic"], Cell(str(r["partition"]), sort=int(r["partition"])),
+        ([r["topic"], Cell(str(r["partition"]), sort=int(r["partition"])),
           Cell(str(r["baseOffset"]), sort=int(r["baseOffset"])), _size(int(r["sizeBytes"])),
           _instant(int(r["largestTimestamp"]), "none"), "yes" if r["deletable"] else "no", r["reason"] or "",
           _instant(r["deletableAtMs"]), _in(r["deletableAtMs"], now_ms, bool(r["deletable"]))]
-         for r in ordered],
+         for r in ordered),
         table_id="segments", numeric=("partition", "base offset", "size"),
-        row_classes=["warning" if r["deletable"] else None for r in ordered], empty="no segments")
+        row_classes=["warning" if r["deletable"] else None for r in ordered[:ROW_LIMIT]], total=len(ordered),
+        rest="Every segment is in the segments file beside this page.", empty="no segments")
 
     page.heading("Per partition: reclaimable now first, then by next deletion")
     summary = sorted(summary, key=lambda s: (-int(s["deletableBytes"]), s["nextDeletionMs"] is None,
@@ -160,6 +161,7 @@ def render_retention_page(rows: Sequence[Mapping[str, Any]], summary: Sequence[M
           _size(int(s["deletableBytes"])), _size(int(s["bytesRemaining"])), _size(int(s["bytesNeverDeletable"])),
           _instant(s["nextDeletionMs"]), _instant(s["lastDeletionMs"])] for s in summary],
         table_id="partitions", row_classes=["warning" if int(s["deletableBytes"]) else None for s in summary],
+        rest="Every partition is in summary.json beside this page.",
         numeric=("segments", "on disk", "deletable segments", "reclaimable now", "remaining", "never deletable"),
         empty="no partitions")
 

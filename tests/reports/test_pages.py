@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
+from collections.abc import Iterator
 from typing import Any
 
 from kafka_format.report.audit_page import render_audit_page, replica_label
 from kafka_format.report.audit_page import summary_line as audit_line
 from kafka_format.report.charts import Mark, TimeAxis, timeline_svg
-from kafka_format.report.html import Cell, Page, bar_chart_svg, step_chart_svg
+from kafka_format.report.html import ROW_LIMIT, Cell, Page, bar_chart_svg, step_chart_svg
 from kafka_format.report.retention_page import render_retention_page
 from kafka_format.report.retention_page import summary_line as retention_line
 from kafka_format.report.text import table
@@ -259,3 +260,39 @@ def test_text_tables_align_numbers_right() -> None:
                      "-----  ---------  --------  -----",
                      "a              3  16.0 KiB  41.8%",
                      "bb            12     512 B      -"]
+
+
+def test_a_table_draws_its_first_rows_and_says_where_the_rest_are() -> None:
+    read: list[int] = []
+
+    def rows(n: int) -> Iterator[list[str]]:
+        for i in range(n):
+            read.append(i)
+            yield [str(i)]
+
+    page = Page("p").table(["n"], rows(ROW_LIMIT + 500), table_id="t", total=ROW_LIMIT + 500,
+                           rest="All rows are in rows.parquet.").render()
+    assert [r[0][0] for r in _tables(page)["t"][1:]] == [str(i) for i in range(ROW_LIMIT)]
+    assert len(read) <= ROW_LIMIT + 1                       # a lazy iterable is read no further
+    assert (f"The first {ROW_LIMIT:,} of {ROW_LIMIT + 500:,} rows, in the order above (sorting and the filter "
+            "apply to these). All rows are in rows.parquet.") in page
+    whole = Page("p").table(["n"], [["1"], ["2"]], table_id="t", rest="All rows are in rows.parquet.").render()
+    assert "The first" not in whole and "rows.parquet" not in whole
+
+
+def test_the_audit_page_stays_bounded_with_many_problems_and_files() -> None:
+    n = ROW_LIMIT + 300
+    findings = [_finding("error", "index-zero-tail", p) for p in range(n)]
+    findings += [_finding("info", "open-transaction", p) for p in range(n)]
+    files = [{"topic": "t", "partition": p, "file": f"/data/broker-1/t-{p}/00000000000000000000.log",
+              "sizeBytes": 100, "validBytes": 100 - (p == n - 1), "skippedBytes": int(p == n - 1),
+              "zeroTailBytes": 0, "cutBytes": 0, "batches": 1} for p in range(n)]
+    page = render_audit_page(findings, files)
+    tables = _tables(page)
+    assert len(tables["problems"]) - 1 == len(tables["files"]) - 1 == len(tables["partitions"]) - 1 == ROW_LIMIT
+    assert tables["files"][1][0][0] == f"broker-1/t-{n - 1}/00000000000000000000.log"   # the damaged file kept
+    assert page.count(f"The first {ROW_LIMIT:,} of {n:,} rows") == 3
+    assert "Every finding is in findings/ beside this page (Parquet)." in page
+    assert "The accounting of every file is in files/ beside this page (Parquet)." in page
+    info = tables["info"][1]
+    assert info[1][0] == str(n) and page.count("<li>") >= 200 and f"… {n - 200} more" in page
