@@ -12,6 +12,9 @@ load inflates wall time several-fold, and the driver's work is one thread): the 
 ``open_partitions`` (discovery: listings, checkpoints, segment grouping) and ``plan_splits``
 (with a session's default parallelism, as the data source plans); driver memory = peak of
 Python allocations (tracemalloc, a separate run) and the process's peak RSS growth.
+
+On the small tree, the jobs that answer for a whole cluster (offsets, retention, audit) also run
+over all of it on the local engine (:func:`whole_tree_jobs`): wall and CPU time per segment.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ import argparse
 import gc
 import os
 import resource
+import shutil
 import struct
 import sys
+import tempfile
 import time
 import tracemalloc
 from dataclasses import dataclass
@@ -112,6 +117,7 @@ class Result:
     rss_growth_mb: float
     reopen_us: float = 0.0                     # CPU µs a task spends re-opening its partition (reopen)
     requests: dict[str, int] | None = None     # object-store requests (object_store_requests)
+    jobs: dict[str, tuple[float, float]] | None = None   # job -> best (wall, CPU) s (whole_tree_jobs)
 
 
 def object_store_requests(tree: Path) -> dict[str, int]:
@@ -175,6 +181,37 @@ def reopen(parts: list[PartitionLog], sample: int = 2_000) -> float:
     for ref in refs:
         ref.open()
     return (time.thread_time() - t0) / len(refs) * 1e6
+
+
+# The jobs that answer for a whole cluster at once, over the tree (--now: after every tiny record).
+WHOLE_TREE_JOBS = {
+    "offsets": ["--timestamp", "earliest", "--timestamp", "1700000000000", "--out", "{out}"],
+    "retention": ["--now", "2030-01-01T00:00:00Z", "--out", "{out}"],
+    "audit": ["--now", "2030-01-01T00:00:00Z", "--out", "{out}", "--fail-on", "never"],
+}
+
+
+def whole_tree_jobs(tree: Path, repeats: int = 2) -> dict[str, tuple[float, float]]:
+    """Best (wall, CPU) seconds of each job of :data:`WHOLE_TREE_JOBS` over the whole tree with
+    ``--engine local`` in a fresh process (CPU: the process and its pool workers), the jobs in
+    turn in every round."""
+    from engine_bench import _klogs
+
+    best: dict[str, tuple[float, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeats):
+            for job, extra in WHOLE_TREE_JOBS.items():
+                out = Path(tmp) / job
+                if out.is_dir():
+                    shutil.rmtree(out)
+                elif out.exists():        # offsets writes one file
+                    out.unlink()
+                wall, cpu = _klogs([job, str(tree), "--engine", "local",
+                                    *[a.replace("{out}", str(out)) for a in extra]])
+                old = best.get(job, (float("inf"), float("inf")))
+                best[job] = (min(old[0], wall), min(old[1], cpu))
+                print(f"  klogs {job}: {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
+    return best
 
 
 def measure(tree: Path, scale: Scale, repeats: int = 2) -> Result:
@@ -243,6 +280,17 @@ def markdown(results: list[Result]) -> list[str]:
                       f"{q['recursive listings']} recursive listings (one per log dir), {q['listings']} single-dir "
                       f"listings (finding the log dirs), {q['stats']} stats, {q['opens']} file opens (checkpoints; "
                       "no index is read for a segment no bound or cut falls in).", ""]
+    for r in results:
+        if r.jobs is not None:
+            lines += [f"Jobs over the whole {r.scale.brokers}-broker tree ({r.partitions:,} partitions, "
+                      f"{r.segments:,} segments): `klogs offsets|retention|audit --engine local` in a fresh process, "
+                      f"{os.cpu_count()} cores, best of 2; CPU = the process and its pool workers.  The audit "
+                      "reads every `.log` whole and checks every index and state file.", "",
+                      "| job | wall s | CPU s | wall µs/segment | CPU µs/segment |", "|---|---:|---:|---:|---:|"]
+            for job, (wall, cpu) in r.jobs.items():
+                lines.append(f"| {job} | {wall:.1f} | {cpu:.1f} | {wall / r.segments * 1e6:.0f} | "
+                             f"{cpu / r.segments * 1e6:.0f} |")
+            lines.append("")
     return lines
 
 
@@ -296,6 +344,7 @@ def run(root: Path, names: list[str]) -> list[Result]:
         result = measure(tree, scale)
         if scale.segments <= 20_000:        # counted once, on the small tree (the counts grow as stated)
             result.requests = object_store_requests(tree)
+            result.jobs = whole_tree_jobs(tree)
         out.append(result)
     return out
 
