@@ -135,17 +135,18 @@ def decode_segment(
         path = context.path if context is not None and context.path is not None else src.path
         ctx = context or FileContext(path=path)
         permissive = mode != "FAILFAST"
+        if granularity == "batch":
+            for table in _header_tables(src, dec, start=start, end=end, path=path, verify_crc=verify_crc,
+                                        permissive=permissive, on_skip=on_skip, read_size=read_size):
+                yield batch_table_to_arrow(table, ctx)
+            return
         walker = Walker(src, dec, start=start, end=end, path=path, verify_crc=verify_crc,
-                         permissive=permissive, crc_errors=granularity == "record", on_skip=on_skip,
-                         read_size=read_size)
+                         permissive=permissive, crc_errors=True, on_skip=on_skip, read_size=read_size)
         records = RecordDecoder(dec, path=path, verify_crc=verify_crc, permissive=permissive,
                                  max_decompressed=(default_max_decompressed() if max_decompressed is None
                                                    else max_decompressed), walker=walker,
                                  include_headers=include_headers)
         for buf, table, base in walker:
-            if granularity == "batch":
-                yield batch_table_to_arrow(table.shifted(base), ctx)
-                continue
             shifted = table.shifted(base)
             for columns in records.decode(buf, table, base):
                 if len(columns):
@@ -228,13 +229,21 @@ def batch_tables(source: str | os.PathLike[str] | IO[bytes] | Any, *, start: int
     dec = decoder if decoder is not None else get_decoder()
     src = FileSource(source)
     try:
-        walker = Walker(src, dec, start=start, end=end, path=path if path is not None else src.path,
-                        verify_crc=verify_crc, permissive=permissive, crc_errors=False, on_skip=on_skip,
-                        read_size=read_size)
-        for _buf, table, base in walker:
-            yield table.shifted(base)
+        yield from _header_tables(src, dec, start=start, end=end, path=path if path is not None else src.path,
+                                  verify_crc=verify_crc, permissive=permissive, on_skip=on_skip, read_size=read_size)
     finally:
         src.close()
+
+
+def _header_tables(src: FileSource, dec: Decoder, *, start: int, end: int | None, path: str | None,
+                   verify_crc: bool, permissive: bool, on_skip: Callable[[SkippedRange], None] | None,
+                   read_size: int) -> Iterator[BatchTable]:
+    """The walk of :func:`batch_tables` and ``decode_segment(granularity="batch")``: a bad CRC is
+    a column, not an error."""
+    walker = Walker(src, dec, start=start, end=end, path=path, verify_crc=verify_crc, permissive=permissive,
+                    crc_errors=False, on_skip=on_skip, read_size=read_size)
+    for _buf, table, base in walker:
+        yield table.shifted(base)
 
 
 def _mode(mode: str) -> str:
