@@ -369,7 +369,7 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
     import json
 
     from kafka_format.engine import run_tasks
-    from kafka_format.engine.read import split_bytes, read_splits
+    from kafka_format.engine.read import read_splits, split_work
 
     cols = parse_partition_by(partition_by)
     _check_choice("key_as", key_as, KEY_AS)
@@ -386,7 +386,7 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
         with staging_dir(out, PARQUET_OWNER) as tmp:
             tasks = [_SplitExport(s, parsed, tmp, i, cols, key_as, value_as, typed) for i, s in enumerate(splits)]
             counts: dict[str, int] = {}
-            for found in run_tasks(_export_split, tasks, weights=[split_bytes(s) for s in splits]):
+            for found in run_tasks(_export_split, tasks, weights=[split_work(s) for s in splits]):
                 for c, n in found.items():
                     counts[c] = counts.get(c, 0) + n
             with open(os.path.join(tmp, "_SUCCESS"), "wb"):

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from kafka_format.read.split_reader import arrow_schema, plan_read, read_split
 
-__all__ = ["read_table", "read_splits", "split_bytes"]
+__all__ = ["read_table", "read_splits", "split_bytes", "split_work"]
 
 
 def read_splits(options: Mapping[str, str]) -> tuple[Any, list[Split]]:
@@ -49,7 +49,7 @@ def read_table(options: Mapping[str, str]) -> pa.Table:
     schema = arrow_schema(opts)
     if not splits:
         return schema.empty_table()
-    tables = run_tasks(_read_one, [(s, opts) for s in splits], weights=[split_bytes(s) for s in splits])
+    tables = run_tasks(_read_one, [(s, opts) for s in splits], weights=[split_work(s) for s in splits])
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
@@ -69,3 +69,10 @@ def split_bytes(split: Split) -> int:
         total += max(0, end - r.start_position)
     return total
 
+
+def split_work(split: Split) -> int:
+    """The work of reading a split, in bytes for ``run_tasks``' weights: its bytes, a fixed cost
+    per segment it reads and one for the split (re-opening its partition, its output)."""
+    from kafka_format.engine import PARTITION_OPEN_BYTES, SEGMENT_SCAN_BYTES
+
+    return split_bytes(split) + len(split.ranges) * SEGMENT_SCAN_BYTES + PARTITION_OPEN_BYTES

@@ -296,7 +296,7 @@ class FullTask:
 def full_tasks(options: dict[str, str], records_dir: str, *, sort_buffer: int = SORT_BUFFER
                ) -> tuple[list[FullTask], list[int], pa.Schema]:
     """One task per partition replica read (its splits in order), their bytes, the rows' schema."""
-    from kafka_format.engine.read import split_bytes, read_splits
+    from kafka_format.engine.read import read_splits, split_work
     from kafka_format.read.split_reader import arrow_schema
 
     opts, splits = read_splits(options)
@@ -305,7 +305,7 @@ def full_tasks(options: dict[str, str], records_dir: str, *, sort_buffer: int = 
         groups.setdefault((s.topic, s.partition, s.log_dir), []).append(s)
     tasks = [FullTask(tuple(g), opts, os.path.join(records_dir, f"part-{i:05d}.parquet"), sort_buffer)
              for i, g in enumerate(groups.values())]
-    weights = [sum(split_bytes(s) for s in t.splits) for t in tasks]
+    weights = [sum(split_work(s) for s in t.splits) for t in tasks]
     return tasks, weights, arrow_schema(opts)
 
 

@@ -4,6 +4,7 @@ tests/jobs/test_engine_parity.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -142,11 +143,14 @@ def _weights(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_many_small_segments_weigh_enough_for_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A segment's fixed cost counts as work: 200 segments of ~150 B (an audit of ~0.3 s in one
-    process) reach the pool's threshold, as their bytes alone (~30 KB) never would; offsets, which
-    look up indexes only, weigh by partitions and segments, not by the segments' bytes."""
+    process) reach the pool's threshold for the audit, an export and a read, as their bytes alone
+    (~30 KB) never would; offsets, which look up indexes only, weigh by partitions and segments,
+    not by the segments' bytes."""
     from kafka_format.engine import PARALLEL_MIN_BYTES
     from kafka_format.engine.audit import audit_local
+    from kafka_format.engine.export import export_local
     from kafka_format.engine.offsets import list_offsets_local
+    from kafka_format.engine.read import read_table
 
     tree = _small_segments(tmp_path / "many", 200)
     assert len(list((tree / "small-0").glob("*.log"))) == 200
@@ -165,3 +169,9 @@ def test_many_small_segments_weigh_enough_for_the_pool(tmp_path: Path, monkeypat
     assert seen[-1] == small_values
     list_offsets_local(str(few), ["latest"])
     assert small_values > 10 * seen[-1] > 0
+    # reads: a split's segments count too (one split per partition here)
+    export_local([str(tree)], str(tmp_path / "export"))
+    assert seen[-1] >= PARALLEL_MIN_BYTES
+    table = read_table({"paths": json.dumps([str(tree)])})
+    assert table.num_rows == 400 and seen[-1] >= PARALLEL_MIN_BYTES
+    assert read_table({"paths": json.dumps([str(few)])}).num_rows == 6 and seen[-1] < PARALLEL_MIN_BYTES
