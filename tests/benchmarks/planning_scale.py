@@ -13,8 +13,8 @@ load inflates wall time several-fold, and the driver's work is one thread): the 
 (with a session's default parallelism, as the data source plans); driver memory = peak of
 Python allocations (tracemalloc, a separate run) and the process's peak RSS growth.
 
-On the small tree, the jobs that answer for a whole cluster (offsets, retention, audit) also run
-over all of it on the local engine (:func:`whole_tree_jobs`): wall and CPU time per segment.
+On the small tree, the jobs that answer for a whole cluster (offsets, retention, audit) and an export
+also run over all of it on the local engine (:func:`whole_tree_jobs`): wall and CPU time per segment.
 """
 
 from __future__ import annotations
@@ -183,11 +183,13 @@ def reopen(parts: list[PartitionLog], sample: int = 2_000) -> float:
     return (time.thread_time() - t0) / len(refs) * 1e6
 
 
-# The jobs that answer for a whole cluster at once, over the tree (--now: after every tiny record).
+# The jobs that answer for a whole cluster at once, over the tree (--now: after every tiny record),
+# and an export of all of it (one Parquet file per partition).
 WHOLE_TREE_JOBS = {
     "offsets": ["--timestamp", "earliest", "--timestamp", "1700000000000", "--out", "{out}"],
     "retention": ["--now", "2030-01-01T00:00:00Z", "--out", "{out}"],
     "audit": ["--now", "2030-01-01T00:00:00Z", "--out", "{out}", "--fail-on", "never"],
+    "export": ["--out", "{out}"],
 }
 
 
@@ -250,7 +252,9 @@ def measure(tree: Path, scale: Scale, repeats: int = 2) -> Result:
 
 
 def markdown(results: list[Result]) -> list[str]:
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = ["## Planning at cluster scale (tests/benchmarks/planning_scale.py)", "",
+             f"Measured {when} (this section can be run alone: `planning_scale.py --update BENCHMARKS.md`).  "
              "A generated tree like a large cluster's data (log dirs with checkpoints, partitions spread over "
              "them, segments with `.log` + `.index` + `.timeindex`, tiny files), discovered "
              "(`open_partitions`) and planned (`plan_splits`, default parallelism 2) on the driver, one "
@@ -283,9 +287,10 @@ def markdown(results: list[Result]) -> list[str]:
     for r in results:
         if r.jobs is not None:
             lines += [f"Jobs over the whole {r.scale.brokers}-broker tree ({r.partitions:,} partitions, "
-                      f"{r.segments:,} segments): `klogs offsets|retention|audit --engine local` in a fresh process, "
+                      f"{r.segments:,} segments): `klogs offsets|retention|audit|export --engine local` in a fresh process, "
                       f"{os.cpu_count()} cores, best of 2; CPU = the process and its pool workers.  The audit "
-                      "reads every `.log` whole and checks every index and state file.", "",
+                      "reads every `.log` whole and checks every index and state file; the export writes a Parquet file per "
+                      "partition.", "",
                       "| job | wall s | CPU s | wall µs/segment | CPU µs/segment |", "|---|---:|---:|---:|---:|"]
             for job, (wall, cpu) in r.jobs.items():
                 lines.append(f"| {job} | {wall:.1f} | {cpu:.1f} | {wall / r.segments * 1e6:.0f} | "
