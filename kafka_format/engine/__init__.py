@@ -36,9 +36,10 @@ LOCAL_MAX_BYTES = 1 << 30        # auto: above this many segment bytes the work 
 PARALLEL_MIN_BYTES = 128 << 20
 # Fixed costs of a task's files, counted as bytes of work in ``run_tasks``' weights: without them
 # a tree of many small segments weighs nothing and runs in one process.  Measured on make bench's
-# 5-broker tree (20,000 segments of ~70 B, 2 cores): a segment scanned record by record (audit)
-# costs ~1.4 ms, a segment whose indexes are looked up (offsets) ~0.1 ms, re-opening a partition
-# ~0.5 ms; 1 MiB of work stands for ~1.4 ms (the audit's scan rate on small segments).
+# 5-broker tree (20,000 segments of ~70 B; BENCHMARKS.md, planning at cluster scale): a segment
+# read record by record (audit, export) costs 0.6-0.8 ms of CPU, a segment whose indexes are looked
+# up (offsets, retention) 0.1-0.15 ms, re-opening a partition ~0.4 ms.  1 MiB stands for ~0.7 ms,
+# so PARALLEL_MIN_BYTES is ~0.1 s of such work, about what starting the pool costs.
 SEGMENT_SCAN_BYTES = 1 << 20
 SEGMENT_LOOKUP_BYTES = 64 << 10
 PARTITION_OPEN_BYTES = 384 << 10
