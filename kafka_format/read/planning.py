@@ -19,6 +19,8 @@ How a topic-partition is cut:
   Spark's file-source rule ``min(maxBytesPerPartition, max(openCost, totalBytes /
   defaultParallelism))`` so every core works; ``min_partitions`` lowers the target size
   until at least that many splits exist (when the index entries allow it);
+* a Spark read packs small splits into one input partition as Spark's file sources pack small
+  files (:func:`pack_splits`: each split costs its bytes plus the open cost);
 * offset bounds (``startingOffsets``/``endingOffsets``/pushed ``offset`` filters) skip
   whole segments by base offset and start/stop inside a segment at the index entry
   ``OffsetIndex.lookup`` would use; rows are then filtered exactly by offset in ``read()``;
@@ -69,6 +71,7 @@ __all__ = [
     "PlanOptions",
     "open_partitions",
     "plan_splits",
+    "pack_splits",
     "check_assignment",
     "resolve_timestamp",
     "log_end_offset",
@@ -123,6 +126,7 @@ class Split:
     read_committed: bool = False
     aborted: tuple[tuple[int, int, int], ...] = ()
     log_start_offset: int = 0
+    planned_bytes: int = 0      # bytes of log the planner counted (a range to end of file included)
 
     @property
     def size_bytes(self) -> int | None:
@@ -603,9 +607,37 @@ def _splits(plan: _ReplicaPlan, options: PlanOptions, target: int) -> list[Split
             start_timestamp=start_ts, end_timestamp=end_ts,  # type: ignore[arg-type]
             read_committed=options.read_committed,
             aborted=_aborted_for(replica, txns, ranges[0].first_offset, hi) if options.read_committed else (),
-            log_start_offset=log_start,
+            log_start_offset=log_start, planned_bytes=sum(p.size for p in group),
         ))
     return splits
+
+
+def pack_splits(splits: Sequence[Split], options: PlanOptions) -> list[tuple[Split, ...]]:
+    """``splits`` in order, packed into the input partitions of a Spark read as Spark's file sources
+    pack files (``FilePartition.getFilePartitions``): a split costs its bytes plus
+    ``open_cost_bytes``; a partition is closed before the split that would take it past
+    ``min(max_bytes_per_partition, max(open_cost_bytes, total cost / default_parallelism))``.
+    So thousands of small partitions are read by a few tasks, while splits of that size stay one
+    task each.  With ``min_partitions`` every split is its own partition (the count was asked for)."""
+    if options.min_partitions or len(splits) <= 1:
+        return [(s,) for s in splits]
+    open_cost = max(0, options.open_cost_bytes)
+    limit = max(1, options.max_bytes_per_partition)
+    if options.default_parallelism:
+        total = sum(s.planned_bytes + open_cost for s in splits)
+        limit = min(limit, max(open_cost, total // options.default_parallelism))
+    out: list[tuple[Split, ...]] = []
+    current: list[Split] = []
+    size = 0
+    for split in splits:
+        if current and size + split.planned_bytes > limit:
+            out.append(tuple(current))
+            current, size = [], 0
+        current.append(split)
+        size += split.planned_bytes + open_cost
+    if current:
+        out.append(tuple(current))
+    return out
 
 
 def _as_partitions(logdirs: Any) -> list[PartitionLog]:

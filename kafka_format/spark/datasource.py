@@ -22,9 +22,10 @@ Partitioning strategy
     Discovery is :func:`kafka_format.storage.logdir.open_log_dirs` (a partition dir, a log dir, or a
     parent of several brokers' log dirs; the broker's swap/cleaned reconciliation), then
     :func:`kafka_format.read.planning.plan_splits` on the driver: ~``maxBytesPerPartition`` of log
-    per Spark partition, cut at ``.index`` positions (batch boundaries), small segments packed
-    together, ``minPartitions`` honoured as a hint.  One Spark partition never spans two
-    topic-partitions.
+    per split, cut at ``.index`` positions (batch boundaries), small segments packed together,
+    ``minPartitions`` honoured as a hint; one split never spans two topic-partitions.  Small splits
+    are then packed into Spark partitions as Spark's file sources pack small files
+    (:func:`kafka_format.read.planning.pack_splits`).
 
 Pushdown
     ``pushFilters`` (Spark 4.1+, ``spark.sql.python.filterPushdown.enabled=true``): see
@@ -75,6 +76,7 @@ from kafka_format.read.planning import (
     last_stable_offset,
     log_end_offset,
     open_partitions,
+    pack_splits,
     plan_splits,
 )
 from kafka_format.output.publish import CRASH_ENV, crash_point
@@ -88,9 +90,16 @@ __all__ = ["KafkaLogDataSource", "KafkaLogReader", "KafkaLogStreamReader", "Spli
 
 @dataclass
 class SplitPartition(InputPartition):
-    """A planned :class:`~kafka_format.read.planning.Split` as a Spark input partition (picklable)."""
+    """Planned :class:`~kafka_format.read.planning.Split` s as one Spark input partition (picklable):
+    one split, or small splits packed together (:func:`~kafka_format.read.planning.pack_splits`)."""
 
-    split: Split
+    splits: tuple[Split, ...]
+
+
+def _read_splits(splits: Sequence[Split], opts: ReadOptions) -> Iterator[pa.RecordBatch]:
+    for split in splits:
+        _crash_point(split)
+        yield from read_split(split, opts)
 
 
 class KafkaLogDataSource(DataSource):
@@ -148,19 +157,20 @@ class KafkaLogReader(DataSourceReader):
         return plan_read(opts, selects=pushed.selects, bounds=bounds, impossible=pushed.impossible)
 
     def partitions(self) -> Sequence[InputPartition]:
-        """Driver, once: one input partition per planned split (at least one, possibly empty)."""
+        """Driver, once: the planned splits packed into input partitions as Spark's file sources pack
+        files (at least one partition, possibly empty)."""
         splits = self.plan()
         if not splits:
             return [InputPartition(None)]
-        return [SplitPartition(s) for s in splits]
+        return [SplitPartition(group) for group in pack_splits(splits, self.opts.plan)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """Executor, once per split: decoded rows of the split as Arrow record batches."""
-        split = getattr(partition, "split", None)
-        if split is None:
+        """Executor, once per input partition: decoded rows of its splits, in order, as Arrow record
+        batches."""
+        splits = getattr(partition, "splits", None)
+        if not splits:
             return iter(())
-        _crash_point(split)
-        return read_split(split, self.opts)
+        return _read_splits(splits, self.opts)
 
 
 class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -317,12 +327,11 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         plan = replace(self.opts.plan, topics=None, topic_pattern=None, assign=assign,
                        require_all_partitions=False)
         bounds = Bounds(start={tp: begin.get(tp, -2) for tp in wanted}, end={tp: stop[tp] for tp in wanted})
-        return [SplitPartition(s) for s in plan_splits(list(self.opts.paths), plan, bounds)]
+        return [SplitPartition(group) for group in pack_splits(plan_splits(list(self.opts.paths), plan, bounds), plan)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: the same decoding as the batch reader."""
-        _crash_point(partition.split)  # type: ignore[attr-defined]
-        return read_split(partition.split, self.opts)  # type: ignore[attr-defined]
+        return _read_splits(partition.splits, self.opts)  # type: ignore[attr-defined]
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the log dirs are only read."""

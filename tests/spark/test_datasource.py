@@ -412,3 +412,20 @@ def test_one_large_partition_spreads_over_every_core(spark, tmp_path: Path) -> N
             spark.conf.set(key, before)
         register(spark)
     assert spark.read.format("kafka-log").load(str(tmp_path)).rdd.getNumPartitions() == 1   # 4 MiB open cost
+
+
+def test_many_small_partitions_share_tasks(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """24 small topic-partitions are read by a few tasks (each split counted with the 4 MiB open
+    cost, as Spark packs small files), every row once, in the planned order; before, one task each."""
+    from pyspark.sql import functions as F
+
+    for p in range(24):
+        write_partition(tmp_path, "small", p, simple_specs(2 + p % 3))
+    df = spark.read.format("kafka-log").load(str(tmp_path))
+    tasks = df.rdd.getNumPartitions()
+    assert spark.sparkContext.defaultParallelism == 2 and tasks == 2       # 24 x 4 MiB / 2 cores = 48 MiB each
+    assert spark_rows(df) == oracle_rows(tmp_path)
+    per_task = df.groupBy(F.spark_partition_id().alias("task")).agg(F.countDistinct("partition").alias("n"))
+    assert sorted(r["n"] for r in per_task.collect()) == [12, 12]
+    ordered = [(r.partition, r.offset) for r in df.select("partition", "offset").collect()]
+    assert ordered == sorted(ordered)                                     # split order kept across tasks

@@ -297,6 +297,61 @@ class TestSplitting:
         assert sorted(rows_of(splits, big_partition)) == [r.offset for r in big_partition.rows]
 
 
+class TestPacking:
+    """Input partitions of a Spark read: splits packed as Spark's file sources pack files."""
+
+    @staticmethod
+    def file_partitions(sizes: list[int], max_bytes: int, open_cost: int, parallelism: int) -> list[list[int]]:
+        """Spark's ``FilePartition.maxSplitBytes`` and ``getFilePartitions`` over file lengths, in the
+        given order (indexes into ``sizes``)."""
+        total = sum(n + open_cost for n in sizes)
+        max_split = min(max_bytes, max(open_cost, total // parallelism))
+        out: list[list[int]] = []
+        current: list[int] = []
+        size = 0
+        for i, n in enumerate(sizes):
+            if current and size + n > max_split:
+                out.append(current)
+                current, size = [], 0
+            current.append(i)
+            size += n + open_cost
+        return out + ([current] if current else [])
+
+    @pytest.fixture
+    def many_small(self, tmp_path: Path) -> list[WrittenPartition]:
+        return [write_partition(tmp_path, "many", p, simple_specs(2 + p % 3, start=0)) for p in range(24)]
+
+    @pytest.mark.parametrize("parallelism,open_cost", [(2, 4 << 20), (3, 4 << 20), (2, 1024), (8, 4 << 20)])
+    def test_small_partitions_share_tasks_as_sparks_small_files(self, many_small: list[WrittenPartition],
+                                                                parallelism: int, open_cost: int) -> None:
+        root = many_small[0].path.parent
+        opts = PlanOptions(default_parallelism=parallelism, open_cost_bytes=open_cost)
+        splits = plan_splits([str(root)], opts)
+        assert len(splits) == 24                              # one split per partition
+        assert [s.planned_bytes for s in splits] == [s.size_bytes for s in splits]
+        assert [s.planned_bytes for s in splits] == [sum(b[2] for b in w.batches) for w in many_small]
+        groups = planning.pack_splits(splits, opts)
+        assert [s for g in groups for s in g] == splits      # each once, in the planned order
+        want = self.file_partitions([s.planned_bytes for s in splits], 128 << 20, open_cost, parallelism)
+        assert [[splits.index(s) for s in g] for g in groups] == want
+        assert parallelism <= len(groups) < 24 if open_cost > 1024 else len(groups) >= parallelism
+
+    @pytest.mark.parametrize("parallelism", [2, 4, 7])
+    def test_a_partition_cut_for_every_core_keeps_every_core_busy(self, big_partition: WrittenPartition,
+                                                                   parallelism: int) -> None:
+        opts = PlanOptions(default_parallelism=parallelism, open_cost_bytes=16 * 1024)
+        splits = plan_splits([str(big_partition.path.parent)], opts)
+        groups = planning.pack_splits(splits, opts)
+        assert len(groups) >= parallelism and [s for g in groups for s in g] == splits
+        want = self.file_partitions([s.planned_bytes for s in splits], 128 << 20, 16 * 1024, parallelism)
+        assert [[splits.index(s) for s in g] for g in groups] == want
+
+    def test_min_partitions_is_never_packed_below(self, many_small: list[WrittenPartition]) -> None:
+        opts = PlanOptions(default_parallelism=2, min_partitions=10)
+        splits = plan_splits([str(many_small[0].path.parent)], opts)
+        assert planning.pack_splits(splits, opts) == [(s,) for s in splits]
+
+
 # --- offset bounds -----------------------------------------------------------------------
 class TestOffsetBounds:
     @pytest.mark.parametrize("start,end", [(0, None), (1234, None), (1234, 2777), (3999, 4000), (None, 15),

@@ -56,7 +56,7 @@ class TestAcceptedFilters:
         returned = list(r.pushFilters([f_topic, f_part, f_lo, f_hi, f_ts, f_val, f_nn]))
         assert [id(f) for f in returned] == [id(f_ts), id(f_val), id(f_nn)]   # same objects, by reference
         assert r.accepted == [f_topic, f_part, f_lo, f_hi]
-        splits = [p.split for p in r.partitions()]
+        splits = [s for p in r.partitions() for s in p.splits]
         assert {(s.topic, s.partition) for s in splits} == {("orders", 0), ("orders", 2)}
         assert all(s.start_offset == 100 and s.end_offset == 150 for s in splits)
         assert len(splits) == 2          # 50 offsets of ~110-byte records: one index interval each
@@ -71,7 +71,7 @@ class TestAcceptedFilters:
         f = GreaterThanOrEqual(("timestamp",), dt.datetime.fromtimestamp(1_700_000_004_000 / 1000, dt.timezone.utc))
         r = reader(logs, topics="orders")
         assert list(r.pushFilters([f])) == [f]
-        pruned = [p.split for p in r.partitions()]
+        pruned = [s for p in r.partitions() for s in p.splits]
         full = reader(logs, topics="orders").partitions()
         assert 0 < len(pruned) < len(full)
         for p in range(3):   # something was skipped, and nothing at or above offset 400
@@ -82,7 +82,7 @@ class TestAcceptedFilters:
         f = In(("offset",), (5, 500))
         r = reader(logs)
         assert list(r.pushFilters([f])) == [f]
-        splits = [p.split for p in r.partitions()]
+        splits = [s for p in r.partitions() for s in p.splits]
         assert all(s.start_offset == 5 and s.end_offset == 501 for s in splits)
 
     def test_contradiction_plans_nothing(self, logs: Path) -> None:
