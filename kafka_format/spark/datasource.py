@@ -90,8 +90,8 @@ __all__ = ["KafkaLogDataSource", "KafkaLogReader", "KafkaLogStreamReader", "Spli
 
 @dataclass
 class SplitPartition(InputPartition):
-    """Planned :class:`~kafka_format.read.planning.Split` s as one Spark input partition (picklable):
-    one split, or small splits packed together (:func:`~kafka_format.read.planning.pack_splits`)."""
+    """One Spark input partition (picklable): a planned :class:`~kafka_format.read.planning.Split`,
+    or small ones packed together (:func:`~kafka_format.read.planning.pack_splits`)."""
 
     splits: tuple[Split, ...]
 
