@@ -27,7 +27,8 @@ from typing import Any, TypeVar
 
 __all__ = ["ENGINES", "LOCAL_MAX_BYTES", "PARALLEL_MIN_BYTES", "PARTITION_OPEN_BYTES", "SEGMENT_LOOKUP_BYTES",
            "SEGMENT_SCAN_BYTES", "EngineChoice", "TaskFailed", "allow_pandas", "choose_engine",
-           "input_bytes", "local_max_bytes", "one_blas_thread", "run_tasks", "without_pandas", "workers"]
+           "input_bytes", "local_max_bytes", "one_blas_thread", "run_tasks", "task_work", "without_pandas",
+           "workers"]
 
 ENGINES = ("auto", "local", "spark")
 LOCAL_MAX_BYTES = 1 << 30        # auto: above this many segment bytes the work goes to Spark
@@ -43,6 +44,15 @@ PARALLEL_MIN_BYTES = 128 << 20
 SEGMENT_SCAN_BYTES = 1 << 20
 SEGMENT_LOOKUP_BYTES = 64 << 10
 PARTITION_OPEN_BYTES = 384 << 10
+
+
+def task_work(*, data_bytes: int = 0, scanned_segments: int = 0, looked_up_segments: int = 0,
+              partitions: int = 1) -> int:
+    """A task's work in bytes, for ``run_tasks``' weights: the bytes it decodes plus the fixed cost
+    of each segment it reads whole, each segment whose indexes it looks up, and each partition it
+    re-opens."""
+    return (data_bytes + scanned_segments * SEGMENT_SCAN_BYTES + looked_up_segments * SEGMENT_LOOKUP_BYTES
+            + partitions * PARTITION_OPEN_BYTES)
 
 T = TypeVar("T")
 R = TypeVar("R")

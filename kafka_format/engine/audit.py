@@ -23,10 +23,9 @@ from kafka_format.log.audit.auditor import (
     sort_findings,
 )
 from kafka_format.common.errors import KafkaFormatError, LogDirError
-from kafka_format.engine import PARTITION_OPEN_BYTES, SEGMENT_LOOKUP_BYTES, SEGMENT_SCAN_BYTES
+from kafka_format.engine import task_work
 from kafka_format.storage.logdir import LogDir, open_log_dirs
 from kafka_format.read.planning import longest_replicas
-from kafka_format.storage.partition_log import PartitionLog
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
 __all__ = ["AuditTask", "audit_tasks", "run_audit_task", "collect_rows", "audit_local"]
@@ -96,7 +95,7 @@ def audit_tasks(logdirs: Sequence[str], topics: Sequence[str] | None, topic_patt
         return configs[topic] if configs is not None else None
 
     selection = TopicSelection.of(topics, topic_pattern)
-    tasks: list[AuditTask] = [AuditTask("logdir", (), d.path, None, None, deep, now_ms, weight=PARTITION_OPEN_BYTES)
+    tasks: list[AuditTask] = [AuditTask("logdir", (), d.path, None, None, deep, now_ms, weight=task_work())
                               for d in found.log_dirs]
     # the coordinators' view of open transactions (hanging = not listed there), read on the driver;
     # unreadable (its own partition audit reports why): unknown, as without __transaction_state
@@ -108,23 +107,15 @@ def audit_tasks(logdirs: Sequence[str], topics: Sequence[str] | None, topic_patt
     for p in found.all_partitions():
         if p.kind == "live" and selection.matches(p.topic):
             tasks.append(AuditTask("partition", (PartitionRef.of(p),), None, p.topic, config(p.topic), deep, now_ms,
-                                   coordinator, weight=_scan_weight(p)))
+                                   coordinator, weight=task_work(data_bytes=p.size_bytes,
+                                                                     scanned_segments=len(p.segments))))
     for group in replica_groups(found.log_dirs):
         topic = group[0].topic
         if selection.matches(topic):
             tasks.append(AuditTask("replicas", tuple(PartitionRef.of(p) for p in group), None, topic, config(topic),
-                                   deep, now_ms, weight=sum(_lookup_weight(p) for p in group)))
+                                   deep, now_ms, weight=task_work(partitions=len(group),
+                                                  looked_up_segments=sum(len(p.segments) for p in group))))
     return tasks
-
-
-def _scan_weight(p: PartitionLog) -> int:
-    """Work of a partition task: its segments' bytes and each segment's fixed cost (scanned whole)."""
-    return PARTITION_OPEN_BYTES + p.size_bytes + len(p.segments) * SEGMENT_SCAN_BYTES
-
-
-def _lookup_weight(p: PartitionLog) -> int:
-    """Work of one replica in a replicas task (batch headers and indexes, no record scan)."""
-    return PARTITION_OPEN_BYTES + len(p.segments) * SEGMENT_LOOKUP_BYTES
 
 
 def collect_rows(pairs: Iterable[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from kafka_format.storage.fsio import redact
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.engine import task_work
 from kafka_format.storage.logdir import LogDirSet, PartitionLog, open_log_dirs
 from kafka_format.output.ownership import Owner
 from kafka_format.records.schema import RECORD_SCHEMA
@@ -112,6 +113,7 @@ class CleanerTask(PartitionRef):
     records_path: str | None = None       # the Parquet file this task writes its record rows to, or None
     batch_rows: int = 8192                # records the cleaner decodes at a time (its working set)
     read_buffer: int | None = None        # bytes read at a time (None: log.cleaner.io.buffer.size)
+    weight: int = 0                       # bytes of work, for the local engine's pool (engine.run_tasks)
 
 
 def _log_dir_names(log_dirs: Iterable[str]) -> dict[str, str]:
@@ -150,6 +152,7 @@ def cleaner_tasks(logdirs: str | Sequence[str] | LogDirSet, configs: TopicConfig
                        else os.path.join(segments_dir, names[p.log_dir], f"{p.topic}-{p.partition}")),
         records_path=None if records_dir is None else os.path.join(records_dir, f"part-{i:05d}.parquet"),
         batch_rows=batch_rows,
+        weight=task_work(data_bytes=p.size_bytes, scanned_segments=len(p.segments)),
     ) for i, p in enumerate(replicas)]
 
 
@@ -463,7 +466,7 @@ def cleaner_pass_local(logdirs: str | Sequence[str], configs: TopicConfigs, now_
     os.makedirs(records_dir, exist_ok=True)
     from kafka_format.engine import TaskFailed
 
-    weights = [_replica_work(t.path) for t in tasks]
+    weights = [t.weight for t in tasks]
     try:
         rows = [row for out in run_tasks(run_cleaner_file_task, tasks, weights=weights) for row in out]
     except ReplicaTaskError as exc:
@@ -471,9 +474,3 @@ def cleaner_pass_local(logdirs: str | Sequence[str], configs: TopicConfigs, now_
     finish_records_dir(records_dir)
     return rows
 
-
-def _replica_work(partition_dir: str) -> int:
-    """Bytes of work of cleaning a replica: its segments' bytes and each segment's fixed cost."""
-    from kafka_format.engine import SEGMENT_SCAN_BYTES
-
-    return sum(p.size_bytes + len(p.segments) * SEGMENT_SCAN_BYTES for p in open_log_dirs(partition_dir).all_partitions())

@@ -31,8 +31,7 @@ REPLICA_COLUMNS = ("logDir", "brokerId")       # added with replicas="all"
 class Target(PartitionRef):
     """One replica to answer for, re-opened by the task that answers."""
 
-    size: int = 0       # segment bytes
-    segments: int = 0   # segments (with ``size``: the work of a lookup, for the local engine's pool)
+    segments: int = 0   # its segments: the work of a lookup (index bytes only), for the local engine's pool
 
 
 def lookup_group(group: Sequence[Target], specs: Sequence[int], isolation: str, with_replica: bool
@@ -64,7 +63,7 @@ def lookup_targets(logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequenc
         logdirs if isinstance(logdirs, LogDirSet) else ([logdirs] if isinstance(logdirs, str) else list(logdirs))))
     if replicas == "longest":
         chosen = longest_replicas(chosen)
-    return [Target(r.topic, r.partition, r.path, r.log_dir, r.size_bytes, len(r.segments)) for r in chosen], specs
+    return [Target(r.topic, r.partition, r.path, r.log_dir, len(r.segments)) for r in chosen], specs
 
 
 def group_targets(targets: Sequence[Target], tasks: int) -> list[list[Target]]:
@@ -87,7 +86,7 @@ def list_offsets_local(logdirs: str | Sequence[str] | LogDirSet, timestamps: Seq
                        ) -> list[dict[str, Any]]:
     """The rows of :func:`kafka_format.spark.offsets.offsets_for_timestamps`, as dicts, computed
     in this process (a process pool for large inputs)."""
-    from kafka_format.engine import PARTITION_OPEN_BYTES, SEGMENT_LOOKUP_BYTES, run_tasks, workers
+    from kafka_format.engine import run_tasks, task_work, workers
 
     targets, specs = lookup_targets(logdirs, timestamps, topics=topics, topic_pattern=topic_pattern,
                                     isolation_level=isolation_level, replicas=replicas)
@@ -98,6 +97,6 @@ def list_offsets_local(logdirs: str | Sequence[str] | LogDirSet, timestamps: Seq
     groups = group_targets(targets, 2 * workers())
     fn = partial(_answer, specs=specs, isolation=isolation_level, with_replica=with_replica)
     # index lookups: the work is per partition and per segment, not per byte of the segments
-    out = run_tasks(fn, groups, weights=[sum(PARTITION_OPEN_BYTES + t.segments * SEGMENT_LOOKUP_BYTES for t in g)
+    out = run_tasks(fn, groups, weights=[task_work(partitions=len(g), looked_up_segments=sum(t.segments for t in g))
                                          for g in groups])
     return [dict(zip(columns, row, strict=True)) for rows in out for row in rows]

@@ -73,6 +73,6 @@ def split_bytes(split: Split) -> int:
 def split_work(split: Split) -> int:
     """The work of reading a split, in bytes for ``run_tasks``' weights: its bytes, a fixed cost
     per segment it reads and one for the split (re-opening its partition, its output)."""
-    from kafka_format.engine import PARTITION_OPEN_BYTES, SEGMENT_SCAN_BYTES
+    from kafka_format.engine import task_work
 
-    return split_bytes(split) + len(split.ranges) * SEGMENT_SCAN_BYTES + PARTITION_OPEN_BYTES
+    return task_work(data_bytes=split_bytes(split), scanned_segments=len(split.ranges))

@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover - a build without the compiled decoder
 if TYPE_CHECKING:
     from kafka_format.records.batch_table import BatchTable
 
-__all__ = ["CONSTANT_ROWS", "batch_table_to_arrow", "constant", "to_arrow", "to_arrow_batches"]
+__all__ = ["CONSTANT_ROWS", "MAX_TIMESTAMP_MS", "batch_table_to_arrow", "constant", "to_arrow", "to_arrow_batches"]
 
 _CODEC_MASK = 0x07
 _TIMESTAMP_TYPE_MASK = 0x08
@@ -49,7 +49,8 @@ _DELETE_HORIZON_MASK = 0x40
 _MAGIC_V2 = 2
 _NO_TIMESTAMP_TYPE = -1
 _MS_TO_US = 1000
-_MAX_MS = np.iinfo(np.int64).max // _MS_TO_US
+#: Largest |milliseconds| whose microseconds fit an int64: the ``timestamp`` column holds null beyond.
+MAX_TIMESTAMP_MS = np.iinfo(np.int64).max // _MS_TO_US
 
 #: Rows of a cached constant column (the decoder's default ``max_rows_per_batch``).
 CONSTANT_ROWS = 1 << 16
@@ -276,8 +277,8 @@ def _timestamps(ms: np.ndarray) -> pa.Array:
         return pa.Array.from_buffers(type_, n, [None if bitmap is None else pa.py_buffer(bitmap),
                                                 pa.py_buffer(data)], null_count=nulls)
     valid: np.ndarray | None = None
-    if n and (ms.min() < -_MAX_MS or ms.max() > _MAX_MS):
-        valid = (ms <= _MAX_MS) & (ms >= -_MAX_MS)
+    if n and (ms.min() < -MAX_TIMESTAMP_MS or ms.max() > MAX_TIMESTAMP_MS):
+        valid = (ms <= MAX_TIMESTAMP_MS) & (ms >= -MAX_TIMESTAMP_MS)
         us = np.where(valid, ms, 0) * _MS_TO_US
     else:
         us = ms * _MS_TO_US

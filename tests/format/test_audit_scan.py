@@ -145,13 +145,13 @@ def assert_batches(got: BatchColumns, path: Path, start: int = 0, end: int | Non
 def one_pass(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, int]]]:
     """The ranges the audit reads a second time (headers only), recorded."""
     again: list[tuple[int, int]] = []
-    real = scan._batch_pass
+    real = scan.header_pass
 
-    def spy(location: str, handle: Any, lo: int, hi: int) -> BatchColumns:
-        again.append((lo, hi))
-        return real(location, handle, lo, hi)
+    def spy(location: str, handle: Any, **kw: Any) -> BatchColumns:
+        again.append((kw["start"], kw["end"]))
+        return real(location, handle, **kw)
 
-    monkeypatch.setattr(scan, "_batch_pass", spy)
+    monkeypatch.setattr(scan, "header_pass", spy)
     yield again
 
 
@@ -201,7 +201,7 @@ def test_a_damaged_file_rereads_its_good_ranges(tmp_path: Path, seed: int, one_p
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_a_limit_inside_a_batch_cuts_it_in_either_pass(tmp_path: Path, seed: int) -> None:
+def test_a_limit_inside_a_batch_cuts_that_batch(tmp_path: Path, seed: int) -> None:
     entries = mixed_entries(seed)
     path = write(tmp_path / "00000000000000000000.log", entries)
     sizes = [len(b.data) for _kind, b in entries]

@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kafka_format.storage import checkpoints as ckpt
-from kafka_format.records.file_records import batch_tables
-from kafka_format.common.errors import KafkaFormatError
 from kafka_format.storage.logdir import LogDir, PartitionLog
 
 if TYPE_CHECKING:
@@ -27,7 +25,7 @@ from kafka_format.log.audit.model import (
     _is_compacted,
     _text,
 )
-from kafka_format.log.audit.scan import _source, batch_columns
+from kafka_format.log.audit.scan import header_pass
 
 # ---------------------------------------------------------------------------------------------
 # log dir and replicas
@@ -71,14 +69,7 @@ def _replica_batches(replica: PartitionLog) -> _ReplicaBatches:
     parts: list[BatchColumns] = []
     files: list[str] = []
     for seg in replica.segments:
-        tables: list[BatchColumns] = []
-        with _source(seg.log_path or "", replica.filesystem) as src:
-            try:
-                for table in batch_tables(src, mode="PERMISSIVE"):
-                    tables.append(batch_columns(table.take(table.crc_valid)))   # intact batches only
-            except KafkaFormatError:
-                pass
-        parts.append(BatchColumns.concat(tables))
+        parts.append(header_pass(seg.log_path or "", replica.filesystem, mode="PERMISSIVE", intact_only=True))
         files.append(seg.log_path or "")
     b = BatchColumns.concat(parts)
     which = np.concatenate([np.full(len(p), k, np.int64) for k, p in enumerate(parts)]) if parts \

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from kafka_format.records import batch_v2, framing
+from kafka_format.records.assembly import MAX_TIMESTAMP_MS
 from kafka_format.records.batch_table import BatchTable
 from kafka_format.records.columns import RecordColumns
 from kafka_format.records.file_records import DecodedChunk, SkippedRange, batch_tables, decoded_chunks
@@ -33,7 +34,6 @@ from kafka_format.records.control import ControlRecordType, parse_control_key, p
 # reading one .log
 
 _MAGIC_V2 = 2
-_MAX_MS = np.iinfo(np.int64).max // 1000   # a timestamp the Arrow column (microseconds) can hold
 
 
 @contextmanager
@@ -123,7 +123,7 @@ class _RecordFacts:
         offsets = columns.offset.astype(np.int64)
         positions = table.position[rows] + np.int64(chunk.base)
         ms = columns.timestamp.astype(np.int64)
-        ts = np.where((ms >= -_MAX_MS) & (ms <= _MAX_MS), ms, -1)  # the Arrow column's range (null: -1)
+        ts = np.where((ms >= -MAX_TIMESTAMP_MS) & (ms <= MAX_TIMESTAMP_MS), ms, -1)  # the Arrow column's (null: -1)
         # DumpLogSegments (deep): any record offset != previous + 1, over the whole file
         prev = np.concatenate([[self.last if self.last is not None else -1], offsets[:-1]])
         bad = np.flatnonzero(prev + 1 != offsets)
@@ -188,14 +188,16 @@ def merge_skipped_ranges(found: Iterable[SkippedRange], limit: int, path: str | 
     return merged
 
 
-def _batch_pass(location: str, handle: Any, lo: int, hi: int) -> BatchColumns:
-    """The batches of the good range ``[lo, hi)`` (headers only, FAILFAST: a problem ends the
-    range, whose rest the caller accounts as skipped)."""
+def header_pass(location: str, handle: Any, *, start: int = 0, end: int | None = None, mode: str = "FAILFAST",
+                intact_only: bool = False) -> BatchColumns:
+    """The batches of ``[start, end)`` of a ``.log``, headers only (``batch_tables``; with
+    ``intact_only`` those whose CRC holds).  A problem the mode raises ends the read: the batches
+    before it are returned, and the caller accounts for the rest."""
     parts: list[BatchColumns] = []
     with _source(location, handle) as src:
         try:
-            for table in batch_tables(src, start=lo, end=hi):
-                parts.append(batch_columns(table))
+            for table in batch_tables(src, start=start, end=end, mode=mode):
+                parts.append(batch_columns(table.take(table.crc_valid) if intact_only else table))
         except KafkaFormatError:
             pass
     return BatchColumns.concat(parts)
@@ -240,7 +242,7 @@ def scan_log(location: str, *, filesystem: Any = None, topic: str | None = None,
         if hi > lo:
             bound = end if hi >= end else hi
             # a records pass that skipped nothing read every batch of [0, end): no second read
-            cols = BatchColumns.concat(seen) if not raw else _batch_pass(location, handle, lo, hi)
+            cols = BatchColumns.concat(seen) if not raw else header_pass(location, handle, start=lo, end=hi)
             keep = cols.position + cols.size <= bound
             if not keep.all():
                 cut_at = int(np.argmin(keep))
