@@ -21,16 +21,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 __all__ = ["ENGINES", "LOCAL_MAX_BYTES", "PARALLEL_MIN_BYTES", "PARTITION_OPEN_BYTES", "SEGMENT_LOOKUP_BYTES",
            "SEGMENT_SCAN_BYTES", "EngineChoice", "TaskFailed", "allow_pandas", "choose_engine",
-           "input_bytes", "local_max_bytes", "one_blas_thread", "run_tasks", "task_work", "without_pandas",
+           "input_bytes", "iter_tasks", "local_max_bytes", "one_blas_thread", "run_tasks", "task_work", "without_pandas",
            "workers"]
 
 ENGINES = ("auto", "local", "spark")
+MAX_CHUNK_TASKS = 64             # tasks a pool worker takes at a time (iter_tasks)
 LOCAL_MAX_BYTES = 1 << 30        # auto: above this many segment bytes the work goes to Spark
 # Below this many bytes of work in all, the tasks run one after another in this process: starting
 # worker processes costs more than it saves (one Spark partition's worth, maxBytesPerPartition).
@@ -172,17 +173,27 @@ def run_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int
     """``[fn(t) for t in tasks]``, in order: in this process when there is at most one task, one
     core, or less than :data:`PARALLEL_MIN_BYTES` of work in all (``weights``: bytes per task);
     else over a process pool of one worker per core.  ``fn`` and the tasks must be picklable."""
+    return list(iter_tasks(fn, tasks, weights=weights, max_workers=max_workers))
+
+
+def iter_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int] | None = None,
+               max_workers: int | None = None) -> Iterator[R]:
+    """:func:`run_tasks`, its results yielded in task order as they are ready: a caller that folds
+    them into something smaller never holds them all."""
     n = max_workers or workers()
     total = None if weights is None else sum(int(w) for w in weights)
     if len(tasks) <= 1 or n <= 1 or (total is not None and total < PARALLEL_MIN_BYTES):
-        return [fn(t) for t in tasks]
+        yield from (fn(t) for t in tasks)
+        return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     method = "fork" if sys.platform.startswith("linux") and "pyspark" not in sys.modules else "spawn"
     with ProcessPoolExecutor(max_workers=min(n, len(tasks)),
                              mp_context=multiprocessing.get_context(method)) as pool:
-        return list(pool.map(fn, tasks, chunksize=max(1, len(tasks) // (4 * n))))
+        # a chunk's results come back together and wait for the chunks before them: at most
+        # MAX_CHUNK_TASKS tasks a chunk keeps what is held at once small on any number of tasks
+        yield from pool.map(fn, tasks, chunksize=max(1, min(MAX_CHUNK_TASKS, len(tasks) // (4 * n))))
 
 
 from kafka_format.common.errors import KafkaFormatError  # noqa: E402  (after the pool helpers: no cycle)

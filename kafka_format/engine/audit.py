@@ -2,8 +2,9 @@
 
 :func:`audit_tasks` (driver: one task per partition replica, per log dir and per replica group)
 and :func:`run_audit_task` (one task: its findings and per-file accounting rows) are what the Spark
-job (:mod:`kafka_format.spark.audit`) runs; :func:`audit_local` runs them in this process and
-:func:`collect_rows` orders the result the same way for both engines.
+job (:mod:`kafka_format.spark.audit`) runs; :func:`audit_local` runs them in this process.  Both
+engines gather the rows into Arrow tables in task order and sort them the same way
+(:mod:`kafka_format.log.audit.tables`).
 """
 
 from __future__ import annotations
@@ -13,22 +14,26 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+
 from kafka_format.log.audit.auditor import (
+    ACCOUNTING_COLUMNS,
+    FINDING_COLUMNS,
     Finding,
     audit_log_dir,
     audit_partition_report,
     audit_replicas,
     coordinator_transactions,
     replica_groups,
-    sort_findings,
 )
+from kafka_format.log.audit.tables import ResultCollector
 from kafka_format.common.errors import KafkaFormatError, LogDirError
 from kafka_format.engine import task_work
 from kafka_format.storage.logdir import LogDir, open_log_dirs
 from kafka_format.read.planning import longest_replicas
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
-__all__ = ["AuditTask", "audit_tasks", "run_audit_task", "collect_rows", "audit_local"]
+__all__ = ["AuditTask", "audit_tasks", "run_audit_task", "task_rows", "slice_tables", "audit_local"]
 
 @dataclass(frozen=True)
 class AuditTask:
@@ -118,27 +123,40 @@ def audit_tasks(logdirs: Sequence[str], topics: Sequence[str] | None, topic_patt
     return tasks
 
 
-def collect_rows(pairs: Iterable[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Findings (sorted: errors first) and accounting rows (by file) of the tasks' pairs."""
-    pairs = list(pairs)
-    findings = sort_findings(row for kind, row in pairs if kind == "finding")
-    files = sorted((row for kind, row in pairs if kind == "file"), key=lambda r: r["file"])
+#: one task's rows in column order: (findings, accounting rows)
+TaskRows = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]
+
+
+def task_rows(task: AuditTask) -> TaskRows:
+    """:func:`run_audit_task`'s rows as tuples in column order (findings, accounting rows)."""
+    findings: list[tuple[Any, ...]] = []
+    files: list[tuple[Any, ...]] = []
+    for kind, row in run_audit_task(task):
+        if kind == "finding":
+            findings.append(tuple(row[c] for c in FINDING_COLUMNS))
+        else:
+            files.append(tuple(row[c] for c in ACCOUNTING_COLUMNS))
     return findings, files
 
 
-def _run_list(task: AuditTask) -> list[tuple[str, dict[str, Any]]]:
-    return list(run_audit_task(task))
+def slice_tables(tasks: Iterable[AuditTask]) -> Iterator[tuple[pa.Table, pa.Table]]:
+    """The rows of a run of tasks (a Spark slice) as two tables in task order: what an executor
+    sends back is columns, not a Python object per row."""
+    collector = ResultCollector()
+    for task in tasks:
+        collector.add(*task_rows(task))
+    yield collector.tables(ordered=False)
 
 
 def audit_local(logdirs: Sequence[str], *, topics: Sequence[str] | None = None, topic_pattern: str | None = None,
-                configs: Any = None, deep: bool = True, now_ms: int | None = None
-                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """:func:`kafka_format.spark.audit.audit_rows` in this process (a process pool for large inputs)."""
-    from kafka_format.engine import run_tasks
+                configs: Any = None, deep: bool = True, now_ms: int | None = None) -> tuple[pa.Table, pa.Table]:
+    """:func:`kafka_format.spark.audit.audit_tables` in this process (a process pool for large
+    inputs): the findings, sorted (errors first), and the accounting rows, by file."""
+    from kafka_format.engine import iter_tasks
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
     tasks = audit_tasks(logdirs, topics, topic_pattern, configs, deep, now)
-    if not tasks:
-        return [], []
-    weights = [t.weight for t in tasks]
-    return collect_rows(pair for pairs in run_tasks(_run_list, tasks, weights=weights) for pair in pairs)
+    collector = ResultCollector()
+    for findings, files in iter_tasks(task_rows, tasks, weights=[t.weight for t in tasks]):
+        collector.add(findings, files)
+    return collector.tables()

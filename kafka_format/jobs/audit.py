@@ -18,9 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from kafka_format.log.audit.auditor import REPORT_OWNER, at_or_above, format_finding
+from kafka_format.log.audit.tables import findings_table, iter_rows
 from kafka_format.jobs.jobargs import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -73,49 +78,51 @@ def _run(ctx: JobContext, args: argparse.Namespace) -> int:
                                       configs=ctx.configs, deep=not args.shallow, now_ms=ctx.now_ms)
     else:
         spark = session_for(ctx, "audit")
-        from kafka_format.spark.audit import audit
+        from kafka_format.spark.audit import audit_tables
 
-        findings_df, files_df = audit(spark, ctx.logdirs, topics=ctx.topics or None,
-                                      topic_pattern=ctx.topic_pattern, configs=ctx.configs,
-                                      deep=not args.shallow, now_ms=ctx.now_ms)
-        findings = [r.asDict() for r in findings_df.collect()]
-        files = [r.asDict() for r in files_df.collect()]
+        findings, files = audit_tables(spark, ctx.logdirs, topics=ctx.topics or None,
+                                       topic_pattern=ctx.topic_pattern, configs=ctx.configs,
+                                       deep=not args.shallow, now_ms=ctx.now_ms)
     write_outputs(str(ctx.out), findings, files, now_ms=ctx.now_ms, logdirs=describe(ctx)["logdirs"])
     if ctx.format == "json":
-        lines = [json.dumps(row, sort_keys=False) for row in findings]
+        lines: Iterable[str] = (json.dumps(row, sort_keys=False) for row in iter_rows(findings))
+        fold = False
     else:
         fold = sys.stdout.isatty()
         lines = finding_lines(findings, fold=fold, out=str(ctx.out))
-        if fold:                      # a person at a terminal: the sums, and where the page is
-            lines.append(f"{summary_line(findings, files)}; report: {ctx.out}/report.html")
     for line in lines:
         sys.stdout.write(line + "\n")
+    if fold:                      # a person at a terminal: the sums, and where the page is
+        sys.stdout.write(f"{summary_line(findings, files)}; report: {ctx.out}/report.html\n")
     sys.stdout.flush()
     return EXIT_FINDINGS if at_or_above(findings, args.fail_on) else EXIT_OK
 
 
-def finding_lines(findings: list[dict[str, Any]], *, fold: bool, out: str) -> list[str]:
+def finding_lines(findings: pa.Table | Sequence[dict[str, Any]], *, fold: bool, out: str) -> Iterator[str]:
     """The text lines: one per finding; with ``fold`` (a person at a terminal) every error and
     warning line, then the informational findings one line per check when a check has several
     (every finding stays in ``out``: ``findings/`` and ``report.html``, and in ``--format json``)."""
+    table = findings_table(findings)
     if not fold:
-        return [format_finding(row) for row in findings]
-    infos: dict[str, list[dict[str, Any]]] = {}
-    lines = []
-    for row in findings:
-        if row["severity"] == "info":
-            infos.setdefault(row["check"], []).append(row)
-        else:
-            lines.append(format_finding(row))
-    for check, rows in infos.items():
-        if len(rows) == 1:
-            lines.append(format_finding(rows[0]))
-        else:
-            where = sorted({f"{r['topic']}-{r['partition']}" for r in rows if r["topic"] is not None})
-            shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
-            lines.append(f"INFO {check}: {len(rows)} findings" + (f" in {shown}" if shown else "")
-                         + f" (each one in {out}/report.html)")
-    return lines
+        yield from (format_finding(row) for row in iter_rows(table))
+        return
+    info = pc.equal(table["severity"], "info")
+    yield from (format_finding(row) for row in iter_rows(table.filter(pc.invert(info))))
+    infos = table.filter(info)
+    counts = dict(zip(*infos.group_by("check", use_threads=False).aggregate([([], "count_all")])
+                      .to_pydict().values()))
+    where: dict[str, list[str]] = {}
+    placed = infos.filter(pc.is_valid(infos["topic"])).group_by(["check", "topic", "partition"], use_threads=False)
+    for check, topic, part in zip(*placed.aggregate([]).select(["check", "topic", "partition"]).to_pydict().values()):
+        where.setdefault(check, []).append(f"{topic}-{part}")
+    for check in pc.unique(infos["check"]).to_pylist():
+        if counts[check] == 1:
+            yield format_finding(next(iter_rows(infos.filter(pc.equal(infos["check"], check)))))
+            continue
+        names = sorted(set(where.get(check, [])))
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        yield (f"INFO {check}: {counts[check]} findings" + (f" in {shown}" if shown else "")
+               + f" (each one in {out}/report.html)")
 
 
 if __name__ == "__main__":

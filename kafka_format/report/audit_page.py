@@ -2,16 +2,22 @@
 
 Input: the finding rows (``severity, check, topic, partition, file, position, offset, expected,
 actual, message``) and the per-``.log`` byte accounting rows (``topic, partition, file, sizeBytes,
-validBytes, skippedBytes, zeroTailBytes, cutBytes, batches``), as :mod:`kafka_format.log.audit.auditor` writes
-them to Parquet.
+validBytes, skippedBytes, zeroTailBytes, cutBytes, batches``), as Arrow tables
+(:mod:`kafka_format.log.audit.tables`; lists of dict rows are converted) in the order they are
+written to Parquet.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kafka_format.log.audit.model import at_or_above
+from kafka_format.log.audit.tables import files_table, findings_table, severity_rank
 from kafka_format.report.charts import bar_chart_svg
 from kafka_format.report.html import ROW_LIMIT, Card, Cell, Page, details_list
 from kafka_format.report.units import human_bytes, human_count, utc_text
@@ -79,20 +85,43 @@ def _size(n: int) -> Cell:
     return Cell(human_bytes(n), title=f"{n:,} bytes", sort=n)
 
 
-def audit_totals(findings: Sequence[Mapping[str, Any]], files: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def _count_by(table: pa.Table, keys: list[str]) -> Iterator[tuple[Any, ...]]:
+    """``(key..., count)`` of each distinct value of ``keys``, in order of first appearance (made
+    into Python values a few thousand groups at a time)."""
+    groups = table.group_by(keys, use_threads=False).aggregate([([], "count_all")])
+    for batch in groups.select([*keys, "count_all"]).to_batches(max_chunksize=8192):
+        yield from zip(*(column.to_pylist() for column in batch.columns))
+
+
+def _partitions(table: pa.Table, mask: pa.ChunkedArray | None = None) -> set[tuple[Any, Any]]:
+    """The distinct (topic, partition) pairs of the rows that name a topic (of those in ``mask``)."""
+    keys = table.select(["topic", "partition"])
+    named = pc.is_valid(keys["topic"])
+    return {(t, p) for t, p, _ in _count_by(keys.filter(named if mask is None else pc.and_(named, mask)),
+                                            ["topic", "partition"])}
+
+
+def _total(column: pa.ChunkedArray) -> int:
+    return int(pc.sum(column).as_py() or 0)
+
+
+def _is(table: pa.Table, *severities: str) -> pa.ChunkedArray:
+    return pc.is_in(table["severity"], value_set=pa.array(severities))
+
+
+def audit_totals(findings: pa.Table | Sequence[Mapping[str, Any]],
+                 files: pa.Table | Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """The figures a person looks at first: findings per severity, partitions seen and those with
     errors or warnings, log bytes checked and bytes not readable (skipped or cut)."""
-    partitions = {(a["topic"], a["partition"]) for a in files} | {
-        (f["topic"], f["partition"]) for f in findings if f.get("topic") is not None}
-    troubled = {(f["topic"], f["partition"]) for f in findings
-                if f["severity"] in ("error", "warning") and f.get("topic") is not None}
-    return {**{sev: sum(1 for f in findings if f["severity"] == sev) for sev in ("error", "warning", "info")},
-            "partitions": len(partitions), "troubled": len(troubled), "files": len(files),
-            "bytes": sum(int(a["sizeBytes"]) for a in files),
-            "unreadable": sum(int(a["skippedBytes"]) + int(a["cutBytes"]) for a in files)}
+    f, a = findings_table(findings), files_table(files)
+    per_severity = {sev: n for sev, n in _count_by(f, ["severity"])}
+    return {**{sev: per_severity.get(sev, 0) for sev in ("error", "warning", "info")},
+            "partitions": len(_partitions(a) | _partitions(f)),
+            "troubled": len(_partitions(f, _is(f, "error", "warning"))), "files": a.num_rows,
+            "bytes": _total(a["sizeBytes"]), "unreadable": _total(a["skippedBytes"]) + _total(a["cutBytes"])}
 
 
-def summary_line(findings: Sequence[Mapping[str, Any]], files: Sequence[Mapping[str, Any]]) -> str:
+def summary_line(findings: pa.Table | Sequence[Mapping[str, Any]], files: pa.Table | Sequence[Mapping[str, Any]]) -> str:
     """One line after the findings at a terminal: counts, partitions with problems, bytes checked."""
     t = audit_totals(findings, files)
     return (f"{t['error']} errors, {t['warning']} warnings, {t['info']} informational; {t['troubled']} of "
@@ -100,15 +129,27 @@ def summary_line(findings: Sequence[Mapping[str, Any]], files: Sequence[Mapping[
             f"{human_bytes(t['unreadable'])} not readable")
 
 
-def render_audit_page(findings: Sequence[Mapping[str, Any]], files: Sequence[Mapping[str, Any]], *,
+def _first(table: pa.Table, keys: dict[str, pa.ChunkedArray | pa.Array], orders: Sequence[str],
+           limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` rows of ``table`` sorted (stably) by ``keys`` in ``orders``."""
+    if table.num_rows == 0 or limit <= 0:
+        return []
+    order = pc.sort_indices(pa.table(keys), sort_keys=list(zip(keys, orders)))[:limit]
+    return table.take(order).to_pylist()
+
+
+def render_audit_page(findings: pa.Table | Sequence[Mapping[str, Any]],
+                      files: pa.Table | Sequence[Mapping[str, Any]], *,
                       title: str | None = None, now_ms: int | None = None, logdirs: Sequence[str] = ()) -> str:
     """The audit report page (one self-contained HTML file); ``now_ms`` and ``logdirs``: what was
-    audited, when, named under the title."""
+    audited, when, named under the title.  Its tables are bounded (:data:`ROW_LIMIT` rows, the
+    informational findings :data:`_FOLDED` per check): the page is made from the columns, and only
+    the rows it shows become Python objects."""
+    findings, files = findings_table(findings), files_table(files)
     t = audit_totals(findings, files)
     count = {sev: t[sev] for sev in ("error", "warning", "info")}
-    problems = [f for f in findings if f["severity"] in ("error", "warning")]
-    partitions = {(a["topic"], a["partition"]) for a in files} | {
-        (f["topic"], f["partition"]) for f in findings if f.get("topic") is not None}
+    problems = at_or_above(findings, "warning")
+    partitions = _partitions(files) | _partitions(findings)
     size, skipped = t["bytes"], t["unreadable"]
 
     if title is None:
@@ -121,16 +162,17 @@ def render_audit_page(findings: Sequence[Mapping[str, Any]], files: Sequence[Map
         Card("warnings", human_count(count["warning"]), cls="warning" if count["warning"] else "ok"),
         Card("partitions with problems", f"{t['troubled']} of {t['partitions']}",
              cls="warning" if t["troubled"] else None),
-        Card("log bytes checked", human_bytes(size), f"{size:,} bytes in {len(files)} .log files"),
+        Card("log bytes checked", human_bytes(size), f"{size:,} bytes in {files.num_rows} .log files"),
         Card("bytes not readable", human_bytes(skipped), f"{skipped:,} bytes skipped or cut",
              "warning" if skipped else None),
         Card("informational facts", human_count(count["info"]), "expected findings, folded below"),
     ])
 
     per_replica: dict[str, dict[str, int]] = {}
-    for f in findings:
-        acc = per_replica.setdefault(replica_label(f), {"error": 0, "warning": 0, "info": 0})
-        acc[f["severity"]] = acc.get(f["severity"], 0) + 1
+    for topic, part, path, sev, n in _count_by(findings, ["topic", "partition", "file", "severity"]):
+        acc = per_replica.setdefault(replica_label({"topic": topic, "partition": part, "file": path}),
+                                     {"error": 0, "warning": 0, "info": 0})
+        acc[sev] = acc.get(sev, 0) + n
     labels = sorted(per_replica, key=lambda k: (-per_replica[k]["error"], -per_replica[k]["warning"],
                                                 -per_replica[k]["info"], k))
     page.heading("Findings per broker and partition")
@@ -139,10 +181,12 @@ def render_audit_page(findings: Sequence[Mapping[str, Any]], files: Sequence[Map
                             for sev in ("error", "warning", "info")], fmt=lambda v: f"{int(v)}",
                            order=range(len(labels))))
 
-    page.heading(f"Problems ({len(problems)})")
-    ordered = sorted(problems, key=lambda f: (-_RANK[f["severity"]], f["check"], f.get("topic") or "",
-                                              f.get("partition") if f.get("partition") is not None else -1,
-                                              _where(f)))
+    page.heading(f"Problems ({problems})")
+    keys: dict[str, pa.ChunkedArray | pa.Array] = {"rank": severity_rank(findings), "check": findings["check"]}
+    for name in ("topic", "partition", "file", "position"):       # a missing value first
+        keys[f"{name} set"] = pc.is_valid(findings[name])
+        keys[name] = findings[name]
+    ordered = _first(findings, keys, ["ascending"] * len(keys), min(ROW_LIMIT, problems))
     page.table(
         ["severity", "check", "partition", "file:position", "offset", "expected", "actual", "message"],
         ([Cell(f["severity"], sort=-_RANK[f["severity"]], cls=f["severity"]), f["check"],
@@ -150,34 +194,30 @@ def render_audit_page(findings: Sequence[Mapping[str, Any]], files: Sequence[Map
           "" if f.get("offset") is None else Cell(str(f["offset"]), sort=int(f["offset"])),
           f.get("expected") or "", f.get("actual") or "", f["message"]] for f in ordered),
         table_id="problems", numeric=("offset",), wrap={"expected": 7, "actual": 7, "message": 14},
-        row_classes=[f["severity"] for f in ordered[:ROW_LIMIT]], total=len(ordered), rest=_FINDINGS_REST,
+        row_classes=[f["severity"] for f in ordered], total=problems, rest=_FINDINGS_REST,
         empty="No errors or warnings.")
 
-    infos: dict[str, list[Mapping[str, Any]]] = {}
-    for f in findings:
-        if f["severity"] == "info":
-            infos.setdefault(f["check"], []).append(f)
+    is_info = _is(findings, "info")
+    infos = findings.select(["check", "topic", "partition"]).filter(is_info)
+    spread: dict[str, int] = {}
+    for check, _, _, _ in _count_by(infos, ["check", "topic", "partition"]):
+        spread[check] = spread.get(check, 0) + 1
+    info_rows = []
+    for check, n in sorted(_count_by(infos, ["check"]), key=lambda kv: (-kv[1], kv[0])):
+        first = pc.indices_nonzero(pc.and_(is_info, pc.equal(findings["check"], check)))[:_FOLDED]
+        shown = findings.take(first).to_pylist()
+        info_rows.append([check, Cell(str(n), sort=n), Cell(str(spread[check]), sort=spread[check]),
+                          Cell(details_list(f"show {n}", [_info_text(r) for r in shown], limit=_FOLDED, total=n),
+                               raw_html=True)])
     page.heading("Informational facts, one row per check")
-    page.table(
-        ["check", "count", "partitions", "findings"],
-        [[check, Cell(str(len(rows)), sort=len(rows)),
-          Cell(str(len({(r.get('topic'), r.get('partition')) for r in rows})),
-               sort=len({(r.get('topic'), r.get('partition')) for r in rows})),
-          Cell(details_list(f"show {len(rows)}", [
-              " ".join(x for x in ("" if r.get("topic") is None else f"{r['topic']}-{r['partition']}",
-                                   short_path(r) + ("" if r.get("position") is None else f":{r['position']}")
-                                   if r.get("file") else "",
-                                   "" if r.get("offset") is None else f"offset {r['offset']}",
-                                   str(r["message"])) if x) for r in rows[:_FOLDED]], limit=_FOLDED,
-                            total=len(rows)), raw_html=True)]
-         for check, rows in sorted(infos.items(), key=lambda kv: (-len(kv[1]), kv[0]))],
-        table_id="info", numeric=("count", "partitions"), wrap=("findings",), empty="none")
+    page.table(["check", "count", "partitions", "findings"], info_rows,
+               table_id="info", numeric=("count", "partitions"), wrap=("findings",), empty="none")
 
     page.heading("Findings per partition: problems first")
     per_partition: dict[tuple[Any, Any], dict[str, int]] = {}
-    for f in findings:
-        acc = per_partition.setdefault((f.get("topic"), f.get("partition")), {"error": 0, "warning": 0, "info": 0})
-        acc[f["severity"]] = acc.get(f["severity"], 0) + 1
+    for topic, part, sev, n in _count_by(findings, ["topic", "partition", "severity"]):
+        acc = per_partition.setdefault((topic, part), {"error": 0, "warning": 0, "info": 0})
+        acc[sev] = acc.get(sev, 0) + n
     table_rows: list[list[Cell | str]] = []
     classes: list[str | None] = []
     none = {"error": 0, "warning": 0, "info": 0}
@@ -193,7 +233,8 @@ def render_audit_page(findings: Sequence[Mapping[str, Any]], files: Sequence[Map
                row_classes=classes, rest=_FINDINGS_REST)
 
     page.heading("Byte accounting per .log (valid + skipped + zero tail + cut = size)")
-    acct = sorted(files, key=lambda a: (-(int(a["skippedBytes"]) + int(a["cutBytes"])), str(a["file"])))
+    acct = _first(files, {"unreadable": pc.add(files["skippedBytes"], files["cutBytes"]), "file": files["file"]},
+                  ["descending", "ascending"], ROW_LIMIT)
     page.table(
         ["file", "partition", "size", "valid", "skipped", "zero tail", "cut", "batches"],
         ([Cell(short_path(a), title=str(a["file"])), f"{a['topic']}-{a['partition']}", _size(int(a["sizeBytes"])),
@@ -201,7 +242,16 @@ def render_audit_page(findings: Sequence[Mapping[str, Any]], files: Sequence[Map
           _size(int(a["cutBytes"])),
           Cell(human_count(int(a["batches"])), title=str(a["batches"]), sort=int(a["batches"]))] for a in acct),
         table_id="files", numeric=("size", "valid", "skipped", "zero tail", "cut", "batches"),
-        row_classes=["error" if int(a["skippedBytes"]) + int(a["cutBytes"]) else None for a in acct[:ROW_LIMIT]],
-        total=len(acct), rest="The accounting of every file is in files/ beside this page (Parquet).",
+        row_classes=["error" if int(a["skippedBytes"]) + int(a["cutBytes"]) else None for a in acct],
+        total=files.num_rows, rest="The accounting of every file is in files/ beside this page (Parquet).",
         empty="no .log files")
     return page.render()
+
+
+def _info_text(r: Mapping[str, Any]) -> str:
+    """One folded informational finding: partition, file:position, offset, message."""
+    return " ".join(x for x in ("" if r.get("topic") is None else f"{r['topic']}-{r['partition']}",
+                                short_path(r) + ("" if r.get("position") is None else f":{r['position']}")
+                                if r.get("file") else "",
+                                "" if r.get("offset") is None else f"offset {r['offset']}",
+                                str(r["message"])) if x)

@@ -13,7 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kafka_format.log.audit.auditor import ACCOUNTING_COLUMNS, REPORT_OWNER
+from kafka_format.log.audit.auditor import REPORT_OWNER
+from kafka_format.log.audit.tables import files_table, findings_table
 from kafka_format.output.publish import crash_point
 from kafka_format.output.store import output_dir
 from kafka_format.report.audit_page import render_audit_page
@@ -21,7 +22,7 @@ from kafka_format.report.audit_page import render_audit_page
 __all__ = ["render_html", "write_outputs"]
 
 
-def render_html(findings: Sequence[dict[str, Any]], files: Sequence[dict[str, Any]], *,
+def render_html(findings: pa.Table | Sequence[dict[str, Any]], files: pa.Table | Sequence[dict[str, Any]], *,
                 title: str | None = None, now_ms: int | None = None, logdirs: Sequence[str] = ()) -> str:
     """The self-contained HTML report (:mod:`kafka_format.report.audit_page`): a summary, the
     problems first, informational findings folded one row per check, findings per broker and
@@ -29,25 +30,18 @@ def render_html(findings: Sequence[dict[str, Any]], files: Sequence[dict[str, An
     return render_audit_page(findings, files, title=title, now_ms=now_ms, logdirs=logdirs)
 
 
-def write_outputs(out: str, findings: Sequence[dict[str, Any]], files: Sequence[dict[str, Any]], *,
+def write_outputs(out: str, findings: pa.Table | Sequence[dict[str, Any]],
+                  files: pa.Table | Sequence[dict[str, Any]], *,
                   now_ms: int | None = None, logdirs: Sequence[str] = ()) -> None:
     """Publish ``out/findings/`` (Parquet), ``out/files/`` (Parquet) and ``out/report.html`` at once
     (:func:`kafka_format.output.publish.staging_dir`: a crash leaves the previous ``out`` or none).  ``out``
     must be absent, empty or a previous audit output (:data:`REPORT_OWNER`'s marker); ``now_ms`` and
-    ``logdirs`` (shown as given, credentials redacted by the caller) head the page."""
-    finding_schema = pa.schema([
-        pa.field("severity", pa.string(), False), pa.field("check", pa.string(), False),
-        pa.field("topic", pa.string()), pa.field("partition", pa.int32()), pa.field("file", pa.string()),
-        pa.field("position", pa.int64()), pa.field("offset", pa.int64()), pa.field("expected", pa.string()),
-        pa.field("actual", pa.string()), pa.field("message", pa.string(), False)])
-    files_schema = pa.schema([
-        pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
-        pa.field("file", pa.string(), False),
-        *(pa.field(c, pa.int64(), False) for c in ACCOUNTING_COLUMNS[3:])])
+    ``logdirs`` (shown as given, credentials redacted by the caller) head the page.  The rows are
+    written in their order (:mod:`kafka_format.log.audit.tables`: the engines sort them)."""
+    findings, files = findings_table(findings), files_table(files)
     with output_dir(out, REPORT_OWNER) as tmp:
-        for name, rows, schema in (("findings", findings, finding_schema), ("files", files, files_schema)):
+        for name, table in (("findings", findings), ("files", files)):
             os.mkdir(os.path.join(tmp, name))
-            table = pa.Table.from_pylist([dict(r) for r in rows], schema=schema)
             pq.write_table(table, os.path.join(tmp, name, "part-00000.parquet"))
         with open(os.path.join(tmp, "report.html"), "w", encoding="utf-8") as fh:
             fh.write(render_html(findings, files, now_ms=now_ms, logdirs=logdirs))

@@ -5,7 +5,8 @@ ships small picklable descriptors (:func:`kafka_format.engine.audit.audit_tasks`
 partition replica, per log dir and per replica group;
 each executor task re-opens its partition dir from its location and runs the checks, so the
 partitions (and log dirs, and replica groups) are audited in parallel.  Only findings and
-per-file accounting rows come back: they are small (a bounded number per file).
+per-file accounting rows come back, as Arrow columns (one pair of tables per slice of tasks, not a
+Python object per row): they are small (a bounded number per file).
 
 DataFrames returned by :func:`audit`:
 
@@ -26,13 +27,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
+from kafka_format.engine.audit import audit_tasks, slice_tables
 from kafka_format.log.audit.auditor import ACCOUNTING_COLUMNS, FINDING_COLUMNS
-from kafka_format.engine.audit import audit_tasks, collect_rows, run_audit_task
+from kafka_format.log.audit.tables import ResultCollector
 
-__all__ = ["audit", "audit_rows", "FINDINGS_SCHEMA", "FILES_SCHEMA"]
+__all__ = ["audit", "audit_tables", "FINDINGS_SCHEMA", "FILES_SCHEMA"]
 
 FINDINGS_SCHEMA = StructType([
     StructField("severity", StringType(), False),
@@ -60,17 +63,19 @@ FILES_SCHEMA = StructType([
 assert tuple(FINDINGS_SCHEMA.names) == FINDING_COLUMNS and tuple(FILES_SCHEMA.names) == ACCOUNTING_COLUMNS
 
 
-def audit_rows(spark: SparkSession, logdirs: Sequence[str], *, topics: Sequence[str] | None = None,
-               topic_pattern: str | None = None, configs: Any = None, deep: bool = True,
-               now_ms: int | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Finding rows (sorted: errors first) and accounting rows, computed on the executors."""
+def audit_tables(spark: SparkSession, logdirs: Sequence[str], *, topics: Sequence[str] | None = None,
+                 topic_pattern: str | None = None, configs: Any = None, deep: bool = True,
+                 now_ms: int | None = None) -> tuple[pa.Table, pa.Table]:
+    """The findings (sorted: errors first) and accounting rows (by file) as Arrow tables, computed on
+    the executors (:mod:`kafka_format.log.audit.tables` for the columns and the order)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     tasks = audit_tasks(logdirs, topics, topic_pattern, configs, deep, now)
-    if not tasks:
-        return [], []
     sc = spark.sparkContext
     slices = max(1, min(len(tasks), sc.defaultParallelism * 4))
-    return collect_rows(sc.parallelize(tasks, slices).flatMap(run_audit_task).collect())
+    collector = ResultCollector()
+    for findings, files in sc.parallelize(tasks, slices).mapPartitions(slice_tables).collect():
+        collector.add_tables(findings, files)
+    return collector.tables()
 
 
 def audit(spark: SparkSession, logdirs: Sequence[str], *, topics: Sequence[str] | None = None,
@@ -81,8 +86,6 @@ def audit(spark: SparkSession, logdirs: Sequence[str], *, topics: Sequence[str] 
     ``configs``: :class:`kafka_format.log.topicconfig.TopicConfigs` (``configs[topic]`` is shipped with
     each task).  Returns (findings, files) DataFrames (module doc for the columns).
     """
-    findings, files = audit_rows(spark, logdirs, topics=topics, topic_pattern=topic_pattern, configs=configs,
-                                 deep=deep, now_ms=now_ms)
-    fdf = spark.createDataFrame([tuple(r[c] for c in FINDING_COLUMNS) for r in findings], FINDINGS_SCHEMA)
-    adf = spark.createDataFrame([tuple(r[c] for c in ACCOUNTING_COLUMNS) for r in files], FILES_SCHEMA)
-    return fdf, adf
+    findings, files = audit_tables(spark, logdirs, topics=topics, topic_pattern=topic_pattern, configs=configs,
+                                   deep=deep, now_ms=now_ms)
+    return (spark.createDataFrame(findings, FINDINGS_SCHEMA), spark.createDataFrame(files, FILES_SCHEMA))

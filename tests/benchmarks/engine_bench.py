@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,20 +71,41 @@ def _env() -> dict[str, str]:
     return {**env, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 
-def _klogs(args: list[str]) -> tuple[float, float]:
-    """(wall, CPU) seconds of ``klogs ARGS`` in a fresh interpreter (output discarded; must exit
-    0).  CPU: user + system of the process and the children it waited for (the local engine's)."""
-    cmd = [sys.executable, "-c", "import sys; from kafka_format.cli import main; sys.exit(main(sys.argv[1:]))",
-           *args]
+@dataclass(frozen=True)
+class KlogsRun:
+    """One ``klogs`` run: wall and CPU seconds (the process and the children it waited for: the
+    local engine's pool) and the peak RSS of the driver process itself."""
+
+    wall: float
+    cpu: float
+    driver_mb: float
+
+
+_MAXRSS = "klogs-driver-maxrss-kb "
+
+
+def klogs_run(args: list[str]) -> KlogsRun:
+    """``klogs ARGS`` in a fresh interpreter (output discarded; must exit 0), measured."""
+    cmd = [sys.executable, "-c", "import resource, sys; from kafka_format.cli import main; rc = main(sys.argv[1:]); "
+           f"sys.stderr.write('\\n{_MAXRSS}%d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); "
+           "sys.exit(rc)", *args]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), cwd=REPO)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    err = proc.stderr.decode(errors="replace")
     if proc.returncode != 0:
-        raise RuntimeError(f"klogs {' '.join(args)} exited {proc.returncode}: "
-                           f"{proc.stderr.decode(errors='replace')[-800:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        raise RuntimeError(f"klogs {' '.join(args)} exited {proc.returncode}: {err[-800:]}")
+    kb = [int(line[len(_MAXRSS):]) for line in err.splitlines() if line.startswith(_MAXRSS)]
+    return KlogsRun(wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+                    kb[-1] / 1024 if kb else float("nan"))
+
+
+def _klogs(args: list[str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``klogs ARGS`` (:func:`klogs_run`)."""
+    run = klogs_run(args)
+    return run.wall, run.cpu
 
 
 def _args(job: str, logdir: Path, extra: list[str], out: Path) -> list[str]:

@@ -117,7 +117,7 @@ class Result:
     rss_growth_mb: float
     reopen_us: float = 0.0                     # CPU µs a task spends re-opening its partition (reopen)
     requests: dict[str, int] | None = None     # object-store requests (object_store_requests)
-    jobs: dict[str, tuple[float, float]] | None = None   # job -> best (wall, CPU) s (whole_tree_jobs)
+    jobs: dict[str, tuple[float, float, float]] | None = None   # job -> (wall s, CPU s, driver MB) (whole_tree_jobs)
 
 
 def object_store_requests(tree: Path) -> dict[str, int]:
@@ -193,13 +193,13 @@ WHOLE_TREE_JOBS = {
 }
 
 
-def whole_tree_jobs(tree: Path, repeats: int = 2) -> dict[str, tuple[float, float]]:
-    """Best (wall, CPU) seconds of each job of :data:`WHOLE_TREE_JOBS` over the whole tree with
-    ``--engine local`` in a fresh process (CPU: the process and its pool workers), the jobs in
-    turn in every round."""
-    from engine_bench import _klogs
+def whole_tree_jobs(tree: Path, repeats: int = 2) -> dict[str, tuple[float, float, float]]:
+    """Best (wall, CPU) seconds and the highest driver peak RSS (MB) of each job of
+    :data:`WHOLE_TREE_JOBS` over the whole tree with ``--engine local`` in a fresh process (CPU: the
+    process and its pool workers; RSS: the driver process alone), the jobs in turn in every round."""
+    from engine_bench import klogs_run
 
-    best: dict[str, tuple[float, float]] = {}
+    best: dict[str, tuple[float, float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeats):
             for job, extra in WHOLE_TREE_JOBS.items():
@@ -208,11 +208,12 @@ def whole_tree_jobs(tree: Path, repeats: int = 2) -> dict[str, tuple[float, floa
                     shutil.rmtree(out)
                 elif out.exists():        # offsets writes one file
                     out.unlink()
-                wall, cpu = _klogs([job, str(tree), "--engine", "local",
-                                    *[a.replace("{out}", str(out)) for a in extra]])
-                old = best.get(job, (float("inf"), float("inf")))
-                best[job] = (min(old[0], wall), min(old[1], cpu))
-                print(f"  klogs {job}: {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
+                run = klogs_run([job, str(tree), "--engine", "local",
+                                 *[a.replace("{out}", str(out)) for a in extra]])
+                old = best.get(job, (float("inf"), float("inf"), 0.0))
+                best[job] = (min(old[0], run.wall), min(old[1], run.cpu), max(old[2], run.driver_mb))
+                print(f"  klogs {job}: {run.wall:.1f} s wall, {run.cpu:.1f} s CPU, driver peak RSS "
+                      f"{run.driver_mb:.0f} MB", flush=True)
     return best
 
 
@@ -288,13 +289,16 @@ def markdown(results: list[Result]) -> list[str]:
         if r.jobs is not None:
             lines += [f"Jobs over the whole {r.scale.brokers}-broker tree ({r.partitions:,} partitions, "
                       f"{r.segments:,} segments): `klogs offsets|retention|audit|export --engine local` in a fresh process, "
-                      f"{os.cpu_count()} cores, best of 2; CPU = the process and its pool workers.  The audit "
+                      f"{os.cpu_count()} cores, best of 2; CPU = the process and its pool workers; driver RSS = "
+                      "the peak resident memory of the `klogs` process itself (its results, report and output; "
+                      "the pool workers' are apart).  The audit "
                       "reads every `.log` whole and checks every index and state file; the export writes a Parquet file per "
                       "partition.", "",
-                      "| job | wall s | CPU s | wall µs/segment | CPU µs/segment |", "|---|---:|---:|---:|---:|"]
-            for job, (wall, cpu) in r.jobs.items():
+                      "| job | wall s | CPU s | wall µs/segment | CPU µs/segment | driver peak RSS MB |",
+                      "|---|---:|---:|---:|---:|---:|"]
+            for job, (wall, cpu, driver_mb) in r.jobs.items():
                 lines.append(f"| {job} | {wall:.1f} | {cpu:.1f} | {wall / r.segments * 1e6:.0f} | "
-                             f"{cpu / r.segments * 1e6:.0f} |")
+                             f"{cpu / r.segments * 1e6:.0f} | {driver_mb:.0f} |")
             lines.append("")
     return lines
 

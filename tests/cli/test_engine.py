@@ -127,17 +127,18 @@ def _small_segments(root: Path, segments: int, value: bytes = b"v") -> Path:
 
 
 def _weights(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The total weight each run_tasks call of the local engine is given (the calls still run)."""
+    """The total weight each run_tasks / iter_tasks call of the local engine is given (the calls
+    still run; run_tasks is iter_tasks collected)."""
     import kafka_format.engine as engine
 
     seen: list[int] = []
-    real = engine.run_tasks
+    real = engine.iter_tasks
 
     def spy(fn, tasks, *, weights=None, max_workers=None):  # type: ignore[no-untyped-def]
         seen.append(sum(weights or ()))
         return real(fn, tasks, weights=weights, max_workers=1)
 
-    monkeypatch.setattr(engine, "run_tasks", spy)
+    monkeypatch.setattr(engine, "iter_tasks", spy)
     return seen
 
 
@@ -156,7 +157,7 @@ def test_many_small_segments_weigh_enough_for_the_pool(tmp_path: Path, monkeypat
     assert len(list((tree / "small-0").glob("*.log"))) == 200
     seen = _weights(monkeypatch)
     findings, files = audit_local([str(tree)], now_ms=1_700_000_200_000)
-    assert len([f for f in files if f["file"].endswith(".log")]) == 200
+    assert len([f for f in files.to_pylist() if f["file"].endswith(".log")]) == 200
     assert seen[-1] >= PARALLEL_MIN_BYTES
     few = _small_segments(tmp_path / "few", 3)
     audit_local([str(few)], now_ms=1_700_000_200_000)

@@ -204,9 +204,9 @@ def test_a_terminal_gets_problems_in_full_and_expected_facts_folded() -> None:
     findings = [row("warning", "hanging-transaction", 1, 9), *[row("info", "non-consecutive-offsets", p % 5, p)
                                                                for p in range(60)], row("info", "open-transaction", 2, 3),
                 row("error", "batch-crc", 0, 4)]
-    piped = module.finding_lines(findings, fold=False, out="/o")
+    piped = list(module.finding_lines(findings, fold=False, out="/o"))
     assert len(piped) == 63 and piped[1].startswith("INFO non-consecutive-offsets t-0 /d/t-0/0.log:0 offset=0: m")
-    folded = module.finding_lines(findings, fold=True, out="/o")
+    folded = list(module.finding_lines(findings, fold=True, out="/o"))
     assert folded == [piped[0], piped[-1], "INFO non-consecutive-offsets: 60 findings in t-0, t-1, t-2 and 2 more "
                                            "(each one in /o/report.html)", piped[-2]]
 

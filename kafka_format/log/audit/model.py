@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from kafka_format.records.file_records import SkippedRange
 from kafka_format.storage.fsio import redact
@@ -254,11 +256,14 @@ class PartitionChecks:
 # presentation (no Spark)
 
 
-def at_or_above(findings: Iterable[Finding | dict[str, Any]], threshold: str) -> int:
+def at_or_above(findings: pa.Table | Iterable[Finding | dict[str, Any]], threshold: str) -> int:
     """How many findings have severity >= ``threshold`` ("error", "warning"; "never" → 0)."""
     if threshold == "never":
         return 0
     rank = SEVERITY_RANK[threshold]
+    if isinstance(findings, pa.Table):
+        worse = pa.array([s for s, r in SEVERITY_RANK.items() if r >= rank])
+        return int(pc.sum(pc.is_in(findings["severity"], value_set=worse)).as_py() or 0)
     n = 0
     for f in findings:
         sev = f["severity"] if isinstance(f, dict) else f.severity
@@ -267,10 +272,11 @@ def at_or_above(findings: Iterable[Finding | dict[str, Any]], threshold: str) ->
 
 
 def sort_findings(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows by severity (errors first), topic, partition, file, position."""
-    return sorted(rows, key=lambda r: (-SEVERITY_RANK.get(r["severity"], 0), r["topic"] or "",
-                                       r["partition"] if r["partition"] is not None else -1, r["file"] or "",
-                                       r["position"] if r["position"] is not None else -1, r["check"]))
+    """Rows by severity (errors first), topic, partition, file, position and check
+    (:func:`kafka_format.log.audit.tables.order_findings`, the order of both engines' outputs)."""
+    from kafka_format.log.audit.tables import findings_table, order_findings
+
+    return order_findings(findings_table(rows)).to_pylist()
 
 
 def format_finding(row: dict[str, Any]) -> str:
