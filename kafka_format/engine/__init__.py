@@ -176,6 +176,14 @@ def run_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int
     return list(iter_tasks(fn, tasks, weights=weights, max_workers=max_workers))
 
 
+def _pool_worker_start() -> None:
+    """A pool worker's first step: a worker forked inside a job run does not keep the run's memo
+    (:func:`kafka_format.storage.fsio.forget_run_memo`)."""
+    from kafka_format.storage import fsio
+
+    fsio.forget_run_memo()
+
+
 def iter_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int] | None = None,
                max_workers: int | None = None) -> Iterator[R]:
     """:func:`run_tasks`, its results yielded in task order as they are ready: a caller that folds
@@ -189,8 +197,8 @@ def iter_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[in
     from concurrent.futures import ProcessPoolExecutor
 
     method = "fork" if sys.platform.startswith("linux") and "pyspark" not in sys.modules else "spawn"
-    with ProcessPoolExecutor(max_workers=min(n, len(tasks)),
-                             mp_context=multiprocessing.get_context(method)) as pool:
+    with ProcessPoolExecutor(max_workers=min(n, len(tasks)), mp_context=multiprocessing.get_context(method),
+                             initializer=_pool_worker_start) as pool:
         # a chunk's results come back together and wait for the chunks before them: at most
         # MAX_CHUNK_TASKS tasks a chunk keeps what is held at once small on any number of tasks
         yield from pool.map(fn, tasks, chunksize=max(1, min(MAX_CHUNK_TASKS, len(tasks) // (4 * n))))

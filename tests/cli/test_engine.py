@@ -62,6 +62,27 @@ def test_run_tasks_keeps_order_serial_and_over_a_pool() -> None:
     assert serial == pooled == [x * x for x in tasks]
 
 
+def _computed_twice(_: int) -> bool:
+    """Whether two run_memo calls under one key each compute (no run memo in this process)."""
+    from kafka_format.storage import fsio
+
+    calls: list[int] = []
+    for _ in range(2):
+        fsio.run_memo(("test key",), lambda: calls.append(1))
+    return len(calls) == 2
+
+
+def test_pool_workers_start_without_the_run_memo() -> None:
+    """A job runs inside listing_cache (its inputs listed and read once); a pool worker forked inside
+    it starts without that memo, which would keep every partition its tasks re-open for the rest of
+    the run (500 MB a worker on the 50-broker tree).  The process that started the pool keeps it."""
+    from kafka_format.storage.fsio import listing_cache
+
+    with listing_cache():
+        assert run_tasks(_computed_twice, list(range(8)), weights=[1 << 30] * 8, max_workers=2) == [True] * 8
+        assert not _computed_twice(0)
+
+
 def test_the_local_engine_never_imports_pyspark(tmp_path: Path) -> None:
     """Every job on data_samples with the default engine, in one fresh process: the choice is local,
     said once per run on stderr, and neither pyspark nor py4j (nor pandas) is ever imported."""
