@@ -57,12 +57,12 @@ from kafka_format.log.audit.model import (
     PartitionAudit,
     at_or_above,
     format_finding,
-    sort_findings,
 )
 from kafka_format.log.audit.replicas import SENTINEL_TOPIC_IDS, audit_log_dir, audit_replicas, replica_groups
 from kafka_format.log.audit.scan import _source, merge_skipped_ranges, scan_log
 from kafka_format.log.audit.segments import SegmentChecks
 from kafka_format.log.audit.state import StateChecks
+from kafka_format.log.audit.tables import sort_findings
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.storage.logdir import PartitionLog
 

@@ -271,14 +271,6 @@ def at_or_above(findings: pa.Table | Iterable[Finding | dict[str, Any]], thresho
     return n
 
 
-def sort_findings(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows by severity (errors first), topic, partition, file, position and check
-    (:func:`kafka_format.log.audit.tables.order_findings`, the order of both engines' outputs)."""
-    from kafka_format.log.audit.tables import findings_table, order_findings
-
-    return order_findings(findings_table(rows)).to_pylist()
-
-
 def format_finding(row: dict[str, Any]) -> str:
     """One text line: ``SEVERITY check topic-partition file:position offset=O: message (expected X,
     actual Y)``."""

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from kafka_format.log.audit.model import ACCOUNTING_COLUMNS, FINDING_COLUMNS
 
 __all__ = ["FINDING_SCHEMA", "ACCOUNTING_SCHEMA", "ResultCollector", "findings_table", "files_table",
-           "order_findings", "order_files", "iter_rows", "severity_rank", "SEVERITY_ORDER"]
+           "order_findings", "order_files", "sort_findings", "iter_rows", "severity_rank", "SEVERITY_ORDER"]
 
 FINDING_SCHEMA = pa.schema([
     pa.field("severity", pa.string(), False), pa.field("check", pa.string(), False),
@@ -99,6 +99,11 @@ def order_findings(table: pa.Table) -> pa.Table:
 def order_files(table: pa.Table) -> pa.Table:
     """The accounting rows by file (stable)."""
     return table if table.num_rows < 2 else _taken([table], _file_order(table))
+
+
+def sort_findings(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Finding rows (dicts) in :func:`order_findings`' order, as dicts."""
+    return order_findings(findings_table(rows)).to_pylist()
 
 
 def iter_rows(table: pa.Table, chunk: int = 8192) -> Iterator[dict[str, Any]]:
