@@ -1,10 +1,10 @@
 """``klogs audit`` work without Spark (:mod:`kafka_format.log.audit.auditor` holds the checks).
 
 :func:`audit_tasks` (driver: one task per partition replica, per log dir and per replica group)
-and :func:`run_audit_task` (one task: its findings and per-file accounting rows) are what the Spark
-job (:mod:`kafka_format.spark.audit`) runs; :func:`audit_local` runs them in this process.  Both
-engines gather the rows into Arrow tables in task order and sort them the same way
-(:mod:`kafka_format.log.audit.tables`).
+and :func:`run_audit_task` (one task: its findings and per-file accounting rows) are the work;
+the Spark job (:mod:`kafka_format.spark.audit`) runs them by slices (:func:`slice_tables`),
+:func:`audit_local` in this process (:func:`task_rows`).  Both engines gather the rows into Arrow
+tables in task order and sort them the same way (:mod:`kafka_format.log.audit.tables`).
 """
 
 from __future__ import annotations

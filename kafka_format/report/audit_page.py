@@ -16,8 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_format.log.audit.model import at_or_above
-from kafka_format.log.audit.tables import files_table, findings_table, severity_rank
+from kafka_format.log.audit.tables import files_table, findings_table, place_keys, severity_rank
 from kafka_format.report.charts import bar_chart_svg
 from kafka_format.report.html import ROW_LIMIT, Card, Cell, Page, details_list
 from kafka_format.report.units import human_bytes, human_count, utc_text
@@ -113,12 +112,17 @@ def audit_totals(findings: pa.Table | Sequence[Mapping[str, Any]],
                  files: pa.Table | Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """The figures a person looks at first: findings per severity, partitions seen and those with
     errors or warnings, log bytes checked and bytes not readable (skipped or cut)."""
-    f, a = findings_table(findings), files_table(files)
+    return _totals(findings_table(findings), files_table(files))[0]
+
+
+def _totals(f: pa.Table, a: pa.Table) -> tuple[dict[str, int], set[tuple[Any, Any]]]:
+    """:func:`audit_totals` and the (topic, partition) pairs it counted."""
     per_severity = {sev: n for sev, n in _count_by(f, ["severity"])}
-    return {**{sev: per_severity.get(sev, 0) for sev in ("error", "warning", "info")},
-            "partitions": len(_partitions(a) | _partitions(f)),
-            "troubled": len(_partitions(f, _is(f, "error", "warning"))), "files": a.num_rows,
-            "bytes": _total(a["sizeBytes"]), "unreadable": _total(a["skippedBytes"]) + _total(a["cutBytes"])}
+    partitions = _partitions(a) | _partitions(f)
+    return ({**{sev: per_severity.get(sev, 0) for sev in ("error", "warning", "info")},
+             "partitions": len(partitions), "troubled": len(_partitions(f, _is(f, "error", "warning"))),
+             "files": a.num_rows, "bytes": _total(a["sizeBytes"]),
+             "unreadable": _total(a["skippedBytes"]) + _total(a["cutBytes"])}, partitions)
 
 
 def summary_line(findings: pa.Table | Sequence[Mapping[str, Any]], files: pa.Table | Sequence[Mapping[str, Any]]) -> str:
@@ -146,10 +150,9 @@ def render_audit_page(findings: pa.Table | Sequence[Mapping[str, Any]],
     informational findings :data:`_FOLDED` per check): the page is made from the columns, and only
     the rows it shows become Python objects."""
     findings, files = findings_table(findings), files_table(files)
-    t = audit_totals(findings, files)
+    t, partitions = _totals(findings, files)
     count = {sev: t[sev] for sev in ("error", "warning", "info")}
-    problems = at_or_above(findings, "warning")
-    partitions = _partitions(files) | _partitions(findings)
+    problems = count["error"] + count["warning"]
     size, skipped = t["bytes"], t["unreadable"]
 
     if title is None:
@@ -182,10 +185,8 @@ def render_audit_page(findings: pa.Table | Sequence[Mapping[str, Any]],
                            order=range(len(labels))))
 
     page.heading(f"Problems ({problems})")
-    keys: dict[str, pa.ChunkedArray | pa.Array] = {"rank": severity_rank(findings), "check": findings["check"]}
-    for name in ("topic", "partition", "file", "position"):       # a missing value first
-        keys[f"{name} set"] = pc.is_valid(findings[name])
-        keys[name] = findings[name]
+    keys = {"rank": severity_rank(findings), "check": findings["check"],
+            **place_keys(findings, ("topic", "partition", "file", "position"))}
     ordered = _first(findings, keys, ["ascending"] * len(keys), min(ROW_LIMIT, problems))
     page.table(
         ["severity", "check", "partition", "file:position", "offset", "expected", "actual", "message"],

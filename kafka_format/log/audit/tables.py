@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 from kafka_format.log.audit.model import ACCOUNTING_COLUMNS, FINDING_COLUMNS
 
 __all__ = ["FINDING_SCHEMA", "ACCOUNTING_SCHEMA", "ResultCollector", "findings_table", "files_table",
-           "order_findings", "order_files", "sort_findings", "iter_rows", "severity_rank", "SEVERITY_ORDER"]
+           "order_findings", "order_files", "sort_findings", "iter_rows", "place_keys", "severity_rank",
+           "SEVERITY_ORDER"]
 
 FINDING_SCHEMA = pa.schema([
     pa.field("severity", pa.string(), False), pa.field("check", pa.string(), False),
@@ -62,15 +63,20 @@ def severity_rank(table: pa.Table) -> pa.Array:
     return pc.fill_null(pc.index_in(table["severity"], value_set=pa.array(SEVERITY_ORDER)), 2)
 
 
-def _finding_order(table: pa.Table) -> pa.Array:
-    # a missing topic, partition, file or position sorts first: each key is preceded by whether it
-    # is set (no null placement option: its form differs across pyarrow versions); the key columns
-    # are the table's own, not copies
-    keys: dict[str, pa.ChunkedArray | pa.Array] = {"rank": severity_rank(table)}
-    for name in ("topic", "partition", "file", "position"):
+def place_keys(table: pa.Table, names: Sequence[str]) -> dict[str, pa.ChunkedArray | pa.Array]:
+    """Sort keys for ``names`` of ``table`` (topic, partition, file, position) with a missing value
+    first: each column preceded by whether it is set (no null placement option: its form differs
+    across pyarrow versions).  The key columns are the table's own, not copies."""
+    keys: dict[str, pa.ChunkedArray | pa.Array] = {}
+    for name in names:
         keys[f"{name} set"] = pc.is_valid(table[name])
         keys[name] = table[name]
-    keys["check"] = table["check"]
+    return keys
+
+
+def _finding_order(table: pa.Table) -> pa.Array:
+    keys = {"rank": severity_rank(table), **place_keys(table, ("topic", "partition", "file", "position")),
+            "check": table["check"]}
     return pc.sort_indices(pa.table(keys), sort_keys=[(name, "ascending") for name in keys])
 
 
@@ -136,7 +142,7 @@ class ResultCollector:
         """Rows already in columns (a Spark slice's), after every row added so far."""
         for kind, table in (("findings", findings), ("files", files)):
             self._flush(kind)
-            self._parts[kind].extend(table.cast(self._schemas[kind]).to_batches())
+            self._parts[kind].extend(table.to_batches())
 
     def _flush(self, kind: str) -> None:
         if self._rows[kind]:
