@@ -37,7 +37,6 @@ def _links(header: str, library: str, function: str) -> bool:
     """Whether a program including ``header`` and calling ``function`` links with ``-l library``."""
     try:
         from setuptools._distutils import ccompiler, sysconfig
-        from setuptools._distutils.errors import CompileError, LinkError
     except ImportError:  # pragma: no cover - setuptools without vendored distutils
         return False
     compiler = ccompiler.new_compiler()
@@ -50,7 +49,9 @@ def _links(header: str, library: str, function: str) -> bool:
         objects = compiler.compile([src], output_dir=tmp)
         compiler.link_executable(objects, os.path.join(tmp, "probe"), libraries=[library])
         return True
-    except (CompileError, LinkError, OSError):
+    except Exception:  # noqa: BLE001 - any failure to build the probe means: not available
+        # (not CompileError/LinkError by name: setuptools' compilers raise the classes of whichever
+        # distutils copy they were loaded from, which need not be setuptools._distutils.errors')
         return False
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
