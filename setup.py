@@ -7,11 +7,13 @@ The extensions are optional at build time: when no C compiler is available the
 package still installs and the plain reference paths are used (with a warning,
 see kafka_format.records.decoder; typed columns then decode with the reference decoders alone).
 
-Codecs in C (``_fastcodecs.c``): each of zlib, liblz4 and libzstd whose development files are
-found (a test program compiles and links) is compiled in; a codec without its library is
-decompressed by the Python path (kafka_format.records.compression), so every build works.
-Snappy's raw format is decoded by our own C (no library).  ``KAFKA_FORMAT_C_CODECS=none`` (or a
-comma list such as ``lz4,zstd``) limits the set.
+Codecs in C (``_fastcodecs.c``): liblz4 and libzstd are loaded when the module is imported
+(``_codeclibs.c``: dlopen by soname, no development files needed; their headers, when present,
+only check our declarations), zlib is compiled in when its development files are found (a test
+program compiles and links); a codec whose library is missing is decompressed by the Python path
+(kafka_format.records.compression), so every build works.  Snappy's raw format is decoded by our
+own C (no library).  ``KAFKA_FORMAT_C_CODECS=none`` (or a comma list such as ``lz4,zstd``)
+limits the set, at build time and again when the module is imported.
 """
 
 import os
@@ -24,12 +26,12 @@ from setuptools import Extension, setup
 
 _SOURCE = Path(__file__).parent / "kafka_format" / "records" / "_fastdecode.c"
 
-# codec: (macro, header, library, a function of it)
+# codec: (macro, header, library, a function of it); no library: nothing to link at build time
 _CODEC_LIBS = {
     "gzip": ("KF_HAVE_ZLIB", "zlib.h", "z", "inflateInit2_"),
-    "lz4": ("KF_HAVE_LZ4", "lz4.h", "lz4", "LZ4_decompress_safe"),
-    "zstd": ("KF_HAVE_ZSTD", "zstd.h", "zstd", "ZSTD_decompressStream"),
-    "snappy": ("KF_HAVE_SNAPPY", "", "", ""),          # our own decoder: nothing to link
+    "lz4": ("KF_HAVE_LZ4", "", "", ""),                # liblz4.so.1, loaded at import (_codeclibs.c)
+    "zstd": ("KF_HAVE_ZSTD", "", "", ""),              # libzstd.so.1, loaded at import
+    "snappy": ("KF_HAVE_SNAPPY", "", "", ""),          # our own decoder
 }
 
 
@@ -87,8 +89,8 @@ def _extensions() -> list[Extension]:
                      "kafka_format/records/_fastcrc.c", "kafka_format/records/_fastbuf.c",
                      "kafka_format/records/_fastarrow.c", "kafka_format/records/_fastdir.c",
                      "kafka_format/records/_fastrecords.c", "kafka_format/records/_fastscan.c",
-                     "kafka_format/records/_fastxxh.c"],
-            depends=["kafka_format/records/_fastcodecs.h", "kafka_format/records/_fastcrc.h",
+                     "kafka_format/records/_fastxxh.c", "kafka_format/records/_codeclibs.c"],
+            depends=["kafka_format/records/_codeclibs.h", "kafka_format/records/_fastcodecs.h", "kafka_format/records/_fastcrc.h",
                      "kafka_format/records/_fastbuf.h", "kafka_format/records/_fastformat.h",
                      "kafka_format/records/_fastrecords.h", "kafka_format/records/_fastxxh.h"],
             define_macros=macros,

@@ -9,10 +9,10 @@
  *          checksums verified, content size skipped, content checksum read not verified),
  *          BD block size 4..7, a correct header checksum (magic 2), blocks up to the end
  *          mark; bytes after the end mark are ignored, as Kafka does.  liblz4's
- *          LZ4_decompress_safe per block.
+ *          LZ4_decompress_safe per block (liblz4 loaded at import: _codeclibs.h).
  *   zstd   frames back to back (skippable frames skipped) by libzstd's streaming decoder
  *          with the window limit of the Python path (ZSTD_MAX_WINDOW); the input must end
- *          exactly at the end of a frame.
+ *          exactly at the end of a frame (libzstd loaded at import: _codeclibs.h).
  *   snappy xerial stream (SnappyInputStream) or one raw block, each chunk decoded by our own
  *          raw-format decoder (snappy_elements: 1.14x libsnappy 1.1.9 here); a concatenated
  *          stream header falls back.
@@ -26,39 +26,115 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "_codeclibs.h"
 #include "_fastcodecs.h"
 #include "_fastxxh.h"
 
-#ifdef KF_HAVE_LZ4
-#include <lz4.h>
-#endif
-#ifdef KF_HAVE_ZSTD
-#include <zstd.h>
-#endif
 #ifdef KF_HAVE_ZLIB
 #include <zlib.h>
 #endif
 
 #define SCRATCH_MIN ((size_t)256 << 10)
 
-unsigned kf_codecs_available(void)
+static unsigned enabled = 1u;        /* kf_codecs_init's answer */
+static const char *const CODEC_NAMES[] = {"none", "gzip", "snappy", "lz4", "zstd"};   /* by codec id */
+
+/* The codecs named in `spec` ("none", or a comma list such as "lz4,zstd"; NULL: every one) as bits. */
+static unsigned codecs_named(const char *spec)
 {
-    unsigned bits = 1u;
+    if (!spec)
+        return ~0u;
+    unsigned bits = 0;
+    while (*spec) {
+        while (*spec == ',' || isspace((unsigned char)*spec))
+            spec++;
+        size_t n = 0;
+        while (spec[n] && spec[n] != ',' && !isspace((unsigned char)spec[n]))
+            n++;
+        for (unsigned id = 1; id <= KF_CODEC_ZSTD && n; id++)
+            if (strlen(CODEC_NAMES[id]) == n && strncasecmp(spec, CODEC_NAMES[id], n) == 0)
+                bits |= 1u << id;
+        spec += n;
+    }
+    return bits;
+}
+
+unsigned kf_codecs_init(const char *spec)
+{
+    unsigned want = codecs_named(spec), bits = 1u;
 #ifdef KF_HAVE_ZLIB
-    bits |= 1u << KF_CODEC_GZIP;
+    bits |= want & (1u << KF_CODEC_GZIP);
 #endif
 #ifdef KF_HAVE_SNAPPY
-    bits |= 1u << KF_CODEC_SNAPPY;
+    bits |= want & (1u << KF_CODEC_SNAPPY);
 #endif
+#if defined(KF_HAVE_LZ4) || defined(KF_HAVE_ZSTD)
+    int lz4 = 0, zstd = 0;
 #ifdef KF_HAVE_LZ4
-    bits |= 1u << KF_CODEC_LZ4;
+    lz4 = (want >> KF_CODEC_LZ4) & 1;
 #endif
 #ifdef KF_HAVE_ZSTD
-    bits |= 1u << KF_CODEC_ZSTD;
+    zstd = (want >> KF_CODEC_ZSTD) & 1;
 #endif
+    kf_codeclibs_load(lz4, zstd);
+    if (lz4 && kf_lz4.soname)
+        bits |= 1u << KF_CODEC_LZ4;
+    if (zstd && kf_zstd.soname)
+        bits |= 1u << KF_CODEC_ZSTD;
+#endif
+    enabled = bits;
     return bits;
+}
+
+unsigned kf_codecs_available(void)
+{
+    return enabled;
+}
+
+/* "name version" of a loaded library: liblz4/libzstd encode it as major*10000 + minor*100 + release. */
+static PyObject *library(const char *soname, unsigned version)
+{
+    return PyUnicode_FromFormat("%s %u.%u.%u", soname, version / 10000, version / 100 % 100, version % 100);
+}
+
+PyObject *kf_codec_libraries(void)
+{
+    PyObject *d = PyDict_New(), *v = NULL;
+    if (!d)
+        return NULL;
+    for (int id = 1; id <= KF_CODEC_ZSTD; id++) {
+        if (!((enabled >> id) & 1))
+            continue;
+        switch (id) {
+        case KF_CODEC_GZIP:
+#ifdef KF_HAVE_ZLIB
+            v = PyUnicode_FromFormat("zlib %s", zlibVersion());
+#endif
+            break;
+        case KF_CODEC_SNAPPY:
+            v = PyUnicode_FromString("our raw-format decoder");
+            break;
+        case KF_CODEC_LZ4:
+            v = library(kf_lz4.soname, (unsigned)kf_lz4.version_number());
+            break;
+        case KF_CODEC_ZSTD:
+            v = library(kf_zstd.soname, kf_zstd.version_number());
+            break;
+        }
+        if (!v || PyDict_SetItemString(d, CODEC_NAMES[id], v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+        v = NULL;
+    }
+    return d;
 }
 
 /* Make room for `need` bytes of output (need <= max_output + SNAPPY_SLACK by every caller). */
@@ -90,10 +166,8 @@ void kf_scratch_free(KfScratch *s)
     PyMem_RawFree(s->data);
     s->data = NULL;
     s->capacity = 0;
-#ifdef KF_HAVE_ZSTD
-    if (s->zstd)
-        ZSTD_freeDCtx((ZSTD_DCtx *)s->zstd);
-#endif
+    if (s->zstd)                        /* only ever made by kf_unzstd, with libzstd loaded */
+        kf_zstd.free_dctx(s->zstd);
     s->zstd = NULL;
 #ifdef KF_HAVE_ZLIB
     if (s->zlib) {
@@ -240,7 +314,7 @@ static int kf_unlz4(KfScratch *s, const unsigned char *src, size_t n, size_t max
             size_t cap = room < f.max_block ? room : f.max_block;
             if (cap == 0)
                 return KF_FALLBACK;
-            int got = LZ4_decompress_safe((const char *)block, (char *)s->data + total, (int)size, (int)cap);
+            int got = kf_lz4.decompress_safe((const char *)block, (char *)s->data + total, (int)size, (int)cap);
             if (got < 0)
                 return KF_FALLBACK;
             total += (size_t)got;
@@ -258,35 +332,36 @@ static int kf_unlz4(KfScratch *s, const unsigned char *src, size_t n, size_t max
 
 static int kf_unzstd(KfScratch *s, const unsigned char *src, size_t n, size_t max_output, size_t *out_len)
 {
+    const KfZstdLib *z = &kf_zstd;
     if (!s->zstd) {
-        ZSTD_DCtx *d = ZSTD_createDCtx();
+        void *d = z->create_dctx();
         if (!d)
             return KF_NO_MEMORY;
-        if (ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, 27))) {  /* ZSTD_MAX_WINDOW */
-            ZSTD_freeDCtx(d);
+        if (z->is_error(z->dctx_set_parameter(d, KF_ZSTD_D_WINDOWLOGMAX, 27))) {  /* ZSTD_MAX_WINDOW */
+            z->free_dctx(d);
             return KF_FALLBACK;
         }
         s->zstd = d;
     } else {
-        ZSTD_DCtx_reset((ZSTD_DCtx *)s->zstd, ZSTD_reset_session_only);
+        z->dctx_reset(s->zstd, KF_ZSTD_RESET_SESSION_ONLY);
     }
-    ZSTD_DCtx *d = (ZSTD_DCtx *)s->zstd;
+    void *d = s->zstd;
     size_t want = n * 4 < SCRATCH_MIN ? SCRATCH_MIN : n * 4;
     if (want > max_output + 1)
         want = max_output + 1;
     int rc = scratch_reserve(s, want);
     if (rc != KF_OK)
         return rc;
-    ZSTD_inBuffer in = {src, n, 0};
-    ZSTD_outBuffer out = {s->data, s->capacity < max_output + 1 ? s->capacity : max_output + 1, 0};
+    KfZstdIn in = {src, n, 0};
+    KfZstdOut out = {s->data, s->capacity < max_output + 1 ? s->capacity : max_output + 1, 0};
     size_t ret = 0;
     if (n == 0) {                                     /* no frame: nothing (as the Python path) */
         *out_len = 0;
         return KF_OK;
     }
     for (;;) {
-        ret = ZSTD_decompressStream(d, &out, &in);
-        if (ZSTD_isError(ret) || out.pos > max_output)
+        ret = z->decompress_stream(d, &out, &in);
+        if (z->is_error(ret) || out.pos > max_output)
             return KF_FALLBACK;                       /* corrupt, or over the cap */
         if (in.pos == in.size && (ret == 0 || out.pos < out.size))
             break;                                    /* input consumed, everything flushed */
@@ -549,6 +624,8 @@ int kf_decompress(KfScratch *s, int codec, const unsigned char *src, size_t n, s
                   size_t *out_len, int checked)
 {
     (void)s; (void)src; (void)n; (void)max_output; (void)out_len; (void)checked;
+    if (codec < 0 || codec > KF_CODEC_ZSTD || !((enabled >> codec) & 1))
+        return KF_FALLBACK;             /* not built, its library not loaded, or not wanted */
     switch (codec) {
 #ifdef KF_HAVE_LZ4
     case KF_CODEC_LZ4:

@@ -5,7 +5,8 @@
  * This is a fast path only.  It accepts a strict subset of what kafka_format.records.compression
  * accepts (the framing every Kafka producer writes) and answers KF_FALLBACK for anything
  * else: a corrupt payload, an unusual but legal framing, output beyond max_output, or a
- * codec library missing at build time.  The caller then runs the Python path, which
+ * codec not decoded in C (not compiled in, its library not found at import, or left out by
+ * KAFKA_FORMAT_C_CODECS).  The caller then runs the Python path, which
  * decides and reports the exact error, so both paths agree by construction.
  */
 #ifndef KF_FASTCODECS_H
@@ -30,8 +31,19 @@ typedef struct {
     int borrowed;
 } KfScratch;
 
+/* Decide, once at import, which codecs are decoded in C: those compiled in, whose library loads
+ * (liblz4, libzstd: _codeclibs.h) and that `spec` names ("none", or a comma list such as
+ * "lz4,zstd"; NULL: every one).  Returns kf_codecs_available(). */
+unsigned kf_codecs_init(const char *spec);
+
 /* Bit i set: codec id i is decoded in C (0 = none is always set). */
 unsigned kf_codecs_available(void);
+
+/* {codec name: the library decoding it in C, with its version} (a new reference; NULL on error).
+ * Declared as returning a PyObject * by whoever includes Python.h first. */
+#ifdef Py_PYTHON_H
+PyObject *kf_codec_libraries(void);
+#endif
 
 /* Kafka's codec ids (the batch attributes' low 3 bits) */
 #define KF_CODEC_GZIP 1
@@ -49,7 +61,7 @@ int kf_decompress(KfScratch *s, int codec, const unsigned char *src, size_t n, s
 /* The block checksums of up to KF_LZ4_GROUP lz4 payloads verified together (their blocks
  * hashed side by side, kf_xxh32_many): ok[i] = 1 when payload i is a frame kf_decompress takes
  * and every block checksum it has matches; 0 leaves it to kf_decompress (which verifies, or
- * declines, it).  Only with lz4 compiled in. */
+ * declines, it). */
 #define KF_LZ4_GROUP 8
 void kf_lz4_check_group(const unsigned char *const src[], const size_t n[], int count, unsigned char ok[]);
 

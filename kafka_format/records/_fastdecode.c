@@ -280,7 +280,7 @@ PyDoc_STRVAR(decode_v2_chunk_doc,
 "bits 4-6 hold the codec.  Each payload decompresses to at most max_decompressed bytes;\n"
 "batches are taken in order until the decompressed bytes held reach max_held\n"
 "(at least one): `done` batches were decoded, `held` bytes decompressed.  Any batch the\n"
-"C codecs do not decode (corrupt, unusual framing, over the cap, codec not compiled in)\n"
+"C codecs do not decode (corrupt, unusual framing, over the cap, its library not loaded)\n"
 "raises FormatViolation(batch, 'decompress', 0): the caller takes the Python path.\n"
 "options: OPT_SKIP_HEADERS (headers read, not output); benchmarks: OPT_NO_COPY, OPT_DECOMPRESS_ONLY.");
 
@@ -396,6 +396,7 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
     /* lz4 block checksums of the next batches, verified together (kf_lz4_check_group) */
     unsigned char lz4_ok[KF_LZ4_GROUP];
     Py_ssize_t lz4_from = 0, lz4_to = 0;
+    const int lz4_in_c = (kf_codecs_available() >> KF_CODEC_LZ4) & 1;
     Py_BEGIN_ALLOW_THREADS
     out_start(&st, &o);
     for (Py_ssize_t b = 0; b < nb; b++) {
@@ -418,7 +419,7 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
             size_t dlen = 0;
             int checked = 0;
 #ifdef KF_HAVE_LZ4
-            if (codec == KF_CODEC_LZ4) {
+            if (codec == KF_CODEC_LZ4 && lz4_in_c) {
                 if (b >= lz4_to) {
                     lz4_from = b;
                     lz4_to = b + lz4_group(meta, nb, base, b, lz4_ok);
@@ -641,6 +642,7 @@ PyMODINIT_FUNC PyInit__fastdecode(void)
 {
     kf_crc_init();
     kf_xxh_init();
+    kf_codecs_init(getenv("KAFKA_FORMAT_C_CODECS"));
     if (PyType_Ready(&BufferType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&fd_module);
@@ -659,7 +661,10 @@ PyMODINIT_FUNC PyInit__fastdecode(void)
         Py_DECREF(m);
         return NULL;
     }
-    if (PyModule_AddObjectRef(m, "Buffer", (PyObject *)&BufferType) < 0 ||
+    PyObject *libraries = kf_codec_libraries();
+    int added = libraries ? PyModule_AddObjectRef(m, "CODEC_LIBRARIES", libraries) : -1;
+    Py_XDECREF(libraries);
+    if (added < 0 || PyModule_AddObjectRef(m, "Buffer", (PyObject *)&BufferType) < 0 ||
         PyModule_AddStringConstant(m, "CRC32C_IMPLEMENTATION", kf_crc_implementation()) < 0 ||
         PyModule_AddIntConstant(m, "CRC_LEVEL", kf_crc_level()) < 0 ||
         PyModule_AddIntConstant(m, "XXH_LEVEL", kf_xxh_level()) < 0 ||

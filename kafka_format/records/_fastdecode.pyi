@@ -23,6 +23,7 @@ FLAG_CHECK_CRC: Final[int]         # meta flags bit: verify the batch's CRC-32C 
 FLAG_CODEC_SHIFT: Final[int]       # meta flags bits 4-6: the batch's codec (decode_v2_chunk)
 CHUNK_META_COLUMNS: Final[int]     # int64 columns per batch in decode_v2_chunk's meta
 C_CODECS: Final[int]               # bit i: codec i is decompressed in C
+CODEC_LIBRARIES: Final[dict[str, str]]   # codec name: the library decoding it in C, with its version
 SCAN_VERIFY_DEFER: Final[int]      # scan mode: leave non-empty uncompressed v2 batches to the decode
 OPT_SKIP_HEADERS: Final[int]       # decode_v2_chunk option: headers read and checked, not output
 OPT_NO_COPY: Final[int]            # benchmarks: keys and values not copied

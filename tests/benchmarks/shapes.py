@@ -424,13 +424,20 @@ PLAIN_TARGET = 4.0       # uncompressed: x aiokafka
 FLOOR_MAX = 1.2          # compressed: our time / (C decompression + uncompressed decode of the records)
 
 
+def _c_libraries() -> str:
+    """The libraries the C path decompresses with, as loaded in this process."""
+    from kafka_format.records import _fastdecode
+
+    return ", ".join(f"{codec}: {lib}" for codec, lib in _fastdecode.CODEC_LIBRARIES.items()) or "none"
+
+
 def decompression(rows: list[Row]) -> list[str]:
     """Compressed: our C decompression vs aiokafka's, and whether the codec leaves room for the target."""
     packed = [r for r in rows if r.codec != "none" and "aiokafka_decompress" in r.times]
     if not packed:
         return []
     lines = ["", "Compressed, decompression alone (same rounds; GB/s of decompressed output): ours = the C codec "
-             "into one reused buffer (liblz4 1.9.4, libzstd 1.5.4, our snappy decoder, zlib 1.2.13); aiokafka's "
+             f"into one reused buffer ({_c_libraries()}); aiokafka's "
              "= `aiokafka.codec` per payload (cramjam's lz4/zstd/snap, Python's zlib; a new bytes object per "
              "batch).  Budget = aiokafka's whole decode / the target ratio: ours must decode in less.  Where the "
              "decompression alone (our faster codec) exceeds the budget the target is out of reach for any "

@@ -88,7 +88,7 @@ def _assert_same(data: bytes, **kw: Any) -> tuple[str, Any]:
 
 def _need_c(codec: str) -> None:
     if CODECS[codec] not in C_CODECS:
-        pytest.skip(f"{codec} not compiled in (its library was missing at build time)")
+        pytest.skip(f"{codec} not decoded in C (zlib missing at build time, or liblz4/libzstd not found at import)")
 
 
 def _no_python_codec(*args: Any, **kw: Any) -> bytes:
@@ -113,6 +113,60 @@ def test_valid_payloads_are_decoded_in_c(variant: str, monkeypatch: pytest.Monke
     data = b"".join(_batch(codec, _compress(variant, plain, i % 8), n, base_offset=10 * i)
                     for i, (plain, n) in enumerate(_plain_records(1 + i % 9, seed=i) for i in range(30)))
     assert _decoded_in_c_alone(data, monkeypatch).num_rows == sum(1 + i % 9 for i in range(30))
+
+
+# ----------------------------------------------------------------------------- libraries
+
+
+@pytest.mark.parametrize(("codec", "library"), [("lz4", "lz4"), ("zstd", "zstd")])
+def test_codec_libraries_found_at_import_without_development_files(codec: str, library: str) -> None:
+    """liblz4 and libzstd are loaded by soname when the module is imported: wherever the run-time
+    library is installed, its codec is decoded in C (no -dev package was needed to build)."""
+    import ctypes.util
+
+    from kafka_format.records import _fastdecode
+
+    if ctypes.util.find_library(library) is None:
+        pytest.skip(f"lib{library} is not installed on this machine")
+    assert CODECS[codec] in C_CODECS
+    name, version = _fastdecode.CODEC_LIBRARIES[codec].split(" ")
+    assert name.startswith(f"lib{library}.") and [int(p) for p in version.split(".")] >= [1, 4, 0]
+    assert set(_fastdecode.CODEC_LIBRARIES) == {n for n, i in CODECS.items() if i in C_CODECS and i != 0}
+
+
+def test_codecs_left_out_at_import_are_decoded_by_the_python_path(tmp_path: Any) -> None:
+    """``KAFKA_FORMAT_C_CODECS`` names the codecs decoded in C, also when the module is imported:
+    ``none`` leaves every payload to the Python path, with the same table."""
+    import subprocess
+    import sys
+
+    data = b"".join(_batch(codec, _compress(codec, plain), n, base_offset=100 * i)
+                    for i, codec in enumerate(COMPRESSED) for plain, n in [_plain_records(7, seed=i)])
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(data)
+    expected = _outcome(data, REFERENCE)
+    assert expected[0] == "ok"
+    script = (
+        "import sys, pyarrow as pa\n"
+        "from kafka_format.records import _fastdecode\n"
+        "from kafka_format.records.columns import FileContext\n"
+        "from kafka_format.records.fast import FastDecoder\n"
+        "from kafka_format.records.file_records import decode_segment\n"
+        "print(_fastdecode.C_CODECS, sorted(_fastdecode.CODEC_LIBRARIES))\n"
+        "batches = decode_segment(sys.argv[1], decoder=FastDecoder(), context=FileContext(path='t.log'))\n"
+        "table = pa.Table.from_batches(list(batches))\n"
+        "with pa.OSFile(sys.argv[2], 'wb') as f, pa.ipc.new_file(f, table.schema) as w:\n"
+        "    w.write_table(table)\n"
+    )
+    built = sum(1 << i for i in C_CODECS)
+    for spec, wanted in (("none", ()), ("zstd, GZIP", ("gzip", "zstd"))):
+        out = tmp_path / "table.arrow"
+        env = {**os.environ, "KAFKA_FORMAT_C_CODECS": spec}
+        run = subprocess.run([sys.executable, "-c", script, str(log), str(out)], env=env, capture_output=True,
+                             text=True, check=True)
+        names = [name for name in wanted if CODECS[name] in C_CODECS]
+        assert run.stdout.splitlines()[0] == f"{1 | sum(1 << CODECS[n] for n in names)} {names}", (spec, built)
+        assert pa.ipc.open_file(str(out)).read_all().equals(expected[1])
 
 
 @st.composite
