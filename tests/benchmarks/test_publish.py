@@ -113,3 +113,18 @@ def test_the_same_records_uncompressed_get_no_ratio_to_another_files_readers(tmp
     assert table["kafka_format fast (file)"].endswith("| 3.00x | 2.00x |")   # 3x aiokafka, 2x the bare time
     assert table[SAME_RECORDS_PLAIN].endswith("| 625 | 625 | 2 |  |  |")
     assert table["kafka_format reference (4 MiB)"].endswith("| 10 | 10 | 2 | 0.30x |  |")  # a slice: MB/s compare
+
+
+def test_the_typed_floor_adds_the_parts_measured_alone() -> None:
+    """The typed export's floor: the binary export less its writing, plus the typed writing and the
+    compiled decoding alone; the target is out of reach where that sum passes 1.5x the binary."""
+    from tests.benchmarks.typed_export_bench import BINARY_WRITE, TYPED_WRITE, floor
+
+    times = {("event", "avro"): {"binary": 1.0, "typed": 1.8, BINARY_WRITE: 0.6, TYPED_WRITE: 0.9},
+             ("order", "avro"): {"binary": 2.0, "typed": 2.8, BINARY_WRITE: 1.0, TYPED_WRITE: 1.2}}
+    alone = {("event", "avro"): {"compiled": 0.3e-6}, ("order", "avro"): {"compiled": 0.5e-6}}
+    rows = [line for line in floor(1_000_000, times, alone) if line.startswith("| event") or line.startswith("| order")]
+    assert rows == [
+        "| event | avro | 1.000 | 0.600 | 0.900 | 0.300 | 1.600 | 1.60x | 1.12x | no: the floor passes it |",
+        "| order | avro | 2.000 | 1.000 | 1.200 | 0.500 | 2.700 | 1.35x | 1.04x | yes |",
+    ]
