@@ -165,9 +165,13 @@ class BatchColumns:
 
     @staticmethod
     def concat(parts: Sequence[BatchColumns]) -> BatchColumns:
-        names = [f for f in BatchColumns.__dataclass_fields__]
+        """The rows of ``parts`` in order, as a new ``BatchColumns`` (one part: its columns as they
+        are, not copied; nothing writes into a column, a changed column is a new array)."""
+        names = BatchColumns.__dataclass_fields__
         if not parts:
             return BatchColumns(**{n: np.empty(0, np.int64) for n in names})
+        if len(parts) == 1:
+            return BatchColumns(**{n: getattr(parts[0], n) for n in names})
         return BatchColumns(**{n: np.concatenate([getattr(p, n) for p in parts]) for n in names})
 
 
