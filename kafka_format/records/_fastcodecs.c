@@ -73,8 +73,7 @@ unsigned kf_codecs_init(const char *spec)
 #ifdef KF_HAVE_SNAPPY
     bits |= want & (1u << KF_CODEC_SNAPPY);
 #endif
-#if defined(KF_HAVE_LZ4) || defined(KF_HAVE_ZSTD)
-    int lz4 = 0, zstd = 0;
+    int lz4 = 0, zstd = 0;               /* loaded only when compiled in and wanted */
 #ifdef KF_HAVE_LZ4
     lz4 = (want >> KF_CODEC_LZ4) & 1;
 #endif
@@ -86,7 +85,6 @@ unsigned kf_codecs_init(const char *spec)
         bits |= 1u << KF_CODEC_LZ4;
     if (zstd && kf_zstd.soname)
         bits |= 1u << KF_CODEC_ZSTD;
-#endif
     enabled = bits;
     return bits;
 }

@@ -158,14 +158,13 @@ def test_codecs_left_out_at_import_are_decoded_by_the_python_path(tmp_path: Any)
         "with pa.OSFile(sys.argv[2], 'wb') as f, pa.ipc.new_file(f, table.schema) as w:\n"
         "    w.write_table(table)\n"
     )
-    built = sum(1 << i for i in C_CODECS)
     for spec, wanted in (("none", ()), ("zstd, GZIP", ("gzip", "zstd"))):
         out = tmp_path / "table.arrow"
         env = {**os.environ, "KAFKA_FORMAT_C_CODECS": spec}
         run = subprocess.run([sys.executable, "-c", script, str(log), str(out)], env=env, capture_output=True,
                              text=True, check=True)
         names = [name for name in wanted if CODECS[name] in C_CODECS]
-        assert run.stdout.splitlines()[0] == f"{1 | sum(1 << CODECS[n] for n in names)} {names}", (spec, built)
+        assert run.stdout.splitlines()[0] == f"{1 | sum(1 << CODECS[n] for n in names)} {names}", spec
         assert pa.ipc.open_file(str(out)).read_all().equals(expected[1])
 
 

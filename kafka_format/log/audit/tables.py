@@ -35,6 +35,7 @@ assert tuple(FINDING_SCHEMA.names) == FINDING_COLUMNS and tuple(ACCOUNTING_SCHEM
 #: severities, worst first (any other text sorts with "info", as SEVERITY_RANK.get(s, 0) ranks it)
 SEVERITY_ORDER = ("error", "warning", "info")
 _BATCH_ROWS = 8_192            # rows held as Python tuples before they become Arrow columns
+_SCHEMAS = {"findings": FINDING_SCHEMA, "files": ACCOUNTING_SCHEMA}
 
 
 def _batch(rows: Sequence[Sequence[Any]], schema: pa.Schema) -> pa.RecordBatch:
@@ -128,7 +129,6 @@ class ResultCollector:
     def __init__(self) -> None:
         self._parts: dict[str, list[pa.RecordBatch]] = {"findings": [], "files": []}
         self._rows: dict[str, list[tuple[Any, ...]]] = {"findings": [], "files": []}
-        self._schemas = {"findings": FINDING_SCHEMA, "files": ACCOUNTING_SCHEMA}
 
     def add(self, findings: Iterable[tuple[Any, ...]], files: Iterable[tuple[Any, ...]]) -> None:
         """One task's rows, in column order (:data:`FINDING_COLUMNS`, :data:`ACCOUNTING_COLUMNS`)."""
@@ -146,7 +146,7 @@ class ResultCollector:
 
     def _flush(self, kind: str) -> None:
         if self._rows[kind]:
-            self._parts[kind].append(_batch(self._rows[kind], self._schemas[kind]))
+            self._parts[kind].append(_batch(self._rows[kind], _SCHEMAS[kind]))
             self._rows[kind] = []
 
     def tables(self, *, ordered: bool = True) -> tuple[pa.Table, pa.Table]:
@@ -154,7 +154,7 @@ class ResultCollector:
         out = []
         for kind, order in (("findings", _finding_order), ("files", _file_order)):
             self._flush(kind)
-            holder = [pa.Table.from_batches(self._parts[kind], schema=self._schemas[kind])]
+            holder = [pa.Table.from_batches(self._parts[kind], schema=_SCHEMAS[kind])]
             self._parts[kind] = []          # the table holds the batches: ordering it lets them go
             out.append(_taken(holder, order(holder[0])) if ordered and holder[0].num_rows > 1 else holder[0])
         return out[0], out[1]
