@@ -51,6 +51,8 @@ def realdata_logs() -> list[Path]:
 @pytest.fixture(scope="session")
 def spark():
     """One local Spark session for the whole run (starting one costs ~10 s)."""
+    if os.environ.get("KLA_SANITIZED"):
+        pytest.skip("make sanitize: Spark's JVM does not start with the sanitizer runtimes preloaded")
     pytest.importorskip("pyspark")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

@@ -174,7 +174,8 @@ static PyObject *fd_scan_partition_dir(PyObject *self, PyObject *args)
         result = Py_NewRef(Py_None);
         goto done;
     }
-    qsort(files, nfiles, sizeof *files, entry_order);
+    if (nfiles > 1)                          /* qsort's base must not be NULL, even for 0 entries */
+        qsort(files, nfiles, sizeof *files, entry_order);
     size_t nrows = 0;
     for (size_t i = 0; i < nfiles; i++)
         nrows += i == 0 || files[i].base != files[i - 1].base;

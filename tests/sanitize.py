@@ -1,0 +1,108 @@
+"""``make sanitize``: the compiled parsers built with AddressSanitizer and UndefinedBehaviorSanitizer,
+run under the tests that feed them hostile bytes.
+
+The five extension modules (the log decoder, the cleaner's kernels, the Avro, Protobuf and JSON
+Schema column decoders) parse untrusted input in C.  The normal build cannot tell a read one byte
+past a buffer from a correct one; this one stops at the first invalid access, overflow, misaligned
+or null-pointer use and prints where.  Steps:
+
+1. copy the package to ``build/sanitize/tree`` and build its extensions in place there with
+   ``-fsanitize=address,undefined`` (the normal build in the checkout is left alone); every module
+   must build (the extensions are optional in setup.py: a silent fallback would test nothing);
+2. run the format, registry and fuzz tests (Spark's are left out: the JVM does not run with the
+   sanitizer runtime preloaded) with that tree first on ``PYTHONPATH`` and the runtimes preloaded
+   (Python itself is not instrumented); the tests check peak RSS only where it is comparable
+   (``KLA_SANITIZED``: shadow memory and the quarantine of freed blocks count in RSS);
+3. fail on the first sanitizer report: the process that finds one prints it and exits non-zero
+   (pytest captures ``sys.stdout``/``sys.stderr`` only, so a report written by C to file
+   descriptor 2 reaches the terminal even when the process dies; a test running a subprocess
+   fails on its exit status).
+
+Needs gcc (or clang: ``CC=clang``) with its sanitizer runtimes; says so and exits 2 without them.
+Arguments after the script name go to pytest.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "build" / "sanitize"
+FLAGS = "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
+MODULES = ("kafka_format/records/_fastdecode", "kafka_format/log/cleaner/_kernels",
+           "kafka_format/registry/_avrocolumns", "kafka_format/registry/_protocolumns",
+           "kafka_format/registry/_jsoncolumns")
+TESTS = ("tests/format", "tests/registry", "tests/fuzz")
+#: Tests that need a Spark session (a JVM under the preloaded runtime hangs or aborts).
+NO_SPARK = ("-m", "not fuzz_long and not spark and not cluster", "--ignore=tests/registry/test_typed_spark.py")
+
+
+def runtimes(cc: str) -> list[str]:
+    """The shared ASan and UBSan runtimes of ``cc`` (empty when it has none)."""
+    found = []
+    for lib in ("libasan.so", "libubsan.so"):
+        try:
+            out = subprocess.run([cc, f"-print-file-name={lib}"], capture_output=True, text=True, check=True)
+        except (OSError, subprocess.CalledProcessError):
+            return []
+        path = out.stdout.strip()
+        if not os.path.isabs(path) or not os.path.exists(path):   # unknown: the compiler echoes the name
+            return []
+        found.append(path)
+    return found
+
+
+def build(cc: str) -> Path:
+    """A copy of the package with its extensions built with the sanitizers; the tree's path."""
+    tree = WORK / "tree"
+    shutil.rmtree(tree, ignore_errors=True)
+    tree.mkdir(parents=True)
+    shutil.copytree(ROOT / "kafka_format", tree / "kafka_format",
+                    ignore=shutil.ignore_patterns("*.so", "__pycache__", "*.pyc"))
+    shutil.copy2(ROOT / "setup.py", tree / "setup.py")
+    env = {**os.environ, "CC": f"{cc} {FLAGS}", "LDSHARED": f"{cc} -shared {FLAGS}"}
+    log = WORK / "build.log"
+    with log.open("w") as out:
+        rc = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tree, env=env,
+                            stdout=out, stderr=subprocess.STDOUT, check=False).returncode
+    missing = [m for m in MODULES if not list((tree / m).parent.glob(Path(m).name + ".*.so"))]
+    if rc or missing:
+        sys.exit(f"sanitized build failed (exit {rc}; not built: {missing or 'none'}); see {log}")
+    return tree
+
+
+def main(argv: list[str]) -> int:
+    cc = os.environ.get("CC", "gcc").split()[0]
+    preload = runtimes(cc)
+    if not preload:
+        print(f"make sanitize: {cc} has no AddressSanitizer/UBSan runtime (libasan.so, libubsan.so); "
+              "install gcc (or set CC=clang) to run it", file=sys.stderr)
+        return 2
+    tree = build(cc)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tree), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        "LD_PRELOAD": " ".join(preload),
+        # leaks: Python's own allocations at exit are not ours; allocator_may_return_null: the
+        # tests of absurd lengths expect MemoryError, not an abort
+        "ASAN_OPTIONS": "detect_leaks=0:allocator_may_return_null=1:handle_segv=1",
+        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+        "KLA_SANITIZED": "1",
+        # no current directory first on sys.path (python -c, -m pytest): the checkout's own
+        # kafka_format (normal build) would shadow the tree's
+        "PYTHONSAFEPATH": "1",
+    }
+    probe = ("import kafka_format, kafka_format.records._fastdecode as f; "
+             f"assert kafka_format.__file__.startswith({str(tree)!r}), kafka_format.__file__; "
+             "assert f.__file__.startswith(" + repr(str(tree)) + ")")
+    subprocess.run([sys.executable, "-c", probe], env=env, check=True)
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--capture=sys", *TESTS,
+                           *NO_SPARK, *argv], cwd=ROOT, env=env, check=False).returncode
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
