@@ -18,8 +18,8 @@ or null-pointer use and prints where.  Steps:
    descriptor 2 reaches the terminal even when the process dies; a test running a subprocess
    fails on its exit status).
 
-Needs gcc (or clang: ``CC=clang``) with its sanitizer runtimes; says so and exits 2 without them.
-Arguments after the script name go to pytest.
+Needs gcc with its sanitizer runtimes (``libasan``, ``libubsan``: on Debian, ``gcc-12`` depends on
+both); says so and exits 2 without them.  Arguments after the script name go to pytest.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ NO_SPARK = ("-m", "not fuzz_long and not spark and not cluster", "--ignore=tests
 
 
 def runtimes(cc: str) -> list[str]:
-    """The shared ASan and UBSan runtimes of ``cc`` (empty when it has none)."""
+    """gcc's shared ASan and UBSan runtimes (empty when ``cc`` has none of that name)."""
     found = []
     for lib in ("libasan.so", "libubsan.so"):
         try:
@@ -80,7 +80,7 @@ def main(argv: list[str]) -> int:
     preload = runtimes(cc)
     if not preload:
         print(f"make sanitize: {cc} has no AddressSanitizer/UBSan runtime (libasan.so, libubsan.so); "
-              "install gcc (or set CC=clang) to run it", file=sys.stderr)
+              "install gcc with them to run it", file=sys.stderr)
         return 2
     tree = build(cc)
     env = {
@@ -96,9 +96,11 @@ def main(argv: list[str]) -> int:
         # kafka_format (normal build) would shadow the tree's
         "PYTHONSAFEPATH": "1",
     }
-    probe = ("import kafka_format, kafka_format.records._fastdecode as f; "
-             f"assert kafka_format.__file__.startswith({str(tree)!r}), kafka_format.__file__; "
-             "assert f.__file__.startswith(" + repr(str(tree)) + ")")
+    # every module the tests import must be the tree's sanitized one
+    names = ["kafka_format", *(m.replace("/", ".") for m in MODULES)]
+    probe = (f"import importlib; paths = [importlib.import_module(n).__file__ for n in {names!r}]; "
+             f"wrong = [p for p in paths if not p.startswith({str(tree) + os.sep!r})]; "
+             "assert not wrong, wrong")
     subprocess.run([sys.executable, "-c", probe], env=env, check=True)
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--capture=sys", *TESTS,
                            *NO_SPARK, *argv], cwd=ROOT, env=env, check=False).returncode
