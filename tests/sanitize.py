@@ -1,10 +1,10 @@
 """``make sanitize``: the compiled parsers built with AddressSanitizer and UndefinedBehaviorSanitizer,
 run under the tests that feed them hostile bytes.
 
-The five extension modules (the log decoder, the cleaner's kernels, the Avro, Protobuf and JSON
-Schema column decoders) parse untrusted input in C.  The normal build cannot tell a read one byte
-past a buffer from a correct one; this one stops at the first invalid access, overflow, misaligned
-or null-pointer use and prints where.  Steps:
+The extension modules (the log decoder, the cleaner's kernels, the Avro, Protobuf and JSON
+Schema column decoders: every one the checkout's build has) parse untrusted input in C.  The normal
+build cannot tell a read one byte past a buffer from a correct one; this one stops at the first
+invalid access, overflow, misaligned or null-pointer use and prints where.  Steps:
 
 1. copy the package to ``build/sanitize/tree`` and build its extensions in place there with
    ``-fsanitize=address,undefined`` (the normal build in the checkout is left alone); every module
@@ -24,6 +24,7 @@ both); says so and exits 2 without them.  Arguments after the script name go to 
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import shutil
 import subprocess
@@ -33,9 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "sanitize"
 FLAGS = "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
-MODULES = ("kafka_format/records/_fastdecode", "kafka_format/log/cleaner/_kernels",
-           "kafka_format/registry/_avrocolumns", "kafka_format/registry/_protocolumns",
-           "kafka_format/registry/_jsoncolumns")
+
 TESTS = ("tests/format", "tests/registry", "tests/fuzz")
 #: Tests that need a Spark session (a JVM under the preloaded runtime hangs or aborts).
 NO_SPARK = ("-m", "not fuzz_long and not spark and not cluster", "--ignore=tests/registry/test_typed_spark.py")
@@ -56,7 +55,19 @@ def runtimes(cc: str) -> list[str]:
     return found
 
 
-def build(cc: str) -> Path:
+def extension_modules(package: Path) -> list[str]:
+    """The dotted names of the extension modules built under ``package`` (the checkout's normal
+    build, which ``make sanitize`` depends on: whatever setup.py builds, the sanitized tree must)."""
+    found = set()
+    for path in package.rglob("*"):
+        # the most specific suffix first (".cpython-311-x86_64-linux-gnu.so" before ".so")
+        suffix = next((x for x in importlib.machinery.EXTENSION_SUFFIXES if path.name.endswith(x)), None)
+        if suffix:
+            found.add(".".join(path.relative_to(package.parent).with_name(path.name[: -len(suffix)]).parts))
+    return sorted(found)
+
+
+def build(cc: str, modules: list[str]) -> Path:
     """A copy of the package with its extensions built with the sanitizers; the tree's path."""
     tree = WORK / "tree"
     shutil.rmtree(tree, ignore_errors=True)
@@ -69,7 +80,7 @@ def build(cc: str) -> Path:
     with log.open("w") as out:
         rc = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tree, env=env,
                             stdout=out, stderr=subprocess.STDOUT, check=False).returncode
-    missing = [m for m in MODULES if not list((tree / m).parent.glob(Path(m).name + ".*.so"))]
+    missing = [m for m in modules if m not in extension_modules(tree / "kafka_format")]
     if rc or missing:
         sys.exit(f"sanitized build failed (exit {rc}; not built: {missing or 'none'}); see {log}")
     return tree
@@ -82,7 +93,10 @@ def main(argv: list[str]) -> int:
         print(f"make sanitize: {cc} has no AddressSanitizer/UBSan runtime (libasan.so, libubsan.so); "
               "install gcc with them to run it", file=sys.stderr)
         return 2
-    tree = build(cc)
+    modules = extension_modules(ROOT / "kafka_format")
+    if not modules:
+        sys.exit("make sanitize: the checkout has no compiled extensions to compare with (run make setup)")
+    tree = build(cc, modules)
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(tree), *filter(None, [os.environ.get("PYTHONPATH")])]),
@@ -97,7 +111,7 @@ def main(argv: list[str]) -> int:
         "PYTHONSAFEPATH": "1",
     }
     # every module the tests import must be the tree's sanitized one
-    names = ["kafka_format", *(m.replace("/", ".") for m in MODULES)]
+    names = ["kafka_format", *modules]
     probe = (f"import importlib; paths = [importlib.import_module(n).__file__ for n in {names!r}]; "
              f"wrong = [p for p in paths if not p.startswith({str(tree) + os.sep!r})]; "
              "assert not wrong, wrong")
