@@ -152,7 +152,7 @@ def cleaner_tasks(logdirs: str | Sequence[str] | LogDirSet, configs: TopicConfig
                        else os.path.join(segments_dir, names[p.log_dir], f"{p.topic}-{p.partition}")),
         records_path=None if records_dir is None else os.path.join(records_dir, f"part-{i:05d}.parquet"),
         batch_rows=batch_rows,
-        weight=task_work(data_bytes=p.size_bytes, scanned_segments=len(p.segments)),
+        weight=task_work(rewritten_bytes=p.size_bytes, scanned_segments=len(p.segments)),
     ) for i, p in enumerate(replicas)]
 
 

@@ -194,6 +194,40 @@ def test_many_small_segments_weigh_enough_for_the_pool(tmp_path: Path, monkeypat
     # reads: a split's segments count too (one split per partition here)
     export_local([str(tree)], str(tmp_path / "export"))
     assert seen[-1] >= PARALLEL_MIN_BYTES
+    calls = len(seen)
     table = read_table({"paths": json.dumps([str(tree)])})
-    assert table.num_rows == 400 and seen[-1] >= PARALLEL_MIN_BYTES
-    assert read_table({"paths": json.dumps([str(few)])}).num_rows == 6 and seen[-1] < PARALLEL_MIN_BYTES
+    assert table.num_rows == 400 and len(seen) == calls     # read_table decodes in this process
+
+
+def test_bytes_written_again_weigh_more_than_bytes_scanned(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three segments holding 18 MB of values: an audit (a checking scan) runs in this process,
+    while an export, the cleaner and the table view, which decode every record and write it again,
+    weigh its bytes REWRITE_BYTE_COST times and reach the pool's threshold."""
+    import pyarrow.parquet as pq
+
+    from kafka_format.engine import PARALLEL_MIN_BYTES, REWRITE_BYTE_COST
+    from kafka_format.engine.audit import audit_local
+    from kafka_format.engine.compaction import cleaner_pass_local
+    from kafka_format.engine.export import export_local
+    from kafka_format.engine.table_view import full_local
+    from kafka_format.log.topicconfig import load_topic_configs
+
+    wide = _small_segments(tmp_path / "wide", 3, value=bytes(3_000_000))
+    size = sum(p.stat().st_size for p in wide.rglob("*.log"))
+    assert size * REWRITE_BYTE_COST >= PARALLEL_MIN_BYTES > size + 8 * (1 << 20)
+    seen = _weights(monkeypatch)
+    audit_local([str(wide)], now_ms=1_700_000_200_000)
+    assert seen[-1] < PARALLEL_MIN_BYTES
+    export_local([str(wide)], str(tmp_path / "export"))
+    assert seen[-1] >= PARALLEL_MIN_BYTES
+    assert pq.read_table(tmp_path / "export").sort_by("offset")["offset"].to_pylist() == list(range(6))
+    configs = load_topic_configs([str(wide)], overrides=["*:cleanup.policy=compact"])
+    rows = cleaner_pass_local(str(wide), configs, 1_700_000_200_000, records_dir=str(tmp_path / "cleaner"),
+                              force=True)
+    assert seen[-1] >= PARALLEL_MIN_BYTES and len(rows) == 1
+    summary = full_local(str(wide), str(tmp_path / "full"))
+    assert seen[-1] >= PARALLEL_MIN_BYTES
+    decided = pq.read_table(tmp_path / "full").sort_by("offset")
+    assert decided["decision"].to_pylist() == ["remove"] * 5 + ["keep"]      # one key: its last record
+    assert [(r["recordsBefore"], r["recordsAfter"]) for r in summary] == [(6, 1)]
