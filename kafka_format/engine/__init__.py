@@ -49,7 +49,7 @@ PARTITION_OPEN_BYTES = 384 << 10
 # rows, the table view's sorted rows) weighs this many bytes of a scan.  Measured on 1M-record topics
 # of 35 and 148 MiB (the typed-export benchmark's shapes): these jobs cost 5-25 ms of CPU per MiB of
 # log, a checking scan (audit) ~2 ms; at 1 the pool started only above ~1 s of such work, where it
-# pays from ~0.1 s (35 MiB on 2 cores: export 0.25 -> 0.20 s, cleaner 0.77 -> 0.60 s of wall time).
+# pays from ~0.1 s (35 MiB on 2 cores: export 0.28 -> 0.21 s, cleaner 0.77 -> 0.60 s of wall time).
 REWRITE_BYTE_COST = 10
 
 

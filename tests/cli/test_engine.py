@@ -165,9 +165,9 @@ def _weights(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_many_small_segments_weigh_enough_for_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A segment's fixed cost counts as work: 200 segments of ~150 B (an audit of ~0.3 s in one
-    process) reach the pool's threshold for the audit, an export and a read, as their bytes alone
-    (~30 KB) never would; offsets, which look up indexes only, weigh by partitions and segments,
-    not by the segments' bytes."""
+    process) reach the pool's threshold for the audit and an export, as their bytes alone (~30 KB)
+    never would; offsets, which look up indexes only, weigh by partitions and segments, not by the
+    segments' bytes; ``read_table`` decodes in this process whatever it reads."""
     from kafka_format.engine import PARALLEL_MIN_BYTES
     from kafka_format.engine.audit import audit_local
     from kafka_format.engine.export import export_local
