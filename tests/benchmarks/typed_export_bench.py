@@ -418,21 +418,23 @@ def fresh_export(root: Path, out: Path, fmt: str | None, *, reference: bool = Fa
     forks its pool from the exporting process, and a fork costs more the larger that process's heap
     is: in this one (every payload held for the decoding runs) it would add to both exports alike.
     The export runs twice there and the second is timed: its modules imported, as in the previous
-    in-process measurements."""
+    in-process measurements (with the reference decoders, tens of seconds, once: the imports are
+    noise there)."""
     env = {**os.environ, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
     if reference:
         env["KAFKA_FORMAT_DECODER"] = "reference"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--one-export", str(root), str(out)]
-    done = subprocess.run(cmd + ([] if fmt is None else ["--value-as", fmt]), capture_output=True, text=True,
-                          env=env, check=False)
+    cmd += ([] if fmt is None else ["--value-as", fmt]) + (["--cold"] if reference else [])
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if done.returncode:
         raise RuntimeError(f"{' '.join(cmd)} failed: {done.stderr[-2000:]}")
     got = json.loads(done.stdout.splitlines()[-1])
     return got["cpu"], got["wall"]
 
 
-def one_export(root: Path, out: Path, fmt: str | None) -> dict[str, float]:
-    """The export :func:`fresh_export` runs, in this process: its CPU and wall seconds."""
+def one_export(root: Path, out: Path, fmt: str | None, *, cold: bool = False) -> dict[str, float]:
+    """The export :func:`fresh_export` runs, in this process: its CPU and wall seconds (``cold``:
+    without the untimed run first)."""
     from kafka_format.engine import without_pandas
 
     without_pandas()
@@ -449,8 +451,9 @@ def one_export(root: Path, out: Path, fmt: str | None) -> dict[str, float]:
         result = export_local([str(root)], str(out), options={"topics": "events"}, value_as=fmt, typed=plan)
         assert result.typed is not None and result.typed["decodeErrors"] == {"value": 0}
 
-    export()            # untimed: the modules an export imports on its way, as in a warm process
-    gc.collect()
+    if not cold:
+        export()        # untimed: the modules an export imports on its way, as in a warm process
+        gc.collect()
     c0, w0 = reaped_cpu(), time.perf_counter()
     export()
     return {"cpu": reaped_cpu() - c0, "wall": time.perf_counter() - w0}
@@ -673,9 +676,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write the Markdown section to this file (default: print it)")
     parser.add_argument("--one-export", nargs=2, type=Path, metavar=("ROOT", "OUT"), help=argparse.SUPPRESS)
     parser.add_argument("--value-as", help=argparse.SUPPRESS)
+    parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one_export:
-        print(json.dumps(one_export(*args.one_export, args.value_as)))
+        print(json.dumps(one_export(*args.one_export, args.value_as, cold=args.cold)))
         return 0
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     shapes = tuple(s.strip() for s in args.shapes.split(",") if s.strip())
