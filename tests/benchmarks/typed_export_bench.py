@@ -420,7 +420,7 @@ def fresh_export(root: Path, out: Path, fmt: str | None, *, reference: bool = Fa
     The export runs twice there and the second is timed: its modules imported, as in the previous
     in-process measurements (with the reference decoders, tens of seconds, once: the imports are
     noise there)."""
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
+    env = {"OPENBLAS_NUM_THREADS": "1", **os.environ}      # as one_blas_thread: unless the user chose
     if reference:
         env["KAFKA_FORMAT_DECODER"] = "reference"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--one-export", str(root), str(out)]

@@ -10,6 +10,7 @@ truncated, oversized and unusually framed payloads give the reference decoder's 
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import struct
@@ -210,6 +211,24 @@ def damaged(draw: st.DrawFn) -> tuple[str, bytes, bytes]:
     return codec, log, bytes(payload)
 
 
+@functools.cache
+def _native_zstd() -> Any:
+    """The libzstd the compiled decoder loads: the first of its names that opens (``ZSTD_NAMES`` in
+    ``_codeclibs.c``), with ``ZSTD_decompress`` declared."""
+    import ctypes
+
+    for name in ("libzstd.so.1", "libzstd.so", "libzstd.1.dylib", "libzstd.dylib"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        lib.ZSTD_decompress.restype = ctypes.c_size_t
+        lib.ZSTD_decompress.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+        lib.ZSTD_isError.argtypes = [ctypes.c_size_t]
+        return lib
+    raise AssertionError("zstd is decoded in C, yet no libzstd opens here")
+
+
 def _zstd_releases_disagree(codec: str, payload: bytes) -> bool:
     """Whether the libzstd the compiled decoder loads and the one python-zstandard bundles (the
     reference decoder's) judge ``payload`` differently.  They are often different releases (here
@@ -220,10 +239,7 @@ def _zstd_releases_disagree(codec: str, payload: bytes) -> bool:
         return False
     import ctypes
 
-    lib = ctypes.CDLL("libzstd.so.1")      # the soname the compiled decoder loads (_codeclibs.c)
-    lib.ZSTD_decompress.restype = ctypes.c_size_t
-    lib.ZSTD_decompress.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
-    lib.ZSTD_isError.argtypes = [ctypes.c_size_t]
+    lib = _native_zstd()
     out = ctypes.create_string_buffer(1 << 20)
     n = lib.ZSTD_decompress(out, len(out), payload, len(payload))
     native = None if lib.ZSTD_isError(n) else out.raw[:n]
