@@ -114,13 +114,23 @@ def _first_line(text: str) -> str:
     return text.strip()[:300]
 
 
+def _text(exc: BaseException) -> tuple[str, bool]:
+    """``str(exc)``, and whether the JVM could not be asked for it: a Py4J error reads its text from
+    the JVM, which may have died meanwhile (a task's OutOfMemoryError, the JVM exiting before the
+    error's message is read); then the text says what the connection said."""
+    try:
+        return str(exc), False
+    except Exception as lost:  # noqa: BLE001 - any failure to reach the JVM
+        return f"{type(exc).__name__} (its message was not read: {type(lost).__name__}: {lost})", True
+
+
 def spark_failure(exc: BaseException, *, task_names: Any = None) -> SparkFailure | None:
     """``exc`` as a :class:`SparkFailure` when it comes from Spark (or from a dead Spark JVM), else
     None.  ``task_names``: what each task index of the failing stage worked on (e.g. the cleaner's
     ``topic-partition (log dir)`` per task), used when the error names a task but not a partition;
     by default the ``klogs_stage_tasks`` a job attached to ``exc`` (its ``names``, and the tasks
     ``running`` when the JVM died, which the error cannot say)."""
-    text = str(exc)
+    text, unreadable = _text(exc)
     spark_made = _is_spark_error(exc)
     if not spark_made and not isinstance(exc, (ConnectionError, MemoryError)):
         return None
@@ -136,7 +146,7 @@ def spark_failure(exc: BaseException, *, task_names: Any = None) -> SparkFailure
         what = m.group(1) or "Java heap space"
         return SparkFailure(f"Spark's JVM ran out of memory{where} (java.lang.OutOfMemoryError: {what}): "
                             f"{DRIVER_MEMORY_KNOB}")
-    if _looks_like_dead_jvm(exc, text):
+    if unreadable or _looks_like_dead_jvm(exc, text):
         code = _gateway_exit_code()
         if code is None and not spark_made:
             return None   # a connection error with a live (or no) Spark JVM: not Spark's failure

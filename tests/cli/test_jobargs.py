@@ -223,6 +223,26 @@ def test_an_error_of_a_stopping_context_waits_for_the_jvms_exit_code(message: st
     assert str(sparkerrors.spark_failure(Py4JJavaErrorLike(message))).startswith("lost Spark's JVM: ")
 
 
+def test_an_error_whose_message_the_dead_jvm_cannot_give_is_the_jvms_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Py4JJavaError reads its message from the JVM.  When the JVM exits between the failed call
+    and that read (the real out-of-memory test met it once: ``str(exc)`` raised ConnectionRefusedError
+    inside the failure handler, and the run ended in a traceback), the failure is the JVM's exit."""
+    from py4j.protocol import Py4JError
+
+    from kafka_format.jobs import sparkerrors
+
+    class Py4JJavaErrorLike(Py4JError):
+        def __str__(self) -> str:
+            raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(sparkerrors, "_gateway_exit_code", lambda: sparkerrors.JVM_OOM_EXIT)
+    failure = sparkerrors.spark_failure(Py4JJavaErrorLike("An error occurred while calling o42.collect."))
+    assert failure is not None and str(failure).startswith("Spark's JVM ran out of memory and exited")
+    monkeypatch.setattr(sparkerrors, "_gateway_exit_code", lambda: None)
+    lost = str(sparkerrors.spark_failure(Py4JJavaErrorLike("")))
+    assert lost.startswith("lost Spark's JVM: Py4JJavaErrorLike (its message was not read: ConnectionRefusedError")
+
+
 @pytest.mark.parametrize("verbose", [False, True])
 def test_spark_start_up_output_goes_to_a_log_file_unless_verbose(verbose: bool, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
