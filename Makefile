@@ -12,7 +12,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 STAMP := $(VENV)/.installed
 SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/records/*.c kafka_format/records/*.h kafka_format/log/cleaner/*.c kafka_format/registry/*.c kafka_format/registry/*.h)
 
-.PHONY: help setup lint test test-reference test-cluster conformance demo bench bench-scale fuzz sanitize package samples clean docs docs-cli
+.PHONY: help setup lint test test-reference test-cluster conformance demo bench bench-scale fuzz sanitize sanitize-threads package samples clean docs docs-cli
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-16s %s\n", $$1, $$2}'
@@ -57,6 +57,9 @@ fuzz: $(STAMP) ## Longer coverage-guided fuzzing run
 
 sanitize: $(STAMP) ## The C parsers built with ASan + UBSan (in build/sanitize), under the format, registry and fuzz tests
 	$(PY) tests/sanitize.py -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+sanitize-threads: $(STAMP) ## The C parsers built with ThreadSanitizer, under the tests that decode on several threads
+	$(PY) tests/sanitize.py --thread $(PYTEST_ARGS)
 
 samples: $(STAMP) ## Regenerate data_samples/ with the writer
 	$(PY) data_samples/generate.py
