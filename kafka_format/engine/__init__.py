@@ -4,8 +4,9 @@ Every job's work is a list of picklable tasks and a pure function per task (the 
 package: :mod:`~kafka_format.engine.offsets`, :mod:`~kafka_format.engine.retention`,
 :mod:`~kafka_format.engine.audit`, :mod:`~kafka_format.engine.compaction`,
 :mod:`~kafka_format.engine.export`).  The Spark jobs (:mod:`kafka_format.spark`) ship those tasks
-to executors; the local engine runs the same functions here, over a process pool where there is
-more than one partition's worth of work (:func:`run_tasks`).  Nothing in this package imports
+to executors; the local engine runs the same functions here, over a process pool (or threads, for
+the jobs whose tasks run in code that releases the GIL) where there is more than one partition's
+worth of work (:func:`run_tasks`).  Nothing in this package imports
 pyspark, so ``klogs JOB --engine local`` starts no JVM.
 
 ``--engine auto`` (the default) chooses with :func:`choose_engine`: ``local`` when no ``--master``
@@ -26,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 __all__ = ["ENGINES", "LOCAL_MAX_BYTES", "PARALLEL_MIN_BYTES", "PARTITION_OPEN_BYTES", "REWRITE_BYTE_COST",
-           "SEGMENT_LOOKUP_BYTES", "SEGMENT_SCAN_BYTES", "EngineChoice", "TaskFailed", "allow_pandas", "choose_engine",
-           "input_bytes", "iter_tasks", "local_max_bytes", "one_blas_thread", "run_tasks", "task_work", "without_pandas",
-           "workers"]
+           "SEGMENT_LOOKUP_BYTES", "SEGMENT_SCAN_BYTES", "THREADS_MIN_BYTES", "THREADS_SHARE", "EngineChoice", "TaskFailed",
+           "allow_pandas", "choose_engine", "input_bytes", "iter_tasks", "local_max_bytes", "on_threads", "one_blas_thread",
+           "run_tasks", "task_work", "without_pandas", "workers"]
 
 ENGINES = ("auto", "local", "spark")
 MAX_CHUNK_TASKS = 64             # tasks a pool worker takes at a time (iter_tasks)
@@ -51,6 +52,16 @@ PARTITION_OPEN_BYTES = 384 << 10
 # log, a checking scan (audit) ~2 ms; at 1 the pool started only above ~1 s of such work, where it
 # pays from ~0.1 s (35 MiB on 2 cores: export 0.28 -> 0.21 s, cleaner 0.77 -> 0.60 s of wall time).
 REWRITE_BYTE_COST = 10
+# Tasks run on threads (run_tasks' gil_free) from this many bytes of work, and when at least this
+# share of it runs without the GIL.  A thread starts in ~0.1 ms and a typed column decoder compiles
+# its schemas again in each (1-3 ms); 16 MiB of a rewrite's work is ~10 ms.  Measured exports on 2
+# cores (BENCHMARKS.md, "the local engine's export on threads"): topics of 35-150 MiB, whose bytes
+# are > 95 % of the weight, take 20-30 % less wall time and CPU on threads than over the pool in a
+# process that has exported before, 3-6 % less wall time (5-9 % less CPU) as a fresh `klogs export`;
+# 9-15 MiB topics 25-40 % less than in one thread; the 5-broker tree of 20,000 segments of ~70 B
+# (bytes ~0 % of the weight) would take 80 % more (every task's Python on one GIL): it stays on the pool.
+THREADS_MIN_BYTES = 16 << 20
+THREADS_SHARE = 0.75
 
 
 def task_work(*, data_bytes: int = 0, rewritten_bytes: int = 0, scanned_segments: int = 0,
@@ -175,11 +186,14 @@ def workers() -> int:
 
 
 def run_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int] | None = None,
-              max_workers: int | None = None) -> list[R]:
+              max_workers: int | None = None, gil_free: Iterable[int] | None = None) -> list[R]:
     """``[fn(t) for t in tasks]``, in order: in this process when there is at most one task, one
-    core, or less than :data:`PARALLEL_MIN_BYTES` of work in all (``weights``: bytes per task);
-    else over a process pool of one worker per core.  ``fn`` and the tasks must be picklable."""
-    return list(iter_tasks(fn, tasks, weights=weights, max_workers=max_workers))
+    core, or too little work in all (``weights``: bytes of work per task); else over one worker per
+    core.  The workers are processes (``fn`` and the tasks picklable), or threads of this process
+    when most of the work runs without the GIL (``gil_free``: the part of each task's weight spent
+    in code that releases it -- the compiled decoders, pyarrow's Parquet writer; see
+    :func:`iter_tasks`)."""
+    return list(iter_tasks(fn, tasks, weights=weights, max_workers=max_workers, gil_free=gil_free))
 
 
 def _pool_worker_start() -> None:
@@ -191,13 +205,27 @@ def _pool_worker_start() -> None:
 
 
 def iter_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int] | None = None,
-               max_workers: int | None = None) -> Iterator[R]:
+               max_workers: int | None = None, gil_free: Iterable[int] | None = None) -> Iterator[R]:
     """:func:`run_tasks`, its results yielded in task order as they are ready: a caller that folds
-    them into something smaller never holds them all."""
+    them into something smaller never holds them all.
+
+    Where :func:`on_threads` says so, the tasks run on threads: no worker is forked (a forked
+    worker faults in its own copy of every buffer it touches: an export took 40-50 % more CPU over
+    the pool than in one process) and no result is pickled.  What the tasks reach that outlives a
+    task is then per thread or shared under the GIL or a lock: the run's listing memo
+    (:func:`kafka_format.storage.fsio.run_memo`, the calling thread's only), the typed column
+    decoders (:meth:`kafka_format.registry.typed.ColumnDecoder.for_plan`, one per thread), the
+    compiled decoder's block and scratch caches (taken and given back with the GIL held)."""
     n = max_workers or workers()
-    total = None if weights is None else sum(int(w) for w in weights)
-    if len(tasks) <= 1 or n <= 1 or (total is not None and total < PARALLEL_MIN_BYTES):
+    weights = None if weights is None else [int(w) for w in weights]
+    threads = on_threads(weights, gil_free)
+    total = None if weights is None else sum(weights)
+    least = THREADS_MIN_BYTES if threads else PARALLEL_MIN_BYTES
+    if len(tasks) <= 1 or n <= 1 or (total is not None and total < least):
         yield from (fn(t) for t in tasks)
+        return
+    if threads:
+        yield from _on_threads(fn, tasks, min(n, len(tasks)))
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -208,6 +236,44 @@ def iter_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[in
         # a chunk's results come back together and wait for the chunks before them: at most
         # MAX_CHUNK_TASKS tasks a chunk keeps what is held at once small on any number of tasks
         yield from pool.map(fn, tasks, chunksize=max(1, min(MAX_CHUNK_TASKS, len(tasks) // (4 * n))))
+
+
+def on_threads(weights: Sequence[int] | None, gil_free: Iterable[int] | None) -> bool:
+    """Whether tasks of these ``weights`` run on threads rather than processes: when the part of
+    their work spent without the GIL (``gil_free``, per task) is at least :data:`THREADS_SHARE` of
+    it all.  Threads then share the cores without waiting on each other; where per-file Python
+    (opening segments, planning, small writes) weighs more, they would take turns on the GIL."""
+    if weights is None or gil_free is None:
+        return False
+    free = sum(int(w) for w in gil_free)
+    return free > 0 and free >= THREADS_SHARE * sum(weights)
+
+
+def _on_threads(fn: Callable[[T], R], tasks: Sequence[T], n: int) -> Iterator[R]:
+    """``fn(t)`` for ``tasks`` on ``n`` threads, yielded in task order; at most
+    :data:`MAX_CHUNK_TASKS` tasks are submitted ahead of the one awaited, so the results held at
+    once stay few on any number of tasks.  On a failure (or the caller leaving) the tasks not
+    started are cancelled and the running ones awaited."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="klogs-task")
+    try:
+        ahead = max(n, min(MAX_CHUNK_TASKS, 4 * n))
+        pending: deque[Any] = deque()
+        todo = iter(tasks)
+        for t in todo:
+            pending.append(pool.submit(fn, t))
+            if len(pending) >= ahead:
+                break
+        while pending:
+            result = pending.popleft().result()
+            for t in todo:
+                pending.append(pool.submit(fn, t))
+                break
+            yield result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 from kafka_format.common.errors import KafkaFormatError  # noqa: E402  (after the pool helpers: no cycle)

@@ -363,13 +363,14 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
                  value_as: str = "binary", typed: Any = None) -> ExportResult:
     """A batch Parquet export of ``logdirs`` in this process, published atomically (``out``
     replaced by one rename, as :func:`kafka_format.spark.export.export` does).  One task per
-    planned split (the data source's plan), each streaming its rows to its own files, over a
-    process pool where there is more than one split's worth of work (:func:`kafka_format.engine.run_tasks`).
+    planned split (the data source's plan), each streaming its rows to its own files, over threads
+    (a topic's large segments) or a process pool (many small files) where there is more than one
+    split's worth of work (:func:`kafka_format.engine.run_tasks`).
     ``typed``: the :class:`kafka_format.registry.typed.TypedPlan` of typed ``key_as``/``value_as``."""
     import json
 
     from kafka_format.engine import run_tasks
-    from kafka_format.engine.read import read_splits, split_work
+    from kafka_format.engine.read import read_splits, split_gil_free, split_work
 
     cols = parse_partition_by(partition_by)
     _check_choice("key_as", key_as, KEY_AS)
@@ -386,7 +387,8 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
         with staging_dir(out, PARQUET_OWNER) as tmp:
             tasks = [_SplitExport(s, parsed, tmp, i, cols, key_as, value_as, typed) for i, s in enumerate(splits)]
             counts: dict[str, int] = {}
-            for found in run_tasks(_export_split, tasks, weights=[split_work(s) for s in splits]):
+            gil_free = [split_gil_free(s) for s in splits] if _compiled(typed) else None
+            for found in run_tasks(_export_split, tasks, weights=[split_work(s) for s in splits], gil_free=gil_free):
                 for c, n in found.items():
                     counts[c] = counts.get(c, 0) + n
             with open(os.path.join(tmp, "_SUCCESS"), "wb"):
@@ -395,6 +397,18 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
             crash_point("export:files-written")
     return ExportResult(out=out, format="parquet", partition_by=cols, rows=sum(f.rows for f in files),
                         files=len(files), engine="local", typed=None if typed is None else typed.report(counts))
+
+
+def _compiled(typed: Any) -> bool:
+    """Whether an export decodes with the compiled decoders (which release the GIL: its tasks may
+    run on threads): the log's, and the typed columns' where there are any.  The reference
+    decoders are Python, which threads would take turns on."""
+    from kafka_format.records import implementation
+    from kafka_format.registry.typed import ColumnDecoder
+
+    if implementation.IMPLEMENTATION != "fast":
+        return False
+    return typed is None or all(ColumnDecoder.for_plan(p).compiled_columns for p in typed.plans.values())
 
 
 def _probe(options: Any) -> pa.Table:

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from kafka_format.read.split_reader import arrow_schema, plan_read, read_split
 
-__all__ = ["read_table", "read_splits", "split_bytes", "split_work"]
+__all__ = ["read_table", "read_splits", "split_bytes", "split_gil_free", "split_work"]
 
 
 def read_splits(options: Mapping[str, str]) -> tuple[Any, list[Split]]:
@@ -70,3 +70,12 @@ def split_work(split: Split) -> int:
     from kafka_format.engine import task_work
 
     return task_work(rewritten_bytes=split_bytes(split), scanned_segments=len(split.ranges))
+
+
+def split_gil_free(split: Split) -> int:
+    """The part of :func:`split_work` spent in code that releases the GIL (the compiled decoder,
+    the typed column decoders, pyarrow's Parquet writer): its bytes' share, not the fixed costs
+    (``run_tasks``' ``gil_free``)."""
+    from kafka_format.engine import task_work
+
+    return task_work(rewritten_bytes=split_bytes(split), partitions=0)

@@ -20,6 +20,7 @@ decoder's ``max_rows_per_batch``), each one with its constant columns sliced to 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,7 @@ _CONSTANT_ENTRY_BYTES = 4 << 20      # a longer constant (a very long path) is b
 _CONSTANT_CACHE_BYTES = 32 << 20     # cached constants kept per process, oldest evicted first
 _constants: dict[tuple[pa.DataType, object], pa.Array] = {}
 _constants_bytes = 0
+_constants_lock = threading.Lock()
 
 _NUMPY_TYPES = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64}
 
@@ -174,14 +176,18 @@ def constant(value: object, type_: pa.DataType, n: int) -> pa.Array:
         width = len(str(value).encode()) + 4 if pa.types.is_string(type_) and value is not None else 8
         if width * rows > _CONSTANT_ENTRY_BYTES:
             return _build_constant(value, type_, n)
-        if cached is not None:
-            _constants_bytes -= _constants.pop(key).nbytes
-        cached = _build_constant(value, type_, rows)
-        size = cached.nbytes
-        while _constants and _constants_bytes + size > _CONSTANT_CACHE_BYTES:
-            _constants_bytes -= _constants.pop(next(iter(_constants))).nbytes
-        _constants[key] = cached
-        _constants_bytes += size
+        built = _build_constant(value, type_, rows)
+        with _constants_lock:       # the local engine's task threads share the cache
+            cached = _constants.get(key)
+            if cached is None or len(cached) < n:
+                if cached is not None:
+                    _constants_bytes -= _constants.pop(key).nbytes
+                cached = built
+                size = cached.nbytes
+                while _constants and _constants_bytes + size > _CONSTANT_CACHE_BYTES:
+                    _constants_bytes -= _constants.pop(next(iter(_constants))).nbytes
+                _constants[key] = cached
+                _constants_bytes += size
     return cached if n == len(cached) else cached.slice(0, n)
 
 

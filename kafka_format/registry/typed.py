@@ -264,10 +264,9 @@ class DecodeProblem:
     schema_id: int | None
 
 
-_CACHE_LOCK = threading.Lock()
 SHORT = "shorter than the 5-byte wire-format header"
 _OBJECT_AT = re.compile(r" from <[\w.]+ object at 0x[0-9a-f]+>")  # fastavro names its stream object
-_DECODERS: dict[str, ColumnDecoder] = {}
+_DECODERS = threading.local()  # .by_token: this thread's decoders (ColumnDecoder.for_plan)
 WRITERS_AHEAD = 32  # a subject's latest writers compiled before the first batch (ColumnDecoder._learn_subject)
 
 
@@ -288,12 +287,25 @@ class ColumnDecoder:
 
     @classmethod
     def for_plan(cls, plan: ColumnPlan) -> ColumnDecoder:
-        """The process-wide decoder of a plan (schemas parsed once per process, not per batch)."""
-        with _CACHE_LOCK:
-            dec = _DECODERS.get(plan.token)
-            if dec is None:
-                dec = _DECODERS[plan.token] = cls(plan)
-            return dec
+        """This thread's decoder of a plan (schemas parsed once per thread, not per batch): a
+        decoder's caches, compiled programs and row counts change as it decodes, so the threads
+        of the local engine's tasks each have their own."""
+        decoders: dict[str, ColumnDecoder] | None = getattr(_DECODERS, "by_token", None)
+        if decoders is None:
+            decoders = _DECODERS.by_token = {}
+        dec = decoders.get(plan.token)
+        if dec is None:
+            dec = decoders[plan.token] = cls(plan)
+        return dec
+
+    @property
+    def compiled_columns(self) -> bool:
+        """Whether this plan's values go through a compiled column decoder (which releases the GIL),
+        not the reference decoders alone (``KAFKA_FORMAT_DECODER=reference``, or a table type that
+        does not lay out)."""
+        if self._reader is None:
+            self._setup_reader()
+        return self._fast is not None
 
     # -- per id ---------------------------------------------------------------------------------
     def _setup_reader(self) -> None:

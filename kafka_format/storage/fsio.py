@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import posixpath
 import stat as stat_module
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -234,17 +235,19 @@ class FileSystemHandle:
 
 # --- one listing per run -------------------------------------------------------------------------
 _RUN_MEMO: dict[tuple[Any, ...], Any] | None = None
+_RUN_MEMO_THREAD = 0     # the thread that entered the block: only its reads are remembered
 
 
 @contextmanager
 def listing_cache() -> Iterator[None]:
     """Inside the block -- one job run, whose input directories do not change under it -- a local
     directory listed, or a log dir or partition read (:mod:`kafka_format.storage.logdir`), once is not
-    listed or read again.  Nested blocks share the outermost one's memory, dropped when it ends."""
-    global _RUN_MEMO
+    listed or read again by the thread that entered it.  Nested blocks share the outermost one's
+    memory, dropped when it ends."""
+    global _RUN_MEMO, _RUN_MEMO_THREAD
     outer = _RUN_MEMO
     if outer is None:
-        _RUN_MEMO = {}
+        _RUN_MEMO, _RUN_MEMO_THREAD = {}, threading.get_ident()
     try:
         yield
     finally:
@@ -255,16 +258,17 @@ def listing_cache() -> Iterator[None]:
 def forget_run_memo() -> None:
     """Leave the :func:`listing_cache` block this process inherited (a pool worker forked inside a
     run): a worker's tasks each re-open their own partition, which a memo would keep for the rest
-    of the run (20 KB a partition: 500 MB a worker over the 20,000 partitions of a large tree)."""
+    of the run (20 KB a partition: 500 MB a worker over the 20,000 partitions of a large tree).
+    The local engine's task threads do the same without it: the memo is the entering thread's."""
     global _RUN_MEMO
     _RUN_MEMO = None
 
 
 def run_memo(key: tuple[Any, ...] | None, compute: Any) -> Any:
     """``compute()``, remembered under ``key`` (None: not remembered) inside :func:`listing_cache`
-    (failures are not)."""
+    in the thread that entered it (failures are not)."""
     memo = _RUN_MEMO
-    if memo is None or key is None:
+    if memo is None or key is None or threading.get_ident() != _RUN_MEMO_THREAD:
         return compute()
     if key not in memo:
         memo[key] = compute()

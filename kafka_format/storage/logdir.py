@@ -248,12 +248,13 @@ def _state_file(h: FileSystemHandle, fs_path: str, parse: Callable[[bytes, str],
     read-only.  Failures are not kept."""
     data, location = ckpt.read_state_bytes(fs_path, filesystem=h)
     key = (parse.__name__, location, hashlib.blake2b(data, digest_size=16).digest())
-    if key not in _STATE_FILES:
+    value = _STATE_FILES.get(key)
+    if value is None:
         value = parse(data, location)
         if len(_STATE_FILES) >= _STATE_FILES_KEPT:
             _STATE_FILES.clear()
         _STATE_FILES[key] = value
-    return _STATE_FILES[key]  # type: ignore[return-value]
+    return value  # type: ignore[return-value]
 
 
 def _read_log_dir_now(walk: DirWalk, fs_path: str, entries: list[FileStat], only: str | None) -> LogDir:

@@ -580,7 +580,8 @@ def markdown(records: int, master: str, local: Times, spark: Times, alone: Times
         out += [
             "",
             "The local engine's exports by wall-clock time (least of the same rounds; the engine runs an export",
-            "over its process pool when it weighs more than one pool start, so wall time is what a user waits):",
+            "on one thread per core (a pool of processes with the reference decoders), so wall time is what a",
+            "user waits):",
             "",
             "| shape | format | binary wall s | typed wall s | / binary | within 1.5x |",
             "|---|---|---:|---:|---:|---|",

@@ -8,7 +8,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,7 +61,51 @@ def test_run_tasks_keeps_order_serial_and_over_a_pool() -> None:
     tasks = list(range(20))
     serial = run_tasks(_square, tasks, weights=[1] * 20)                 # little work: in this process
     pooled = run_tasks(_square, tasks, weights=[1 << 30] * 20, max_workers=2)
-    assert serial == pooled == [x * x for x in tasks]
+    threaded = run_tasks(_square, tasks, weights=[1 << 30] * 20, gil_free=[1 << 30] * 20, max_workers=2)
+    assert serial == pooled == threaded == [x * x for x in tasks]
+
+
+def _where(_: int) -> tuple[int, str]:
+    return os.getpid(), threading.current_thread().name
+
+
+def test_tasks_whose_work_mostly_releases_the_gil_run_on_threads() -> None:
+    """Threads when at least THREADS_SHARE of the work runs without the GIL (and there is
+    THREADS_MIN_BYTES of it), processes when per-file Python weighs more, this thread below the
+    thresholds."""
+    from kafka_format.engine import PARALLEL_MIN_BYTES, THREADS_MIN_BYTES, THREADS_SHARE
+
+    me = os.getpid()
+    n = 8
+    big = [PARALLEL_MIN_BYTES] * n
+    threaded = run_tasks(_where, list(range(n)), weights=big, gil_free=big, max_workers=2)
+    assert {pid for pid, _ in threaded} == {me} and all(name.startswith("klogs-task") for _, name in threaded)
+    mostly_python = [int(w * THREADS_SHARE) - 1 for w in big]
+    pooled = run_tasks(_where, list(range(n)), weights=big, gil_free=mostly_python, max_workers=2)
+    assert me not in {pid for pid, _ in pooled}
+    little = [THREADS_MIN_BYTES // n - 1] * n
+    here = run_tasks(_where, list(range(n)), weights=little, gil_free=little, max_workers=2)
+    assert set(here) == {(me, threading.current_thread().name)}
+
+
+def _fails_on_three(started: list[int], x: int) -> int:
+    started.append(x)
+    if x == 3:
+        raise ValueError("task 3 failed")
+    return x
+
+
+def test_a_failed_task_on_threads_raises_and_the_tasks_not_started_never_run() -> None:
+    import functools
+
+    from kafka_format.engine import MAX_CHUNK_TASKS
+
+    started: list[int] = []
+    n = 10 * MAX_CHUNK_TASKS
+    with pytest.raises(ValueError, match="task 3 failed"):
+        run_tasks(functools.partial(_fails_on_three, started), list(range(n)), weights=[1 << 30] * n,
+                  gil_free=[1 << 30] * n, max_workers=2)
+    assert 3 in started and len(started) <= 4 + MAX_CHUNK_TASKS      # submitted ahead at most
 
 
 def _computed_twice(_: int) -> bool:
@@ -75,11 +121,14 @@ def _computed_twice(_: int) -> bool:
 def test_pool_workers_start_without_the_run_memo() -> None:
     """A job runs inside listing_cache (its inputs listed and read once); a pool worker forked inside
     it starts without that memo, which would keep every partition its tasks re-open for the rest of
-    the run (500 MB a worker on the 50-broker tree).  The process that started the pool keeps it."""
+    the run (500 MB a worker on the 50-broker tree), and so does a task thread.  The thread that
+    started the run keeps it."""
     from kafka_format.storage.fsio import listing_cache
 
     with listing_cache():
         assert run_tasks(_computed_twice, list(range(8)), weights=[1 << 30] * 8, max_workers=2) == [True] * 8
+        assert run_tasks(_computed_twice, list(range(8)), weights=[1 << 30] * 8, gil_free=[1 << 30] * 8,
+                         max_workers=2) == [True] * 8
         assert not _computed_twice(0)
 
 
@@ -147,16 +196,25 @@ def _small_segments(root: Path, segments: int, value: bytes = b"v") -> Path:
     return root
 
 
-def _weights(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The total weight each run_tasks / iter_tasks call of the local engine is given (the calls
-    still run; run_tasks is iter_tasks collected)."""
+class _Spied(list[int]):
+    """The total weight each run_tasks / iter_tasks call was given; ``threads``: whether each
+    would have run on threads (engine.on_threads)."""
+
+    threads: list[bool]
+
+
+def _weights(monkeypatch: pytest.MonkeyPatch) -> _Spied:
+    """Spy on the local engine's run_tasks / iter_tasks calls (they still run, in this process)."""
     import kafka_format.engine as engine
 
-    seen: list[int] = []
+    seen = _Spied()
+    seen.threads = []
     real = engine.iter_tasks
 
-    def spy(fn, tasks, *, weights=None, max_workers=None):  # type: ignore[no-untyped-def]
-        seen.append(sum(weights or ()))
+    def spy(fn, tasks, *, weights=None, max_workers=None, gil_free=None):  # type: ignore[no-untyped-def]
+        weights = list(weights or ())
+        seen.append(sum(weights))
+        seen.threads.append(engine.on_threads(weights, gil_free))
         return real(fn, tasks, weights=weights, max_workers=1)
 
     monkeypatch.setattr(engine, "iter_tasks", spy)
@@ -191,9 +249,10 @@ def test_many_small_segments_weigh_enough_for_the_pool(tmp_path: Path, monkeypat
     assert seen[-1] == small_values
     list_offsets_local(str(few), ["latest"])
     assert small_values > 10 * seen[-1] > 0
-    # reads: a split's segments count too (one split per partition here)
+    # reads: a split's segments count too (one split per partition here), and their Python makes
+    # the export's tasks processes, not threads
     export_local([str(tree)], str(tmp_path / "export"))
-    assert seen[-1] >= PARALLEL_MIN_BYTES
+    assert seen[-1] >= PARALLEL_MIN_BYTES and not seen.threads[-1]
     calls = len(seen)
     table = read_table({"paths": json.dumps([str(tree)])})
     assert table.num_rows == 400 and len(seen) == calls     # read_table decodes in this process
@@ -220,14 +279,93 @@ def test_bytes_written_again_weigh_more_than_bytes_scanned(tmp_path: Path,
     audit_local([str(wide)], now_ms=1_700_000_200_000)
     assert seen[-1] < PARALLEL_MIN_BYTES
     export_local([str(wide)], str(tmp_path / "export"))
-    assert seen[-1] >= PARALLEL_MIN_BYTES
+    assert seen[-1] >= PARALLEL_MIN_BYTES and seen.threads[-1]          # its bytes: threads
     assert pq.read_table(tmp_path / "export").sort_by("offset")["offset"].to_pylist() == list(range(6))
     configs = load_topic_configs([str(wide)], overrides=["*:cleanup.policy=compact"])
     rows = cleaner_pass_local(str(wide), configs, 1_700_000_200_000, records_dir=str(tmp_path / "cleaner"),
                               force=True)
-    assert seen[-1] >= PARALLEL_MIN_BYTES and len(rows) == 1
+    assert seen[-1] >= PARALLEL_MIN_BYTES and len(rows) == 1 and not seen.threads[-1]
     summary = full_local(str(wide), str(tmp_path / "full"))
-    assert seen[-1] >= PARALLEL_MIN_BYTES
+    assert seen[-1] >= PARALLEL_MIN_BYTES and not seen.threads[-1]
     decided = pq.read_table(tmp_path / "full").sort_by("offset")
     assert decided["decision"].to_pylist() == ["remove"] * 5 + ["keep"]      # one key: its last record
     assert [(r["recordsBefore"], r["recordsAfter"]) for r in summary] == [(6, 1)]
+
+
+def test_an_export_with_the_reference_decoders_stays_off_threads(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference decoders are Python: an export that uses them (``KAFKA_FORMAT_DECODER=reference``,
+    no compiled build, or typed columns whose table type does not lay out) keeps the pool, where
+    threads would take turns on the GIL."""
+    import kafka_format.engine as engine
+    from kafka_format.engine.export import export_local
+    from kafka_format.records import implementation
+    from kafka_format.registry import schemas_from_log_dirs
+    from kafka_format.registry.typed import ColumnDecoder, plan_columns
+    from testhelpers import load_module
+
+    wide = _small_segments(tmp_path / "wide", 3, value=bytes(3_000_000))
+    seen = _weights(monkeypatch)
+    export_local([str(wide)], str(tmp_path / "fast"))
+    assert seen.threads[-1]
+    assert implementation.IMPLEMENTATION == "fast"
+    monkeypatch.setattr(implementation, "_implementation", "reference")
+    export_local([str(wide)], str(tmp_path / "reference"))
+    assert not seen.threads[-1]
+    monkeypatch.undo()
+    corpus = load_module("registry_corpus", REPO / "tests" / "registry" / "registry_corpus.py")
+    c = corpus.make_corpus(tmp_path / "logs", "avro", n1=1500, n2=1500)
+    plan = plan_columns(schemas_from_log_dirs([str(c.root)]), value_as="avro", topic="orders")
+    seen = _weights(monkeypatch)
+    monkeypatch.setattr(engine, "THREADS_SHARE", 0.0)    # a small topic: its bytes weigh little
+    monkeypatch.setattr(engine, "THREADS_MIN_BYTES", 0)
+    export_local([str(c.root)], str(tmp_path / "typed"), options={"topics": "orders", "maxBytesPerPartition": "16k"},
+                 value_as="avro", typed=plan)
+    assert seen.threads[-1]
+    monkeypatch.setattr(ColumnDecoder, "compiled_columns", property(lambda self: False))
+    export_local([str(c.root)], str(tmp_path / "typed-reference"),
+                 options={"topics": "orders", "maxBytesPerPartition": "16k"}, value_as="avro", typed=plan)
+    assert not seen.threads[-1]
+
+
+@pytest.mark.threads
+def test_a_typed_export_on_threads_writes_what_one_thread_writes(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several splits of an Avro topic of two writer schemas exported by task threads (the
+    thresholds lowered to reach them with a small topic) and by this thread alone: the same rows,
+    every value as the serializer wrote it, no row failed."""
+    import pyarrow.dataset as ds
+
+    import kafka_format.engine as engine
+    import kafka_format.engine.export as export
+    from kafka_format.registry import schemas_from_log_dirs
+    from kafka_format.registry.typed import plan_columns
+    from testhelpers import load_module
+
+    corpus = load_module("registry_corpus", REPO / "tests" / "registry" / "registry_corpus.py")
+    c = corpus.make_corpus(tmp_path / "logs", "avro", n1=1500, n2=1500)
+    plan = plan_columns(schemas_from_log_dirs([str(c.root)]), value_as="avro", topic="orders")
+    options = {"topics": "orders", "maxBytesPerPartition": "16k"}
+    names: list[str] = []
+    real = export._export_split
+
+    def task(t: Any) -> dict[str, int]:
+        names.append(threading.current_thread().name)
+        return real(t)
+
+    monkeypatch.setattr(export, "_export_split", task)
+    tables = {}
+    for how, least, share in (("threads", 0, 0.0), ("one thread", 1 << 60, 2.0)):
+        monkeypatch.setattr(engine, "THREADS_MIN_BYTES", least)
+        monkeypatch.setattr(engine, "THREADS_SHARE", share)
+        monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 1 << 60)
+        del names[:]
+        result = export.export_local([str(c.root)], str(tmp_path / how), options=options, value_as="avro",
+                                     typed=plan)
+        assert result.rows == 3000 and result.typed is not None and result.typed["decodeErrors"] == {"value": 0}
+        threaded = [n.startswith("klogs-task") for n in names]
+        assert len(names) > 4 and all(threaded) == (how == "threads") and any(threaded) == (how == "threads")
+        tables[how] = ds.dataset(str(tmp_path / how), format="parquet", partitioning="hive").to_table()
+    assert tables["threads"].sort_by("offset").equals(tables["one thread"].sort_by("offset"))
+    assert tables["threads"].sort_by("offset")["value"].to_pylist() == [{**v, "note": v.get("note")}
+                                                                          for v in c.values]

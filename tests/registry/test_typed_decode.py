@@ -72,6 +72,35 @@ def test_the_subjects_writers_are_compiled_before_the_first_batch(corpus: Any) -
     assert ids <= set(dec._slots) and len(ids) == 2
 
 
+@pytest.mark.threads
+def test_each_thread_decodes_with_its_own_decoder(corpus: Any) -> None:
+    """``for_plan`` keeps one decoder per plan and thread: the local engine's export tasks decode on
+    threads, and a decoder's caches and compiled programs change as it decodes.  Threads decoding
+    at once each get every row right."""
+    store = schemas_from_log_dirs([str(corpus.root)])
+    plan = plan_column(store, "value", corpus.fmt, topic="orders")
+    assert plan is not None
+    mine = ColumnDecoder.for_plan(plan)
+    assert ColumnDecoder.for_plan(plan) is mine
+    seen: dict[int, tuple[Any, list[Any], list[Any]]] = {}
+    start = threading.Barrier(4)
+
+    def work(i: int) -> None:
+        start.wait()
+        dec = ColumnDecoder.for_plan(plan)
+        arr, problems = dec.decode(pa.array(corpus.wire * 50, pa.binary()))
+        seen[i] = (dec, arr.to_pylist(), problems)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(d) for d, _, _ in seen.values()} | {id(mine)}) == 5
+    assert all(got == expected(corpus.values, corpus.fmt) * 50 and problems == []
+               for _, got, problems in seen.values())
+
+
 def test_bad_rows_are_reported_with_reasons(corpus: Any) -> None:
     good = corpus.wire[0]
     unknown = b"\x00\x00\x00\x03\xe7" + good[5:]
