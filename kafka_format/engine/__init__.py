@@ -186,14 +186,17 @@ def workers() -> int:
 
 
 def run_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int] | None = None,
-              max_workers: int | None = None, gil_free: Iterable[int] | None = None) -> list[R]:
+              max_workers: int | None = None, gil_free: Iterable[int] | None = None,
+              processes: bool = True) -> list[R]:
     """``[fn(t) for t in tasks]``, in order: in this process when there is at most one task, one
     core, or too little work in all (``weights``: bytes of work per task); else over one worker per
     core.  The workers are processes (``fn`` and the tasks picklable), or threads of this process
     when most of the work runs without the GIL (``gil_free``: the part of each task's weight spent
     in code that releases it -- the compiled decoders, pyarrow's Parquet writer; see
-    :func:`iter_tasks`)."""
-    return list(iter_tasks(fn, tasks, weights=weights, max_workers=max_workers, gil_free=gil_free))
+    :func:`iter_tasks`).  ``processes=False``: never a process pool (results that cost more to send
+    back than to compute): this thread where threads are not chosen."""
+    return list(iter_tasks(fn, tasks, weights=weights, max_workers=max_workers, gil_free=gil_free,
+                           processes=processes))
 
 
 def _pool_worker_start() -> None:
@@ -205,7 +208,8 @@ def _pool_worker_start() -> None:
 
 
 def iter_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int] | None = None,
-               max_workers: int | None = None, gil_free: Iterable[int] | None = None) -> Iterator[R]:
+               max_workers: int | None = None, gil_free: Iterable[int] | None = None,
+               processes: bool = True) -> Iterator[R]:
     """:func:`run_tasks`, its results yielded in task order as they are ready: a caller that folds
     them into something smaller never holds them all.
 
@@ -221,7 +225,7 @@ def iter_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[in
     threads = on_threads(weights, gil_free)
     total = None if weights is None else sum(weights)
     least = THREADS_MIN_BYTES if threads else PARALLEL_MIN_BYTES
-    if len(tasks) <= 1 or n <= 1 or (total is not None and total < least):
+    if len(tasks) <= 1 or n <= 1 or (total is not None and total < least) or not (threads or processes):
         yield from (fn(t) for t in tasks)
         return
     if threads:

@@ -198,9 +198,10 @@ def _small_segments(root: Path, segments: int, value: bytes = b"v") -> Path:
 
 class _Spied(list[int]):
     """The total weight each run_tasks / iter_tasks call was given; ``threads``: whether each
-    would have run on threads (engine.on_threads)."""
+    would have run on threads (engine.on_threads); ``processes``: whether it allowed a pool."""
 
     threads: list[bool]
+    processes: list[bool]
 
 
 def _weights(monkeypatch: pytest.MonkeyPatch) -> _Spied:
@@ -208,13 +209,14 @@ def _weights(monkeypatch: pytest.MonkeyPatch) -> _Spied:
     import kafka_format.engine as engine
 
     seen = _Spied()
-    seen.threads = []
+    seen.threads, seen.processes = [], []
     real = engine.iter_tasks
 
-    def spy(fn, tasks, *, weights=None, max_workers=None, gil_free=None):  # type: ignore[no-untyped-def]
+    def spy(fn, tasks, *, weights=None, max_workers=None, gil_free=None, processes=True):  # type: ignore[no-untyped-def]
         weights = list(weights or ())
         seen.append(sum(weights))
         seen.threads.append(engine.on_threads(weights, gil_free))
+        seen.processes.append(processes)
         return real(fn, tasks, weights=weights, max_workers=1)
 
     monkeypatch.setattr(engine, "iter_tasks", spy)
@@ -225,7 +227,7 @@ def test_many_small_segments_weigh_enough_for_the_pool(tmp_path: Path, monkeypat
     """A segment's fixed cost counts as work: 200 segments of ~150 B (an audit of ~0.3 s in one
     process) reach the pool's threshold for the audit and an export, as their bytes alone (~30 KB)
     never would; offsets, which look up indexes only, weigh by partitions and segments, not by the
-    segments' bytes; ``read_table`` decodes in this process whatever it reads."""
+    segments' bytes; ``read_table`` decodes in this process whatever it reads (here in one thread)."""
     from kafka_format.engine import PARALLEL_MIN_BYTES
     from kafka_format.engine.audit import audit_local
     from kafka_format.engine.export import export_local
@@ -253,9 +255,9 @@ def test_many_small_segments_weigh_enough_for_the_pool(tmp_path: Path, monkeypat
     # the export's tasks processes, not threads
     export_local([str(tree)], str(tmp_path / "export"))
     assert seen[-1] >= PARALLEL_MIN_BYTES and not seen.threads[-1]
-    calls = len(seen)
     table = read_table({"paths": json.dumps([str(tree)])})
-    assert table.num_rows == 400 and len(seen) == calls     # read_table decodes in this process
+    assert table.num_rows == 400 and not seen.processes[-1]   # read_table: never over the process pool
+    assert seen[-1] >= PARALLEL_MIN_BYTES and not seen.threads[-1]     # and its many small files: one thread
 
 
 def test_bytes_written_again_weigh_more_than_bytes_scanned(tmp_path: Path,
@@ -326,6 +328,34 @@ def test_an_export_with_the_reference_decoders_stays_off_threads(tmp_path: Path,
     export_local([str(c.root)], str(tmp_path / "typed-reference"),
                  options={"topics": "orders", "maxBytesPerPartition": "16k"}, value_as="avro", typed=plan)
     assert not seen.threads[-1]
+
+
+@pytest.mark.threads
+def test_read_table_decodes_large_segments_on_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``read_table`` over segments whose bytes are its work: its splits decoded on this process's
+    threads (never sent back from a pool), the rows those of one thread, in split order."""
+    import kafka_format.engine as engine
+    import kafka_format.engine.read as read
+
+    tree = _small_segments(tmp_path / "wide", 6, value=bytes(range(256)) * 20_000)   # 6 segments of ~10 MB
+    options = {"paths": json.dumps([str(tree)])}
+    names: list[str] = []
+    real = read._split_table
+
+    def task(*args: Any) -> Any:
+        names.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(read, "_split_table", task)
+    threaded = read.read_table(options)
+    assert len(names) >= 2 and all(n.startswith("klogs-task") for n in names)
+    monkeypatch.setattr(engine, "THREADS_MIN_BYTES", 1 << 60)
+    del names[:]
+    alone = read.read_table(options)
+    assert names and not any(n.startswith("klogs-task") for n in names)
+    assert threaded.num_rows == 12 and threaded.equals(alone)
+    assert threaded["offset"].to_pylist() == list(range(12))
+    assert threaded["value"].to_pylist() == [bytes(range(256)) * 20_000] * 12
 
 
 @pytest.mark.threads
