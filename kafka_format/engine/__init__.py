@@ -260,21 +260,15 @@ def _on_threads(fn: Callable[[T], R], tasks: Sequence[T], n: int) -> Iterator[R]
     started are cancelled and the running ones awaited."""
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
+    from itertools import islice
 
     pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="klogs-task")
     try:
-        ahead = max(n, min(MAX_CHUNK_TASKS, 4 * n))
-        pending: deque[Any] = deque()
         todo = iter(tasks)
-        for t in todo:
-            pending.append(pool.submit(fn, t))
-            if len(pending) >= ahead:
-                break
+        pending = deque(pool.submit(fn, t) for t in islice(todo, max(n, min(MAX_CHUNK_TASKS, 4 * n))))
         while pending:
             result = pending.popleft().result()
-            for t in todo:
-                pending.append(pool.submit(fn, t))
-                break
+            pending.extend(pool.submit(fn, t) for t in islice(todo, 1))
             yield result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

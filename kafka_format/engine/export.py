@@ -370,7 +370,7 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
     import json
 
     from kafka_format.engine import run_tasks
-    from kafka_format.engine.read import read_splits, split_gil_free, split_work
+    from kafka_format.engine.read import compiled_decoders, read_splits, split_gil_free, split_work
 
     cols = parse_partition_by(partition_by)
     _check_choice("key_as", key_as, KEY_AS)
@@ -387,7 +387,7 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
         with staging_dir(out, PARQUET_OWNER) as tmp:
             tasks = [_SplitExport(s, parsed, tmp, i, cols, key_as, value_as, typed) for i, s in enumerate(splits)]
             counts: dict[str, int] = {}
-            gil_free = [split_gil_free(s) for s in splits] if _compiled(typed) else None
+            gil_free = [split_gil_free(s) for s in splits] if compiled_decoders(typed) else None
             for found in run_tasks(_export_split, tasks, weights=[split_work(s) for s in splits], gil_free=gil_free):
                 for c, n in found.items():
                     counts[c] = counts.get(c, 0) + n
@@ -397,18 +397,6 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
             crash_point("export:files-written")
     return ExportResult(out=out, format="parquet", partition_by=cols, rows=sum(f.rows for f in files),
                         files=len(files), engine="local", typed=None if typed is None else typed.report(counts))
-
-
-def _compiled(typed: Any) -> bool:
-    """Whether an export decodes with the compiled decoders (which release the GIL: its tasks may
-    run on threads): the log's, and the typed columns' where there are any.  The reference
-    decoders are Python, which threads would take turns on."""
-    from kafka_format.records import implementation
-    from kafka_format.registry.typed import ColumnDecoder
-
-    if implementation.IMPLEMENTATION != "fast":
-        return False
-    return typed is None or all(ColumnDecoder.for_plan(p).compiled_columns for p in typed.plans.values())
 
 
 def _probe(options: Any) -> pa.Table:

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from kafka_format.read.split_reader import arrow_schema, plan_read, read_split
 
-__all__ = ["read_table", "read_splits", "split_bytes", "split_gil_free", "split_work"]
+__all__ = ["compiled_decoders", "read_table", "read_splits", "split_bytes", "split_gil_free", "split_work"]
 
 
 def read_splits(options: Mapping[str, str]) -> tuple[Any, list[Split]]:
@@ -41,22 +41,36 @@ def read_table(options: Mapping[str, str]) -> pa.Table:
     are most of the work and the compiled decoder is active).  For small inputs and interactive use;
     the jobs stream split by split instead."""
     from kafka_format.engine import run_tasks, task_work
-    from kafka_format.records import implementation
 
     # Never over the local engine's process pool: its workers would send the decoded rows back
     # pickled, which costs more than decoding them (1M records, 148 MiB of log, 2 workers: 1.8 s
     # against 0.15 s in this process).
     opts, splits = read_splits(options)
     schema = arrow_schema(opts)
-    compiled = implementation.IMPLEMENTATION == "fast"
     tables = run_tasks(functools.partial(_split_table, opts, schema), splits,
                        weights=[task_work(data_bytes=split_bytes(s), scanned_segments=len(s.ranges)) for s in splits],
-                       gil_free=[split_bytes(s) for s in splits] if compiled else None, processes=False)
+                       gil_free=[split_bytes(s) for s in splits] if compiled_decoders() else None, processes=False)
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
 def _split_table(opts: Any, schema: pa.Schema, split: Split) -> pa.Table:
     return pa.Table.from_batches(list(read_split(split, opts)), schema=schema)
+
+
+def compiled_decoders(typed: Any = None) -> bool:
+    """Whether a read decodes with the compiled decoders, which release the GIL (its tasks may run
+    on threads): the log's, and the typed columns' of ``typed`` (a
+    :class:`kafka_format.registry.typed.TypedPlan`) where there are any.  The reference decoders
+    are Python, which threads would take turns on."""
+    from kafka_format.records import implementation
+
+    if implementation.IMPLEMENTATION != "fast":
+        return False
+    if typed is None:
+        return True
+    from kafka_format.registry.typed import ColumnDecoder
+
+    return all(ColumnDecoder.for_plan(p).compiled_columns for p in typed.plans.values())
 
 
 def split_bytes(split: Split) -> int:

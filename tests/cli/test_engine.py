@@ -298,9 +298,10 @@ def test_an_export_with_the_reference_decoders_stays_off_threads(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The reference decoders are Python: an export that uses them (``KAFKA_FORMAT_DECODER=reference``,
     no compiled build, or typed columns whose table type does not lay out) keeps the pool, where
-    threads would take turns on the GIL."""
+    threads would take turns on the GIL, and ``read_table`` one thread."""
     import kafka_format.engine as engine
     from kafka_format.engine.export import export_local
+    from kafka_format.engine.read import read_table
     from kafka_format.records import implementation
     from kafka_format.registry import schemas_from_log_dirs
     from kafka_format.registry.typed import ColumnDecoder, plan_columns
@@ -311,8 +312,12 @@ def test_an_export_with_the_reference_decoders_stays_off_threads(tmp_path: Path,
     export_local([str(wide)], str(tmp_path / "fast"))
     assert seen.threads[-1]
     assert implementation.IMPLEMENTATION == "fast"
+    read_table({"paths": json.dumps([str(wide)])})
+    assert seen.threads[-1]
     monkeypatch.setattr(implementation, "_implementation", "reference")
     export_local([str(wide)], str(tmp_path / "reference"))
+    assert not seen.threads[-1]
+    read_table({"paths": json.dumps([str(wide)])})
     assert not seen.threads[-1]
     monkeypatch.undo()
     corpus = load_module("registry_corpus", REPO / "tests" / "registry" / "registry_corpus.py")
