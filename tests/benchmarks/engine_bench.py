@@ -40,6 +40,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from peak_memory import PEAK_RSS_SNIPPET  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data_samples" / "logdirs"
 NOW = "2023-11-16T22:13:20Z"
@@ -74,7 +76,8 @@ def _env() -> dict[str, str]:
 @dataclass(frozen=True)
 class KlogsRun:
     """One ``klogs`` run: wall and CPU seconds (the process and the children it waited for: the
-    local engine's pool) and the peak RSS of the driver process itself."""
+    local engine's pool) and the peak RSS of the driver process itself (its own ``VmHWM``: see
+    ``peak_memory``)."""
 
     wall: float
     cpu: float
@@ -87,7 +90,7 @@ _MAXRSS = "klogs-driver-maxrss-kb "
 def klogs_run(args: list[str]) -> KlogsRun:
     """``klogs ARGS`` in a fresh interpreter (output discarded; must exit 0), measured."""
     cmd = [sys.executable, "-c", "import resource, sys; from kafka_format.cli import main; rc = main(sys.argv[1:]); "
-           f"sys.stderr.write('\\n{_MAXRSS}%d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); "
+           f"sys.stderr.write('\\n{_MAXRSS}%d\\n' % {PEAK_RSS_SNIPPET}); "
            "sys.exit(rc)", *args]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()

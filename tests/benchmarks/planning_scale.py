@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import resource
 import shutil
 import struct
 import sys
@@ -34,6 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from peak_memory import peak_rss_bytes, reset_peak_rss  # noqa: E402  (benchmark-local module beside this file)
 
 if TYPE_CHECKING:
     from kafka_format.storage.partition_log import PartitionLog
@@ -223,7 +224,9 @@ def measure(tree: Path, scale: Scale, repeats: int = 2) -> Result:
     options = PlanOptions(default_parallelism=2)
     best = [float("inf")] * 3
     files = segments = partitions = splits = 0
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    gc.collect()
+    reset_peak_rss()             # this step's own peak: the tree's generation may have passed it before
+    rss0 = peak_rss_bytes()
     for _ in range(repeats):
         files, listing = _listing(tree)
         gc.collect()
@@ -236,7 +239,7 @@ def measure(tree: Path, scale: Scale, repeats: int = 2) -> Result:
         segments = sum(len(p.segments) for p in parts)
         partitions, splits = len(parts), len(plan)
         del parts, plan
-    rss_growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
+    rss_growth = (peak_rss_bytes() - rss0) / (1 << 20)
     gc.collect()
     tracemalloc.start()
     parts = open_partitions(str(tree))
@@ -291,7 +294,8 @@ def markdown(results: list[Result]) -> list[str]:
                       f"{r.segments:,} segments): `klogs offsets|retention|audit|export --engine local` in a fresh process, "
                       f"{os.cpu_count()} cores, best of 2; CPU = the process and its pool workers; driver RSS = "
                       "the peak resident memory of the `klogs` process itself (its results, report and output; "
-                      "the pool workers' are apart).  The audit "
+                      "the pool workers' are apart; its own `VmHWM`: `ru_maxrss` would carry the peak of the "
+                      "process that started it).  The audit "
                       "reads every `.log` whole and checks every index and state file; the export writes a Parquet file per "
                       "partition.", "",
                       "| job | wall s | CPU s | wall µs/segment | CPU µs/segment | driver peak RSS MB |",

@@ -26,6 +26,7 @@ import pyarrow as pa
 from kafka_format.log.cleaner import clean_partition, write_cleaned_partition
 from kafka_format.storage.logdir import open_log_dirs
 from kafka_format.log.topicconfig import load_topic_configs
+from peak_memory import peak_rss_bytes  # benchmark-local module beside this script
 
 STAGE = {"name": "start"}
 
@@ -73,16 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         n = sum(b.num_rows for b in res.iter_decisions())
         res.close()
         print(json.dumps({"wall_s": round(time.monotonic() - t0, 1), "records": n, "rounds": res.rounds,
-                          "records_after": res.records_after, "peak_rss_mb": round(_peak() / 2**20, 1)}))
+                          "records_after": res.records_after, "peak_rss_mb": round(peak_rss_bytes() / 2**20, 1)}))
     finally:
         stop.set()
         shutil.rmtree(out, ignore_errors=True)
     return 0
-
-
-def _peak() -> int:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 
 
 if __name__ == "__main__":
