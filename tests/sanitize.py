@@ -20,11 +20,12 @@ invalid access, overflow, misaligned or null-pointer use and prints where.  Step
 
 ``make sanitize-threads`` (``--thread``): the same with ThreadSanitizer (``-fsanitize=thread``, the
 tree in ``build/sanitize/thread``), under the tests marked ``threads``: the compiled decoders run on
-several threads at once, as the local engine's export tasks run them.  Their process-wide state is
-only to be touched with the GIL held; TSan follows the GIL (a pthread mutex) and reports any access
-that nothing orders.  pyarrow runs on the system allocator there (its mimalloc orders its memory
-with atomics TSan cannot see in an uninstrumented library), and reports inside libarrow/libparquet
-(uninstrumented, their own threads) are suppressed: ours are the concern.
+several threads at once, as the local engine's export tasks run them, and so do the cleaner's
+kernels, as a program cleaning partitions on its own threads runs them.  Their process-wide state
+(and an offset map in use) is only to be touched with the GIL held; TSan follows the GIL (a pthread
+mutex) and reports any access that nothing orders.  pyarrow runs on the system allocator there (its
+mimalloc orders its memory with atomics TSan cannot see in an uninstrumented library), and reports
+inside libarrow/libparquet (uninstrumented, their own threads) are suppressed: ours are the concern.
 
 Needs gcc with its sanitizer runtimes (``libasan``, ``libubsan``, ``libtsan``: on Debian, ``gcc-12``
 depends on them); says so and exits 2 without them.  Arguments after the script name go to pytest.

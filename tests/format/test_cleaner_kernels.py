@@ -168,3 +168,94 @@ def test_encode_v2_records_equals_the_writer(recs: list, base_offset: int, base_
         cols.value_valid.view(np.uint8), hoff, hkoff, hkdata, hvoff, hvdata, cols.header_value_valid.view(np.uint8),
         base_offset, base_ts) == want
     assert kernels._py_encode(cols, rows, base_offset, base_ts) == want
+
+
+# ---------------------------------------------------------------------------------------------
+# on threads: the local engine cleans partitions on threads, the kernels' loops without the GIL
+
+
+def _keyed_columns(seed: int, n: int) -> tuple[list[bytes], np.ndarray, np.ndarray, np.ndarray]:
+    rng = random.Random(seed)
+    keys = [b"key-%d-%d" % (seed, rng.randrange(n // 2)) + b"." * rng.randrange(40) for _ in range(n)]
+    off, col = columns_of(keys)
+    return keys, off, col, np.arange(n, dtype=np.int64)
+
+
+def _map_of(seed: int, n: int) -> tuple[int, list[int], bytes]:
+    """One thread's work: its keys put in a map of its own, all of them read back, and digested."""
+    keys, off, col, rows = _keyed_columns(seed, n)
+    m = native.OffsetMap(n)
+    put = m.put_keys(off, col, rows, rows * 2, n)
+    out = np.empty(n, np.int64)
+    m.get_keys(off, col, rows, out)
+    return put, out.tolist(), native.digest_keys(off, col, rows)
+
+
+@pytest.mark.threads
+def test_maps_on_threads_equal_maps_in_turn() -> None:
+    """Four threads, each with its own map, get what one thread gets for the same keys; the
+    answers also match a dict and hashlib (a key's offset is that of its last put)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    seeds = list(range(8))
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda s: _map_of(s, 20_000), seeds))
+    assert together == [_map_of(s, 20_000) for s in seeds]
+    keys = _keyed_columns(3, 20_000)[0]
+    last = {k: 2 * i for i, k in enumerate(keys)}
+    assert together[3][1] == [last[k] for k in keys]
+    assert together[3][2] == b"".join(hashlib.md5(k).digest() for k in keys)
+
+
+@pytest.mark.threads
+def test_a_map_in_use_refuses_other_calls_and_the_gil_is_free_meanwhile() -> None:
+    """While one thread puts keys (its loop without the GIL), this thread runs and any call on
+    the same map raises RuntimeError rather than reading or changing it mid-put; afterwards the map
+    holds every key.  (Were the GIL held, this thread could not run during the put; were the map
+    not marked, the reads would race with the put.)"""
+    import threading
+
+    keys, off, col, rows = _keyed_columns(11, 400_000)
+    offsets = rows.copy()
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def putter() -> None:
+        for _ in range(50):               # until this thread has met the map in use (the first put, here)
+            m.clear()
+            m.put_keys(off, col, rows, offsets, len(keys))
+            if stop.is_set():
+                return
+
+    m = native.OffsetMap(len(keys))
+    worker = threading.Thread(target=putter)
+    worker.start()
+    try:
+        while worker.is_alive() and not stop.is_set():
+            for call in (lambda: m.size, lambda: m.latest_offset, m.clear,
+                         lambda: m.get_keys(off, col, rows[:1], np.empty(1, np.int64))):
+                try:
+                    call()
+                except RuntimeError as exc:
+                    seen.append(str(exc))
+                    stop.set()
+                    break
+    finally:
+        worker.join()
+    assert seen and "in use by another thread" in seen[0]
+    assert m.size == len(set(keys)) and m.latest_offset == len(keys) - 1
+
+
+@pytest.mark.threads
+def test_errors_found_without_the_gil_are_raised_with_their_values() -> None:
+    off, col = columns_of([b"ab", b"c"])
+    m = native.OffsetMap(4)
+    with pytest.raises(ValueError, match=r"row 5 outside the 2 records"):
+        m.put_keys(off, col, np.array([0, 5], np.int64), np.array([1, 2], np.int64), 4)
+    assert m.size == 1 and m.latest_offset == 1              # the keys before the bad row are put
+    bad = off.copy()
+    bad[2] = 99
+    with pytest.raises(ValueError, match=r"key 1 spans \[2, 99\) outside 3 bytes"):
+        m.get_keys(bad, col, np.array([0, 1], np.int64), np.empty(2, np.int64))
+    m.put_keys(off, col, np.array([1], np.int64), np.array([7], np.int64), 4)   # usable after an error
+    assert m.size == 2

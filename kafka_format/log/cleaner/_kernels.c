@@ -22,6 +22,10 @@
  * SkimpyOffsetMap lays them out), so its memory never exceeds Kafka's dedupe buffer share.
  * Probing follows SkimpyOffsetMap.positionOf (4-byte windows of the hash, then linear) over the
  * current table size; an all-zero entry is empty (SkimpyOffsetMap.isEmpty).
+ *
+ * digest_keys, put_keys and get_keys release the GIL for their loops, so partitions cleaned on
+ * threads hash their keys at once; a map is used by one call at a time (another call on it
+ * meanwhile raises RuntimeError).
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -153,18 +157,52 @@ static int keys_open(Keys *ks, PyObject *off, PyObject *data, PyObject *rows)
     return 0;
 }
 
-/* The bytes of selected row j; -1 (ValueError set) when out of bounds. */
-static int key_at(const Keys *ks, Py_ssize_t j, const unsigned char **p, size_t *len)
+/* What went wrong in a loop that runs without the GIL, raised once it is held again. */
+typedef enum { KE_OK, KE_ROW, KE_SPAN, KE_MEMORY, KE_FULL, KE_NO_SLOT } KErrCode;
+
+typedef struct {
+    KErrCode code;
+    long long a, b, c;
+} KErr;
+
+/* Raise `e` (GIL held); returns NULL for the caller to return. */
+static PyObject *kerr_raise(const KErr *e, const Keys *ks)
+{
+    switch (e->code) {
+    case KE_ROW:
+        PyErr_Format(PyExc_ValueError, "row %lld outside the %zd records", e->a, ks ? ks->n : 0);
+        break;
+    case KE_SPAN:
+        PyErr_Format(PyExc_ValueError, "key %lld spans [%lld, %lld) outside %zd bytes", e->a, e->b, e->c,
+                     ks ? ks->data.len : 0);
+        break;
+    case KE_MEMORY:
+        PyErr_NoMemory();
+        break;
+    case KE_FULL:
+        PyErr_Format(PyExc_ValueError, "Attempted to add a new entry to a full offset map, entries: %lld, slots: %lld",
+                     e->a, e->b);
+        break;
+    case KE_NO_SLOT:
+        PyErr_SetString(PyExc_RuntimeError, "offset map: no free slot below its slot count");
+        break;
+    case KE_OK:
+        break;
+    }
+    return NULL;
+}
+
+/* The bytes of selected row j; -1 (`err` set) when out of bounds.  Touches no Python object. */
+static int key_at(const Keys *ks, Py_ssize_t j, const unsigned char **p, size_t *len, KErr *err)
 {
     int64_t r = ks->r[j];
     if (r < 0 || r >= ks->n) {
-        PyErr_Format(PyExc_ValueError, "row %lld outside the %zd records", (long long)r, ks->n);
+        *err = (KErr){KE_ROW, (long long)r, 0, 0};
         return -1;
     }
     int32_t a = ks->o[r], b = ks->o[r + 1];
     if (a < 0 || b < a || (Py_ssize_t)b > ks->data.len) {
-        PyErr_Format(PyExc_ValueError, "key %lld spans [%d, %d) outside %zd bytes", (long long)r, a, b,
-                     ks->data.len);
+        *err = (KErr){KE_SPAN, (long long)r, a, b};
         return -1;
     }
     *p = ks->d + a;
@@ -196,14 +234,19 @@ static PyObject *k_digest_keys(PyObject *self, PyObject *args)
     PyObject *out = PyBytes_FromStringAndSize(NULL, ks.k * 16);
     if (out) {
         unsigned char *w = (unsigned char *)PyBytes_AS_STRING(out);
+        KErr err = {KE_OK, 0, 0, 0};
+        Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t j = 0; j < ks.k; j++) {
             const unsigned char *p;
             size_t len;
-            if (key_at(&ks, j, &p, &len) < 0) {
-                Py_CLEAR(out);
+            if (key_at(&ks, j, &p, &len, &err) < 0)
                 break;
-            }
             md5(p, len, w + 16 * j);
+        }
+        Py_END_ALLOW_THREADS
+        if (err.code != KE_OK) {
+            kerr_raise(&err, &ks);
+            Py_CLEAR(out);
         }
     }
     keys_release(&ks);
@@ -223,7 +266,18 @@ typedef struct {
     unsigned char *table;       /* size * ENTRY_SIZE bytes */
     int64_t entries;
     int64_t latest;             /* SkimpyOffsetMap.lastOffset */
+    int busy;                   /* a put or get runs without the GIL: no other call may touch it */
 } OffsetMap;
+
+/* Refuse (RuntimeError) to touch a map another thread is putting into or reading; GIL held. */
+static int om_idle(const OffsetMap *m)
+{
+    if (m->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "offset map in use by another thread");
+        return -1;
+    }
+    return 0;
+}
 
 /* SkimpyOffsetMap.positionOf: a 4-byte big-endian window of the hash (then linear steps),
  * Utils.abs, modulo the table size. */
@@ -257,13 +311,12 @@ static unsigned char *find_slot(unsigned char *table, int64_t size, const unsign
     return NULL;
 }
 
+/* Grow the table to `size` slots (PyMem_Raw*: callable without the GIL); -1 when out of memory. */
 static int om_resize(OffsetMap *m, int64_t size)
 {
     unsigned char *t = PyMem_RawCalloc((size_t)size, ENTRY_SIZE);
-    if (!t) {
-        PyErr_NoMemory();
+    if (!t)
         return -1;
-    }
     if (m->table) {
         for (int64_t i = 0; i < m->size; i++) {
             unsigned char *e = m->table + i * ENTRY_SIZE;
@@ -278,17 +331,19 @@ static int om_resize(OffsetMap *m, int64_t size)
 }
 
 /* Room for one more key: grow (doubling, at most to `slots`) past 3/4 full; a table at
- * `slots` takes keys up to `slots` (Kafka: put requires entries < slots). */
-static int om_reserve(OffsetMap *m)
+ * `slots` takes keys up to `slots` (Kafka: put requires entries < slots).  -1 with `err` set. */
+static int om_reserve(OffsetMap *m, KErr *err)
 {
     if (m->entries >= m->slots) {
-        PyErr_Format(PyExc_ValueError, "Attempted to add a new entry to a full offset map, entries: %lld, slots: %lld",
-                     (long long)m->entries, (long long)m->slots);
+        *err = (KErr){KE_FULL, (long long)m->entries, (long long)m->slots, 0};
         return -1;
     }
     if (m->size < m->slots && (m->entries + 1) * 4 > m->size * 3) {
         int64_t want = m->size * 2 < m->slots ? m->size * 2 : m->slots;
-        return om_resize(m, want);
+        if (om_resize(m, want) < 0) {
+            *err = (KErr){KE_MEMORY, 0, 0, 0};
+            return -1;
+        }
     }
     return 0;
 }
@@ -303,12 +358,18 @@ static int om_init(OffsetMap *m, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "an offset map needs at least one slot");
         return -1;
     }
+    if (om_idle(m) < 0)
+        return -1;
     PyMem_RawFree(m->table);
     m->table = NULL;
     m->slots = slots;
     m->entries = 0;
     m->latest = -1;
-    return om_resize(m, slots < INITIAL_SLOTS ? slots : INITIAL_SLOTS);
+    if (om_resize(m, slots < INITIAL_SLOTS ? slots : INITIAL_SLOTS) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
 }
 
 static void om_dealloc(OffsetMap *m)
@@ -317,6 +378,9 @@ static void om_dealloc(OffsetMap *m)
     Py_TYPE(m)->tp_free((PyObject *)m);
 }
 
+/* put_keys and get_keys run their loops without the GIL (the local engine cleans partitions on
+ * threads): the buffers stay exported meanwhile, the map is marked busy (any other call on it
+ * refuses), and an error found in the loop is raised once the GIL is held again. */
 static PyObject *om_put_keys(OffsetMap *m, PyObject *args)
 {
     PyObject *off, *data, *rows;
@@ -334,25 +398,30 @@ static PyObject *om_put_keys(OffsetMap *m, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "one int64 offset per selected row");
         goto done;
     }
+    if (om_idle(m) < 0)
+        goto done;
     const int64_t *offs = (const int64_t *)offsets.buf;
     Py_ssize_t j = 0;
+    KErr err = {KE_OK, 0, 0, 0};
+    m->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
     for (; j < ks.k; j++) {
         if (m->entries >= capacity)
             break;                                  /* full before this put: the round ends here */
         const unsigned char *p;
         size_t len;
-        if (key_at(&ks, j, &p, &len) < 0)
-            goto done;
+        if (key_at(&ks, j, &p, &len, &err) < 0)
+            break;
         unsigned char h[HASH_SIZE];
         md5(p, len, h);
         unsigned char *e = find_slot(m->table, m->size, h);
         if (!e || entry_empty(e)) {
-            if (om_reserve(m) < 0)
-                goto done;
+            if (om_reserve(m, &err) < 0)
+                break;
             e = find_slot(m->table, m->size, h);    /* the table may have grown */
             if (!e) {
-                PyErr_SetString(PyExc_RuntimeError, "offset map: no free slot below its slot count");
-                goto done;
+                err = (KErr){KE_NO_SLOT, 0, 0, 0};
+                break;
             }
             memcpy(e, h, HASH_SIZE);
             m->entries++;
@@ -360,7 +429,9 @@ static PyObject *om_put_keys(OffsetMap *m, PyObject *args)
         memcpy(e + HASH_SIZE, &offs[j], 8);
         m->latest = offs[j];
     }
-    result = PyLong_FromSsize_t(j);
+    Py_END_ALLOW_THREADS
+    m->busy = 0;
+    result = err.code == KE_OK ? PyLong_FromSsize_t(j) : kerr_raise(&err, &ks);
 done:
     keys_release(&ks);
     PyBuffer_Release(&offsets);
@@ -383,12 +454,17 @@ static PyObject *om_get_keys(OffsetMap *m, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "out must hold one int64 per selected row");
         goto done;
     }
+    if (om_idle(m) < 0)
+        goto done;
     int64_t *w = (int64_t *)out.buf;
+    KErr err = {KE_OK, 0, 0, 0};
+    m->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t j = 0; j < ks.k; j++) {
         const unsigned char *p;
         size_t len;
-        if (key_at(&ks, j, &p, &len) < 0)
-            goto done;
+        if (key_at(&ks, j, &p, &len, &err) < 0)
+            break;
         unsigned char h[HASH_SIZE];
         md5(p, len, h);
         const unsigned char *e = find_slot(m->table, m->size, h);
@@ -397,7 +473,9 @@ static PyObject *om_get_keys(OffsetMap *m, PyObject *args)
         else
             memcpy(&w[j], e + HASH_SIZE, 8);
     }
-    result = Py_NewRef(Py_None);
+    Py_END_ALLOW_THREADS
+    m->busy = 0;
+    result = err.code == KE_OK ? Py_NewRef(Py_None) : kerr_raise(&err, &ks);
 done:
     keys_release(&ks);
     PyBuffer_Release(&out);
@@ -406,16 +484,22 @@ done:
 
 static PyObject *om_clear(OffsetMap *m, PyObject *noargs)
 {
+    if (om_idle(m) < 0)
+        return NULL;
     memset(m->table, 0, (size_t)m->size * ENTRY_SIZE);
     m->entries = 0;
     m->latest = -1;
     Py_RETURN_NONE;
 }
 
-static PyObject *om_get_size(OffsetMap *m, void *closure) { return PyLong_FromLongLong(m->entries); }
+/* (slots never changes after __init__, which refuses a busy map) */
+static PyObject *om_get_size(OffsetMap *m, void *closure) { return om_idle(m) < 0 ? NULL : PyLong_FromLongLong(m->entries); }
 static PyObject *om_get_slots(OffsetMap *m, void *closure) { return PyLong_FromLongLong(m->slots); }
-static PyObject *om_get_bytes(OffsetMap *m, void *closure) { return PyLong_FromLongLong(m->size * ENTRY_SIZE); }
-static PyObject *om_get_latest(OffsetMap *m, void *closure) { return PyLong_FromLongLong(m->latest); }
+static PyObject *om_get_bytes(OffsetMap *m, void *closure)
+{
+    return om_idle(m) < 0 ? NULL : PyLong_FromLongLong(m->size * ENTRY_SIZE);
+}
+static PyObject *om_get_latest(OffsetMap *m, void *closure) { return om_idle(m) < 0 ? NULL : PyLong_FromLongLong(m->latest); }
 
 static int om_set_latest(OffsetMap *m, PyObject *value, void *closure)
 {
@@ -424,7 +508,7 @@ static int om_set_latest(OffsetMap *m, PyObject *value, void *closure)
         return -1;
     }
     long long v = PyLong_AsLongLong(value);
-    if (v == -1 && PyErr_Occurred())
+    if ((v == -1 && PyErr_Occurred()) || om_idle(m) < 0)
         return -1;
     m->latest = v;
     return 0;
