@@ -170,11 +170,11 @@ static PyObject *kerr_raise(const KErr *e, const Keys *ks)
 {
     switch (e->code) {
     case KE_ROW:
-        PyErr_Format(PyExc_ValueError, "row %lld outside the %zd records", e->a, ks ? ks->n : 0);
+        PyErr_Format(PyExc_ValueError, "row %lld outside the %zd records", e->a, ks->n);
         break;
     case KE_SPAN:
         PyErr_Format(PyExc_ValueError, "key %lld spans [%lld, %lld) outside %zd bytes", e->a, e->b, e->c,
-                     ks ? ks->data.len : 0);
+                     ks->data.len);
         break;
     case KE_MEMORY:
         PyErr_NoMemory();
