@@ -58,7 +58,7 @@ fuzz: $(STAMP) ## Longer coverage-guided fuzzing run
 sanitize: $(STAMP) ## The C parsers built with ASan + UBSan (in build/sanitize), under the format, registry and fuzz tests
 	$(PY) tests/sanitize.py -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
-sanitize-threads: $(STAMP) ## The C parsers built with ThreadSanitizer, under the tests that decode on several threads
+sanitize-threads: $(STAMP) ## The C parsers and kernels built with ThreadSanitizer, under the tests that run them on several threads
 	$(PY) tests/sanitize.py --thread $(PYTEST_ARGS)
 
 samples: $(STAMP) ## Regenerate data_samples/ with the writer

@@ -370,7 +370,7 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
     import json
 
     from kafka_format.engine import run_tasks
-    from kafka_format.engine.read import compiled_decoders, read_splits, split_gil_free, split_work
+    from kafka_format.engine.read import compiled_decoders, read_splits, split_weights
 
     cols = parse_partition_by(partition_by)
     _check_choice("key_as", key_as, KEY_AS)
@@ -387,8 +387,8 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
         with staging_dir(out, PARQUET_OWNER) as tmp:
             tasks = [_SplitExport(s, parsed, tmp, i, cols, key_as, value_as, typed) for i, s in enumerate(splits)]
             counts: dict[str, int] = {}
-            gil_free = [split_gil_free(s) for s in splits] if compiled_decoders(typed) else None
-            for found in run_tasks(_export_split, tasks, weights=[split_work(s) for s in splits], gil_free=gil_free):
+            weights, gil_free = split_weights(splits, rewritten=True, gil_free=compiled_decoders(typed))
+            for found in run_tasks(_export_split, tasks, weights=weights, gil_free=gil_free):
                 for c, n in found.items():
                     counts[c] = counts.get(c, 0) + n
             with open(os.path.join(tmp, "_SUCCESS"), "wb"):

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from kafka_format.read.split_reader import arrow_schema, plan_read, read_split
 
-__all__ = ["compiled_decoders", "read_table", "read_splits", "split_bytes", "split_gil_free", "split_work"]
+__all__ = ["compiled_decoders", "read_table", "read_splits", "split_bytes", "split_weights", "split_work"]
 
 
 def read_splits(options: Mapping[str, str]) -> tuple[Any, list[Split]]:
@@ -40,16 +40,16 @@ def read_table(options: Mapping[str, str]) -> pa.Table:
     as one table in memory, decoded in this process (on one thread per core where the splits' bytes
     are most of the work and the compiled decoder is active).  For small inputs and interactive use;
     the jobs stream split by split instead."""
-    from kafka_format.engine import run_tasks, task_work
+    from kafka_format.engine import run_tasks
 
     # Never over the local engine's process pool: its workers would send the decoded rows back
     # pickled, which costs more than decoding them (1M records, 148 MiB of log, 2 workers: 1.8 s
     # against 0.15 s in this process).
     opts, splits = read_splits(options)
     schema = arrow_schema(opts)
-    tables = run_tasks(functools.partial(_split_table, opts, schema), splits,
-                       weights=[task_work(data_bytes=split_bytes(s), scanned_segments=len(s.ranges)) for s in splits],
-                       gil_free=[split_bytes(s) for s in splits] if compiled_decoders() else None, processes=False)
+    weights, gil_free = split_weights(splits, rewritten=False, gil_free=compiled_decoders())
+    tables = run_tasks(functools.partial(_split_table, opts, schema), splits, weights=weights, gil_free=gil_free,
+                       processes=False)
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
@@ -99,10 +99,16 @@ def split_work(split: Split) -> int:
     return task_work(rewritten_bytes=split_bytes(split), scanned_segments=len(split.ranges))
 
 
-def split_gil_free(split: Split) -> int:
-    """The part of :func:`split_work` spent in code that releases the GIL (the compiled decoder,
-    the typed column decoders, pyarrow's Parquet writer): its bytes' share, not the fixed costs
-    (``run_tasks``' ``gil_free``)."""
+def split_weights(splits: list[Split], *, rewritten: bool,
+                  gil_free: bool) -> tuple[list[int], list[int] | None]:
+    """``run_tasks``' ``weights`` and ``gil_free`` for one task per split that reads it
+    (``rewritten``: and writes its rows again, as an export does), each split's bytes measured once:
+    the weight is :func:`split_work`'s (its bytes as read or rewritten bytes, plus the fixed costs);
+    the part without the GIL (the compiled decoder, the typed column decoders, pyarrow's Parquet
+    writer) is the bytes' share, when ``gil_free`` (those decoders active), else None."""
     from kafka_format.engine import task_work
 
-    return task_work(rewritten_bytes=split_bytes(split), partitions=0)
+    sizes = [split_bytes(s) for s in splits]
+    kind = "rewritten_bytes" if rewritten else "data_bytes"
+    weights = [task_work(**{kind: n}, scanned_segments=len(s.ranges)) for n, s in zip(sizes, splits, strict=True)]
+    return weights, [task_work(**{kind: n}, partitions=0) for n in sizes] if gil_free else None

@@ -38,9 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from peak_memory import PEAK_RSS_SNIPPET  # noqa: E402
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data_samples" / "logdirs"
@@ -89,8 +88,9 @@ _MAXRSS = "klogs-driver-maxrss-kb "
 
 def klogs_run(args: list[str]) -> KlogsRun:
     """``klogs ARGS`` in a fresh interpreter (output discarded; must exit 0), measured."""
-    cmd = [sys.executable, "-c", "import resource, sys; from kafka_format.cli import main; rc = main(sys.argv[1:]); "
-           f"sys.stderr.write('\\n{_MAXRSS}%d\\n' % {PEAK_RSS_SNIPPET}); "
+    cmd = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(BENCH_DIR)!r}); "
+           "from peak_memory import peak_rss_bytes; from kafka_format.cli import main; rc = main(sys.argv[1:]); "
+           f"sys.stderr.write('\\n{_MAXRSS}%d\\n' % (peak_rss_bytes() // 1024)); "
            "sys.exit(rc)", *args]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import resource
 
-__all__ = ["PEAK_RSS_SNIPPET", "peak_rss_bytes", "reset_peak_rss"]
+__all__ = ["peak_rss_bytes", "reset_peak_rss"]
 
 
 def peak_rss_bytes() -> int:
@@ -35,8 +35,3 @@ def reset_peak_rss() -> bool:
         return True
     except OSError:
         return False
-
-
-# The same measure as one expression for a ``python -c`` child that cannot import this module.
-PEAK_RSS_SNIPPET = ("next((int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')), "
-                    "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")

@@ -41,12 +41,13 @@ def _records(shape: str, rnd: random.Random, first: int) -> list[Record]:
 
 
 @pytest.fixture(scope="module")
-def segments(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Path]:
+def segments(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], tuple[Path, list[Record]]]:
     """A segment per codec and shape: 200 batches of ``small`` records (~1.2 MB decoded) or 40 of
     ``wide`` ones (~10 MB).  The decoder sizes a call's key, value and header columns from the
     shares the previous call (any thread's) decoded, so a ``wide`` segment decoded after a
     ``small`` one grows its columns while it decodes without the GIL (from the shared block
-    cache), and the decompression buffers come from the shared scratch pool."""
+    cache), and the decompression buffers come from the shared scratch pool.  Each with the records
+    written into it."""
     root = tmp_path_factory.mktemp("threads")
     d = LogDirWriter(root, node_id=1, cluster_id="threadsTestCluster0000", kraft=True)
     rnd = random.Random(7)
@@ -55,10 +56,13 @@ def segments(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], 
     for name, codec in CODECS.items():
         for shape in SHAPES:
             w = d.partition("t", p, topic_id=b"\x07" * 16)
+            written: list[Record] = []
             for b in range(200 if shape == "small" else 40):
-                w.append(build_v2_batch(_records(shape, rnd, 100 * b), base_offset=100 * b, codec=codec))
+                records = _records(shape, rnd, 100 * b)
+                w.append(build_v2_batch(records, base_offset=100 * b, codec=codec))
+                written += records
             w.close()
-            out[name, shape] = root / f"t-{p}" / "00000000000000000000.log"
+            out[name, shape] = (root / f"t-{p}" / "00000000000000000000.log", written)
             p += 1
     d.close(written_at_ms=1_700_000_100_000)
     return out
@@ -68,17 +72,21 @@ def _decoded(path: Path) -> pa.Table:
     return pa.Table.from_batches(list(decode_file(path)))
 
 
-def test_threads_decode_what_one_thread_decodes(segments: dict[tuple[str, str], Path]) -> None:
+def test_threads_decode_what_one_thread_decodes(segments: dict[tuple[str, str], tuple[Path, list[Record]]]) -> None:
     assert type(get_decoder()).__name__ == "FastDecoder", "the compiled decoder is not built"
-    alone = {which: _decoded(path) for which, path in segments.items()}
-    assert all(t.num_rows == (20_000 if shape == "small" else 4000) for (_, shape), t in alone.items())
+    alone = {which: _decoded(path) for which, (path, _) in segments.items()}
+    for which, (_, written) in segments.items():      # one thread: the records as written
+        table = alone[which]
+        assert table["key"].to_pylist() == [r.key for r in written], which
+        assert table["value"].to_pylist() == [r.value for r in written], which
+        assert [len(h) for h in table["headers"].to_pylist()] == [len(r.headers) for r in written], which
     work = [which for _ in range(3) for which in segments]   # every codec and shape, three times over
     start = threading.Barrier(4)
 
     def decode(i: int) -> tuple[tuple[str, str], pa.Table]:
         if i < 4:
             start.wait()                                          # the first four begin together
-        return work[i], _decoded(segments[work[i]])
+        return work[i], _decoded(segments[work[i]][0])
 
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(decode, range(len(work))))
