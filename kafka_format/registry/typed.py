@@ -267,6 +267,9 @@ class DecodeProblem:
 SHORT = "shorter than the 5-byte wire-format header"
 _OBJECT_AT = re.compile(r" from <[\w.]+ object at 0x[0-9a-f]+>")  # fastavro names its stream object
 _DECODERS = threading.local()  # .by_token: this thread's decoders (ColumnDecoder.for_plan)
+# Plans whose decoders a thread keeps (a run has one or two: key and value; a reused Spark worker
+# serves many runs, each with plans of their own tokens).
+PLANS_PER_THREAD = 8
 WRITERS_AHEAD = 32  # a subject's latest writers compiled before the first batch (ColumnDecoder._learn_subject)
 
 
@@ -295,6 +298,8 @@ class ColumnDecoder:
             decoders = _DECODERS.by_token = {}
         dec = decoders.get(plan.token)
         if dec is None:
+            while len(decoders) >= PLANS_PER_THREAD:      # a long-lived worker: earlier runs' plans go
+                del decoders[next(iter(decoders))]
             dec = decoders[plan.token] = cls(plan)
         return dec
 

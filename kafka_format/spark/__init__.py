@@ -21,13 +21,15 @@ if TYPE_CHECKING:
 
     from kafka_format.spark.datasource import KafkaLogDataSource
 
-__all__ = ["register", "register_derived", "FORMAT"]
+__all__ = ["register", "register_derived", "FORMAT", "ALWAYS", "PUSHDOWN_CONF"]
 
 FORMAT = "kafka-log"
-# Set on every session the product builds or registers with: the reader needs filter pushdown, and
-# Spark's own plan/UI texts redact URI credentials as klogs' outputs do.
-ALWAYS = {"spark.sql.python.filterPushdown.enabled": "true",
-          "spark.sql.redaction.string.regex": URI_CREDENTIALS_REGEX}
+# Set on every session the product builds or registers with: Spark's own plan/UI texts redact URI
+# credentials as klogs' outputs do.
+ALWAYS = {"spark.sql.redaction.string.regex": URI_CREDENTIALS_REGEX}
+# Set by ``register`` only where the session's Spark keeps a pushdown's read with its scan
+# (:mod:`kafka_format.spark.compat`): elsewhere pushdown would let one query change another's rows.
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 def register(spark: SparkSession) -> None:
@@ -37,8 +39,10 @@ def register(spark: SparkSession) -> None:
     ``defaultParallelism`` and ``spark.sql.files.openCostInBytes`` read here (the planner runs in
     a worker with no session to ask): a single large partition still spreads over every core.
 
-    Sets :data:`ALWAYS` on the session (the reader needs
-    ``spark.sql.python.filterPushdown.enabled=true``).  The interpreter Spark's Python workers would run is checked first
+    Sets :data:`ALWAYS` on the session, and ``spark.sql.python.filterPushdown.enabled=true`` only
+    where the session's Spark keeps the read that pushed filters planned with that scan
+    (:func:`kafka_format.spark.compat.read_is_scan_scoped`; no release through 4.3.0 does: there
+    the source prunes by its options only and every filter is left to Spark).  The interpreter Spark's Python workers would run is checked first
     (:func:`kafka_format.spark.workers.source_python`): in local mode one that cannot import the
     source's packages is replaced, for this source only, by the driver's (one warning line);
     on a cluster :class:`~kafka_format.spark.workers.WorkerPythonError` names it and the fix.
@@ -52,6 +56,7 @@ def register_derived(spark: SparkSession,
     """:func:`register` with the session-sized source class passed through ``derive`` first (a
     subclass with its own ``name()``, e.g. the typed source of an export); returns the name."""
     from kafka_format.read.planning import DEFAULT_OPEN_COST_BYTES
+    from kafka_format.spark.compat import read_is_scan_scoped
     from kafka_format.spark.datasource import bind_session_sizing
     from kafka_format.spark.s3a import share_settings
     from kafka_format.spark.workers import source_python
@@ -63,14 +68,17 @@ def register_derived(spark: SparkSession,
     except ValueError:
         open_cost = DEFAULT_OPEN_COST_BYTES
 
-    for key, value in ALWAYS.items():     # filter pushdown is required by the reader (and redaction)
+    for key, value in ALWAYS.items():
         spark.conf.set(key, value)
+    pushdown = read_is_scan_scoped(spark)
+    if pushdown:
+        spark.conf.set(PUSHDOWN_CONF, "true")
     share_settings(spark)           # before the source is wrapped: its workers get SparkContext.environment
     python = source_python(spark)
     saved = sc.pythonExec
     if python is not None:          # the registered source carries the interpreter its workers start
         sc.pythonExec = python
-    cls = bind_session_sizing(parallelism, open_cost)
+    cls = bind_session_sizing(parallelism, open_cost, pushdown=pushdown)
     if derive is not None:
         cls = derive(cls)
     try:

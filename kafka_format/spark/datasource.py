@@ -28,8 +28,13 @@ Partitioning strategy
     (:func:`kafka_format.read.planning.pack_splits`).
 
 Pushdown
-    ``pushFilters`` (Spark 4.1+, ``spark.sql.python.filterPushdown.enabled=true``): see
-    :mod:`kafka_format.spark.filters` for what is handled and what is returned to Spark.
+    ``pushFilters`` (``spark.sql.python.filterPushdown.enabled=true``): see
+    :mod:`kafka_format.spark.filters` for what is handled and what is returned to Spark -- only
+    on a Spark that keeps a pushdown's read with its own scan (:mod:`kafka_format.spark.compat`;
+    no release through 4.3.0 does).  Elsewhere every filter is returned to Spark and the plan is
+    the options' alone, the same for every scan of a relation, so that no query can change
+    another's rows; pruning is then asked for with options (``assign``, ``startingOffsets``,
+    ``endingOffsets``, ``startingTimestamp``, ...), which belong to one ``load()``.
 
 Performance notes
     ``read()`` streams: it decodes one split chunk by chunk with ``decode_segment`` and yields
@@ -84,7 +89,8 @@ from kafka_format.read.split_reader import CORRUPT_COLUMN, arrow_schema, plan_re
 from kafka_format.spark.filters import Pushed, push_filters
 from kafka_format.read.options import KafkaLogOptionError, ReadOptions, parse_options
 
-__all__ = ["KafkaLogDataSource", "KafkaLogReader", "KafkaLogStreamReader", "SplitPartition", "arrow_schema",
+__all__ = ["KafkaLogDataSource", "KafkaLogReader", "PushingKafkaLogReader", "FilterPushdown",
+           "KafkaLogStreamReader", "SplitPartition", "arrow_schema",
            "bind_session_sizing", "read_split", "CORRUPT_COLUMN"]
 
 
@@ -117,10 +123,12 @@ class KafkaLogDataSource(DataSource):
         """Driver, at load time: the Spark schema for the options (errors for bad options here)."""
         return from_arrow_schema(arrow_schema(self._parsed()))
 
-    # The session's sizing (set by :func:`bind_session_sizing` on the class ``register`` registers:
-    # the planner runs in a Python worker that has no SparkContext to ask).
+    # The session's sizing and whether its Spark keeps a pushdown's read with the scan (set by
+    # :func:`bind_session_sizing` on the class ``register`` registers: the planner runs in a Python
+    # worker that has no SparkContext to ask).  Unbound: no pushdown (safe on every Spark).
     default_parallelism: int | None = None
     open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES
+    pushdown: bool = False
 
     def reader(self, schema: StructType) -> KafkaLogReader:
         """Driver: a reader holding the parsed options (pushdown then planning)."""
@@ -128,7 +136,7 @@ class KafkaLogDataSource(DataSource):
         if self.default_parallelism:
             opts = replace(opts, plan=replace(opts.plan, default_parallelism=self.default_parallelism,
                                               open_cost_bytes=self.open_cost_bytes))
-        return KafkaLogReader(opts)
+        return (PushingKafkaLogReader if self.pushdown else KafkaLogReader)(opts)
 
     def streamReader(self, schema: StructType) -> KafkaLogStreamReader:
         """Driver: incremental reads; offsets are per topic-partition next offsets."""
@@ -136,18 +144,17 @@ class KafkaLogDataSource(DataSource):
 
 
 class KafkaLogReader(DataSourceReader):
-    """Plans splits on the driver (``pushFilters``, ``partitions``) and decodes them on executors."""
+    """Plans splits on the driver (``partitions``) and decodes them on executors.
+
+    Takes no pushed filter (Spark's own ``pushFilters`` returns them all): the plan is the
+    options' alone, the same for every scan of one relation.  That is the reader of every Spark
+    that stores a pushdown's read on the relation's shared provider (:mod:`kafka_format.spark.compat`);
+    :class:`PushingKafkaLogReader` is the one for a Spark that keeps it with its scan."""
 
     def __init__(self, opts: ReadOptions) -> None:
         self.opts = opts
         self.pushed = Pushed()
         self.accepted: list[Filter] = []
-
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        """Driver, once at planning: keep what planning/read prove exactly, yield the rest."""
-        self.pushed, self.accepted, returned = push_filters(
-            filters, record_granularity=self.opts.granularity == "record")
-        yield from returned
 
     def plan(self) -> list[Split]:
         """Driver: discovery + :func:`plan_splits` with options and pushed filters."""
@@ -171,6 +178,24 @@ class KafkaLogReader(DataSourceReader):
         if not splits:
             return iter(())
         return _read_splits(splits, self.opts)
+
+
+class FilterPushdown:
+    """``pushFilters`` for a :class:`KafkaLogReader` (a mixin: the typed readers take it too)."""
+
+    opts: ReadOptions
+    pushed: Pushed
+    accepted: list[Filter]
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        """Driver, once at planning: keep what planning/read prove exactly, yield the rest."""
+        self.pushed, self.accepted, returned = push_filters(
+            filters, record_granularity=self.opts.granularity == "record")
+        yield from returned
+
+
+class PushingKafkaLogReader(FilterPushdown, KafkaLogReader):
+    """:class:`KafkaLogReader` that prunes by pushed filters (only where reads are scan-scoped)."""
 
 
 class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -364,9 +389,12 @@ def _rate_limit(limit: int, first: dict[tuple[str, int], int], ends: dict[tuple[
     return {tp: min(end, first[tp] + shares[tp]) if tp in shares else end for tp, end in ends.items()}
 
 
-def bind_session_sizing(parallelism: int, open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES) -> type[KafkaLogDataSource]:
+def bind_session_sizing(parallelism: int, open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES, *,
+                        pushdown: bool = False) -> type[KafkaLogDataSource]:
     """The data source class with a session's ``defaultParallelism`` and ``openCostInBytes`` bound,
+    and whether its Spark lets pushed filters prune (:func:`kafka_format.spark.compat.read_is_scan_scoped`),
     for ``spark.dataSource.register``: the class travels to the planner's worker by value."""
     return type(KafkaLogDataSource.__name__, (KafkaLogDataSource,), {
         "__module__": KafkaLogDataSource.__module__, "__doc__": KafkaLogDataSource.__doc__,
-        "default_parallelism": max(1, int(parallelism)), "open_cost_bytes": max(1, int(open_cost_bytes))})
+        "default_parallelism": max(1, int(parallelism)), "open_cost_bytes": max(1, int(open_cost_bytes)),
+        "pushdown": bool(pushdown)})

@@ -28,7 +28,7 @@ from pyspark.sql.types import StructType
 from kafka_format.read.split_reader import arrow_schema
 from kafka_format.registry.batches import RecordDecodeError, decode_batch, typed_schema
 from kafka_format.registry.typed import ColumnPlan
-from kafka_format.spark.datasource import KafkaLogDataSource, KafkaLogReader, KafkaLogStreamReader
+from kafka_format.spark.datasource import FilterPushdown, KafkaLogDataSource, KafkaLogReader, KafkaLogStreamReader
 
 __all__ = ["typed_source_class", "source_name", "failfast_marker"]
 
@@ -65,6 +65,10 @@ class TypedKafkaLogReader(KafkaLogReader):
         return _typed_batches(super().read(partition), self.typed_plans, self.typed_mode)
 
 
+class PushingTypedKafkaLogReader(FilterPushdown, TypedKafkaLogReader):
+    """:class:`TypedKafkaLogReader` that prunes by pushed filters (where reads are scan-scoped)."""
+
+
 class TypedKafkaLogStreamReader(KafkaLogStreamReader):
     """The stream reader, typed columns decoded per Arrow batch on the executor."""
 
@@ -88,7 +92,9 @@ def typed_source_class(base: type[KafkaLogDataSource], plans: Mapping[str, Colum
         return from_arrow_schema(typed_schema(arrow_schema(self._parsed()), frozen, mode != "FAILFAST"))
 
     def reader(self: Any, schema: StructType) -> TypedKafkaLogReader:
-        return TypedKafkaLogReader(base.reader(self, schema).opts, frozen, mode)
+        plain = base.reader(self, schema)
+        cls = PushingTypedKafkaLogReader if isinstance(plain, FilterPushdown) else TypedKafkaLogReader
+        return cls(plain.opts, frozen, mode)
 
     def stream_reader(self: Any, schema: StructType) -> TypedKafkaLogStreamReader:
         return TypedKafkaLogStreamReader(base.streamReader(self, schema).opts, frozen, mode)

@@ -34,7 +34,6 @@ REPO = Path(__file__).resolve().parents[2]
 CORES = 2
 CONF = """spark.master                                    local[2]
 spark.sql.session.timeZone                      UTC
-spark.sql.python.filterPushdown.enabled         true
 spark.sql.execution.arrow.pyspark.enabled       true
 spark.sql.shuffle.partitions                    16
 spark.driver.memory                             1g

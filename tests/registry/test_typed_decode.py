@@ -101,6 +101,26 @@ def test_each_thread_decodes_with_its_own_decoder(corpus: Any) -> None:
                for _, got, problems in seen.values())
 
 
+def test_a_thread_keeps_the_decoders_of_its_latest_plans_only(corpus: Any) -> None:
+    """A reused worker serves run after run, each with plans of its own tokens: a thread keeps the
+    decoders of its last ``PLANS_PER_THREAD`` plans, and a plan met again after eviction decodes
+    as before (a fresh decoder, the same rows)."""
+    from dataclasses import replace
+
+    from kafka_format.registry import typed
+
+    store = schemas_from_log_dirs([str(corpus.root)])
+    first = plan_column(store, "value", corpus.fmt, topic="orders")
+    assert first is not None
+    plans = [first] + [replace(first, token=f"run-{i}") for i in range(typed.PLANS_PER_THREAD + 3)]
+    for p in plans:
+        ColumnDecoder.for_plan(p)
+    kept = typed._DECODERS.by_token
+    assert list(kept) == [p.token for p in plans[-typed.PLANS_PER_THREAD:]]
+    again, problems = ColumnDecoder.for_plan(first).decode(pa.array(corpus.wire, pa.binary()))
+    assert problems == [] and again.to_pylist() == expected(corpus.values, corpus.fmt)
+
+
 def test_bad_rows_are_reported_with_reasons(corpus: Any) -> None:
     good = corpus.wire[0]
     unknown = b"\x00\x00\x00\x03\xe7" + good[5:]

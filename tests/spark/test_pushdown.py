@@ -1,5 +1,10 @@
 """Filter pushdown of the kafka-log source: exactly which filters are accepted, how many splits
-are planned, and that results equal Spark filtering the unfiltered read (style anchor 16)."""
+are planned, and that results equal Spark filtering the unfiltered read (style anchor 16).
+
+The readers here are built with ``pushdown=True``: the rules as they apply on a Spark that keeps a
+pushdown's read with its own scan.  The session's Spark (4.2) stores it on the shared provider
+(:mod:`kafka_format.spark.compat`), so a registered source accepts no filter there
+(:class:`TestWithoutPushdown`, and tests/spark/test_dataframe_semantics.py for what it protects)."""
 
 from __future__ import annotations
 
@@ -35,9 +40,47 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def reader(path: Path, **options: str):  # type: ignore[no-untyped-def]
-    ds = KafkaLogDataSource({"path": str(path), "maxBytesPerPartition": str(MAX_BYTES), **options})
+class PushingSource(KafkaLogDataSource):
+    """The source as ``register`` binds it on a Spark whose pushdown reads are scan-scoped."""
+
+    pushdown = True
+
+
+def reader(path: Path, source: type[KafkaLogDataSource] = PushingSource, **options: str):  # type: ignore[no-untyped-def]
+    ds = source({"path": str(path), "maxBytesPerPartition": str(MAX_BYTES), **options})
     return ds.reader(ds.schema())
+
+
+def _splits(r) -> list:  # type: ignore[no-untyped-def]
+    return [(s.topic, s.partition, s.start_offset, s.end_offset, s.ranges) for p in r.partitions()
+            for s in getattr(p, "splits", ())]
+
+
+class TestWithoutPushdown:
+    """The source unbound, or bound on a Spark that keeps pushdown reads on the provider: every
+    filter is returned (the same objects) and the plan is the plan of no filter at all."""
+
+    FILTERS = [EqualTo(("topic",), "orders"), In(("partition",), (0, 2)), GreaterThanOrEqual(("offset",), 100),
+               LessThan(("offset",), 150), GreaterThan(("timestamp",), dt.datetime(2023, 11, 14, tzinfo=dt.timezone.utc)),
+               In(("offset",), (5, 500)), GreaterThan(("offset",), 10), LessThanOrEqual(("offset",), 10)]
+
+    def test_every_filter_is_returned_and_the_plan_is_unfiltered(self, logs: Path) -> None:
+        r = reader(logs, KafkaLogDataSource)
+        returned = list(r.pushFilters(self.FILTERS))
+        assert [id(f) for f in returned] == [id(f) for f in self.FILTERS]
+        assert r.accepted == []
+        assert _splits(r) == _splits(reader(logs, KafkaLogDataSource))
+        assert len(_splits(r)) > 8
+
+    def test_session_binding_carries_the_decision(self, logs: Path) -> None:
+        from kafka_format.spark.datasource import bind_session_sizing
+
+        for pushdown in (False, True):
+            cls = bind_session_sizing(2, pushdown=pushdown)
+            r = reader(logs, cls)
+            returned = list(r.pushFilters([EqualTo(("topic",), "audit")]))
+            assert (returned == []) is pushdown
+            assert ({s[0] for s in _splits(r)} == {"audit"}) is pushdown
 
 
 class TestAcceptedFilters:
@@ -114,9 +157,14 @@ def test_results_equal_spark_filtering_the_full_read(spark, logs: Path, conditio
                                                      max_partitions: int | None) -> None:
     from chispa import assert_df_equality
 
+    from kafka_format.spark.compat import read_is_scan_scoped
+
     full = spark.read.format("kafka-log").option("maxBytesPerPartition", MAX_BYTES).load(str(logs))
     expected = spark.createDataFrame(full.collect(), full.schema).filter(condition)   # local rows: no pushdown
     got = full.filter(condition)
     assert_df_equality(got, expected, ignore_row_order=True)
-    if max_partitions is not None:
+    assert full.count() == len(expected.collect()) + full.filter(f"NOT ({condition})").count()   # the frame still whole
+    if not read_is_scan_scoped(spark):        # this Spark: nothing pruned, every query reads the options' plan
+        assert got.rdd.getNumPartitions() == full.rdd.getNumPartitions()
+    elif max_partitions is not None:
         assert got.rdd.getNumPartitions() <= max_partitions < full.rdd.getNumPartitions()
