@@ -21,7 +21,7 @@ $(STAMP): $(SOURCES_FOR_INSTALL)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip setuptools wheel
 	$(PIP) install --quiet -e '.[spark,test,docs]'
-	$(PY) -m kafka_format.spark.jars    # delta-spark's and hadoop-aws's jars into Spark's Ivy cache (~/.ivy2.5.2)
+	$(PY) -m kafka_format.spark.jars    # delta-spark's and hadoop-aws's jars resolved once (Ivy's cache ~/.ivy2.5.2), recorded in ~/.cache/kafka-log-analytics/jars
 	touch $(STAMP)
 
 setup: $(STAMP) ## Create .venv and install the package (with its compiled decoder) and test deps

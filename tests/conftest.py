@@ -58,7 +58,7 @@ def spark():
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from kafka_format.spark.session import build_session
 
-    session = build_session(master="local[2]", profile="test", s3a=True)   # hadoop-aws too: s3a:// tests share it
+    session = build_session(master="local[2]", profile="test", s3a=True, delta=True)   # s3a:// and Delta tests share it
     yield session
     session.stop()
 

@@ -209,7 +209,7 @@ def session_for(ctx: JobContext, app_name: str) -> SparkSession:
     verbose = _verbose = bool(getattr(ctx.args, "verbose", False))
     _jvm_log = None if verbose else jvm_log_path(app_name)
     spark = build_session(master=ctx.master, profile="local", app_name=f"klogs {app_name}", jvm_log=_jvm_log,
-                          s3a=any(is_s3a(loc) for loc in locations(ctx)))
+                          s3a=any(is_s3a(loc) for loc in locations(ctx)), delta=ctx.format == "delta")
     if not verbose:                     # Spark's own bar went to the log file with the JVM's output
         import atexit
 

@@ -7,9 +7,9 @@ Jars
     pyspark's ``jars/``).  It depends on ``software.amazon.awssdk:bundle`` (every AWS service, about
     690 MB for 2.35.4); S3A needs only the S3 client, its transfer manager and what they pull in, about 12 MB
     (:data:`SDK_MODULES`), so the bundle and what Spark already has (Netty, Apache HttpClient,
-    SLF4J, commons-logging/codec) are excluded (:data:`EXCLUDES`).  They come through Spark's own
-    package resolution (``spark.jars.packages`` / ``spark.jars.excludes``, Ivy's cache outside any
-    checkout); ``make setup`` resolves them once (:mod:`kafka_format.spark.jars`).
+    SLF4J, commons-logging/codec) are excluded (:data:`EXCLUDES`).  ``make setup`` resolves
+    them once with Spark's own package resolution (Ivy's cache, outside any checkout), and the
+    sessions that open ``s3a://`` locations load the resolved files (:mod:`kafka_format.spark.jars`).
 
 Settings
     The JVM reads Hadoop's ``fs.s3a.*`` (``spark.hadoop.fs.s3a.*``); :func:`share_settings` hands
@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ from kafka_format.storage import s3a
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["HADOOP_AWS_SDK", "SDK_MODULES", "EXCLUDES", "hadoop_version", "packages", "with_s3a", "prepare",
+__all__ = ["HADOOP_AWS_SDK", "SDK_MODULES", "EXCLUDES", "hadoop_version", "packages", "prepare",
            "share_settings", "spark_path"]
 
 # hadoop-aws version -> the AWS SDK v2 version its pom names (hadoop-project's aws-java-sdk-v2.version);
@@ -47,7 +47,6 @@ SDK_MODULES = ("s3", "s3-transfer-manager")
 EXCLUDES = ("software.amazon.awssdk:bundle", "io.netty:*", "org.apache.httpcomponents:*", "org.slf4j:*",
             "commons-logging:*", "commons-codec:*", "org.wildfly.openssl:*", "software.amazon.eventstream:*",
             "software.amazon.awssdk:http-auth-aws-eventstream")
-PACKAGES, JAR_EXCLUDES = "spark.jars.packages", "spark.jars.excludes"
 _PROVIDERS = "fs.s3a.aws.credentials.provider"
 # The SDK's own (Hadoop's ProfileAWSCredentialsProvider fails the whole chain where no profile file
 # exists; this one fails only its own turn, and the chain goes on).
@@ -77,22 +76,6 @@ def packages(version: str | None = None) -> list[str]:
         raise RuntimeError(f"hadoop-aws {version}: its AWS SDK version is not known to klogs "
                            f"(kafka_format/spark/s3a.py HADOOP_AWS_SDK: add it from hadoop-project's pom)")
     return [f"org.apache.hadoop:hadoop-aws:{version}", *(f"software.amazon.awssdk:{m}:{sdk}" for m in SDK_MODULES)]
-
-
-def _merged(existing: str | None, added: Iterable[str]) -> str:
-    items = [p.strip() for p in (existing or "").split(",") if p.strip()]
-    return ",".join([*items, *(a for a in added if a not in items)])
-
-
-def with_s3a(conf: Mapping[str, str]) -> dict[str, str]:
-    """``conf`` plus hadoop-aws (:func:`packages`, :data:`EXCLUDES`), unless it already names a
-    hadoop-aws package (the user's choice rules)."""
-    out = dict(conf)
-    if any(p.strip().startswith("org.apache.hadoop:hadoop-aws:") for p in out.get(PACKAGES, "").split(",")):
-        return out
-    out[PACKAGES] = _merged(out.get(PACKAGES), packages())
-    out[JAR_EXCLUDES] = _merged(out.get(JAR_EXCLUDES), EXCLUDES)
-    return out
 
 
 def _hadoop_conf(spark: SparkSession) -> Any:

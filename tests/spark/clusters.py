@@ -259,7 +259,7 @@ import json, sys
 from pathlib import Path
 import clusters
 from kafka_format.spark.session import build_session
-spark = build_session(master=sys.argv[1], profile="test", app_name="klogs-jobs-test",
+spark = build_session(master=sys.argv[1], profile="test", app_name="klogs-jobs-test", delta=True,
                       extra_conf={"spark.driver.host": "127.0.0.1", "spark.executor.memory": "512m",
                                   "spark.cores.max": "2", **clusters.EXECUTOR_JVM_CONF})
 out = Path(sys.argv[2])
