@@ -1,30 +1,47 @@
-"""``klogs offsets`` work without Spark: ListOffsets answers per partition (:mod:`kafka_format.log.list_offsets`).
+"""The ``offsets`` job: Kafka's ListOffsets answers per partition (:mod:`kafka_format.log.list_offsets`).
 
-:func:`lookup_targets` (driver: which replicas, in output order) and :func:`lookup_group`
-(one task: re-open a few partitions, answer every timestamp spec) are what the Spark job
-(:mod:`kafka_format.spark.offsets`) runs on its driver and executors; :func:`list_offsets_local`
-runs them in this process.
+:func:`offsets_job` plans on the driver (which replicas, in output order, cut into groups of
+consecutive partitions) and :func:`lookup_group` is the task: it re-opens a few partitions and
+answers every timestamp spec, as an Arrow table of :data:`SCHEMA`.  Any executor runs it
+(:mod:`kafka_format.engine.runtime`: this process, or Spark tasks); :func:`list_offsets` gathers the
+answers, :func:`kafka_format.spark.frames.offsets_for_timestamps` makes them a DataFrame.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
+from kafka_format.log.list_offsets import ISOLATION_LEVELS, PartitionLookup, parse_timestamp_spec
+from kafka_format.read.planning import longest_replicas, open_partitions
 from kafka_format.storage.fsio import redact
 from kafka_format.storage.logdir import LogDirSet
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
-from kafka_format.log.list_offsets import ISOLATION_LEVELS, PartitionLookup, parse_timestamp_spec
-from kafka_format.read.planning import longest_replicas, open_partitions
 
-__all__ = ["COLUMNS", "REPLICA_COLUMNS", "Target", "lookup_targets", "lookup_group", "group_targets",
-           "list_offsets_local"]
+if TYPE_CHECKING:
+    from kafka_format.engine.runtime import Executor
 
-COLUMNS = ("topic", "partition", "timestamp", "offset", "recordTimestamp", "leaderEpoch")
-REPLICA_COLUMNS = ("logDir", "brokerId")       # added with replicas="all"
+__all__ = ["COLUMNS", "REPLICA_COLUMNS", "SCHEMA", "REPLICA_SCHEMA", "OffsetsJob", "Target", "lookup_group",
+           "offsets_job", "group_targets", "list_offsets", "list_offsets_local"]
+
+# The output, declared once: one row per partition (per copy with replicas="all") and timestamp spec.
+SCHEMA = pa.schema([
+    pa.field("topic", pa.string(), nullable=False),
+    pa.field("partition", pa.int32(), nullable=False),
+    pa.field("timestamp", pa.int64(), nullable=False),     # the requested spec: ms, or -1..-6
+    pa.field("offset", pa.int64()),                         # null where Kafka answers -1
+    pa.field("recordTimestamp", pa.int64()),                # null where Kafka answers -1 (specials, none)
+    pa.field("leaderEpoch", pa.int32()),                    # null where Kafka gives no epoch
+])
+REPLICA_SCHEMA = pa.schema([*SCHEMA, pa.field("logDir", pa.string(), nullable=False),
+                            pa.field("brokerId", pa.int32())])          # replicas="all": one row per copy
+COLUMNS = tuple(SCHEMA.names)
+REPLICA_COLUMNS = tuple(REPLICA_SCHEMA.names[len(SCHEMA):])
 
 
 @dataclass(frozen=True)
@@ -34,9 +51,34 @@ class Target(PartitionRef):
     segments: int = 0   # its segments: the work of a lookup (index bytes only), for the local engine's pool
 
 
-def lookup_group(group: Sequence[Target], specs: Sequence[int], isolation: str, with_replica: bool
-                 ) -> Iterator[tuple[object, ...]]:
-    """One task: rows ``COLUMNS`` (+ ``REPLICA_COLUMNS``) of each target, specs in the given order."""
+@dataclass(frozen=True)
+class OffsetsJob:
+    """The planned job: its tasks (groups of targets, in output order) and what every task answers."""
+
+    groups: tuple[tuple[Target, ...], ...]
+    specs: tuple[int, ...]
+    isolation: str
+    with_replica: bool
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The output's Arrow schema."""
+        return REPLICA_SCHEMA if self.with_replica else SCHEMA
+
+    def task(self) -> Any:
+        """The task function (picklable): a group of targets -> its Arrow table."""
+        return partial(lookup_group, specs=self.specs, isolation=self.isolation, with_replica=self.with_replica)
+
+    def weights(self) -> list[int]:
+        """Each task's work for the local executor: index lookups, per partition and segment."""
+        from kafka_format.engine import task_work
+
+        return [task_work(partitions=len(g), looked_up_segments=sum(t.segments for t in g)) for g in self.groups]
+
+
+def lookup_group(group: Sequence[Target], specs: Sequence[int], isolation: str, with_replica: bool) -> pa.Table:
+    """One task: the rows of each target (``SCHEMA``, + ``REPLICA_COLUMNS``), specs in the given order."""
+    rows: list[tuple[object, ...]] = []
     for target in group:
         replica = target.open()
         with PartitionLookup(replica) as lookup:
@@ -46,24 +88,9 @@ def lookup_group(group: Sequence[Target], specs: Sequence[int], isolation: str, 
                                            a.leader_epoch)
                 if with_replica:
                     row += (redact(target.log_dir), replica.broker_id)
-                yield row
-
-
-def lookup_targets(logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[int | str], *,
-                   topics: Sequence[str] | None = None, topic_pattern: str | None = None,
-                   isolation_level: str = "read_uncommitted", replicas: str = "longest"
-                   ) -> tuple[list[Target], list[int]]:
-    """Driver: the replicas to answer for (by topic, partition, log dir) and the parsed specs."""
-    if isolation_level not in ISOLATION_LEVELS:
-        raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}, got {isolation_level!r}")
-    if replicas not in ("longest", "all"):
-        raise ValueError(f"replicas must be 'longest' or 'all', got {replicas!r}")
-    specs = [parse_timestamp_spec(t) for t in timestamps]
-    chosen = TopicSelection.of(topics, topic_pattern).select(open_partitions(
-        logdirs if isinstance(logdirs, LogDirSet) else ([logdirs] if isinstance(logdirs, str) else list(logdirs))))
-    if replicas == "longest":
-        chosen = longest_replicas(chosen)
-    return [Target(r.topic, r.partition, r.path, r.log_dir, len(r.segments)) for r in chosen], specs
+                rows.append(row)
+    schema = REPLICA_SCHEMA if with_replica else SCHEMA
+    return pa.Table.from_arrays([pa.array([r[i] for r in rows], f.type) for i, f in enumerate(schema)], schema=schema)
 
 
 def group_targets(targets: Sequence[Target], tasks: int) -> list[list[Target]]:
@@ -75,28 +102,44 @@ def group_targets(targets: Sequence[Target], tasks: int) -> list[list[Target]]:
     return [list(targets[i:i + per]) for i in range(0, len(targets), per)]
 
 
-def _answer(group: Sequence[Target], specs: Sequence[int], isolation: str, with_replica: bool
-            ) -> list[tuple[object, ...]]:
-    return list(lookup_group(group, specs, isolation, with_replica))
+def offsets_job(logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[int | str], *, cores: int,
+                topics: Sequence[str] | None = None, topic_pattern: str | None = None,
+                isolation_level: str = "read_uncommitted", replicas: str = "longest") -> OffsetsJob:
+    """Driver: the replicas to answer for (by topic, partition, log dir), the parsed specs, and the
+    tasks: at most two per core, each a run of consecutive partitions (no task holds one alone
+    when there are more partitions than tasks)."""
+    if isolation_level not in ISOLATION_LEVELS:
+        raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}, got {isolation_level!r}")
+    if replicas not in ("longest", "all"):
+        raise ValueError(f"replicas must be 'longest' or 'all', got {replicas!r}")
+    specs = tuple(parse_timestamp_spec(t) for t in timestamps)
+    chosen = TopicSelection.of(topics, topic_pattern).select(open_partitions(
+        logdirs if isinstance(logdirs, LogDirSet) else ([logdirs] if isinstance(logdirs, str) else list(logdirs))))
+    if replicas == "longest":
+        chosen = longest_replicas(chosen)
+    targets = [Target(r.topic, r.partition, r.path, r.log_dir, len(r.segments)) for r in chosen]
+    groups = group_targets(targets, 2 * cores) if specs else []
+    return OffsetsJob(tuple(tuple(g) for g in groups), specs, isolation_level, replicas == "all")
+
+
+def list_offsets(executor: Executor, logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[int | str], *,
+                 topics: Sequence[str] | None = None, topic_pattern: str | None = None,
+                 isolation_level: str = "read_uncommitted", replicas: str = "longest") -> pa.Table:
+    """Every answer as one Arrow table (:data:`SCHEMA`; + ``logDir``/``brokerId`` with
+    ``replicas="all"``), in the order of topic, partition (log dir), then ``timestamps``; the
+    lookups run on ``executor``.  ``topics`` and ``topic_pattern`` (full match) select the union of
+    what they name; neither = every topic."""
+    job = offsets_job(logdirs, timestamps, cores=executor.cores(), topics=topics, topic_pattern=topic_pattern,
+                      isolation_level=isolation_level, replicas=replicas)
+    tables = list(executor.map(job.task(), job.groups, weights=job.weights()))
+    return pa.concat_tables(tables) if tables else job.schema.empty_table()
 
 
 def list_offsets_local(logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[int | str], *,
                        topics: Sequence[str] | None = None, topic_pattern: str | None = None,
-                       isolation_level: str = "read_uncommitted", replicas: str = "longest"
-                       ) -> list[dict[str, Any]]:
-    """The rows of :func:`kafka_format.spark.offsets.offsets_for_timestamps`, as dicts, computed
-    in this process (a process pool for large inputs)."""
-    from kafka_format.engine import run_tasks, task_work, workers
+                       isolation_level: str = "read_uncommitted", replicas: str = "longest") -> list[dict[str, Any]]:
+    """:func:`list_offsets` on this process's cores, as dicts."""
+    from kafka_format.engine.runtime import LocalExecutor
 
-    targets, specs = lookup_targets(logdirs, timestamps, topics=topics, topic_pattern=topic_pattern,
-                                    isolation_level=isolation_level, replicas=replicas)
-    with_replica = replicas == "all"
-    columns = COLUMNS + (REPLICA_COLUMNS if with_replica else ())
-    if not targets or not specs:
-        return []
-    groups = group_targets(targets, 2 * workers())
-    fn = partial(_answer, specs=specs, isolation=isolation_level, with_replica=with_replica)
-    # index lookups: the work is per partition and per segment, not per byte of the segments
-    out = run_tasks(fn, groups, weights=[task_work(partitions=len(g), looked_up_segments=sum(t.segments for t in g))
-                                         for g in groups])
-    return [dict(zip(columns, row, strict=True)) for rows in out for row in rows]
+    return list_offsets(LocalExecutor(), logdirs, timestamps, topics=topics, topic_pattern=topic_pattern,
+                        isolation_level=isolation_level, replicas=replicas).to_pylist()

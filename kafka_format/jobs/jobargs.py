@@ -27,11 +27,12 @@ from kafka_format.storage.s3a import is_s3a
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from kafka_format.engine.runtime import Executor
     from kafka_format.output.ownership import Owner
     from kafka_format.output.publish import Claim
 
 __all__ = ["add_common_arguments", "JobContext", "job_context", "check_inputs", "session_for", "jvm_log_path",
-           "engine_for",
+           "engine_for", "executor_for",
            "run_job", "run_main", "parse_args", "describe", "claim_out", "locations", "redacting_excepthook",
            "install_redacting_hooks",
            "UsageError",
@@ -175,6 +176,18 @@ def engine_for(ctx: JobContext, *, needs_spark: str | None = None) -> str:
 
         without_pandas()
     return choice.engine
+
+
+def executor_for(ctx: JobContext, app_name: str, *, needs_spark: str | None = None) -> Executor:
+    """The executor of this run, chosen once (:func:`engine_for`): this process's cores, or the
+    session's Spark executors (:func:`session_for`)."""
+    if engine_for(ctx, needs_spark=needs_spark) == "local":
+        from kafka_format.engine.runtime import LocalExecutor
+
+        return LocalExecutor()
+    from kafka_format.spark.executor import SparkExecutor
+
+    return SparkExecutor(session_for(ctx, app_name), description=f"klogs {app_name}")
 
 
 def _active_session() -> Any:

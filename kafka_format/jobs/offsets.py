@@ -24,18 +24,17 @@ from kafka_format.jobs.jobargs import (
     JobContext,
     add_common_arguments,
     claim_out,
-    engine_for,
+    executor_for,
     job_context,
     run_main,
-    session_for,
 )
 from kafka_format.common.units import utc_text_ms
+from kafka_format.engine.offsets import COLUMNS
 from kafka_format.log.list_offsets import ISOLATION_LEVELS, SPEC_NAMES, parse_timestamp_spec
 from kafka_format.output.ownership import Owner
 from kafka_format.report.text import table
 
 OWNER = Owner("offsets", "answers")          # the sidecar marker of an --out file
-COLUMNS = ("topic", "partition", "timestamp", "offset", "recordTimestamp", "leaderEpoch")
 
 
 def _spec(text: str) -> int:
@@ -94,18 +93,10 @@ def _body(args: argparse.Namespace) -> int:
 
 
 def _run(ctx: JobContext, args: argparse.Namespace) -> int:
-    if engine_for(ctx) == "local":
-        from kafka_format.engine.offsets import list_offsets_local
+    from kafka_format.engine.offsets import list_offsets
 
-        rows = list_offsets_local(ctx.logdirs, args.timestamps, topics=ctx.topics or None,
-                                  topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level)
-    else:
-        spark = session_for(ctx, "offsets")
-        from kafka_format.spark.offsets import offsets_for_timestamps
-
-        df = offsets_for_timestamps(spark, ctx.logdirs, args.timestamps, topics=ctx.topics or None,
-                                    topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level)
-        rows = [r.asDict() for r in df.collect()]
+    rows = list_offsets(executor_for(ctx, "offsets"), ctx.logdirs, args.timestamps, topics=ctx.topics or None,
+                        topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level).to_pylist()
     text = format_rows(rows, ctx.format or "jsonl")
     if ctx.out:
         from kafka_format.output.publish import publish_file

@@ -1,5 +1,5 @@
 """Comparison 2 (offsets): the live broker's ListOffsets answers against ``klogs offsets``'s
-function (``kafka_format.spark.offsets.offsets_for_timestamps``) over a copy of its log dirs.
+function (``kafka_format.spark.frames.offsets_for_timestamps``) over a copy of its log dirs.
 
 How the copy is taken: the broker keeps running (as when a user copies a live broker's dirs);
 no client writes during a phase; the copy is taken once ``replication-offset-checkpoint`` holds the
@@ -88,7 +88,7 @@ def _our_answers(spark, copy: Path, specs: dict[tuple[str, int], list[int]], iso
     partition through the library lookup behind it (``PartitionLookup``, one per partition)."""
     from kafka_format.log.list_offsets import PartitionLookup
     from kafka_format.read.planning import open_partitions
-    from kafka_format.spark.offsets import offsets_for_timestamps
+    from kafka_format.spark.frames import offsets_for_timestamps
 
     topics = sorted({t for t, _ in specs})
     rows = offsets_for_timestamps(spark, [str(copy)], SPECIALS, topics=topics,

@@ -55,7 +55,7 @@ def _expected(specs: list[int], isolation: str = "read_uncommitted", topics: set
 
 
 def test_dataframe_matches_oracle(spark) -> None:  # type: ignore[no-untyped-def]
-    from kafka_format.spark.offsets import offsets_for_timestamps
+    from kafka_format.spark.frames import offsets_for_timestamps
 
     stamps = sorted({t for o in ORACLES.values() for t in o.timestamps()})   # type: ignore[attr-defined]
     specs = [stamps[len(stamps) // 3] + 1, -3, -1, -2, stamps[-1] + 1, 0]
