@@ -36,7 +36,7 @@ from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 __all__ = [
     "DECISION_FIELDS", "CLEANER_RECORD_SCHEMA", "SUMMARY_SCHEMA", "METADATA_TOPIC", "SEGMENTS_ATTEMPT_OWNER",
     "ReplicaTaskError", "CleanerTask", "cleaner_tasks", "run_cleaner_task", "run_cleaner_file_task",
-    "finish_segments_dir", "finish_records_dir", "topic_selector", "cleaner_pass_local",
+    "finish_segments_dir", "without_clean_shutdown", "finish_records_dir", "topic_selector", "cleaner_pass_local",
 ]
 
 # KRaft's metadata log is a Raft log, not a LogManager log: the log cleaner never touches it.
@@ -158,16 +158,28 @@ def cleaner_tasks(logdirs: str | Sequence[str] | LogDirSet, configs: TopicConfig
 
 def finish_segments_dir(segments_dir: str, summary_rows: Iterable[Any]) -> list[str]:
     """Driver, after the cleaner pass wrote ``segments_dir``: remove what failed task attempts left
-    (temporary names) and give each ``<log-dir name>/`` the log dir's own files, so that it opens as
-    a broker log dir (:func:`kafka_format.storage.logdir.open_log_dirs`, Kafka): ``meta.properties`` copied
-    from the source log dir, and offset checkpoints for its partitions —
-    ``cleaner-offset-checkpoint`` = the first dirty offset after cleaning,
-    ``log-start-offset-checkpoint``, ``replication-offset-checkpoint`` (HW, where known) and
-    ``recovery-point-offset-checkpoint`` (the log end: every file is complete and synced).
+    (temporary names) and give each ``<log-dir name>/`` the files a broker's log dir holds after the
+    broker stopped cleanly (``LogManager.shutdown``), so that it opens as one
+    (:func:`kafka_format.storage.logdir.open_log_dirs`, Kafka):
+
+    * ``meta.properties``, copied from the source log dir;
+    * the offset checkpoints of its partitions: ``recovery-point-offset-checkpoint`` = the log end
+      (flushed and closed), ``log-start-offset-checkpoint`` where the log start offset is beyond the
+      partition's first segment (``checkpointLogStartOffsetsInDir``), ``replication-offset-checkpoint``
+      (HW, where known) and ``cleaner-offset-checkpoint`` = the first dirty offset after cleaning;
+    * ``.kafka_cleanshutdown``, copied from the source log dir (``{"version":0,"brokerEpoch":N}``,
+      what 3.9 and 4.x write, N the broker's epoch).  Kafka writes it only over logs that were shut
+      down cleanly or recovered at start; the cleaner rewrites closed segments only and copies the
+      others, so a source log dir without one (a running or crashed broker's: active segments with
+      preallocated indexes, perhaps a partial batch, which the broker recovers on start) gives a
+      log dir without one too (:func:`without_clean_shutdown` names them).
+
     Returns the removed leftovers' paths."""
     from kafka_format.output.ownership import is_klogs_temp, remove_tree
     from kafka_format.output.publish import is_temp_name
+    from kafka_format.storage.partition_files import offset_from_name
     from kafka_format.writer.logdir import (
+        CLEAN_SHUTDOWN,
         CLEANER_OFFSET_CHECKPOINT,
         LOG_START_OFFSET_CHECKPOINT,
         META_PROPERTIES,
@@ -187,10 +199,16 @@ def finish_segments_dir(segments_dir: str, summary_rows: Iterable[Any]) -> list[
             if is_temp_name(entry) and is_klogs_temp(path):     # a failed attempt's (marked) directory
                 remove_tree(path)
                 removed.append(path)
+
+    def first_base(partition_dir: str) -> int | None:
+        bases = [offset_from_name(n) for n in os.listdir(partition_dir) if n.endswith(".log")]
+        return min((b for b in bases if b is not None), default=None)
+
     for target, rows in by_dir.items():
         files = {
             CLEANER_OFFSET_CHECKPOINT: {(r["topic"], r["partition"]): r["firstDirtyAfter"] for r in rows},
-            LOG_START_OFFSET_CHECKPOINT: {(r["topic"], r["partition"]): r["logStartOffset"] for r in rows},
+            LOG_START_OFFSET_CHECKPOINT: {(r["topic"], r["partition"]): r["logStartOffset"] for r in rows
+                                          if r["logStartOffset"] > (first_base(r["segmentsDir"]) or 0)},
             REPLICATION_OFFSET_CHECKPOINT: {(r["topic"], r["partition"]): r["highWatermark"] for r in rows
                                             if r["highWatermark"] is not None},
             RECOVERY_POINT_CHECKPOINT: {(r["topic"], r["partition"]): r["logEndOffset"] for r in rows},
@@ -198,24 +216,35 @@ def finish_segments_dir(segments_dir: str, summary_rows: Iterable[Any]) -> list[
         for file_name, entries in files.items():
             with open(os.path.join(target, file_name), "wb") as f:
                 f.write(encode_offset_checkpoint(entries))
-        meta = _meta_properties(str(rows[0]["logDir"]))
-        if meta is not None:
-            with open(os.path.join(target, META_PROPERTIES), "wb") as f:
-                f.write(meta)
+        for file_name in (META_PROPERTIES, CLEAN_SHUTDOWN):
+            data = _log_dir_file(str(rows[0]["logDir"]), file_name)
+            if data is not None:
+                with open(os.path.join(target, file_name), "wb") as f:
+                    f.write(data)
     return removed
 
 
-def _meta_properties(log_dir: str) -> bytes | None:
-    """The source log dir's ``meta.properties`` (None when it has none, or when ``log_dir`` is a
-    location shown with its secret redacted, which cannot be opened again)."""
+def without_clean_shutdown(segments_dir: str) -> list[str]:
+    """The log dirs of a finished ``segments_dir`` (:func:`finish_segments_dir`) written without
+    ``.kafka_cleanshutdown``, because their source log dirs have none: names, sorted."""
+    from kafka_format.writer.logdir import CLEAN_SHUTDOWN
+
+    names = sorted(os.listdir(segments_dir)) if os.path.isdir(segments_dir) else []
+    return [n for n in names if os.path.isdir(os.path.join(segments_dir, n))
+            and not os.path.exists(os.path.join(segments_dir, n, CLEAN_SHUTDOWN))]
+
+
+def _log_dir_file(log_dir: str, name: str) -> bytes | None:
+    """The bytes of the source log dir's own file ``name`` (``meta.properties``,
+    ``.kafka_cleanshutdown``): None when it has none, or when ``log_dir`` is a location shown with
+    its secret redacted, which cannot be opened again."""
     from kafka_format.storage.fsio import REDACTED, resolve
-    from kafka_format.writer.logdir import META_PROPERTIES
 
     if f":{REDACTED}@" in log_dir:
         return None
     handle, path = resolve(log_dir)
-    meta = handle.join(path, META_PROPERTIES)
-    return handle.read_bytes(meta) if handle.stat(meta) is not None else None
+    target = handle.join(path, name)
+    return handle.read_bytes(target) if handle.stat(target) is not None else None
 
 
 def finish_records_dir(records_dir: str) -> None:

@@ -87,6 +87,7 @@ def _body(args: argparse.Namespace) -> int:
 def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
     local = engine_for(ctx) == "local"
     summary: dict[str, object] = {"mode": args.mode, **describe(ctx)}
+    unclean: list[str] = []             # written log dirs left without .kafka_cleanshutdown
     with output_dir(out, OWNER) as stage:
         records_dir = os.path.join(stage, "records")
         if args.mode == "full":
@@ -96,9 +97,10 @@ def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
             segments = os.path.join(stage, "segments") if args.write_segments else None
             rows = _cleaner(ctx, args, pending, segments, local)   # records and segments written by the tasks
             if args.write_segments:
-                from kafka_format.engine.compaction import finish_segments_dir
+                from kafka_format.engine.compaction import finish_segments_dir, without_clean_shutdown
 
                 finish_segments_dir(os.path.join(stage, "segments"), rows)
+                unclean = without_clean_shutdown(os.path.join(stage, "segments"))
             summary["partitions"] = sorted(({**r, "segmentsDir": None if r["segmentsDir"] is None
                                              else os.path.relpath(str(r["segmentsDir"]), stage)} for r in rows),
                                            key=_partition_order)
@@ -114,6 +116,9 @@ def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
     _print_summary(summary["partitions"], args.mode)  # type: ignore[arg-type]
     if args.mode == "cleaner":
         print(summary_line(summary))
+    for name in unclean:
+        print(f"segments/{name}: no .kafka_cleanshutdown, as its input log dir has none (a running or crashed "
+              "broker's): its active segments are left for the broker to recover when it starts")
     print(f"results: {redact(out)}")
     return EXIT_OK
 

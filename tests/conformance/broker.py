@@ -158,6 +158,21 @@ class KafkaBroker:
 
     # ----------------------------------------------------------------------------- properties
 
+    @classmethod
+    def on_log_dir(cls, version: str, workdir: Path, log_dir: Path,
+                   broker_config: Mapping[str, str] | None = None) -> KafkaBroker:
+        """A broker that starts on an existing log dir (say a copy of another harness broker's, whose
+        ``meta.properties`` names node 1 and the metadata log) instead of formatting a new one."""
+        b = cls(version, workdir, broker_config)
+        b.log_dir = Path(log_dir)
+        meta = dict(line.split("=", 1) for line in (b.log_dir / "meta.properties").read_text().splitlines()
+                    if "=" in line and not line.startswith("#"))
+        if int(meta.get("node.id", "-1")) != b.node_id:
+            raise BrokerError(f"{log_dir} belongs to node {meta.get('node.id')}, not {b.node_id}")
+        b.cluster_id = meta["cluster.id"]
+        b._formatted = True
+        return b
+
     @property
     def bootstrap(self) -> str:
         """``host:port`` of the PLAINTEXT listener."""

@@ -176,6 +176,31 @@ class TestJob:
         assert not out.exists()
 
 
+def test_a_live_copy_passes_fail_on_warning_on_both_engines(spark: Any, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A running broker's log dir (the active segment's indexes preallocated, no clean-shutdown
+    marker; tests/format/test_audit_active_segment.py builds it): no warning on either engine, the
+    same findings, and the assumption stated in the info findings of the JSON lines."""
+    from testhelpers import load_module
+
+    from kafka_format.cli import main
+
+    live = load_module("_active_segment_cases", REPO / "tests" / "format" / "test_audit_active_segment.py")
+    part = live.write_log_dir(tmp_path / "live", clean_shutdown=False)
+    outputs = {}
+    for engine in ("local", "spark"):
+        code = main(["audit", str(part.parent), "--out", str(tmp_path / engine), "--format", "json",
+                     "--fail-on", "warning", "--engine", engine])
+        lines = capsys.readouterr().out.splitlines()
+        assert code == 0, lines
+        outputs[engine] = sorted(lines)
+    assert outputs["local"] == outputs["spark"]
+    objs = [json.loads(line) for line in outputs["local"]]
+    assumed = [o for o in objs if o["check"] in ("index-zero-tail", "timeindex-zero-tail")]
+    assert len(assumed) == 2 and all("taken as the active segment of a running broker" in o["message"]
+                                     for o in assumed)
+
+
 def test_klogs_audit_killed_before_publish_leaves_no_output(tmp_path: Path) -> None:
     klogs = Path(sys.executable).with_name("klogs")
     entry = "import sys; from kafka_format.cli import main; sys.exit(main())"

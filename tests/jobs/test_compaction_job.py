@@ -203,6 +203,102 @@ def test_written_segments_hold_the_kept_records(cleaner_run, replica) -> None:  
     assert s["bytesAfter"] == batch_bytes
 
 
+def _audit(log_dir: Path, topics: list[str]) -> set[tuple[str, str, str | None, int | None, int | None]]:
+    """(severity, check, topic, partition, offset) of the audit of ``log_dir`` (its own files and the
+    partitions of ``topics``), with the topic configs of the cleaning."""
+    from kafka_format.log.audit.auditor import audit_log_dir, audit_partition_report
+    from kafka_format.storage.logdir import open_log_dirs
+
+    cfg = configs()
+    out = set()
+    for d in open_log_dirs([str(log_dir)]).log_dirs:
+        out |= {(f.severity, f.check, f.topic, f.partition, f.offset) for f in audit_log_dir(d)}
+        for p in d.partitions:
+            if p.topic in topics:
+                out |= {(f.severity, f.check, f.topic, f.partition, f.offset)
+                        for f in audit_partition_report(p, config=cfg[p.topic], now_ms=NOW).findings}
+    return out
+
+
+def test_a_written_log_dir_is_the_stopped_brokers_after_cleaning(cleaner_run) -> None:  # type: ignore[no-untyped-def]
+    """What ``LogManager.shutdown`` leaves: ``meta.properties``, ``.kafka_cleanshutdown``
+    (``{"version":0,"brokerEpoch":N}``, 3.9 and 4.x alike) as the stopped source broker-1 has them, the
+    offset checkpoints with the broker's rules (log start offsets only beyond the first segment:
+    ``checkpointLogStartOffsetsInDir``; recovery point = log end).  Auditing it finds no unclean
+    shutdown and nothing its source does not have but the gaps cleaning leaves."""
+    source, written = SAMPLES / "broker-1", cleaner_run["segments"] / "broker-1"
+    for name in (".kafka_cleanshutdown", "meta.properties"):
+        assert (written / name).read_bytes() == (source / name).read_bytes()
+    assert json.loads((written / ".kafka_cleanshutdown").read_text()) == {"version": 0, "brokerEpoch": 42}
+    pdirs = sorted(p for p in written.iterdir() if p.is_dir())
+    assert {p.name for p in pdirs} == {f"{t}-{p}" for t, p, b in COMPACT_REPLICAS if b == "broker-1"}
+    starts, recovery = (read_checkpoint(written / n) for n in ("log-start-offset-checkpoint",
+                                                                "recovery-point-offset-checkpoint"))
+    for pdir in pdirs:
+        topic, _, part = pdir.name.rpartition("-")
+        key = (topic, int(part))
+        first = min(int(p.name[:20]) for p in pdir.glob("*.log"))
+        start = log_start(SAMPLES / "broker-1" / pdir.name)
+        assert starts.get(key) == (start if start > first else None)
+        assert recovery[key] == max(o for o, *_ in decode_dir(pdir)[0]) + 1
+    assert any(start > min(int(p.name[:20]) for p in (written / f"{t}-{p}").glob("*.log"))
+               for (t, p), start in starts.items())                 # the rule is exercised both ways
+
+    topics = sorted({t for t, _, b in COMPACT_REPLICAS if b == "broker-1"})
+    before, after = _audit(source, topics), _audit(written, topics)
+    assert not [f for f in after if f[1] == "unclean-shutdown"]
+    assert {f for f in after if f[0] != "info"} == {f for f in before if f[0] != "info"}
+    assert {f[1] for f in after if f[0] == "info"} == {"non-consecutive-offsets"}
+
+
+def test_a_crashed_brokers_log_dir_is_written_without_a_clean_shutdown_marker(cleaner_run) -> None:  # type: ignore[no-untyped-def]
+    """broker-2 crashed (no .kafka_cleanshutdown; its active segment ends in half a batch, its
+    indexes preallocated): Kafka writes the marker only over logs closed cleanly or recovered, and
+    the cleaner copies the active segment as it is, so the written log dir has no marker either and
+    its audit says what the source's says about the active segment."""
+    source, written = SAMPLES / "broker-2", cleaner_run["segments"] / "broker-2"
+    assert not (source / ".kafka_cleanshutdown").exists() and not (written / ".kafka_cleanshutdown").exists()
+    assert (written / "meta.properties").read_bytes() == (source / "meta.properties").read_bytes()
+    before, after = _audit(source, ["v2-codecs"]), _audit(written, ["v2-codecs"])
+    assert ("info", "unclean-shutdown", None, None, None) in after
+    crash = {f for f in before if f[1] in ("invalid-bytes-at-end", "index-zero-tail", "timeindex-zero-tail")}
+    assert {f[1] for f in crash} == {"invalid-bytes-at-end", "index-zero-tail", "timeindex-zero-tail"}
+    assert crash <= after
+
+
+def test_the_job_says_which_written_log_dirs_have_no_marker(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "out"
+    argv = [str(SAMPLES), "--topic", "v2-codecs", "--now", str(NOW), "--config-file", str(CONFIG_FILE),
+            *[a for o in OVERRIDES for a in ("--config", o)], "--out", str(out), "--write-segments"]
+    assert _main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if "kafka_cleanshutdown" in line] == [
+        "segments/broker-2: no .kafka_cleanshutdown, as its input log dir has none (a running or crashed "
+        "broker's): its active segments are left for the broker to recover when it starts"]
+    assert (out / "segments" / "broker-1" / ".kafka_cleanshutdown").is_file()
+    # klogs' ownership rules over a DIR holding Kafka log dirs: its own output is replaced; no job
+    # writes into a written log dir (a Kafka log dir inside klogs' output); it is read like any other
+    assert _main(argv) == 0
+    capsys.readouterr()
+    before = sorted(p.name for p in (out / "segments" / "broker-1").iterdir())
+    inside = out / "segments" / "broker-1" / "audit"
+    assert main_audit([str(SAMPLES / "broker-1"), "--out", str(inside)]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to write the output here" in err and "Kafka log dir" in err
+    assert sorted(p.name for p in (out / "segments" / "broker-1").iterdir()) == before
+    assert main_audit([str(SAMPLES / "broker-1"), "--out", str(out / "segments")]) == 2
+    assert "the output of klogs compaction results" in capsys.readouterr().err
+    assert main_audit([str(out / "segments" / "broker-1"), "--out", str(tmp_path / "audit"), "--topic",
+                       "v2-codecs", "--config", "v2-codecs:cleanup.policy=compact,delete"]) == 0
+    assert "unclean-shutdown" not in capsys.readouterr().out
+
+
+def main_audit(argv: list[str]) -> int:
+    from kafka_format.cli import main
+
+    return main(["audit", *argv, "--now", str(NOW), "--engine", "local"])
+
+
 def test_records_columns(cleaner_run) -> None:  # type: ignore[no-untyped-def]
     from kafka_format.records.schema import RECORD_SCHEMA
 

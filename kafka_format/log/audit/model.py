@@ -8,13 +8,16 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kafka_format.common.errors import KafkaFormatError
 from kafka_format.records.file_records import SkippedRange
+from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage.fsio import redact
 from kafka_format.storage.logdir import PartitionLog, Segment
 from kafka_format.output.ownership import Owner
@@ -57,6 +60,7 @@ MAX_DIVERGENCES = 20                # divergent batches reported per replica pai
 # than this cannot be live any more; kafka-transactions find-hanging uses the same bound.
 TRANSACTION_MAX_TIMEOUT_MS = 900_000
 COMPACTED_INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+METADATA_TOPIC = "__cluster_metadata"  # Topic.CLUSTER_METADATA_TOPIC_NAME: KRaft's metadata log
 _V2 = 2
 _V2_CRC = struct.Struct(">I")       # DefaultRecordBatch: crc at byte 17, covers 21..end
 _V2_CRC_AT, _V2_CRC_FROM = batch_v2.CRC_OFFSET, batch_v2.ATTRIBUTES_OFFSET
@@ -246,6 +250,28 @@ class PartitionChecks:
 
     def _state_file(self, name: str) -> str:
         return self.handle.join(self.r.log_dir, name) if self.r.log_dir else name
+
+    @cached_property
+    def recovered_on_start(self) -> str | None:
+        """Whose newest segment this is, when the broker recovers it on loading the log
+        (``LogLoader.recoverLog``: ``LogSegment.recover`` resets both indexes and rebuilds them from
+        the ``.log``), or None when it does not: the log dir has ``.kafka_cleanshutdown`` (Kafka
+        tests only that the file exists) and the log is not the KRaft metadata log, which
+        ``KafkaMetadataLog`` always loads with ``lastShutdownClean=false``.  Without the file, the
+        recovery runs from the segment holding the recovery point to the end, so the newest segment
+        is always among them: the log dir is a running broker's (or a copy of one) or one that
+        stopped without a clean shutdown."""
+        if self.r.topic == METADATA_TOPIC:
+            return ("the KRaft metadata log, which the broker recovers whenever it loads it (KafkaMetadataLog: "
+                    "lastShutdownClean=false)")
+        try:
+            marker = self.handle.fs_path(self._state_file(ckpt.CLEAN_SHUTDOWN))
+            if self.r.log_dir and self.handle.stat(marker) is not None:
+                return None
+        except (KafkaFormatError, OSError):
+            pass                     # unreadable: not known to be clean
+        return ("a running broker (or a copy of its log dir) or one that did not stop cleanly, as the log dir "
+                "has no .kafka_cleanshutdown (LogLoader.recoverLog recovers the newest segment on start)")
 
     def _all_batches(self) -> tuple[BatchColumns, list[str], np.ndarray]:
         """Valid batches of every segment in order, with each batch's file index."""

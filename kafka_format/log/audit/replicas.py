@@ -48,8 +48,9 @@ def audit_log_dir(log_dir: LogDir) -> list[Finding]:
         add(WARNING, "meta-properties-missing", "log dir has no meta.properties (broker id unknown)",
             h.join(log_dir.path, ckpt.META_PROPERTIES))
     if log_dir.clean_shutdown is None:
-        add(INFO, "unclean-shutdown", "no .kafka_cleanshutdown: the broker did not shut down cleanly (it "
-            "recovers segments above the recovery point on start)", log_dir.path)
+        add(INFO, "unclean-shutdown", "no .kafka_cleanshutdown: taken as a running broker's log dir (or a copy "
+            "of one) or one that did not shut down cleanly; the broker recovers every log from its recovery point "
+            "on start, rebuilding the indexes of the segments it recovers (LogLoader.recoverLog)", log_dir.path)
     return out
 
 

@@ -29,7 +29,14 @@ from kafka_format.log.audit.scan import (
 )
 from kafka_format.common.crc import crc32, crc32c
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.storage.index import OffsetIndex, TimeIndex
 from kafka_format.storage.logdir import Segment
+
+
+def _preallocated(index: OffsetIndex | TimeIndex) -> bool:
+    """Entries that pass the reading rule, then zero slots only, to the end of a file of whole
+    slots: the shape of an index the broker preallocated and has not trimmed."""
+    return index.zero_tail and index.valid_entries < index.raw_entries and not index.anomalies
 
 
 class SegmentChecks(PartitionChecks):
@@ -124,6 +131,41 @@ class SegmentChecks(PartitionChecks):
                          f"starts at {nxt}", file=path, position=int(b.position[-1]), offset=last,
                          expected=f"< {nxt}", actual=last)
 
+    # -- zero slots of the active segment's indexes ------------------------------------------------
+    def _active_zero_tail(self, check: str, kind: str, path: str, index: OffsetIndex | TimeIndex,
+                          sanity_check: str, sane: bool) -> None:
+        """The zero slots after the entries of the newest segment's ``.index``/``.timeindex``.
+
+        A running broker preallocates the active segment's indexes (``AbstractIndex``: the file is
+        ``segment.index.bytes`` rounded down to whole slots, zero past the entries) and trims them
+        when the segment rolls or the log closes.  Where the broker recovers the segment when it
+        loads the log (:attr:`recovered_on_start`), it rebuilds both indexes from the ``.log``: the
+        zero slots are the normal state of a live log, an info finding saying so (and that the
+        broker's ``sanityCheck``, which reads the last slot, fails on the untrimmed file, as
+        ``kafka-dump-log --index-sanity-check`` reports).  Where it does not (the log dir has
+        ``.kafka_cleanshutdown``), the broker takes every slot for an entry: a warning.  Zero slots
+        with data after them, or after entries that break the reading rule, are damage, reported by
+        the entry checks; the info then only counts them."""
+        at = index.valid_entries * index.ENTRY_SIZE
+        slots = f"{index.raw_entries - index.valid_entries} zero slots"
+        why = self.recovered_on_start
+        if not _preallocated(index):
+            self.add(INFO, check, "zero slots after the last valid entry (active segment)", file=path,
+                     position=at, actual=slots)
+        elif why is not None:
+            failing = "" if sane else (f"; {sanity_check} (kafka-dump-log --index-sanity-check) fails on the "
+                                       "untrimmed file, whose last slot is zero, but the broker does not run it "
+                                       "on a segment it recovers")
+            self.add(INFO, check, f"preallocated zero slots after the last entry: taken as the active segment of "
+                     f"{why}; the broker rebuilds this {kind} from the .log{failing}", file=path, position=at,
+                     actual=slots)
+        else:
+            self.add(WARNING, check, f"zero slots after the last entry of the active segment's {kind}, but the "
+                     "log dir has .kafka_cleanshutdown: a broker that stops cleanly trims them "
+                     "(AbstractIndex.close) and, starting without recovery, takes them for entries",
+                     file=path, position=at,
+                     expected=f"{index.valid_entries} entries, file of {at} bytes", actual=slots)
+
     # -- .index ------------------------------------------------------------------------------------
     def _offset_index(self, seg: Segment, scan: LogScan, active: bool) -> None:
         b = scan.batches
@@ -142,15 +184,14 @@ class SegmentChecks(PartitionChecks):
             return
         assert oi is not None
         sanity = oi.sanity_check()
-        if not sanity.ok:
+        rebuilt = active and _preallocated(oi) and self.recovered_on_start is not None
+        if not sanity.ok and not rebuilt:
             self.add(WARNING if active else ERROR, "index-sanity", str(sanity.message), file=path,
                      expected="OffsetIndex.sanityCheck passes", actual="CorruptIndexException")
         if oi.zero_tail and oi.valid_entries < oi.raw_entries:
             at = oi.valid_entries * 8
             if active:
-                self.add(INFO, "index-zero-tail",
-                         "preallocated zero slots after the last entry (active segment)",
-                         file=path, position=at, actual=f"{oi.raw_entries - oi.valid_entries} zero slots")
+                self._active_zero_tail("index-zero-tail", "index", path, oi, "OffsetIndex.sanityCheck", sanity.ok)
             else:
                 self.add(ERROR, "index-zero-tail", "zero slots in a closed segment's index (Kafka trims the "
                          "index when the segment rolls)", file=path, position=at,
@@ -213,16 +254,21 @@ class SegmentChecks(PartitionChecks):
             return
         assert ti is not None
         sanity = ti.sanity_check()
-        if not sanity.ok:
-            self.add(WARNING if active else ERROR, "index-sanity", str(sanity.message)
-                     + (" (the broker rebuilds it)" if active else ""), file=path,
+        rebuilt = active and _preallocated(ti) and self.recovered_on_start is not None
+        if not sanity.ok and not rebuilt:
+            note = ""
+            if active:
+                note = (" (the broker rebuilds it on start)" if self.recovered_on_start is not None else
+                        " (the log dir has .kafka_cleanshutdown: the broker starts without rebuilding it)")
+            self.add(WARNING if active else ERROR, "index-sanity", str(sanity.message) + note, file=path,
                      expected="TimeIndex.sanityCheck passes", actual="CorruptIndexException")
         if ti.zero_tail and ti.valid_entries < ti.raw_entries:
-            at = ti.valid_entries * 12
-            self.add(INFO if active else ERROR, "timeindex-zero-tail",
-                     "preallocated zero slots after the last entry (active segment)" if active else
-                     "zero slots in a closed segment's time index", file=path, position=at,
-                     actual=f"{ti.raw_entries - ti.valid_entries} zero slots")
+            if active:
+                self._active_zero_tail("timeindex-zero-tail", "time index", path, ti, "TimeIndex.sanityCheck",
+                                       sanity.ok)
+            else:
+                self.add(ERROR, "timeindex-zero-tail", "zero slots in a closed segment's time index", file=path,
+                         position=ti.valid_entries * 12, actual=f"{ti.raw_entries - ti.valid_entries} zero slots")
         for a in ti.anomalies:
             check = {"offset_decreasing": "timeindex-order", "negative_entry": "timeindex-order",
                      "data_after_zero_tail": "timeindex-zero-tail"}.get(a.what)

@@ -142,12 +142,15 @@ class StateChecks(PartitionChecks):
         expected_aborts: list[tuple[int, int, int, int, int]] = []  # pid, first, last, lso, scan index
         si = 0
         pid_col = b.producer_id
+        producer_rows = np.flatnonzero((pid_col >= 0) & (b.magic == _V2))
+        # the last offsets of the producers' batches (increasing, as the log) and whose they are
+        ends = (b.last_offset[producer_rows], pid_col[producer_rows])
         # producer state changes only at batches with a producer id: visit those alone
-        for j in np.flatnonzero((pid_col >= 0) & (b.magic == _V2)).tolist():
+        for j in producer_rows.tolist():
             pid = int(pid_col[j])
             base = int(b.base_offset[j])
             while si < len(snapshots) and snapshots[si][0].offset <= base:
-                self._compare_snapshot(*snapshots[si], state, log_start, leo)
+                self._compare_snapshot(*snapshots[si], state, log_start, leo, ends)
                 si += 1
             st = state.setdefault(pid, {"epoch": -1, "last_seq": -1, "last_offset": -1, "txn_first": -1,
                                         "coord": -1, "ts": -1, "marker": 0})
@@ -181,12 +184,14 @@ class StateChecks(PartitionChecks):
             st.update(epoch=epoch, last_seq=int(b.last_sequence[j]), last_offset=int(b.last_offset[j]),
                       ts=int(b.max_timestamp[j]))
         for sfile, parsed in snapshots[si:]:
-            self._compare_snapshot(sfile, parsed, state, log_start, leo)
+            self._compare_snapshot(sfile, parsed, state, log_start, leo, ends)
         self._open_transactions(state, leo)
         self._txn_indexes(expected_aborts, markers, log_start)
 
     def _compare_snapshot(self, sfile: Any, snap: Any, state: dict[int, dict[str, int]], log_start: int,
-                          leo: int) -> None:
+                          leo: int, ends: tuple[np.ndarray, np.ndarray]) -> None:
+        """A snapshot's producers against the replay so far; ``ends``: the last offsets of the log's
+        batches with a producer id (increasing) and their producer ids."""
         if sfile.offset <= log_start:
             return
         if self.compacted and sfile.offset < leo:
@@ -195,6 +200,10 @@ class StateChecks(PartitionChecks):
             st = state.get(e.producer_id)
             if st is None or st["last_offset"] < 0 or e.last_offset < log_start:
                 continue  # producer history below the log start offset (or expired): not replayable
+            if self.compacted and not _holds_batch_ending_at(ends, e.producer_id, e.last_offset):
+                # the cleaner keeps the last batch of active producers only (lastRecordsOfActiveProducers:
+                # an expired producer's goes like any other) and never rewrites snapshot files
+                continue
             diffs = []
             if e.last_offset != st["last_offset"]:
                 diffs.append(("lastOffset", st["last_offset"], e.last_offset))
@@ -303,3 +312,11 @@ class StateChecks(PartitionChecks):
                      f"{last}, where the log has no ABORT marker of that producer",
                      file=indexes[hk][0].txnindex_path, position=entry.position, offset=last,
                      expected=f"ABORT marker of producer {pid} at {last}", actual="none")
+
+
+def _holds_batch_ending_at(ends: tuple[np.ndarray, np.ndarray], producer_id: int, last_offset: int) -> bool:
+    """Whether the log still holds ``producer_id``'s batch whose last offset is ``last_offset``
+    (``ends``: see :meth:`StateChecks._compare_snapshot`)."""
+    offsets, pids = ends
+    k = int(np.searchsorted(offsets, last_offset))
+    return k < offsets.size and int(offsets[k]) == last_offset and int(pids[k]) == producer_id
