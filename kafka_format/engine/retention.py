@@ -1,78 +1,123 @@
-"""``klogs retention`` work without Spark (:mod:`kafka_format.log.retention` holds the rules).
+"""The ``retention`` job: which segments Kafka's retention pass deletes at ``now``, and when
+(:mod:`kafka_format.log.retention` holds the rules).
 
-:func:`retention_groups` (driver: the replicas of each topic-partition, in output order) and
-:func:`evaluate_group` (one task: walk them, keep the longest replica where asked) are what the
-Spark job (:mod:`kafka_format.spark.retention`) runs; :func:`retention_local` runs them in this
-process.  Per-partition summaries are :func:`kafka_format.log.retention.summarize` on both engines.
+:func:`retention_job` plans on the driver (the replicas of each topic-partition, in output order,
+each topic's policy resolved) and :func:`evaluate_groups` is the task: it re-opens the replicas of a
+few topic-partitions, reads their indexes and the last segment's batch headers and walks them,
+keeping the longest replica where asked, as an Arrow table of
+:data:`kafka_format.log.retention.SEGMENT_SCHEMA` (+ ``logDir``/``brokerId``).  Any executor runs it
+(:mod:`kafka_format.engine.runtime`); :func:`retention_rows` gathers the rows,
+:func:`kafka_format.spark.frames.retention_candidates` makes them a DataFrame.  Per-partition
+summaries are :func:`kafka_format.log.retention.summarize` on every executor.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
+from kafka_format.log.retention import SEGMENT_SCHEMA, RetentionTask, plan_retention, run_task
 from kafka_format.storage.fsio import redact
-from kafka_format.log.retention import RetentionTask, plan_retention, run_task
 
-__all__ = ["SEGMENT_COLUMNS", "REPLICA_COLUMNS", "retention_groups", "evaluate_group", "retention_local"]
+if TYPE_CHECKING:
+    from kafka_format.engine.runtime import Executor
 
-SEGMENT_COLUMNS = ("topic", "partition", "baseOffset", "sizeBytes", "largestTimestamp", "deletable", "reason",
-                   "deletableAtMs")
-REPLICA_COLUMNS = ("logDir", "brokerId")
+__all__ = ["REPLICA_SCHEMA", "Group", "RetentionJob", "evaluate_groups", "retention_job", "retention_rows",
+           "retention_local"]
 
-Group = tuple[bool, list[RetentionTask]]
+# replicas="all": one row per segment of every copy, told apart by these.
+REPLICA_SCHEMA = pa.schema([*SEGMENT_SCHEMA, pa.field("logDir", pa.string(), nullable=False),
+                            pa.field("brokerId", pa.int32())])
+
+Group = tuple[bool, tuple[RetentionTask, ...]]   # (keep only the longest replica, the replicas)
 
 
-def retention_groups(logdirs: Any, configs: Any, now_ms: int, *, topics: Sequence[str] | None = None,
-                     topic_pattern: str | None = None, replicas: str = "longest", missing_hw: str = "leo"
-                     ) -> list[Group]:
-    """Driver: ``(longest, tasks)`` per topic-partition (``replicas=longest``) or per replica
-    (``all``), sorted by topic, partition, log dir."""
+@dataclass(frozen=True)
+class RetentionJob:
+    """The planned job: tasks of consecutive groups (topic-partitions, or replicas), in output order."""
+
+    tasks: tuple[tuple[Group, ...], ...]
+    with_replica: bool
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The output's Arrow schema."""
+        return REPLICA_SCHEMA if self.with_replica else SEGMENT_SCHEMA
+
+    def weights(self) -> list[int]:
+        """Index-only work: worth a pool only with many partitions (1 MiB per replica)."""
+        return [sum(len(g[1]) for g in task) << 20 for task in self.tasks]
+
+
+def _longest(results: list[Any]) -> list[Any]:
+    """The replica with the highest log end offset, then leader epoch, then the first listed (the
+    data source's rule)."""
+    order = {id(r): i for i, r in enumerate(results)}
+    return [max(results, key=lambda r: (r[0].log_end_offset, -1 if r[0].leader_epoch is None else r[0].leader_epoch,
+                                        -order[id(r)]))]
+
+
+def evaluate_groups(groups: Sequence[Group], with_replica: bool = False) -> pa.Table:
+    """One task: the segment rows of each group, in order."""
+    columns: list[list[Any]] = [[] for _ in range(len(REPLICA_SCHEMA))]
+    for longest, tasks in groups:
+        results = [run_task(task) for task in tasks]
+        if longest and len(results) > 1:
+            results = _longest(results)
+        for facts, decisions in results:
+            for d in decisions:
+                for i, v in enumerate((facts.topic, facts.partition, d.base_offset, d.size, d.largest_timestamp,
+                                       d.deletable, d.reason, d.deletable_at_ms, redact(facts.log_dir),
+                                       facts.broker_id)):
+                    columns[i].append(v)
+    schema = REPLICA_SCHEMA if with_replica else SEGMENT_SCHEMA
+    return pa.Table.from_arrays([pa.array(columns[i], f.type) for i, f in enumerate(schema)], schema=schema)
+
+
+def retention_job(logdirs: Any, configs: Any, now_ms: int, *, cores: int, topics: Sequence[str] | None = None,
+                  topic_pattern: str | None = None, replicas: str = "longest", missing_hw: str = "leo") -> RetentionJob:
+    """Driver: ``(longest, replicas)`` per topic-partition (``replicas=longest``) or per replica
+    (``all``), sorted by topic, partition, log dir, cut into at most two tasks per core."""
     if replicas not in ("longest", "all"):
         raise ValueError(f"replicas must be 'longest' or 'all', not {replicas!r}")
-    tasks = plan_retention(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern,
-                           missing_hw=missing_hw)
-    groups: list[Group] = []
-    for task in tasks:       # sorted by topic, partition, log dir
+    planned = plan_retention(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern,
+                             missing_hw=missing_hw)
+    groups: list[tuple[bool, list[RetentionTask]]] = []
+    for task in planned:       # sorted by topic, partition, log dir
         if replicas == "longest" and groups and (groups[-1][1][0].topic, groups[-1][1][0].partition) == \
                 (task.topic, task.partition):
             groups[-1][1].append(task)
         else:
             groups.append((replicas == "longest", [task]))
-    return groups
+    frozen = [(longest, tuple(ts)) for longest, ts in groups]
+    per = math.ceil(len(frozen) / max(1, min(len(frozen), 2 * cores))) if frozen else 1
+    return RetentionJob(tuple(tuple(frozen[i:i + per]) for i in range(0, len(frozen), per)), replicas == "all")
 
 
-def evaluate_group(group: Group) -> Iterator[tuple[Any, ...]]:
-    """One task: the replicas of one topic-partition; with ``longest`` only the replica with the
-    highest log end offset, then leader epoch, then the first listed (the data source's rule).
-    Rows are ``SEGMENT_COLUMNS + REPLICA_COLUMNS``."""
-    longest, tasks = group
-    results = [run_task(task) for task in tasks]
-    if longest and len(results) > 1:
-        order = {id(r): i for i, r in enumerate(results)}
-        results = [max(results, key=lambda r: (r[0].log_end_offset,
-                                               -1 if r[0].leader_epoch is None else r[0].leader_epoch,
-                                               -order[id(r)]))]
-    for facts, decisions in results:
-        for d in decisions:
-            yield (facts.topic, facts.partition, d.base_offset, d.size, d.largest_timestamp, d.deletable, d.reason,
-                   d.deletable_at_ms, redact(facts.log_dir), facts.broker_id)
+def retention_rows(executor: Executor, logdirs: Any, configs: Any, now_ms: int, *,
+                   topics: Sequence[str] | None = None, topic_pattern: str | None = None,
+                   replicas: str = "longest", missing_hw: str = "leo") -> pa.Table:
+    """Every segment's row (:data:`kafka_format.log.retention.SEGMENT_SCHEMA`, + ``logDir``/``brokerId``
+    with ``replicas="all"``), ordered by topic, partition (log dir), baseOffset; the walks run on
+    ``executor``.  ``missing_hw``: see :func:`kafka_format.log.retention.partition_facts`."""
+    from functools import partial
 
-
-def _evaluate_list(group: Group) -> list[tuple[Any, ...]]:
-    return list(evaluate_group(group))
+    job = retention_job(logdirs, configs, now_ms, cores=executor.cores(), topics=topics, topic_pattern=topic_pattern,
+                        replicas=replicas, missing_hw=missing_hw)
+    tables = list(executor.map(partial(evaluate_groups, with_replica=job.with_replica), job.tasks,
+                               weights=job.weights()))
+    return pa.concat_tables(tables) if tables else job.schema.empty_table()
 
 
 def retention_local(logdirs: Any, configs: Any, now_ms: int, *, topics: Sequence[str] | None = None,
                     topic_pattern: str | None = None, replicas: str = "longest", missing_hw: str = "leo"
                     ) -> list[dict[str, Any]]:
-    """The rows of :func:`kafka_format.spark.retention.retention_candidates`, as dicts, computed in
-    this process (only index files and batch headers are read: no pool below many partitions)."""
-    from kafka_format.engine import run_tasks
+    """:func:`retention_rows` on this process's cores, as dicts."""
+    from kafka_format.engine.runtime import LocalExecutor
 
-    groups = retention_groups(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern,
-                              replicas=replicas, missing_hw=missing_hw)
-    columns = SEGMENT_COLUMNS + (REPLICA_COLUMNS if replicas == "all" else ())
-    # index-only work: worth a pool only with many partitions (weights: 1 MiB per replica)
-    out = run_tasks(_evaluate_list, groups, weights=[len(g[1]) << 20 for g in groups])
-    return [dict(zip(columns, row[:len(columns)], strict=True)) for rows in out for row in rows]
+    return retention_rows(LocalExecutor(), logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern,
+                          replicas=replicas, missing_hw=missing_hw).to_pylist()

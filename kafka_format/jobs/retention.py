@@ -20,15 +20,14 @@ from kafka_format.jobs.jobargs import (
     add_common_arguments,
     claim_out,
     describe,
-    engine_for,
+    executor_for,
     JobContext,
     job_context,
     run_main,
-    session_for,
 )
+from kafka_format.log.retention import summarize
 from kafka_format.report.retention_page import summary_line
-from kafka_format.report.retention_report import format_segments, write_report
-from kafka_format.log.retention import REPORT_OWNER, summarize
+from kafka_format.report.retention_report import REPORT_OWNER, format_segments, write_report
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,18 +52,10 @@ def _body(args: argparse.Namespace) -> int:
 
 
 def _run(ctx: JobContext) -> int:
-    if engine_for(ctx) == "local":
-        from kafka_format.engine.retention import retention_local
+    from kafka_format.engine.retention import retention_rows
 
-        rows = retention_local(ctx.logdirs, ctx.configs, ctx.now_ms, topics=ctx.topics or None,
-                               topic_pattern=ctx.topic_pattern)
-    else:
-        spark = session_for(ctx, "retention")
-        from kafka_format.spark.retention import retention_candidates
-
-        df = retention_candidates(spark, ctx.logdirs, ctx.configs, ctx.now_ms, topics=ctx.topics or None,
-                                  topic_pattern=ctx.topic_pattern)
-        rows = [r.asDict() for r in df.collect()]
+    rows = retention_rows(executor_for(ctx, "retention"), ctx.logdirs, ctx.configs, ctx.now_ms,
+                          topics=ctx.topics or None, topic_pattern=ctx.topic_pattern).to_pylist()
     summary = summarize(rows)           # one row per segment is small: the same rule on both engines
     fmt = ctx.format or "jsonl"
     sys.stdout.write(format_segments(rows, fmt))

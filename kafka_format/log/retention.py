@@ -56,17 +56,19 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import pyarrow as pa
+
 from kafka_format.storage import partition_state
 from kafka_format.storage.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
-from kafka_format.output.ownership import Owner
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
 __all__ = [
-    "REPORT_OWNER",
     "REASON_LOG_START_OFFSET",
     "REASON_RETENTION_BYTES",
     "REASON_RETENTION_MS",
     "SEGMENT_FIELDS",
+    "SEGMENT_SCHEMA",
+    "SUMMARY_SCHEMA",
     "RetentionPolicy",
     "SegmentFacts",
     "PartitionFacts",
@@ -81,17 +83,32 @@ __all__ = [
     "summarize",
     "disk_usage_steps",
     "INTERNAL_TOPICS",
-    "NOTES",
 ]
 
 REASON_LOG_START_OFFSET = "log-start-offset"
-REPORT_OWNER = Owner("retention", "report")          # the marker of a --out report
 REASON_RETENTION_BYTES = "retention.bytes"
 REASON_RETENTION_MS = "retention.ms"
 
-# docs/jobs/: one line per segment, exactly these fields.
-SEGMENT_FIELDS = ("topic", "partition", "baseOffset", "sizeBytes", "largestTimestamp", "deletable", "reason",
-                  "deletableAtMs")
+# docs/jobs/: one row per segment, exactly these columns (declared once: the job's Arrow output,
+# Spark's schema derived from it, the jsonl lines' keys).
+SEGMENT_SCHEMA = pa.schema([
+    pa.field("topic", pa.string(), nullable=False),
+    pa.field("partition", pa.int32(), nullable=False),
+    pa.field("baseOffset", pa.int64(), nullable=False),
+    pa.field("sizeBytes", pa.int64(), nullable=False),
+    pa.field("largestTimestamp", pa.int64(), nullable=False),
+    pa.field("deletable", pa.bool_(), nullable=False),
+    pa.field("reason", pa.string()),                 # retention.ms | retention.bytes | log-start-offset | null
+    pa.field("deletableAtMs", pa.int64()),           # null: no retention step reaches the segment
+])
+SEGMENT_FIELDS = tuple(SEGMENT_SCHEMA.names)
+# summarize(): one row per topic-partition.
+SUMMARY_SCHEMA = pa.schema([
+    pa.field("topic", pa.string(), nullable=False), pa.field("partition", pa.int32(), nullable=False),
+    *(pa.field(name, pa.int64()) for name in (
+        "segments", "bytes", "deletableSegments", "deletableBytes", "bytesRemaining", "bytesNeverDeletable",
+        "nextDeletionMs", "lastDeletionMs", "oldestTimestamp", "newestTimestamp")),
+])
 
 # Topic.isInternal + the topics UnifiedLog.isRemoteLogEnabled also excludes.
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
@@ -458,19 +475,3 @@ def disk_usage_steps(rows: Iterable[Mapping[str, Any]], now_ms: int) -> list[tup
         total -= drops[t]
         steps.append((t, total))
     return steps
-
-
-# ---------------------------------------------------------------------------------------------
-# outputs: lines, summary.json, disk-usage chart (PNG + HTML)
-
-NOTES = (
-    "HW: replication-offset-checkpoint capped at LEO and raised to logStartOffset; a partition without "
-    "an entry is assumed to have HW = LEO (Kafka would load 0 and delete nothing until replication "
-    "advances it).",
-    "deletableAtMs assumes no new data and a constant HW; null = no retention step reaches the segment.",
-    "Tiered storage (remote.storage.enable): local.retention.* apply and breaching segments are reported "
-    "as local deletion candidates, assuming they are uploaded; remote segments are not visible offline.",
-    "sizeBytes is the .log file length; a crashed broker's recovery of unflushed tails is not modelled.",
-    "largestTimestamp is the segment's newest record timestamp; where no record has one (magic 0), it is "
-    "the .log file's modification time, as Kafka takes it (a copied log dir carries the copy's time).",
-)

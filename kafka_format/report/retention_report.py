@@ -14,14 +14,29 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from kafka_format.common.units import human_bytes, utc_text
+from kafka_format.log.retention import SEGMENT_FIELDS, disk_usage_steps
+from kafka_format.output.ownership import Owner
 from kafka_format.output.publish import crash_point
 from kafka_format.output.store import output_dir
 from kafka_format.report.retention_page import render_retention_page
 from kafka_format.report.text import table
-from kafka_format.log.retention import NOTES, REPORT_OWNER, SEGMENT_FIELDS, disk_usage_steps
-from kafka_format.common.units import human_bytes, utc_text
 
-__all__ = ["format_segments", "render_chart_png", "render_html", "write_report"]
+__all__ = ["NOTES", "REPORT_OWNER", "format_segments", "render_chart_png", "render_html", "write_report"]
+
+REPORT_OWNER = Owner("retention", "report")          # the marker of a --out report
+# What the numbers assume, in the report and summary.json.
+NOTES = (
+    "HW: replication-offset-checkpoint capped at LEO and raised to logStartOffset; a partition without "
+    "an entry is assumed to have HW = LEO (Kafka would load 0 and delete nothing until replication "
+    "advances it).",
+    "deletableAtMs assumes no new data and a constant HW; null = no retention step reaches the segment.",
+    "Tiered storage (remote.storage.enable): local.retention.* apply and breaching segments are reported "
+    "as local deletion candidates, assuming they are uploaded; remote segments are not visible offline.",
+    "sizeBytes is the .log file length; a crashed broker's recovery of unflushed tails is not modelled.",
+    "largestTimestamp is the segment's newest record timestamp; where no record has one (magic 0), it is "
+    "the .log file's modification time, as Kafka takes it (a copied log dir carries the copy's time).",
+)
 
 
 def format_segments(rows: Sequence[Mapping[str, Any]], fmt: str = "jsonl") -> str:

@@ -36,7 +36,7 @@ def test_dataframe_types_replicas_and_oracle(spark: Any, tmp_path: Path) -> None
     pytest.importorskip("pyspark")
     from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType
 
-    from kafka_format.spark.retention import retention_candidates, retention_summary
+    from kafka_format.spark.frames import retention_candidates, retention_summary
     from kafka_format.log.topicconfig import load_topic_configs
 
     logdirs = tmp_path / "logdirs"

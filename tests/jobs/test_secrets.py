@@ -183,12 +183,12 @@ def test_an_unexpected_error_shows_its_traceback_without_the_secret(store: tuple
     uri, _ = store
     code = ("import sys\n"
             "import kafka_format.engine.retention as r\n"
-            "def bug(logdirs, *a, **k):\n"
+            "def bug(executor, logdirs, *a, **k):\n"
             "    try:\n"
             "        raise OSError(f'while listing {logdirs[0]}')\n"
             "    except OSError as cause:\n"
             "        raise RuntimeError(f'unexpected state of {logdirs[0]}') from cause\n"
-            "r.retention_local = bug\n"
+            "r.retention_rows = bug\n"
             "from kafka_format.cli import main\n"
             "sys.exit(main(sys.argv[1:]))\n")
     proc = subprocess.run([sys.executable, "-c", code, "retention", uri, "--engine", "local"], capture_output=True,
