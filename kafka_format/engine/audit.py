@@ -1,10 +1,14 @@
-"""``klogs audit`` work without Spark (:mod:`kafka_format.log.audit.auditor` holds the checks).
+"""The ``audit`` job (:mod:`kafka_format.log.audit.auditor` holds the checks).
 
-:func:`audit_tasks` (driver: one task per partition replica, per log dir and per replica group)
-and :func:`run_audit_task` (one task: its findings and per-file accounting rows) are the work;
-the Spark job (:mod:`kafka_format.spark.audit`) runs them by slices (:func:`slice_tables`),
-:func:`audit_local` in this process (:func:`task_rows`).  Both engines gather the rows into Arrow
-tables in task order and sort them the same way (:mod:`kafka_format.log.audit.tables`).
+:func:`audit_tasks` plans on the driver (listing only: one unit per partition replica, per log dir
+and per replica group; the coordinators' open transactions read once) and :func:`audit_job` cuts the
+units into slices of about equal work, consecutive so that the rows keep the units' order.  The task
+is :func:`slice_tables`: it re-opens each unit's files, runs the checks, and returns the findings and
+the per-file accounting rows as two Arrow tables
+(:data:`kafka_format.log.audit.model.FINDING_SCHEMA`, ``ACCOUNTING_SCHEMA``): columns, not a Python
+object per row.  Any executor runs the slices (:mod:`kafka_format.engine.runtime`);
+:func:`audit_run` gathers them in order and sorts them the same way on every executor
+(:mod:`kafka_format.log.audit.tables`).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -33,7 +37,13 @@ from kafka_format.storage.logdir import LogDir, open_log_dirs
 from kafka_format.read.planning import longest_replicas
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
-__all__ = ["AuditTask", "audit_tasks", "run_audit_task", "task_rows", "slice_tables", "audit_local"]
+if TYPE_CHECKING:
+    from kafka_format.engine.runtime import Executor
+
+__all__ = ["AuditJob", "AuditTask", "audit_job", "audit_run", "audit_tasks", "run_audit_task", "task_rows",
+           "slice_tables", "audit_local"]
+
+SLICES_PER_CORE = 4     # slices of about equal work per core: a long partition does not hold up the rest
 
 @dataclass(frozen=True)
 class AuditTask:
@@ -139,24 +149,67 @@ def task_rows(task: AuditTask) -> TaskRows:
     return findings, files
 
 
-def slice_tables(tasks: Iterable[AuditTask]) -> Iterator[tuple[pa.Table, pa.Table]]:
-    """The rows of a run of tasks (a Spark slice) as two tables in task order: what an executor
-    sends back is columns, not a Python object per row."""
+def slice_tables(tasks: Iterable[AuditTask]) -> tuple[pa.Table, pa.Table]:
+    """One executor task: the rows of a slice of units as two tables in unit order."""
     collector = ResultCollector()
     for task in tasks:
         collector.add(*task_rows(task))
-    yield collector.tables(ordered=False)
+    return collector.tables(ordered=False)
+
+
+@dataclass(frozen=True)
+class AuditJob:
+    """The planned job: consecutive slices of the units, each of about equal work."""
+
+    slices: tuple[tuple[AuditTask, ...], ...]
+
+    def weights(self) -> list[int]:
+        """Each slice's bytes of work (for the local executor)."""
+        return [sum(t.weight for t in s) for s in self.slices]
+
+
+def _cut(tasks: Sequence[AuditTask], n: int) -> list[tuple[AuditTask, ...]]:
+    """``tasks`` cut, in order, into at most ``n`` runs of about equal weight."""
+    if not tasks:
+        return []
+    total = sum(max(1, t.weight) for t in tasks)
+    out: list[list[AuditTask]] = [[]]
+    done = 0
+    for t in tasks:
+        if out[-1] and done >= total * len(out) / n and len(out) < n:
+            out.append([])
+        out[-1].append(t)
+        done += max(1, t.weight)
+    return [tuple(s) for s in out]
+
+
+def audit_job(logdirs: Sequence[str], *, cores: int, topics: Sequence[str] | None = None,
+              topic_pattern: str | None = None, configs: Any = None, deep: bool = True,
+              now_ms: int | None = None) -> AuditJob:
+    """Driver: the units of an audit of ``logdirs`` (:func:`audit_tasks`) in slices, at most
+    :data:`SLICES_PER_CORE` per core."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    return AuditJob(tuple(_cut(audit_tasks(logdirs, topics, topic_pattern, configs, deep, now), SLICES_PER_CORE * cores)))
+
+
+def audit_run(executor: Executor, logdirs: Sequence[str], *, topics: Sequence[str] | None = None,
+              topic_pattern: str | None = None, configs: Any = None, deep: bool = True,
+              now_ms: int | None = None) -> tuple[pa.Table, pa.Table]:
+    """Audit every partition replica, log dir and replica group under ``logdirs`` on ``executor``:
+    the findings, sorted (errors first), and the accounting rows, by file.  ``configs``:
+    :class:`kafka_format.log.topicconfig.TopicConfigs` (``configs[topic]`` goes with each unit)."""
+    job = audit_job(logdirs, cores=executor.cores(), topics=topics, topic_pattern=topic_pattern, configs=configs,
+                    deep=deep, now_ms=now_ms)
+    collector = ResultCollector()
+    for findings, files in executor.map(slice_tables, job.slices, weights=job.weights()):
+        collector.add_tables(findings, files)
+    return collector.tables()
 
 
 def audit_local(logdirs: Sequence[str], *, topics: Sequence[str] | None = None, topic_pattern: str | None = None,
                 configs: Any = None, deep: bool = True, now_ms: int | None = None) -> tuple[pa.Table, pa.Table]:
-    """:func:`kafka_format.spark.audit.audit_tables` in this process (a process pool for large
-    inputs): the findings, sorted (errors first), and the accounting rows, by file."""
-    from kafka_format.engine import iter_tasks
+    """:func:`audit_run` on this process's cores."""
+    from kafka_format.engine.runtime import LocalExecutor
 
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    tasks = audit_tasks(logdirs, topics, topic_pattern, configs, deep, now)
-    collector = ResultCollector()
-    for findings, files in iter_tasks(task_rows, tasks, weights=[t.weight for t in tasks]):
-        collector.add(findings, files)
-    return collector.tables()
+    return audit_run(LocalExecutor(), logdirs, topics=topics, topic_pattern=topic_pattern, configs=configs,
+                     deep=deep, now_ms=now_ms)

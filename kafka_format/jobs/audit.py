@@ -3,7 +3,7 @@
 Every check of kafka-dump-log (``--deep-iteration``, ``--verify-index-only``,
 ``--index-sanity-check``) plus checkpoint, leader-epoch, producer-snapshot, ``.txnindex``,
 hanging-transaction and cross-replica checks, over all partitions in parallel
-(:func:`kafka_format.spark.audit.audit`; the checks: :mod:`kafka_format.log.audit.auditor`).
+(:func:`kafka_format.engine.audit.audit_run`; the checks: :mod:`kafka_format.log.audit.auditor`).
 
 Writes ``DIR/findings/`` (Parquet: severity, check, topic, partition, file, position, offset,
 expected, actual, message), ``DIR/files/`` (Parquet: byte accounting per ``.log``) and
@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_format.log.audit.auditor import REPORT_OWNER, at_or_above, format_finding
+from kafka_format.log.audit.auditor import at_or_above, format_finding
 from kafka_format.log.audit.tables import findings_table, iter_rows
 from kafka_format.jobs.jobargs import (
     EXIT_FINDINGS,
@@ -33,13 +33,12 @@ from kafka_format.jobs.jobargs import (
     add_common_arguments,
     claim_out,
     describe,
-    engine_for,
+    executor_for,
     job_context,
     run_main,
-    session_for,
 )
 from kafka_format.report.audit_page import summary_line
-from kafka_format.report.audit_report import write_outputs
+from kafka_format.report.audit_report import REPORT_OWNER, write_outputs
 
 FAIL_ON = ("error", "warning", "never")
 
@@ -71,18 +70,11 @@ def _body(args: argparse.Namespace) -> int:
 
 
 def _run(ctx: JobContext, args: argparse.Namespace) -> int:
-    if engine_for(ctx) == "local":
-        from kafka_format.engine.audit import audit_local
+    from kafka_format.engine.audit import audit_run
 
-        findings, files = audit_local(ctx.logdirs, topics=ctx.topics or None, topic_pattern=ctx.topic_pattern,
-                                      configs=ctx.configs, deep=not args.shallow, now_ms=ctx.now_ms)
-    else:
-        spark = session_for(ctx, "audit")
-        from kafka_format.spark.audit import audit_tables
-
-        findings, files = audit_tables(spark, ctx.logdirs, topics=ctx.topics or None,
-                                       topic_pattern=ctx.topic_pattern, configs=ctx.configs,
-                                       deep=not args.shallow, now_ms=ctx.now_ms)
+    findings, files = audit_run(executor_for(ctx, "audit"), ctx.logdirs, topics=ctx.topics or None,
+                                topic_pattern=ctx.topic_pattern, configs=ctx.configs, deep=not args.shallow,
+                                now_ms=ctx.now_ms)
     write_outputs(str(ctx.out), findings, files, now_ms=ctx.now_ms, logdirs=describe(ctx)["logdirs"])
     if ctx.format == "json":
         lines: Iterable[str] = (json.dumps(row, sort_keys=False) for row in iter_rows(findings))

@@ -13,13 +13,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kafka_format.log.audit.auditor import REPORT_OWNER
+from kafka_format.output.ownership import Owner
 from kafka_format.log.audit.tables import files_table, findings_table
 from kafka_format.output.publish import crash_point
 from kafka_format.output.store import output_dir
 from kafka_format.report.audit_page import render_audit_page
 
-__all__ = ["render_html", "write_outputs"]
+__all__ = ["REPORT_OWNER", "render_html", "write_outputs"]
+
+REPORT_OWNER = Owner("audit", "report")            # the marker of an --out directory
 
 
 def render_html(findings: pa.Table | Sequence[dict[str, Any]], files: pa.Table | Sequence[dict[str, Any]], *,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from kafka_format.storage.logdir import LogDirSet
 
-__all__ = ["offsets_for_timestamps", "retention_candidates", "retention_summary"]
+__all__ = ["audit", "offsets_for_timestamps", "retention_candidates", "retention_summary"]
 
 
 def offsets_for_timestamps(spark: SparkSession, logdirs: str | Sequence[str] | LogDirSet,
@@ -81,3 +81,20 @@ def retention_summary(df: DataFrame) -> DataFrame:
 
     return (df.select(*SEGMENT_FIELDS).groupBy("topic", "partition")
             .applyInArrow(_summarize_group, spark_schema(SUMMARY_SCHEMA)).orderBy("topic", "partition"))
+
+
+def audit(spark: SparkSession, logdirs: Sequence[str], *, topics: Sequence[str] | None = None,
+          topic_pattern: str | None = None, configs: Any = None, deep: bool = True,
+          now_ms: int | None = None) -> tuple[DataFrame, DataFrame]:
+    """Audit every partition replica, log dir and replica group under ``logdirs`` on the session's
+    executors: (findings, files) DataFrames of :data:`kafka_format.log.audit.model.FINDING_SCHEMA`
+    (sorted: errors first) and ``ACCOUNTING_SCHEMA`` (by file).  ``configs``:
+    :class:`kafka_format.log.topicconfig.TopicConfigs`."""
+    from kafka_format.engine.audit import audit_run
+    from kafka_format.log.audit.model import ACCOUNTING_SCHEMA, FINDING_SCHEMA
+    from kafka_format.spark.executor import SparkExecutor, spark_schema
+
+    findings, files = audit_run(SparkExecutor(spark), logdirs, topics=topics, topic_pattern=topic_pattern,
+                                configs=configs, deep=deep, now_ms=now_ms)
+    return (spark.createDataFrame(findings, spark_schema(FINDING_SCHEMA)),
+            spark.createDataFrame(files, spark_schema(ACCOUNTING_SCHEMA)))

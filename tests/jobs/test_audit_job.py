@@ -88,7 +88,7 @@ def _library_rows(root: Path) -> set[tuple[Any, ...]]:
 
 
 def test_distributed_audit_equals_the_per_partition_checks(spark: Any, samples: Path) -> None:
-    from kafka_format.spark.audit import audit
+    from kafka_format.spark.frames import audit
 
     path, position = flip_crc(samples)
     findings, files = audit(spark, [str(samples)], now_ms=NOW_MS)

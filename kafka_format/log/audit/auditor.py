@@ -5,8 +5,8 @@ files), :mod:`kafka_format.log.audit.state` (checkpoints, epochs, producer state
 :mod:`kafka_format.log.audit.replicas` (a log dir, replicas across brokers), the shared rows and
 state in :mod:`kafka_format.log.audit.model`, the ``.log`` scan in :mod:`kafka_format.log.audit.scan`.
 
-No Spark here: :mod:`kafka_format.spark.audit` ships partition descriptors to executors and
-calls these functions there.
+No Spark here: the audit job (:mod:`kafka_format.engine.audit`) ships partition descriptors to
+whichever executor runs it and calls these functions there.
 
 * :func:`scan_log` reads one ``.log`` in PERMISSIVE mode (streamed, columns only) and accounts
   for every byte: ``validBytes + skippedBytes + zeroTailBytes + cutBytes == size``, by the same
@@ -44,7 +44,6 @@ from kafka_format.log.audit.model import (
     INFO,
     MAX_DIVERGENCES,
     MAX_PAIRS_PER_FILE,
-    REPORT_OWNER,
     SEVERITY_RANK,
     TRANSACTION_MAX_TIMEOUT_MS,
     WARNING,
@@ -70,7 +69,6 @@ if TYPE_CHECKING:
     from kafka_format.log.topicconfig import TopicConfig
 
 __all__ = [
-    "REPORT_OWNER",
     "Finding",
     "FileAccounting",
     "PartitionAudit",

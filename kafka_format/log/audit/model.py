@@ -20,7 +20,6 @@ from kafka_format.records.file_records import SkippedRange
 from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage.fsio import redact
 from kafka_format.storage.logdir import PartitionLog, Segment
-from kafka_format.output.ownership import Owner
 from kafka_format.records import batch_v2
 from kafka_format.records.entry import LOG_OVERHEAD, MAGIC_OFFSET
 
@@ -29,11 +28,20 @@ if TYPE_CHECKING:
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 SEVERITY_RANK = {INFO: 0, WARNING: 1, ERROR: 2}
-REPORT_OWNER = Owner("audit", "report")            # the marker of an --out directory
-FINDING_COLUMNS = ("severity", "check", "topic", "partition", "file", "position", "offset",
-                   "expected", "actual", "message")
-ACCOUNTING_COLUMNS = ("topic", "partition", "file", "sizeBytes", "validBytes", "skippedBytes",
-                      "zeroTailBytes", "cutBytes", "batches")
+# The audit's two outputs, declared once (the Parquet files, the DataFrames' schemas, the lines' keys):
+# findings -- null where a value does not apply; files -- one row per .log, its bytes accounted
+# (validBytes + skippedBytes + zeroTailBytes + cutBytes = sizeBytes).
+FINDING_SCHEMA = pa.schema([
+    pa.field("severity", pa.string(), False), pa.field("check", pa.string(), False),
+    pa.field("topic", pa.string()), pa.field("partition", pa.int32()), pa.field("file", pa.string()),
+    pa.field("position", pa.int64()), pa.field("offset", pa.int64()), pa.field("expected", pa.string()),
+    pa.field("actual", pa.string()), pa.field("message", pa.string(), False)])
+ACCOUNTING_SCHEMA = pa.schema([
+    pa.field("topic", pa.string()), pa.field("partition", pa.int32()), pa.field("file", pa.string(), False),
+    *(pa.field(c, pa.int64(), False) for c in ("sizeBytes", "validBytes", "skippedBytes", "zeroTailBytes",
+                                               "cutBytes", "batches"))])
+FINDING_COLUMNS = tuple(FINDING_SCHEMA.names)
+ACCOUNTING_COLUMNS = tuple(ACCOUNTING_SCHEMA.names)
 
 # Every check id this module emits (stable: tests and users filter on them).
 CHECKS = (

@@ -16,21 +16,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_format.log.audit.model import ACCOUNTING_COLUMNS, FINDING_COLUMNS
+from kafka_format.log.audit.model import ACCOUNTING_SCHEMA, FINDING_SCHEMA
 
 __all__ = ["FINDING_SCHEMA", "ACCOUNTING_SCHEMA", "ResultCollector", "findings_table", "files_table",
            "order_findings", "order_files", "sort_findings", "iter_rows", "place_keys", "severity_rank",
            "SEVERITY_ORDER"]
 
-FINDING_SCHEMA = pa.schema([
-    pa.field("severity", pa.string(), False), pa.field("check", pa.string(), False),
-    pa.field("topic", pa.string()), pa.field("partition", pa.int32()), pa.field("file", pa.string()),
-    pa.field("position", pa.int64()), pa.field("offset", pa.int64()), pa.field("expected", pa.string()),
-    pa.field("actual", pa.string()), pa.field("message", pa.string(), False)])
-ACCOUNTING_SCHEMA = pa.schema([
-    pa.field("topic", pa.string()), pa.field("partition", pa.int32()), pa.field("file", pa.string(), False),
-    *(pa.field(c, pa.int64(), False) for c in ACCOUNTING_COLUMNS[3:])])
-assert tuple(FINDING_SCHEMA.names) == FINDING_COLUMNS and tuple(ACCOUNTING_SCHEMA.names) == ACCOUNTING_COLUMNS
 
 #: severities, worst first (any other text sorts with "info", as SEVERITY_RANK.get(s, 0) ranks it)
 SEVERITY_ORDER = ("error", "warning", "info")
