@@ -1,14 +1,12 @@
-"""``klogs compaction`` work without Spark: the log cleaner per replica, the table view per partition.
+"""The ``compaction`` job's cleaner mode: the log cleaner per replica (full mode, the table view, is
+:mod:`kafka_format.engine.table_view`).
 
-Cleaner mode: :func:`cleaner_tasks` (driver: one :class:`CleanerTask` per live replica) and
-:func:`run_cleaner_task` (one task: plan and clean the replica with :mod:`kafka_format.log.cleaner`,
-stream its records with their decisions to Parquet, write its cleaned segments) are what the
-Spark job (:mod:`kafka_format.spark.compaction`) runs on executors; :func:`cleaner_pass_local`
-runs them in this process (a process pool where there is more than one partition's worth of
-work).  The Parquet files, segments and summaries are written by the same functions on both
-engines.
-
-Full mode (the table view) is :mod:`kafka_format.engine.table_view`.
+:func:`cleaner_tasks` plans on the driver (one :class:`CleanerTask` per live replica) and
+:func:`run_cleaner_file_task` is the task: plan and clean the replica with
+:mod:`kafka_format.log.cleaner`, stream its records with their decisions to Parquet, write its
+cleaned segments, return its summary row.  :func:`cleaner_pass` runs the tasks on any executor
+(:mod:`kafka_format.engine.runtime`: this process's cores, or Spark tasks); the Parquet files,
+segments and summaries are written by the same functions on both.
 
 No pyspark here.
 """
@@ -20,7 +18,7 @@ import re
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -33,10 +31,14 @@ from kafka_format.records.schema import RECORD_SCHEMA
 from kafka_format.log.topicconfig import TopicConfig, TopicConfigs
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
+if TYPE_CHECKING:
+    from kafka_format.engine.runtime import Executor
+
 __all__ = [
     "DECISION_FIELDS", "CLEANER_RECORD_SCHEMA", "SUMMARY_SCHEMA", "METADATA_TOPIC", "SEGMENTS_ATTEMPT_OWNER",
     "ReplicaTaskError", "CleanerTask", "cleaner_tasks", "run_cleaner_task", "run_cleaner_file_task",
-    "finish_segments_dir", "without_clean_shutdown", "finish_records_dir", "topic_selector", "cleaner_pass_local",
+    "finish_segments_dir", "without_clean_shutdown", "finish_records_dir", "topic_selector", "cleaner_pass",
+    "cleaner_pass_local",
 ]
 
 # KRaft's metadata log is a Raft log, not a LogManager log: the log cleaner never touches it.
@@ -259,7 +261,12 @@ def finish_records_dir(records_dir: str) -> None:
 # --- cleaner mode: one task -------------------------------------------------------------------------
 def run_cleaner_file_task(task: CleanerTask) -> list[dict[str, Any]]:
     """One task whose records go to ``task.records_path``: its summary rows (``SUMMARY_SCHEMA``
-    dicts).  A failure names the replica it happened in (:class:`ReplicaTaskError`)."""
+    dicts).  A failure names the replica it happened in (:class:`ReplicaTaskError`).  Test hook:
+    ``KLA_CRASH_AT=cleaner:jvm`` kills the Spark JVM the task's worker serves
+    (:func:`kafka_format.output.publish.crash_point`)."""
+    from kafka_format.output.publish import crash_point
+
+    crash_point("cleaner:jvm", jvm=True)
     try:
         return [row for out in run_cleaner_task(task) for row in out.column(_SUMMARY_COLUMN).to_pylist()
                 if row is not None]
@@ -481,25 +488,40 @@ def _summary_row(summary: dict[str, Any]) -> pa.RecordBatch:
 
 
 # --- cleaner mode: the local engine -----------------------------------------------------------------
-def cleaner_pass_local(logdirs: str | Sequence[str], configs: TopicConfigs, now_ms: int, *, records_dir: str,
-                       topics: Sequence[str] | None = None, topic_pattern: str | None = None,
-                       force: bool = False, segments_dir: str | None = None,
-                       batch_rows: int = 8192) -> list[dict[str, Any]]:
-    """:func:`kafka_format.spark.compaction.run_cleaner_pass` in this process: the same tasks, the
-    same files (``records_dir/part-<i>.parquet``, segments under ``segments_dir``), the summary
-    rows as dicts (task order)."""
-    from kafka_format.engine import run_tasks
+def cleaner_pass(executor: Executor, logdirs: str | Sequence[str] | LogDirSet, configs: TopicConfigs, now_ms: int,
+                 *, records_dir: str, topics: Sequence[str] | None = None, topic_pattern: str | None = None,
+                 force: bool = False, segments_dir: str | None = None, batch_rows: int = 8192) -> list[dict[str, Any]]:
+    """Run the log cleaner on every selected replica, one task each on ``executor``; the summary
+    rows (``SUMMARY_SCHEMA`` dicts, task order).
+
+    Each task streams its replica's records with their decisions to ``records_dir/part-<i>.parquet``
+    (``CLEANER_RECORD_SCHEMA``, written to a hidden temporary name and renamed: a retried task
+    replaces what an earlier attempt left) and, with ``segments_dir``, its cleaned segments; only
+    the one-row summaries come back, so memory on the driver does not grow with the records.
+    ``records_dir`` and ``segments_dir`` must be paths the executor's tasks can write (this
+    machine, Spark's local mode, or a shared file system).  A directory where no task wrote
+    records gets one empty file with the schema."""
+    from kafka_format.engine import TaskFailed
 
     tasks = cleaner_tasks(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern, force=force,
                           segments_dir=segments_dir, records_dir=records_dir, batch_rows=batch_rows)
     os.makedirs(records_dir, exist_ok=True)
-    from kafka_format.engine import TaskFailed
-
-    weights = [t.weight for t in tasks]
+    names = [f"{t.topic}-{t.partition} ({redact(t.log_dir)})" for t in tasks]
     try:
-        rows = [row for out in run_tasks(run_cleaner_file_task, tasks, weights=weights) for row in out]
+        rows = [row for out in executor.map(run_cleaner_file_task, tasks, weights=[t.weight for t in tasks],
+                                            names=names) for row in out]
     except ReplicaTaskError as exc:
         raise TaskFailed(str(exc)) from exc
     finish_records_dir(records_dir)
     return rows
 
+
+def cleaner_pass_local(logdirs: str | Sequence[str], configs: TopicConfigs, now_ms: int, *, records_dir: str,
+                       topics: Sequence[str] | None = None, topic_pattern: str | None = None,
+                       force: bool = False, segments_dir: str | None = None,
+                       batch_rows: int = 8192) -> list[dict[str, Any]]:
+    """:func:`cleaner_pass` on this process's cores."""
+    from kafka_format.engine.runtime import LocalExecutor
+
+    return cleaner_pass(LocalExecutor(), logdirs, configs, now_ms, records_dir=records_dir, topics=topics,
+                        topic_pattern=topic_pattern, force=force, segments_dir=segments_dir, batch_rows=batch_rows)

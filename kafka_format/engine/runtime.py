@@ -71,10 +71,11 @@ class Executor(Protocol):
         ...
 
     def map(self, fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int] | None = None,
-            gil_free: Iterable[int] | None = None) -> Iterator[R]:
+            gil_free: Iterable[int] | None = None, names: Sequence[str] | None = None) -> Iterator[R]:
         """``fn(t)`` for every task, yielded in task order.  ``weights`` (bytes of work per task)
         and ``gil_free`` (the part of it in code that releases the GIL) guide the local executor's
-        choice of threads, processes or none; Spark schedules by itself."""
+        choice of threads, processes or none; Spark schedules by itself.  ``names``: what each task
+        works on, for a failure's message where the failure cannot say (a JVM that died)."""
         ...
 
 
@@ -93,8 +94,9 @@ class LocalExecutor:
         return self.max_workers or workers()
 
     def map(self, fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int] | None = None,
-            gil_free: Iterable[int] | None = None) -> Iterator[R]:
-        """``fn`` over ``tasks`` here: serial, threads or a process pool by the weights."""
+            gil_free: Iterable[int] | None = None, names: Sequence[str] | None = None) -> Iterator[R]:
+        """``fn`` over ``tasks`` here: serial, threads or a process pool by the weights (a failure
+        here is raised by the task itself, which names what it worked on)."""
         from kafka_format.engine import iter_tasks
 
         return iter_tasks(fn, tasks, weights=weights, max_workers=self.max_workers, gil_free=gil_free)

@@ -7,14 +7,11 @@ them, ``Cleaner.shouldRetainRecord``).  Key identity is byte equality (the clean
 with MD5, ``SkimpyOffsetMap``; a collision there would merge two keys, here it cannot).
 
 It is a pure function over a stream of Arrow batches in which the rows of each key are
-contiguous, and both engines feed it such a stream:
-
-* Spark (:func:`kafka_format.spark.compaction.compaction_full_decisions`): a shuffle by
-  ``(topic, partition, logDir, key)`` and a sort within each Spark partition (both spill to
-  disk), then :func:`decide_sorted` per Spark partition through ``mapInArrow``;
-* local (:func:`full_local`): one task per partition replica reads its rows and sorts them by
-  ``(key, offset)`` in runs of at most ``sort_buffer`` bytes, spilled to Arrow files and merged
-  when there is more than one run (:func:`sorted_by_key`), then :func:`decide_sorted`.
+contiguous.  The job (:func:`full_pass`, on any executor) feeds it one task per partition replica,
+whose rows it sorts by ``(key, offset)`` in runs of at most ``sort_buffer`` bytes, spilled to Arrow
+files and merged when there is more than one run (:func:`sorted_by_key`).  A DataFrame of any
+origin gets the same rule after Spark's shuffle and sort
+(:func:`kafka_format.spark.frames.compaction_full_decisions`).
 
 The per-partition counts are one function too: :func:`summary_counts` on decided rows (a
 task's, or one Spark batch's) and :func:`merge_counts` over those partial rows.
@@ -28,15 +25,19 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from kafka_format.engine.compaction import DECISION_FIELDS, topic_selector
+from kafka_format.storage.fsio import redact
+
+if TYPE_CHECKING:
+    from kafka_format.engine.runtime import Executor
 
 __all__ = ["FULL_GROUP", "COUNTS_SCHEMA", "FULL_SUMMARY_COLUMNS", "FULL_SUMMARY_INPUT", "COUNT_COLUMNS", "SORT_BUFFER",
            "decide_sorted", "decided_schema", "sorted_by_key", "summary_counts", "merge_counts",
-           "full_read_options", "FullTask", "full_tasks", "run_full_task", "full_local"]
+           "full_read_options", "FullTask", "full_tasks", "run_full_task", "full_pass", "full_local"]
 
 FULL_GROUP = ("topic", "partition", "logDir")
 COUNT_COLUMNS = ("recordsBefore", "recordsAfter", "keys", "keysDeleted", "recordsSuperseded", "nullKeyRecords")
@@ -341,19 +342,30 @@ def run_full_task(task: FullTask) -> list[dict[str, Any]]:
     return merge_counts(counts)
 
 
-def full_local(logdirs: str | Sequence[str], records_dir: str, *, topics: Sequence[str] | None = None,
-               topic_pattern: str | None = None, sort_buffer: int = SORT_BUFFER) -> list[dict[str, Any]]:
-    """Full mode in this process: the decisions of every row written to ``records_dir`` as Parquet
-    (one file per partition replica; one empty file when there are no rows), the per-partition
-    summary returned.  Memory per task stays near ``sort_buffer`` (:func:`sorted_by_key`)."""
+def full_pass(executor: Executor, logdirs: str | Sequence[str], records_dir: str, *,
+              topics: Sequence[str] | None = None, topic_pattern: str | None = None,
+              sort_buffer: int = SORT_BUFFER) -> list[dict[str, Any]]:
+    """Full mode on ``executor``: one task per partition replica decides its rows and writes them
+    to ``records_dir`` as Parquet (one file each; one empty file when there are no rows); the
+    per-partition summary returned.  Keys only meet within their partition, so no task needs
+    another's rows: memory per task stays near ``sort_buffer`` (:func:`sorted_by_key`), whatever
+    the executor."""
     import pyarrow.parquet as pq
-
-    from kafka_format.engine import run_tasks
 
     tasks, weights, schema = full_tasks(full_read_options(logdirs, topics=topics, topic_pattern=topic_pattern),
                                         records_dir, sort_buffer=sort_buffer)
     os.makedirs(records_dir, exist_ok=True)
-    counts = [row for out in run_tasks(run_full_task, tasks, weights=weights) for row in out]
+    names = [f"{t.splits[0].topic}-{t.splits[0].partition} ({redact(t.splits[0].log_dir)})" for t in tasks]
+    counts = [row for out in executor.map(run_full_task, tasks, weights=weights, names=names) for row in out]
     if not any(os.path.exists(t.records_path) for t in tasks):
         pq.write_table(decided_schema(schema).empty_table(), os.path.join(records_dir, "part-00000.parquet"))
     return merge_counts(counts)
+
+
+def full_local(logdirs: str | Sequence[str], records_dir: str, *, topics: Sequence[str] | None = None,
+               topic_pattern: str | None = None, sort_buffer: int = SORT_BUFFER) -> list[dict[str, Any]]:
+    """:func:`full_pass` on this process's cores."""
+    from kafka_format.engine.runtime import LocalExecutor
+
+    return full_pass(LocalExecutor(), logdirs, records_dir, topics=topics, topic_pattern=topic_pattern,
+                     sort_buffer=sort_buffer)

@@ -8,7 +8,7 @@ Kafka's format.  Everything is built in a staging directory beside ``DIR`` and p
 ``DIR`` with one rename (``s3a://DIR``: built locally, then uploaded as
 :mod:`kafka_format.output.store` publishes).  ``DIR`` must be absent, empty or a previous output of this job (its
 ``.klogs-output`` marker), else the job exits 2 touching nothing; a second run on the same ``DIR``
-exits 2 naming the first.  Leftovers of a crashed run of the same ``DIR`` are removed first.  The logic lives in :mod:`kafka_format.spark.compaction`.
+exits 2 naming the first.  Leftovers of a crashed run of the same ``DIR`` are removed first.  The logic lives in :mod:`kafka_format.engine.compaction` and :mod:`kafka_format.engine.table_view`.
 
 Also runs as ``spark-submit jobs/compaction.py ARGS``.
 """
@@ -29,10 +29,9 @@ from kafka_format.jobs.jobargs import (
     add_common_arguments,
     claim_out,
     describe,
-    engine_for,
+    executor_for,
     job_context,
     run_main,
-    session_for,
 )
 from kafka_format.report.text import table
 from kafka_format.output.ownership import Owner
@@ -85,17 +84,24 @@ def _body(args: argparse.Namespace) -> int:
 
 
 def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
-    local = engine_for(ctx) == "local"
+    executor = executor_for(ctx, PROG)
     summary: dict[str, object] = {"mode": args.mode, **describe(ctx)}
     unclean: list[str] = []             # written log dirs left without .kafka_cleanshutdown
     with output_dir(out, OWNER) as stage:
         records_dir = os.path.join(stage, "records")
         if args.mode == "full":
-            summary["partitions"] = sorted(_full(ctx, records_dir, local), key=_partition_order)
+            from kafka_format.engine.table_view import full_pass
+
+            summary["partitions"] = sorted(full_pass(executor, ctx.logdirs, records_dir, topics=ctx.topics,
+                                                     topic_pattern=ctx.topic_pattern), key=_partition_order)
         else:
             pending = os.path.join(stage, ".records")     # named records/ once the segments are complete
             segments = os.path.join(stage, "segments") if args.write_segments else None
-            rows = _cleaner(ctx, args, pending, segments, local)   # records and segments written by the tasks
+            from kafka_format.engine.compaction import cleaner_pass
+
+            rows = cleaner_pass(executor, ctx.logdirs, ctx.configs, ctx.now_ms, records_dir=pending, topics=ctx.topics,
+                                topic_pattern=ctx.topic_pattern, force=args.force, segments_dir=segments,
+                                batch_rows=args.cleaner_batch_rows)       # records and segments written by the tasks
             if args.write_segments:
                 from kafka_format.engine.compaction import finish_segments_dir, without_clean_shutdown
 
@@ -121,43 +127,6 @@ def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
               "broker's): its active segments are left for the broker to recover when it starts")
     print(f"results: {redact(out)}")
     return EXIT_OK
-
-
-def _cleaner(ctx: JobContext, args: argparse.Namespace, records_dir: str, segments_dir: str | None,
-             local: bool) -> list[dict[str, object]]:
-    """Run the cleaner on every selected replica (records and segments written by the tasks);
-    the summary rows."""
-    common = dict(records_dir=records_dir, topics=ctx.topics, topic_pattern=ctx.topic_pattern, force=args.force,
-                  segments_dir=segments_dir, batch_rows=args.cleaner_batch_rows)
-    if local:
-        from kafka_format.engine.compaction import cleaner_pass_local
-
-        return cleaner_pass_local(ctx.logdirs, ctx.configs, ctx.now_ms, **common)
-    from kafka_format.spark import compaction as comp
-
-    spark = session_for(ctx, PROG)
-    return [r.asDict() for r in comp.run_cleaner_pass(spark, ctx.logdirs, ctx.configs, ctx.now_ms,
-                                                       **common)]
-
-
-def _full(ctx: JobContext, records_dir: str, local: bool) -> list[dict[str, object]]:
-    """The table view's decisions written to ``records_dir``; the per-partition summary."""
-    if local:
-        from kafka_format.engine.table_view import full_local
-
-        return full_local(ctx.logdirs, records_dir, topics=ctx.topics, topic_pattern=ctx.topic_pattern)
-    from kafka_format.spark import compaction as comp
-
-    spark = session_for(ctx, PROG)
-    df = comp.read_full_input(spark, ctx.logdirs, topics=ctx.topics, topic_pattern=ctx.topic_pattern)
-    key, before = "spark.sql.parquet.outputTimestampType", spark.conf.get("spark.sql.parquet.outputTimestampType", None)
-    spark.conf.set(key, "TIMESTAMP_MICROS")      # timestamp[us, UTC] as the cleaner's files (not INT96)
-    try:
-        comp.compaction_full_decisions(df).write.parquet(records_dir)
-    finally:
-        spark.conf.unset(key) if before is None else spark.conf.set(key, before)
-    # the summary from the written decisions (a few small columns), not from a cache of the rows
-    return comp.compaction_full_summary(spark.read.parquet(records_dir))
 
 
 def _print_summary(parts: list[dict[str, object]], mode: str) -> None:

@@ -61,16 +61,37 @@ CRASH_ENV = "KLA_CRASH_AT"
 _TEMP = re.compile(r"^\..+\.(tmp|old)-[0-9a-f]{32}$")
 
 
-def crash_point(name: str, *, session: bool = False) -> None:
+def crash_point(name: str, *, session: bool = False, jvm: bool = False) -> None:
     """SIGKILL this process if ``$KLA_CRASH_AT == name`` (test hook; a no-op otherwise).
     ``session``: every process of this process's session first -- a job a test started in a
     session of its own (the driver, its JVM, Spark's Python workers, which run in a process group
-    of their own) dies at once, as when its machine goes down."""
+    of their own) dies at once, as when its machine goes down.  ``jvm``: instead, the JVM this
+    Python worker serves (its nearest ``java`` ancestor), as the kernel's OOM killer ends a JVM that
+    outgrew its machine; nothing when no JVM is an ancestor (the local engine)."""
     if os.environ.get(CRASH_ENV) != name:
+        return
+    if jvm:
+        _kill_jvm_ancestor()
         return
     if session:
         _kill_session()
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _kill_jvm_ancestor() -> None:
+    pid = os.getppid()
+    for _ in range(4):              # the worker's ancestors: the PySpark daemon, then the JVM
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return
+        if b"java" in cmd.split(b"\0", 1)[0]:
+            os.kill(pid, signal.SIGKILL)
+            return
+        pid = parent
 
 
 def _kill_session() -> None:

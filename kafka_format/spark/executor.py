@@ -13,6 +13,9 @@ job's Arrow schema (:func:`spark_schema`).
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["SparkExecutor", "frame", "spark_schema", "task_attempt_name"]
+__all__ = ["SparkExecutor", "StageTasks", "frame", "spark_schema", "task_attempt_name"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -42,11 +45,41 @@ def task_attempt_name() -> str:
     return f"s{ctx.stageId()}-p{ctx.partitionId()}-a{ctx.attemptNumber()}-t{ctx.taskAttemptId()}"
 
 
-def _run_partition(fn: Callable[[Any], Any], items: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
-    """One Spark partition: its tasks (one, as planned) run under this attempt's name."""
+def _mark(markers: str | None, index: int, what: str) -> None:
+    if markers is not None and os.path.isdir(markers):
+        with open(os.path.join(markers, f"{index}.{what}"), "wb"):
+            pass
+
+
+def _run_partition(fn: Callable[[Any], Any], markers: str | None,
+                   items: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
+    """One Spark partition: its tasks (one, as planned) run under this attempt's name; with
+    ``markers`` (local mode) each leaves a ``started`` and a ``done`` file there."""
     with running_attempt(task_attempt_name()):
         for index, task in items:
-            yield index, fn(task)
+            _mark(markers, index, "started")
+            result = fn(task)
+            _mark(markers, index, "done")
+            yield index, result
+
+
+class StageTasks:
+    """What the tasks of a failed stage worked on, attached to its exception as
+    ``klogs_stage_tasks`` (read by :mod:`kafka_format.jobs.sparkerrors`): ``names[i]`` for task
+    ``i`` of the stage, ``running`` the ones started and not finished when it failed (known in
+    local mode, where the executors' marker files are the driver's: a JVM that died says nothing)."""
+
+    def __init__(self, names: list[str], running: list[str]) -> None:
+        self.names = names
+        self.running = running
+
+
+def _running(markers: str | None, n: int) -> list[int]:
+    """Tasks with a ``started`` marker and no ``done`` one."""
+    if markers is None or not os.path.isdir(markers):
+        return []
+    seen = set(os.listdir(markers))
+    return [i for i in range(n) if f"{i}.started" in seen and f"{i}.done" not in seen]
 
 
 class SparkExecutor:
@@ -63,20 +96,30 @@ class SparkExecutor:
         return int(self.spark.sparkContext.defaultParallelism)
 
     def map(self, fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int] | None = None,
-            gil_free: Iterable[int] | None = None) -> Iterator[R]:
+            gil_free: Iterable[int] | None = None, names: Sequence[str] | None = None) -> Iterator[R]:
         """``fn(t)`` for every task as one Spark job of ``len(tasks)`` tasks; the results in task
-        order once the job is done.  ``weights``/``gil_free`` are the local executor's hints."""
+        order once the job is done.  ``weights``/``gil_free`` are the local executor's hints;
+        ``names`` (what each task works on) go with a failure as its ``klogs_stage_tasks``."""
         if not tasks:
             return iter(())
         sc = self.spark.sparkContext
+        markers = tempfile.mkdtemp(prefix="klogs-tasks-") if names is not None and \
+            (sc.master or "").startswith("local") else None
         if self.description:
             sc.setJobDescription(self.description)
         try:
             rdd = sc.parallelize(list(enumerate(tasks)), len(tasks))
-            results = rdd.mapPartitions(partial(_run_partition, fn)).collect()
+            results = rdd.mapPartitions(partial(_run_partition, fn, markers)).collect()
+        except BaseException as exc:
+            if names is not None:
+                listed = list(names)
+                exc.klogs_stage_tasks = StageTasks(listed, [listed[i] for i in _running(markers, len(listed))])  # type: ignore[attr-defined]
+            raise
         finally:
             if self.description:
                 sc.setJobDescription(None)  # type: ignore[arg-type]  # pyspark accepts None: the default
+            if markers is not None:
+                shutil.rmtree(markers, ignore_errors=True)
         results.sort(key=lambda pair: pair[0])
         return (r for _, r in results)
 

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
     from kafka_format.storage.logdir import LogDirSet
 
-__all__ = ["audit", "offsets_for_timestamps", "retention_candidates", "retention_summary"]
+__all__ = ["audit", "compaction_cleaner", "compaction_full", "compaction_full_decisions", "compaction_full_summary",
+           "offsets_for_timestamps", "read_full_input", "retention_candidates", "retention_summary"]
 
 
 def offsets_for_timestamps(spark: SparkSession, logdirs: str | Sequence[str] | LogDirSet,
@@ -98,3 +99,97 @@ def audit(spark: SparkSession, logdirs: Sequence[str], *, topics: Sequence[str] 
                                 configs=configs, deep=deep, now_ms=now_ms)
     return (spark.createDataFrame(findings, spark_schema(FINDING_SCHEMA)),
             spark.createDataFrame(files, spark_schema(ACCOUNTING_SCHEMA)))
+
+
+# --- compaction ------------------------------------------------------------------------------------
+def compaction_cleaner(spark: SparkSession, logdirs: str | Sequence[str], configs: Any, now_ms: int, *,
+                       topics: Sequence[str] | None = None, topic_pattern: str | None = None, force: bool = False,
+                       segments_dir: str | None = None, records_dir: str | None = None) -> tuple[DataFrame, DataFrame]:
+    """What the log cleaner keeps after cleaning everything cleanable at ``now_ms``.
+
+    Returns ``(records, summary)``.  ``records``: the data source's columns of every record at
+    or above the log start offset of each replica whose ``cleanup.policy`` contains ``compact``
+    (control records included: markers are kept or removed too), plus ``decision``, ``reason``,
+    ``supersededBy`` from the cleaner core (``CLEANER_RECORD_SCHEMA``).  ``summary``: one row per
+    selected replica (``SUMMARY_SCHEMA``).  The cleaner runs now, one task per replica on the
+    session's executors (:func:`kafka_format.engine.compaction.cleaner_pass`); the records go to
+    Parquet files in ``records_dir`` (default: a fresh temporary directory removed when the
+    interpreter exits) and ``records`` reads them, so nothing that holds records is cached.
+    ``segments_dir``: each cleaned replica is also written there in Kafka's format."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from kafka_format.engine.compaction import CLEANER_RECORD_SCHEMA, SUMMARY_SCHEMA, cleaner_pass
+    from kafka_format.spark.executor import SparkExecutor, spark_schema
+
+    if records_dir is None:
+        records_dir = tempfile.mkdtemp(prefix="klogs-cleaner-records-")
+        atexit.register(shutil.rmtree, records_dir, True)
+    rows = cleaner_pass(SparkExecutor(spark), logdirs, configs, now_ms, records_dir=records_dir, topics=topics,
+                        topic_pattern=topic_pattern, force=force, segments_dir=segments_dir)
+    records = spark.read.schema(spark_schema(CLEANER_RECORD_SCHEMA)).parquet(records_dir)
+    return records, spark.createDataFrame(pa.Table.from_pylist(rows, schema=SUMMARY_SCHEMA), spark_schema(SUMMARY_SCHEMA))
+
+
+def read_full_input(spark: SparkSession, logdirs: str | Sequence[str], *, topics: Sequence[str] | None = None,
+                    topic_pattern: str | None = None) -> DataFrame:
+    """The ``kafka-log`` rows the table view is built from: committed (``read_committed``: aborted
+    data dropped, reading stops at the LSO), no control records, from the log start offset, the
+    longest replica of each partition."""
+    import json
+
+    from kafka_format.engine.table_view import full_read_options
+
+    opts = full_read_options(logdirs, topics=topics, topic_pattern=topic_pattern)
+    paths = json.loads(opts.pop("paths"))
+    return spark.read.format("kafka-log").options(**opts).load(paths)
+
+
+def compaction_full_decisions(df: DataFrame) -> DataFrame:
+    """Every row of a ``kafka-log`` DataFrame plus ``decision``, ``reason``, ``supersededBy`` of the
+    table view: the rows shuffled by ``(topic, partition, logDir, key)`` and sorted by it within each
+    Spark partition (Spark's exchange and external sort: both spill), so that each key's rows arrive
+    together at :func:`kafka_format.engine.table_view.decide_sorted`, the rule the job applies
+    (``mapInArrow``: one Python call per Arrow batch).  For DataFrames of any origin; the
+    ``compaction`` job reads and decides each partition in one task instead
+    (:func:`kafka_format.engine.table_view.full_pass`)."""
+    from pyspark.sql import functions as F
+
+    from kafka_format.engine.compaction import DECISION_FIELDS
+    from kafka_format.engine.table_view import FULL_GROUP, decide_sorted
+    from kafka_format.spark.executor import spark_schema
+    from pyspark.sql.types import StructType
+
+    out = StructType([*df.schema.fields, *spark_schema(pa.schema(list(DECISION_FIELDS))).fields])
+    return (df.repartition(*[F.col(c) for c in (*FULL_GROUP, "key")])
+            .sortWithinPartitions(*FULL_GROUP, "key", "offset")
+            .mapInArrow(decide_sorted, out))
+
+
+def compaction_full(df: DataFrame) -> DataFrame:
+    """The table view: the latest record of every non-null key, keys whose latest record is a
+    tombstone left out; the input's columns (the kept rows of :func:`compaction_full_decisions`)."""
+    from pyspark.sql import functions as F
+
+    return compaction_full_decisions(df).where(F.col("decision") == "keep").select(*df.columns)
+
+
+def _summary_counts(batches: Any) -> Any:
+    from kafka_format.engine.table_view import summary_counts
+
+    for batch in batches:
+        if batch.num_rows:
+            yield from summary_counts(batch).to_batches()
+
+
+def compaction_full_summary(decisions: DataFrame) -> list[dict[str, Any]]:
+    """Per partition of :func:`compaction_full_decisions` (``FULL_SUMMARY_INPUT`` columns suffice):
+    ``recordsBefore``, ``recordsAfter``, ``keys``, ``keysDeleted``, ``recordsSuperseded``,
+    ``nullKeyRecords`` (``FULL_SUMMARY_COLUMNS``) as dicts in partition order: partial counts per
+    Arrow batch on the executors, added up on the driver (the job's own functions)."""
+    from kafka_format.engine.table_view import COUNTS_SCHEMA, FULL_SUMMARY_INPUT, merge_counts
+    from kafka_format.spark.executor import spark_schema
+
+    counts = decisions.select(*FULL_SUMMARY_INPUT).mapInArrow(_summary_counts, spark_schema(COUNTS_SCHEMA))
+    return merge_counts(r.asDict() for r in counts.collect())

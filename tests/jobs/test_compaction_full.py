@@ -202,7 +202,7 @@ TINY_SORT_BUFFER = 4096
 
 
 def _collect_spark(spark, root: Path):  # type: ignore[no-untyped-def]
-    from kafka_format.spark.compaction import (
+    from kafka_format.spark.frames import (
         compaction_full,
         compaction_full_decisions,
         compaction_full_summary,

@@ -71,7 +71,8 @@ def log_start(pdir: Path) -> int:
 # --- one cleaner pass over the samples, shared -------------------------------------------------------
 @pytest.fixture(scope="module")
 def cleaner_run(spark, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    from kafka_format.spark.compaction import compaction_cleaner, finish_segments_dir
+    from kafka_format.engine.compaction import finish_segments_dir
+    from kafka_format.spark.frames import compaction_cleaner
 
     segments = tmp_path_factory.mktemp("cleaner") / "segments"
     records, summary = compaction_cleaner(spark, [str(SAMPLES)], configs(), NOW, topics=TOPICS,
@@ -174,7 +175,7 @@ def test_cleaning_keeps_the_table_view(spark, cleaner_run) -> None:  # type: ign
     from chispa import assert_df_equality
 
     from kafka_format.storage.logdir import open_log_dirs
-    from kafka_format.spark.compaction import compaction_full, read_full_input
+    from kafka_format.spark.frames import compaction_full, read_full_input
 
     written = cleaner_run["segments"] / "broker-1"
     for p in open_log_dirs(str(written)).all_partitions():
@@ -448,7 +449,8 @@ def test_real_cleaned_consumer_offsets(spark, realdata: Path, tmp_path: Path) ->
     """Partitions a Kafka 2.7.1 broker had already cleaned (offset gaps, a cleaned first segment):
     the records frame is the decoded log, the written segments hold exactly the kept records, the
     table view matches the oracle and does not change under cleaning."""
-    from kafka_format.spark.compaction import compaction_cleaner, compaction_full, finish_segments_dir, read_full_input
+    from kafka_format.engine.compaction import finish_segments_dir
+    from kafka_format.spark.frames import compaction_cleaner, compaction_full, read_full_input
     from kafka_format.log.topicconfig import load_topic_configs
 
     logs = realdata / "DonaldY__kafka-2.7.1" / "kafka-logs"
@@ -489,7 +491,7 @@ def test_a_partition_the_cleaner_cannot_clean_is_reported_uncleanable(tmp_path: 
     """Kafka's filterTo throws for an emptied legacy batch it must retain (the round's last batch)
     and LogCleaner marks the partition uncleanable: the task reports that, naming the file, and
     contributes no record rows instead of failing the whole job."""
-    from kafka_format.spark.compaction import CleanerTask, run_cleaner_task
+    from kafka_format.engine.compaction import CleanerTask, run_cleaner_task
     from kafka_format.log.topicconfig import load_topic_configs
     from kafka_format.writer import LogDirWriter, Record, build_legacy_messages
 
