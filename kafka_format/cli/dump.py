@@ -17,18 +17,24 @@ What differs (all else is identical in both):
 * index/log mismatches: the Java tool keeps one per index offset, in descending order
   (``TreeMap`` with ``reverseOrder``); the Scala tool lists every one, newest first;
 * offsets of a time index not found in the log: the Java tool's heading names the file
-  (``The following indexed offsets are not found in :<path>``), the Scala tool's does not.
+  (``The following indexed offsets are not found in :<path>``), the Scala tool's does not;
+* a file name without a '.': the Java tool ignores the file, the Scala tool dies
+  (``StringIndexOutOfBoundsException``);
+* ``--cluster-metadata-decoder``: each release reads with its own metadata schemas
+  (:mod:`kafka_format.internal.schemas.releases`).
 
-The order in which the end-of-run reports list *files* follows each tool's hash map
-(``java.util.HashMap`` / Scala ``mutable.HashMap``) in Kafka; here it is the order the
-files were dumped.  ``--json`` writes one object per line instead (docs/jobs/):
+The order in which the end-of-run reports list *files* is that of each tool's hash map
+(``java.util.HashMap`` / Scala ``mutable.HashMap``, keyed by absolute path), reproduced by
+:mod:`kafka_format.cli.jvm_maps`.  ``--json`` writes one object per line instead (docs/jobs/):
 ``batch``, ``record`` (deep iteration) and ``error`` objects, plus entries of
-index / snapshot / txn-index files.
+index / snapshot / txn-index files (its report objects come in dump order).
 
-Files are dispatched by suffix as Kafka does (``.log`` and KRaft ``.checkpoint``
-→ log dump, ``.index``, ``.timeindex``, ``.snapshot``, ``.txnindex``; anything
-else → ``Ignoring unknown file``).  Reading is streamed through the format
-library (``kafka_format.records.file_records.decode_segment``); a ``.log`` is never loaded whole
+Files are local paths or URIs of any store the jobs read (:mod:`kafka_format.cli.dump_source`;
+credentials inside a URI are never shown).  They are dispatched by suffix as Kafka does
+(``.log`` and KRaft ``.checkpoint`` → log dump, ``.index``, ``.timeindex``, ``.snapshot``,
+``.txnindex``; anything else → ``Ignoring unknown file``, and exit code 1: nothing of it was
+dumped).  Reading is streamed through the format library
+(``kafka_format.records.file_records.decode_segment``); a ``.log`` is never loaded whole
 and ``--max-bytes`` bounds what is read.
 
 Errors: where Kafka's tool dies with an exception (bad framing, an undecodable
@@ -39,8 +45,8 @@ mode and accounts for every byte of it (issue #4): each skipped range is an
 ``error`` object with its ``length``, in position order among the batches, and a
 ``summary`` object (size, validBytes, skippedBytes, zeroTailBytes, cutBytes,
 batches; the last four add up to size) closes the file.  A CRC mismatch is printed
-(``isvalid: false``) and also makes the exit code 1; missing library modules
-or bad arguments give 2.
+(``isvalid: false``) and also makes the exit code 1; missing library modules,
+bad arguments or a store that cannot be read (one line ``klogs dump: ...``) give 2.
 """
 from __future__ import annotations
 
@@ -107,8 +113,10 @@ def _kafka_version(text: str) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the ``klogs dump`` flags on ``parser`` (docs/jobs/)."""
     parser.add_argument("files", nargs="+", metavar="FILE",
-                        help=".log, .index, .timeindex, .snapshot, .txnindex or KRaft .checkpoint files "
-                             "(comma-separated lists are accepted too, as kafka-dump-log's --files)")
+                        help=".log, .index, .timeindex, .snapshot, .txnindex or KRaft .checkpoint files: "
+                             "local paths or URIs (file://, s3://, s3a://, gs://, hdfs://; credentials in "
+                             "a URI are never shown); comma-separated lists are accepted too, as "
+                             "kafka-dump-log's --files")
     parser.add_argument("--deep-iteration", action="store_true",
                         help="iterate records inside batches (implied by --print-data-log)")
     parser.add_argument("--print-data-log", action="store_true", help="print record keys and payloads")
@@ -132,8 +140,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.add_argument("--kafka-version", type=_kafka_version, default=DEFAULT_KAFKA_VERSION,
                         metavar="VERSION",
-                        help="print the text of this Kafka release's kafka-dump-log: 4.3 and later "
-                             "(default %(default)s) or earlier, e.g. 3.9")
+                        help="print what this Kafka release's kafka-dump-log prints (its text, its "
+                             "metadata schemas): 4.3 and later (default %(default)s) or earlier, e.g. 3.9")
     parser.set_defaults(handler=run, decoder=None)
 
 

@@ -116,6 +116,11 @@ class DumpOptions:
         """Whether ``kafka_version`` has the Java ``DumpLogSegments`` (4.3+) rather than the Scala one."""
         return _java_tool(self.kafka_version)
 
+    @property
+    def release(self) -> tuple[int, int]:
+        """``kafka_version`` as (major, minor): whose schemas the decoders read with."""
+        return _version_tuple(self.kafka_version)
+
     def since(self, major: int, minor: int) -> bool:
         """Whether ``kafka_version`` is ``major.minor`` or later."""
         return _version_tuple(self.kafka_version) >= (major, minor)

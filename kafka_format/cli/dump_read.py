@@ -157,7 +157,7 @@ def _skipped_ranges(path: str, limit: int) -> list[_Skip]:
 
     try:
         for _ in source.decode_segment(path, end=limit, mode="PERMISSIVE", on_skip=on_skip,
-                                    granularity="record", include_headers=False):
+                                       granularity="record", include_headers=False):
             pass
     except KafkaFormatError as exc:  # PERMISSIVE should not raise; if it does, the rest is skipped
         at = max((p + n for p, n, _ in found), default=0)
@@ -222,10 +222,10 @@ def _iter_range(path: str, start: int, limit: int, deep: bool, *,
     # batch rows: CRC checked and reported in crcValid; records: not checked (Kafka's deep
     # iteration decodes the records of a batch whatever its CRC)
     batches = source.decode_segment(path, start=start, end=limit if scan_end is None else scan_end,
-                                 granularity="batch", verify_crc=True)
+                                    granularity="batch", verify_crc=True)
     records = (
         _record_rows(source.decode_segment(path, start=start, end=limit, granularity="record",
-                                        verify_crc=False))
+                                           verify_crc=False))
         if deep else iter(())
     )
     pending: dict[str, Any] | None = None
@@ -368,7 +368,7 @@ def _message_parser(decoder: str | None, opts: DumpOptions) -> _Parser:
         return parse_txn
     def parse_metadata(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
         # ClusterMetadataLogMessageParser: no key; the value as {"type","version","data"} or an error text
-        return None, cluster_metadata.format_metadata_record(record["value"], record["offset"])
+        return None, cluster_metadata.format_metadata_record(record["value"], record["offset"], opts.release)
     return parse_metadata
 
 
@@ -426,7 +426,7 @@ def _first_batch_last_offset(log_path: str, position: int, max_message_size: int
 def _iter_log_range(path: str, start: int, end: int) -> Iterator[tuple[dict[str, Any], list[Any]]]:
     try:
         for table in source.decode_segment(path, start=start, end=end, granularity="batch",
-                                        read_size=LOOKUP_READ_SIZE):
+                                           read_size=LOOKUP_READ_SIZE):
             for batch in table.to_pylist():
                 if batch["position"] + batch["size"] > end:
                     return
@@ -440,7 +440,7 @@ def _max_timestamp_of_batch_at(log_path: str, position: int, target: int,
     """First batch from ``position`` with lastOffset >= target: (its lastOffset, max record timestamp)."""
     try:
         for table in source.decode_segment(log_path, start=position, end=log_size, granularity="batch",
-                                        read_size=LOOKUP_READ_SIZE):
+                                           read_size=LOOKUP_READ_SIZE):
             for batch in table.to_pylist():
                 if batch["position"] + batch["size"] > log_size:
                     return None, -1
@@ -451,7 +451,7 @@ def _max_timestamp_of_batch_at(log_path: str, position: int, target: int,
                 max_ts = -1
                 end = batch["position"] + batch["size"]
                 for rec in _record_rows(source.decode_segment(log_path, start=batch["position"], end=end,
-                                                           granularity="record", verify_crc=False)):
+                                                              granularity="record", verify_crc=False)):
                     if rec["position"] == batch["position"]:
                         max_ts = max(max_ts, rec["timestamp_ms"])
                 return batch["lastOffset"], max_ts
