@@ -54,6 +54,7 @@ import argparse
 import sys
 from typing import Any
 
+from kafka_format.cli import dump_source as source
 from kafka_format.cli.dump_files import (
     IndexDump,
     LogDump,
@@ -74,12 +75,10 @@ from kafka_format.cli.dump_format import (
     format_batch_line,
     format_record_metadata,
 )
-from kafka_format.cli import dump_source as source
 from kafka_format.cli.dump_read import (
     DumpAbort,
     _message_parser,
 )
-from kafka_format.cli.dump_source import DumpIOError
 from kafka_format.common.redaction import redact
 
 __all__ = [
@@ -202,9 +201,9 @@ class _Dumper(LogDump, IndexDump):
                                "message": message})
             except BrokenPipeError:
                 raise
-            except (DumpIOError, OSError) as exc:   # the store (or disk) could not be read: one line
+            except (source.DumpIOError, OSError) as exc:   # the store (or disk) could not be read: one line
                 self.text.flush()
-                if isinstance(exc, DumpIOError):
+                if isinstance(exc, source.DumpIOError):
                     message = str(exc)
                 else:
                     message = f"{source.shown(path)}: cannot read file: {exc.strerror or exc}"

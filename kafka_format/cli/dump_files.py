@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_format.cli import dump_source as source
 from kafka_format.cli.dump_format import (
     BOOTSTRAP_CHECKPOINT,
     INT_MAX,
@@ -42,7 +43,6 @@ from kafka_format.cli.dump_read import (
     _skipped_ranges,
     _snapshot_json,
 )
-from kafka_format.cli import dump_source as source
 from kafka_format.cli.jvm_maps import JavaHashMap, ScalaHashMap
 from kafka_format.cli.output import JsonOutput, Progress, TextOutput
 from kafka_format.common.errors import KafkaFormatError

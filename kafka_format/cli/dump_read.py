@@ -12,6 +12,7 @@ from kafka_format.records import file_records as api, compression
 from kafka_format.log.audit import auditor as audit
 
 from kafka_format.storage import index, snapshot, txnindex
+from kafka_format.cli import dump_source as source
 from kafka_format.cli.dump_format import (
     CONTROL_TYPE_NAMES,
     FRAME,
@@ -33,7 +34,6 @@ from kafka_format.cli.dump_format import (
     DumpOptions,
     _java_string,
 )
-from kafka_format.cli import dump_source as source
 from kafka_format.common.crc import crc32
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.common.redaction import redact
