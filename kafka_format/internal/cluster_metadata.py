@@ -150,8 +150,10 @@ def format_metadata_record(value: bytes | bytearray | memoryview | None, offset:
     type the release does not know, bytes its classes cannot read (pre-release layouts too),
     trailing bytes.  A version newer than the release knows is read as its generated class reads
     it: the fields the release knows, unknown tagged fields skipped, but a nested struct (a broker
-    registration's end points) refuses it.  ``release`` (major, minor): read as that Kafka release's tool does, with its
-    own schemas (:func:`kafka_format.internal.schemas.releases.metadata_schemas`); None: the newest.
+    registration's end points) refuses it.
+
+    ``release`` (major, minor): read as that Kafka release's tool does, with its own schemas
+    (:func:`kafka_format.internal.schemas.releases.metadata_schemas`); None: the newest.
     """
     if value is None:
         return f"Error at {offset}, skipping. metadata record without a value"
