@@ -17,18 +17,24 @@ What differs (all else is identical in both):
 * index/log mismatches: the Java tool keeps one per index offset, in descending order
   (``TreeMap`` with ``reverseOrder``); the Scala tool lists every one, newest first;
 * offsets of a time index not found in the log: the Java tool's heading names the file
-  (``The following indexed offsets are not found in :<path>``), the Scala tool's does not.
+  (``The following indexed offsets are not found in :<path>``), the Scala tool's does not;
+* a file name without a '.': the Java tool ignores the file, the Scala tool dies
+  (``StringIndexOutOfBoundsException``);
+* ``--cluster-metadata-decoder``: each release reads with its own metadata schemas
+  (:mod:`kafka_format.internal.schemas.releases`).
 
-The order in which the end-of-run reports list *files* follows each tool's hash map
-(``java.util.HashMap`` / Scala ``mutable.HashMap``) in Kafka; here it is the order the
-files were dumped.  ``--json`` writes one object per line instead (docs/jobs/):
+The order in which the end-of-run reports list *files* is that of each tool's hash map
+(``java.util.HashMap`` / Scala ``mutable.HashMap``, keyed by absolute path), reproduced by
+:mod:`kafka_format.cli.jvm_maps`.  ``--json`` writes one object per line instead (docs/jobs/):
 ``batch``, ``record`` (deep iteration) and ``error`` objects, plus entries of
-index / snapshot / txn-index files.
+index / snapshot / txn-index files (its report objects come in dump order).
 
-Files are dispatched by suffix as Kafka does (``.log`` and KRaft ``.checkpoint``
-→ log dump, ``.index``, ``.timeindex``, ``.snapshot``, ``.txnindex``; anything
-else → ``Ignoring unknown file``).  Reading is streamed through the format
-library (``kafka_format.records.file_records.decode_segment``); a ``.log`` is never loaded whole
+Files are local paths or URIs of any store the jobs read (:mod:`kafka_format.cli.dump_source`;
+credentials inside a URI are never shown).  They are dispatched by suffix as Kafka does
+(``.log`` and KRaft ``.checkpoint`` → log dump, ``.index``, ``.timeindex``, ``.snapshot``,
+``.txnindex``; anything else → ``Ignoring unknown file``, and exit code 1: nothing of it was
+dumped).  Reading is streamed through the format library
+(``kafka_format.records.file_records.decode_segment``); a ``.log`` is never loaded whole
 and ``--max-bytes`` bounds what is read.
 
 Errors: where Kafka's tool dies with an exception (bad framing, an undecodable
@@ -39,16 +45,16 @@ mode and accounts for every byte of it (issue #4): each skipped range is an
 ``error`` object with its ``length``, in position order among the batches, and a
 ``summary`` object (size, validBytes, skippedBytes, zeroTailBytes, cutBytes,
 batches; the last four add up to size) closes the file.  A CRC mismatch is printed
-(``isvalid: false``) and also makes the exit code 1; missing library modules
-or bad arguments give 2.
+(``isvalid: false``) and also makes the exit code 1; missing library modules,
+bad arguments or a store that cannot be read (one line ``klogs dump: ...``) give 2.
 """
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
+from kafka_format.cli import dump_source as source
 from kafka_format.cli.dump_files import (
     IndexDump,
     LogDump,
@@ -56,10 +62,13 @@ from kafka_format.cli.dump_files import (
 from kafka_format.cli.dump_format import (
     DEFAULT_KAFKA_VERSION,
     DEFAULT_MAX_MESSAGE_SIZE,
+    DUMPED_SUFFIXES,
     EXIT_ERRORS,
     EXIT_OK,
+    EXIT_USAGE,
     INT_MAX,
     JAVA_NO_SUCH_FILE,
+    JAVA_STRING_INDEX,
     KAFKA_VERSION,
     RECORD_INDENT,
     DumpOptions,
@@ -68,9 +77,9 @@ from kafka_format.cli.dump_format import (
 )
 from kafka_format.cli.dump_read import (
     DumpAbort,
-    _java_file,
     _message_parser,
 )
+from kafka_format.common.redaction import redact
 
 __all__ = [
     "DumpOptions",
@@ -103,8 +112,10 @@ def _kafka_version(text: str) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the ``klogs dump`` flags on ``parser`` (docs/jobs/)."""
     parser.add_argument("files", nargs="+", metavar="FILE",
-                        help=".log, .index, .timeindex, .snapshot, .txnindex or KRaft .checkpoint files "
-                             "(comma-separated lists are accepted too, as kafka-dump-log's --files)")
+                        help=".log, .index, .timeindex, .snapshot, .txnindex or KRaft .checkpoint files: "
+                             "local paths or URIs (file://, s3://, s3a://, gs://, hdfs://; credentials in "
+                             "a URI are never shown); comma-separated lists are accepted too, as "
+                             "kafka-dump-log's --files")
     parser.add_argument("--deep-iteration", action="store_true",
                         help="iterate records inside batches (implied by --print-data-log)")
     parser.add_argument("--print-data-log", action="store_true", help="print record keys and payloads")
@@ -128,8 +139,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.add_argument("--kafka-version", type=_kafka_version, default=DEFAULT_KAFKA_VERSION,
                         metavar="VERSION",
-                        help="print the text of this Kafka release's kafka-dump-log: 4.3 and later "
-                             "(default %(default)s) or earlier, e.g. 3.9")
+                        help="print what this Kafka release's kafka-dump-log prints (its text, its "
+                             "metadata schemas): 4.3 and later (default %(default)s) or earlier, e.g. 3.9")
     parser.set_defaults(handler=run, decoder=None)
 
 
@@ -186,22 +197,35 @@ class _Dumper(LogDump, IndexDump):
                     return EXIT_ERRORS
                 kind = abort.java_class.rsplit(".", 1)[-1]
                 message = f"{kind}: {abort.message}" if abort.message else kind
-                self.json.obj({"type": "error", "file": abort.path, "position": abort.position,
+                self.json.obj({"type": "error", "file": redact(abort.path), "position": abort.position,
                                "message": message})
+            except BrokenPipeError:
+                raise
+            except (source.DumpIOError, OSError) as exc:   # the store (or disk) could not be read: one line
+                self.text.flush()
+                if isinstance(exc, source.DumpIOError):
+                    message = str(exc)
+                else:
+                    message = f"{source.shown(path)}: cannot read file: {exc.strerror or exc}"
+                self.text.error_line(f"klogs dump: {message}")
+                return EXIT_USAGE
         self._print_reports()
         self.text.flush()
         return EXIT_ERRORS if self.errors else EXIT_OK
 
     def _dump_one(self, path: str) -> None:
         opts = self.opts
-        name = os.path.basename(path.rstrip("/"))
         if not opts.json:
-            self.text.line(f"Dumping {_java_file(path)}")
+            self.text.line(f"Dumping {source.shown(path)}")
+        name = source.name(path)
         dot = name.rfind(".")
+        if dot < 0 and not opts.java_tool and not opts.json:
+            # the Scala tool's filename.substring(filename.lastIndexOf(".")) on a name without a dot
+            length = len(name.encode("utf-16-le", "surrogatepass")) // 2
+            raise DumpAbort(JAVA_STRING_INDEX, f"begin -1, end {length}, length {length}", path, None)
         suffix = name[dot:] if dot >= 0 else ""
-        if not os.path.isfile(path) and suffix in (".log", ".checkpoint", ".index", ".timeindex",
-                                                    ".snapshot", ".txnindex"):
-            raise DumpAbort(JAVA_NO_SUCH_FILE, _java_file(path), path, None)
+        if suffix in DUMPED_SUFFIXES and not source.is_file(path):
+            raise DumpAbort(JAVA_NO_SUCH_FILE, source.shown(path), path, None)
         if suffix in (".log", ".checkpoint"):
             self._dump_log(path)
         elif suffix == ".index":
@@ -212,48 +236,50 @@ class _Dumper(LogDump, IndexDump):
             self._dump_producer_snapshot(path)
         elif suffix == ".txnindex":
             self._dump_txn_index(path)
-        elif opts.json:
-            self.json.error_line(f"Ignoring unknown file {_java_file(path)}")
         else:
-            self.text.error_line(f"Ignoring unknown file {_java_file(path)}")
+            # Kafka's text, but not a success: nothing of the file was dumped (Kafka exits 0)
+            self.errors += 1
+            (self.json if opts.json else self.text).error_line(f"Ignoring unknown file {source.shown(path)}")
 
     # -- .log / .checkpoint ------------------------------------------------------------------------
 
     def _print_reports(self) -> None:
+        """DumpLogSegments.main's end-of-run reports (stderr; ``--json``: one object per pair, in
+        dump order)."""
         r = self.reports
         if self.opts.json:
-            for kind, table, a, b in (
+            for kind, report, a, b in (
                 ("indexOffsetMismatch", r.index_mismatches, "indexOffset", "logOffset"),
                 ("timeIndexTimestampMismatch", r.time_mismatches, "indexTimestamp", "logTimestamp"),
                 ("timeIndexOutOfOrder", r.time_out_of_order, "indexTimestamp", "previousIndexTimestamp"),
                 ("timeIndexOffsetNotFound", r.time_not_found, "indexOffset", "logOffset"),
                 ("nonConsecutiveOffsets", r.non_consecutive, "offset", "nextOffset"),
             ):
-                for file_name, pairs in table.items():
+                for file_name, pairs in report.pairs.items():
                     for x, y in pairs:
                         self.json.obj({"type": kind, "file": file_name, a: x, b: y})
             return
         err = self.text.error_line
-        for file_name, pairs in r.index_mismatches.items():
+        for file_name in r.index_mismatches.files():
             err(f"Mismatches in :{file_name}")
-            for x, y in pairs:
+            for x, y in r.index_mismatches.pairs[file_name]:
                 err(f"  Index offset: {x}, log offset: {y}")
-        for file_name, pairs in r.time_mismatches.items():
+        for file_name in r.time_mismatches.files():
             err(f"Found timestamp mismatch in :{file_name}")
-            for x, y in pairs:
+            for x, y in r.time_mismatches.pairs[file_name]:
                 err(f"  Index timestamp: {x}, log timestamp: {y}")
-        for file_name, pairs in r.time_out_of_order.items():
+        for file_name in r.time_out_of_order.files():
             err(f"Found out of order timestamp in :{file_name}")
-            for x, y in pairs:
+            for x, y in r.time_out_of_order.pairs[file_name]:
                 err(f"  Index timestamp: {x}, Previously indexed timestamp: {y}")
-        for file_name, pairs in r.time_not_found.items():
+        for file_name in r.time_not_found.files():
             if r.java_tool:
                 err(f"The following indexed offsets are not found in :{file_name}")
             else:
                 err("The following indexed offsets are not found in the log.")
-            for x, y in pairs:
+            for x, y in r.time_not_found.pairs[file_name]:
                 err(f"Indexed offset: {x}, found log offset: {y}")
-        for file_name, pairs in r.non_consecutive.items():
+        for file_name in r.non_consecutive.files():
             err(f"Non-consecutive offsets in {file_name}")
-            for x, y in pairs:
+            for x, y in r.non_consecutive.pairs[file_name]:
                 err(f"  {x} is followed by {y}")

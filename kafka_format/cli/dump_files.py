@@ -3,11 +3,11 @@ producer ``.snapshot`` and ``.txnindex``, with the end-of-run reports they feed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_format.cli import dump_source as source
 from kafka_format.cli.dump_format import (
     BOOTSTRAP_CHECKPOINT,
     INT_MAX,
@@ -33,8 +33,6 @@ from kafka_format.cli.dump_read import (
     _index_lookup,
     _iter_log,
     _iter_log_range_json,
-    _java_abs_path,
-    _java_file,
     _max_timestamp_of_batch_at,
     _raw_slots,
     _read_offset_index,
@@ -45,29 +43,76 @@ from kafka_format.cli.dump_read import (
     _skipped_ranges,
     _snapshot_json,
 )
+from kafka_format.cli.jvm_maps import JavaHashMap, ScalaHashMap
 from kafka_format.cli.output import JsonOutput, Progress, TextOutput
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.common.redaction import redact
+
+
+class Report:
+    """One end-of-run report of DumpLogSegments: (x, y) pairs per file (absolute path, in dump order),
+    and the order the tool's hash map lists the files in (:mod:`kafka_format.cli.jvm_maps`).
+
+    ``java_tool``: ``java.util.HashMap.computeIfAbsent`` once per pair (Kafka 4.3+), else Scala's
+    ``mutable.HashMap.put`` once per pair, or (``put_once``: the time-index reports of the Scala
+    tool) only for a file's first pair.
+    """
+
+    def __init__(self, java_tool: bool, *, put_once: bool = False) -> None:
+        self.pairs: dict[str, list[tuple[int, int]]] = {}
+        self._put_once = put_once
+        self._map: JavaHashMap | ScalaHashMap = JavaHashMap() if java_tool else ScalaHashMap()
+
+    def add(self, path: str, pair: tuple[int, int]) -> None:
+        """One pair of ``path``, as the tool records it."""
+        self.touch(path, 1)
+        self.pairs.setdefault(path, []).append(pair)
+
+    def touch(self, path: str, calls: int) -> None:
+        """``calls`` map calls for ``path`` (one per pair recorded)."""
+        if calls and self._put_once:
+            calls = 0 if path in self.pairs else 1
+        table = self._map
+        for _ in range(calls):
+            if isinstance(table, JavaHashMap):
+                table.compute_if_absent(path)
+            else:
+                table.put(path)
+
+    def files(self) -> list[str]:
+        """The files with pairs, in the order the tool prints them."""
+        return self._map.keys()
 
 
 @dataclass
 class FileReports:
-    """The end-of-run reports of DumpLogSegments, keyed by absolute path in discovery order.
+    """The end-of-run reports of DumpLogSegments (see :class:`Report`).
 
     ``java_tool``: the collections of the Java tool (Kafka 4.3+), else of the Scala tool.
     """
 
     java_tool: bool = True
-    index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    time_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    time_out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    time_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    index_mismatches: Report = field(init=False)
+    time_mismatches: Report = field(init=False)
+    time_out_of_order: Report = field(init=False)
+    time_not_found: Report = field(init=False)
+    non_consecutive: Report = field(init=False)
+
+    def __post_init__(self) -> None:
+        java, once = self.java_tool, not self.java_tool
+        self.index_mismatches = Report(java)
+        self.time_mismatches = Report(java, put_once=once)
+        self.time_out_of_order = Report(java, put_once=once)
+        self.time_not_found = Report(java, put_once=once)
+        self.non_consecutive = Report(java)
 
     def add_index_mismatches(self, path: str, found: list[tuple[int, int]]) -> None:
         """(index offset, log offset) pairs of one ``.index``, in index order."""
         if not found:
             return
-        known = self.index_mismatches.setdefault(path, [])
+        report = self.index_mismatches
+        report.touch(path, len(found))
+        known = report.pairs.setdefault(path, [])
         if self.java_tool:   # TreeMap(reverseOrder()) keyed by index offset: the last put wins
             merged = dict(known)
             merged.update(found)
@@ -79,7 +124,9 @@ class FileReports:
         """(offset, next offset) pairs of one ``.log`` (see :class:`GapTracker`), in log order."""
         if not pairs:
             return
-        known = self.non_consecutive.setdefault(path, [])
+        report = self.non_consecutive
+        report.touch(path, len(pairs))
+        known = report.pairs.setdefault(path, [])
         if self.java_tool:   # TreeMap keyed by the first offset, ascending: the last put wins
             merged = dict(known)
             merged.update(pairs)
@@ -127,7 +174,7 @@ class LogDump(DumpBase):
 
     def _dump_log(self, path: str) -> None:
         opts = self.opts
-        name = os.path.basename(path)
+        name = source.name(path)
         if not opts.json:
             if name.endswith(".log"):
                 self.text.line(f"Log starting offset: {_base_offset_of(path)}")
@@ -138,7 +185,7 @@ class LogDump(DumpBase):
                 if match is None:
                     raise DumpAbort(JAVA_NO_SUCH_ELEMENT, "No value present", path, None)
                 self.text.line(f"Snapshot end offset: {int(match.group(1))}, epoch: {int(match.group(2))}")
-        file_size = os.path.getsize(path)
+        file_size = source.size(path)
         limit = min(file_size, opts.max_bytes)
         if opts.json:
             self._dump_log_json(path, limit)
@@ -155,7 +202,7 @@ class LogDump(DumpBase):
                     self.text.line(self._record_line(path, batch, record))
                 valid_bytes = batch["position"] + batch["size"]
         finally:
-            self.reports.add_gaps(_java_abs_path(path), gaps.pairs)
+            self.reports.add_gaps(source.absolute(path), gaps.pairs)
         self._check_tail(path, valid_bytes, limit)
 
     def _dump_log_json(self, path: str, limit: int) -> None:
@@ -167,7 +214,7 @@ class LogDump(DumpBase):
         ``summary`` object closes the file: validBytes + skippedBytes + zeroTailBytes + cutBytes == size.
         """
         skipped = _skipped_ranges(path, limit)
-        progress = Progress(limit, os.path.basename(path), self.text.err)
+        progress = Progress(limit, source.name(path), self.text.err)
         valid_bytes = skipped_bytes = batches = 0
         done = 0          # end of the last batch or skipped range printed
         cut = zero_tail = 0
@@ -192,14 +239,14 @@ class LogDump(DumpBase):
             if done < limit:
                 if _all_zero(path, done, limit):
                     zero_tail = limit - done   # preallocated (zero-filled) tail: not corruption
-                elif limit < os.path.getsize(path):
+                elif limit < source.size(path):
                     cut = limit - done         # a batch cut by --max-bytes (FileRecords.slice drops it)
                 else:
                     skipped_bytes += self._skip_object(path, done, limit - done, "", limit)
         finally:
-            self.reports.add_gaps(_java_abs_path(path), gaps.pairs)
+            self.reports.add_gaps(source.absolute(path), gaps.pairs)
             progress.close()
-        self.json.obj({"type": "summary", "file": path, "size": limit, "validBytes": valid_bytes,
+        self.json.obj({"type": "summary", "file": redact(path), "size": limit, "validBytes": valid_bytes,
                        "skippedBytes": skipped_bytes, "zeroTailBytes": zero_tail, "cutBytes": cut,
                        "batches": batches})
 
@@ -207,10 +254,10 @@ class LogDump(DumpBase):
         """Print one ``error`` object for the skipped range ``[position, position + length)``; return length."""
         self.errors += 1
         if position + length >= limit and (reason == "" or "end of the file" in reason):
-            message = f"Found {length} invalid bytes at the end of {os.path.basename(path)}"  # Kafka's text
+            message = f"Found {length} invalid bytes at the end of {source.name(path)}"  # Kafka's text
         else:
             message = f"CorruptRecordException: {reason or 'undecodable bytes'}"
-        self.json.obj({"type": "error", "file": path, "position": position, "message": message,
+        self.json.obj({"type": "error", "file": redact(path), "position": position, "message": message,
                        "length": length})
         return length
 
@@ -222,7 +269,7 @@ class LogDump(DumpBase):
         trailing = limit - valid_bytes
         if trailing > 0 and self.opts.max_bytes == INT_MAX:
             self.errors += 1
-            self.text.line(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}")
+            self.text.line(f"Found {trailing} invalid bytes at the end of {source.name(path)}")
 
     def _record_line(self, path: str, batch: Mapping[str, Any], record: Mapping[str, Any]) -> str:
         opts = self.opts
@@ -266,12 +313,12 @@ class IndexDump(DumpBase):
         parsed = _read_offset_index(path, base)
         if parsed.raw_entries == 0:
             if not opts.json:
-                self.text.line(f"{_java_file(path)} is empty.")
+                self.text.line(f"{source.shown(path)} is empty.")
             return
         if self._sanity_checked(parsed, path):
             return
-        abs_path = _java_abs_path(path)
-        log_size = os.path.getsize(log_path)
+        abs_path = source.absolute(path)
+        log_size = source.size(log_path)
         found: list[tuple[int, int]] = []
         try:
             for offset, position in _live_slots(parsed, "relative_offset", "position", base, offset_first=True):
@@ -289,15 +336,15 @@ class IndexDump(DumpBase):
             return False
         _sanity(parsed, path)
         if self.opts.json:
-            self.json.obj({"type": "sanityCheck", "file": path, "passed": True})
+            self.json.obj({"type": "sanityCheck", "file": redact(path), "passed": True})
         else:
-            self.text.line(f"{_java_file(path)} passed sanity check.")
+            self.text.line(f"{source.shown(path)} passed sanity check.")
         return True
 
     def _entry(self, kind: str, path: str, first: str, a: int, second: str, b: int) -> None:
         """One index entry line: ``first: a second: b`` as the Java tool prints it, or one JSON object."""
         if self.opts.json:
-            self.json.obj({"type": kind, "file": path, first: a, second: b})
+            self.json.obj({"type": kind, "file": redact(path), first: a, second: b})
         else:
             self.text.line(f"{first}: {a} {second}: {b}")
 
@@ -308,29 +355,28 @@ class IndexDump(DumpBase):
         base = _base_offset_of(path)
         log_path = _segment_log_of(path)
         index_path = _sibling(path, ".index")
-        if not os.path.isfile(index_path):
+        if not source.is_file(index_path):
             # new OffsetIndex(file, base, maxIndexSize = -1) tries to create the missing file
             raise DumpAbort("java.lang.IllegalArgumentException", "Invalid max index size: -1", path, None)
         offsets = _read_offset_index(index_path, base)
         parsed = _read_time_index(path, base)
         if self._sanity_checked(parsed, path):
             return
-        abs_path = _java_abs_path(path)
-        log_size = os.path.getsize(log_path)
+        abs_path = source.absolute(path)
+        log_size = source.size(log_path)
         prev_timestamp = -1  # RecordBatch.NO_TIMESTAMP
         for timestamp, offset in _live_slots(parsed, "timestamp", "relative_offset", base, offset_first=False):
             position = _index_lookup(offsets, offset)
             batch_last, max_ts = _max_timestamp_of_batch_at(log_path, position, offset, log_size)
             if batch_last is None:
-                self.reports.time_not_found.setdefault(abs_path, []).append((offset, -1))
+                self.reports.time_not_found.add(abs_path, (offset, -1))
             elif batch_last != offset:
-                self.reports.time_not_found.setdefault(abs_path, []).append((offset, batch_last))
+                self.reports.time_not_found.add(abs_path, (offset, batch_last))
             else:
                 if max_ts != timestamp:
-                    self.reports.time_mismatches.setdefault(abs_path, []).append((timestamp, max_ts))
+                    self.reports.time_mismatches.add(abs_path, (timestamp, max_ts))
                 if prev_timestamp >= timestamp:
-                    self.reports.time_out_of_order.setdefault(abs_path, []).append(
-                        (timestamp, prev_timestamp))
+                    self.reports.time_out_of_order.add(abs_path, (timestamp, prev_timestamp))
             if not opts.verify_index_only:
                 self._entry("timeIndexEntry", path, "timestamp", timestamp, "offset", offset)
             prev_timestamp = timestamp
@@ -341,9 +387,11 @@ class IndexDump(DumpBase):
         try:
             entries = _read_producer_snapshot(path)
         except KafkaFormatError as exc:
+            if source.is_io_failure(exc):
+                raise source.io_error(exc) from exc
             self.errors += 1
             if self.opts.json:
-                self.json.obj({"type": "error", "file": path, "position": exc.position,
+                self.json.obj({"type": "error", "file": redact(path), "position": exc.position,
                                "message": exc.reason})
             else:
                 self.text.error_line(exc.reason)  # Kafka catches CorruptSnapshotException and goes on
@@ -360,7 +408,7 @@ class IndexDump(DumpBase):
     def _dump_txn_index(self, path: str) -> None:
         for txn in _read_txn_index(path):
             if self.opts.json:
-                self.json.obj({"type": "abortedTxn", "file": path, "version": txn.version,
+                self.json.obj({"type": "abortedTxn", "file": redact(path), "version": txn.version,
                                "producerId": txn.producer_id, "firstOffset": txn.first_offset,
                                "lastOffset": txn.last_offset, "lastStableOffset": txn.last_stable_offset})
             else:
@@ -372,8 +420,8 @@ class IndexDump(DumpBase):
 def _segment_log_of(path: str) -> str:
     """The ``.log`` beside an index file; DumpLogSegments fails on a missing one before reading the index."""
     log_path = _sibling(path, ".log")
-    if not os.path.isfile(log_path):
-        raise DumpAbort(JAVA_NO_SUCH_FILE, _java_file(log_path), path, None)
+    if not source.is_file(log_path):
+        raise DumpAbort(JAVA_NO_SUCH_FILE, source.shown(log_path), path, None)
     return log_path
 
 
@@ -389,5 +437,4 @@ def _live_slots(parsed: Any, first: str, second: str, base: int, *,
 
 def _sibling(path: str, suffix: str) -> str:
     """``new File(parent, name.split("\\.")(0) + suffix)``."""
-    name = os.path.basename(path)
-    return os.path.join(os.path.dirname(os.path.abspath(path)), name.split(".")[0] + suffix)
+    return source.sibling(path, suffix)

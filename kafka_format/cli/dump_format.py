@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_format.common.redaction import redact
 from kafka_format.records import batch_v2, legacy
 from kafka_format.records import entry as log_entry
 
@@ -29,6 +30,9 @@ BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"  # BootstrapDirectory.BINARY_BOOTS
 # still reads a larger batch whole).
 LOOKUP_READ_SIZE = 64 * 1024
 JAVA_LONG = re.compile(r"^[+-]?[0-9]+$")    # what Long.parseLong accepts (ASCII digits only)
+# The suffixes DumpLogSegments dumps (the rest: "Ignoring unknown file"): .log and KRaft .checkpoint
+# as logs, the offset and time indexes, producer snapshots, transaction indexes.
+DUMPED_SUFFIXES = (".log", ".checkpoint", ".index", ".timeindex", ".snapshot", ".txnindex")
 SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")  # Snapshots.parse: offset-epoch
 
 TIMESTAMP_TYPE_NAMES = {0: "CreateTime", 1: "LogAppendTime", -1: "NoTimestampType"}  # TimestampType.name
@@ -47,6 +51,7 @@ JAVA_CORRUPT_INDEX = "org.apache.kafka.storage.internals.log.CorruptIndexExcepti
 JAVA_KAFKA = "org.apache.kafka.common.KafkaException"
 JAVA_NO_SUCH_FILE = "java.nio.file.NoSuchFileException"
 JAVA_NO_SUCH_ELEMENT = "java.util.NoSuchElementException"
+JAVA_STRING_INDEX = "java.lang.StringIndexOutOfBoundsException"   # the Scala tool on a name without a '.'
 
 DEFAULT_KAFKA_VERSION = "4.4"
 LEADER_CHANGE_JSON_SINCE = (4, 1)   # KAFKA-19069: " LeaderChange: {json}" instead of "controlType: ..."
@@ -110,6 +115,11 @@ class DumpOptions:
     def java_tool(self) -> bool:
         """Whether ``kafka_version`` has the Java ``DumpLogSegments`` (4.3+) rather than the Scala one."""
         return _java_tool(self.kafka_version)
+
+    @property
+    def release(self) -> tuple[int, int]:
+        """``kafka_version`` as (major, minor): whose schemas the decoders read with."""
+        return _version_tuple(self.kafka_version)
 
     def since(self, major: int, minor: int) -> bool:
         """Whether ``kafka_version`` is ``major.minor`` or later."""
@@ -183,7 +193,7 @@ def _batch_json(path: str, batch: Mapping[str, Any], records: list[dict[str, Any
     if base is None and records:  # legacy compressed wrapper: first inner offset
         base = records[0]["offset"]
     return {
-        "type": "batch", "file": path, "position": batch["position"], "baseOffset": base,
+        "type": "batch", "file": redact(path), "position": batch["position"], "baseOffset": base,
         "lastOffset": batch["lastOffset"], "count": batch["count"], "magic": batch["magic"],
         "compression": batch["compression"], "crc": batch["crc"], "isValid": bool(batch["crcValid"]),
         "producerId": batch["producerId"], "producerEpoch": batch["producerEpoch"],

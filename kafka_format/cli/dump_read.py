@@ -3,7 +3,6 @@ prints, and Kafka-style failures (the Java exception the tool would die with).""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -13,6 +12,7 @@ from kafka_format.records import file_records as api, compression
 from kafka_format.log.audit import auditor as audit
 
 from kafka_format.storage import index, snapshot, txnindex
+from kafka_format.cli import dump_source as source
 from kafka_format.cli.dump_format import (
     CONTROL_TYPE_NAMES,
     FRAME,
@@ -36,6 +36,7 @@ from kafka_format.cli.dump_format import (
 )
 from kafka_format.common.crc import crc32
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.common.redaction import redact
 from kafka_format.internal import cluster_metadata, consumer_offsets, kraft_control, transaction_log
 from kafka_format.records import control, legacy
 
@@ -52,20 +53,9 @@ class DumpAbort(Exception):
         self.position = position
 
 
-def _java_abs_path(path: str) -> str:
-    """``File.getAbsolutePath``: joined to the working directory, '..' kept (unlike abspath)."""
-    return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
-
-
-def _java_file(path: str) -> str:
-    """``new File(arg).toString``: duplicate and trailing separators removed."""
-    text = re.sub(r"/+", "/", path)
-    return text.rstrip("/") or text
-
-
 def _base_offset_of(path: str) -> int:
     """``file.getName.split("\\.")(0).toLong``."""
-    name = os.path.basename(path).split(".")[0]
+    name = source.name(path).split(".")[0]
     value = int(name) if JAVA_LONG.match(name) else None
     if value is None or not -(2**63) <= value < 2**63:
         raise DumpAbort("java.lang.NumberFormatException", f'For input string: "{name}"', path, None)
@@ -77,6 +67,9 @@ def _base_offset_of(path: str) -> int:
 
 
 def _abort_from(exc: KafkaFormatError, path: str, java_class: str = JAVA_INVALID_RECORD) -> DumpAbort:
+    """The Kafka failure of a library error (a failure of the store itself is raised as DumpIOError)."""
+    if source.is_io_failure(exc):
+        raise source.io_error(exc) from exc
     message = _kafka_record_message(exc) if java_class == JAVA_INVALID_RECORD else None
     if message is None:
         message = exc.reason if exc.position is None else str(exc)
@@ -163,8 +156,8 @@ def _skipped_ranges(path: str, limit: int) -> list[_Skip]:
         found.append((int(r.position), int(r.length), str(r.reason)))
 
     try:
-        for _ in api.decode_segment(path, end=limit, mode="PERMISSIVE", on_skip=on_skip,
-                                    granularity="record", include_headers=False):
+        for _ in source.decode_segment(path, end=limit, mode="PERMISSIVE", on_skip=on_skip,
+                                       granularity="record", include_headers=False):
             pass
     except KafkaFormatError as exc:  # PERMISSIVE should not raise; if it does, the rest is skipped
         at = max((p + n for p, n, _ in found), default=0)
@@ -200,13 +193,11 @@ def _iter_log_range_json(path: str, start: int, end: int, limit: int,
 
 def _all_zero(path: str, start: int, end: int) -> bool:
     """Whether ``[start, end)`` of ``path`` holds only zero bytes (read in bounded chunks)."""
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        while start < end:
-            chunk = fh.read(min(LOOKUP_READ_SIZE, end - start))
-            if not chunk or chunk.count(0) != len(chunk):
-                return False
-            start += len(chunk)
+    while start < end:
+        chunk = source.read_at(path, start, min(LOOKUP_READ_SIZE, end - start))
+        if not chunk or chunk.count(0) != len(chunk):
+            return False
+        start += len(chunk)
     return True
 
 
@@ -214,15 +205,13 @@ def _framing_abort(path: str, position: int, limit: int) -> DumpAbort | None:
     """Kafka's ``FileLogInputStream.nextBatch`` size check at ``position`` (None when it passes)."""
     if limit - position <= HEADER_SIZE_UP_TO_MAGIC:
         return None
-    with open(path, "rb") as fh:
-        fh.seek(position)
-        _, size = FRAME.unpack(fh.read(FRAME.size))
+    _, size = FRAME.unpack(source.read_at(path, position, FRAME.size))
     if size >= RECORD_OVERHEAD_V0:
         return None
     return DumpAbort(
         JAVA_CORRUPT_RECORD,
         f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})"
-        f" in file {_java_file(path)}.",
+        f" in file {source.shown(path)}.",
         path, position,
     )
 
@@ -232,11 +221,11 @@ def _iter_range(path: str, start: int, limit: int, deep: bool, *,
     """Whole batches in ``[start, limit)`` (only those starting before ``scan_end`` if given)."""
     # batch rows: CRC checked and reported in crcValid; records: not checked (Kafka's deep
     # iteration decodes the records of a batch whatever its CRC)
-    batches = api.decode_segment(path, start=start, end=limit if scan_end is None else scan_end,
-                                 granularity="batch", verify_crc=True)
+    batches = source.decode_segment(path, start=start, end=limit if scan_end is None else scan_end,
+                                    granularity="batch", verify_crc=True)
     records = (
-        _record_rows(api.decode_segment(path, start=start, end=limit, granularity="record",
-                                        verify_crc=False))
+        _record_rows(source.decode_segment(path, start=start, end=limit, granularity="record",
+                                           verify_crc=False))
         if deep else iter(())
     )
     pending: dict[str, Any] | None = None
@@ -301,9 +290,7 @@ def _add_legacy_crcs(path: str, batch: Mapping[str, Any], rows: list[dict[str, A
 
 def _inner_crcs(path: str, batch: Mapping[str, Any]) -> list[tuple[int, bool]]:
     magic = batch["magic"]
-    with open(path, "rb") as fh:
-        fh.seek(batch["position"])
-        entry = fh.read(batch["size"])
+    entry = source.read_at(path, batch["position"], batch["size"])
     header = legacy.MESSAGE_V0 if magic == 0 else legacy.MESSAGE_V1
     pos = legacy.ENTRY.size + header.size
     (key_len,) = LENGTH.unpack_from(entry, pos)
@@ -381,7 +368,7 @@ def _message_parser(decoder: str | None, opts: DumpOptions) -> _Parser:
         return parse_txn
     def parse_metadata(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
         # ClusterMetadataLogMessageParser: no key; the value as {"type","version","data"} or an error text
-        return None, cluster_metadata.format_metadata_record(record["value"], record["offset"])
+        return None, cluster_metadata.format_metadata_record(record["value"], record["offset"], opts.release)
     return parse_metadata
 
 
@@ -428,7 +415,7 @@ def _first_batch_last_offset(log_path: str, position: int, max_message_size: int
     if position > log_size:
         raise DumpAbort("java.lang.IllegalArgumentException",
                      f"Slice from position {position} exceeds end position of FileRecords(size={log_size},"
-                     f" file={_java_file(log_path)}, start=0, end={INT_MAX})", index_path, None)
+                     f" file={source.shown(log_path)}, start=0, end={INT_MAX})", index_path, None)
     end = min(log_size, position + max_message_size)
     for batch, _ in _iter_log_range(log_path, position, end):
         return int(batch["lastOffset"])
@@ -438,8 +425,8 @@ def _first_batch_last_offset(log_path: str, position: int, max_message_size: int
 
 def _iter_log_range(path: str, start: int, end: int) -> Iterator[tuple[dict[str, Any], list[Any]]]:
     try:
-        for table in api.decode_segment(path, start=start, end=end, granularity="batch",
-                                        read_size=LOOKUP_READ_SIZE):
+        for table in source.decode_segment(path, start=start, end=end, granularity="batch",
+                                           read_size=LOOKUP_READ_SIZE):
             for batch in table.to_pylist():
                 if batch["position"] + batch["size"] > end:
                     return
@@ -452,8 +439,8 @@ def _max_timestamp_of_batch_at(log_path: str, position: int, target: int,
                                log_size: int) -> tuple[int | None, int]:
     """First batch from ``position`` with lastOffset >= target: (its lastOffset, max record timestamp)."""
     try:
-        for table in api.decode_segment(log_path, start=position, end=log_size, granularity="batch",
-                                        read_size=LOOKUP_READ_SIZE):
+        for table in source.decode_segment(log_path, start=position, end=log_size, granularity="batch",
+                                           read_size=LOOKUP_READ_SIZE):
             for batch in table.to_pylist():
                 if batch["position"] + batch["size"] > log_size:
                     return None, -1
@@ -463,8 +450,8 @@ def _max_timestamp_of_batch_at(log_path: str, position: int, target: int,
                     return batch["lastOffset"], -1
                 max_ts = -1
                 end = batch["position"] + batch["size"]
-                for rec in _record_rows(api.decode_segment(log_path, start=batch["position"], end=end,
-                                                           granularity="record", verify_crc=False)):
+                for rec in _record_rows(source.decode_segment(log_path, start=batch["position"], end=end,
+                                                              granularity="record", verify_crc=False)):
                     if rec["position"] == batch["position"]:
                         max_ts = max(max_ts, rec["timestamp_ms"])
                 return batch["lastOffset"], max_ts
@@ -481,7 +468,7 @@ def _read_producer_snapshot(path: str) -> list[Any]:
 def _snapshot_json(path: str, e: Any) -> dict[str, Any]:
     has_batch = e.has_batch_metadata
     return {
-        "type": "producerSnapshotEntry", "file": path, "producerId": e.producer_id,
+        "type": "producerSnapshotEntry", "file": redact(path), "producerId": e.producer_id,
         "producerEpoch": e.epoch, "coordinatorEpoch": e.coordinator_epoch,
         "currentTxnFirstOffset": e.current_txn_first_offset if e.has_open_txn else None,
         "lastTimestamp": e.timestamp,
@@ -497,7 +484,9 @@ def _read_txn_index(path: str) -> list[Any]:
     try:
         return list(txnindex.read_transaction_index(path).entries)
     except KafkaFormatError as exc:
+        if source.is_io_failure(exc):
+            raise source.io_error(exc) from exc
         # TransactionIndex.iterable names the file: "... in transaction index <abs path>, current ..."
         message = exc.reason.replace(" in transaction index,",
-                                     f" in transaction index {_java_abs_path(path)},")
+                                     f" in transaction index {source.absolute(path)},")
         raise DumpAbort(JAVA_KAFKA, message, path, exc.position) from exc

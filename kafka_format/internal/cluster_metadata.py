@@ -38,13 +38,17 @@ from typing import Any, Iterable
 from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal.protocol import (
     VERSION_MAX,
+    MessageSpec,
     Reader,
+    compile_spec,
+    message_spec,
     write_uvarint,
     read_message,
     to_json,
     write_message,
 )
 from kafka_format.internal.schemas import SCHEMAS
+from kafka_format.internal.schemas.releases import metadata_schemas
 
 __all__ = [
     "METADATA_RECORD_TYPES",
@@ -136,28 +140,81 @@ def decode_metadata_record(value: bytes | bytearray | memoryview) -> dict[str, A
     return out
 
 
-def format_metadata_record(value: bytes | bytearray | memoryview | None, offset: int) -> str:
+def format_metadata_record(value: bytes | bytearray | memoryview | None, offset: int,
+                           release: tuple[int, int] | None = None) -> str:
     """The payload text of ``kafka-dump-log --cluster-metadata-decoder`` (no key is printed).
 
-    The decoded JSON, or ``"Error at <offset>, skipping. <reason>"`` as
-    ``ClusterMetadataLogMessageParser`` prints for a record it cannot read
-    (including api keys it does not know; the reason's wording is ours).
+    The decoded JSON, or ``"Error at <offset>, skipping. <message>"`` as
+    ``ClusterMetadataLogMessageParser`` prints for a record its ``MetadataRecordSerde`` cannot
+    read, with the serde's messages (``AbstractApiMessageSerde.read``, 3.9.1 and 4.4.0): a record
+    type the release does not know, bytes its classes cannot read (pre-release layouts too),
+    trailing bytes.  A version newer than the release knows is read as its generated class reads
+    it: the fields the release knows, unknown tagged fields skipped, but a nested struct (a broker
+    registration's end points) refuses it.
+
+    ``release`` (major, minor): read as that Kafka release's tool does, with its own schemas
+    (:func:`kafka_format.internal.schemas.releases.metadata_schemas`); None: the newest.
     """
     if value is None:
         return f"Error at {offset}, skipping. metadata record without a value"
     try:
-        d = decode_metadata_record(value)
-    except InternalTopicFormatError as e:
-        return f"Error at {offset}, skipping. {e.reason}"
-    if d["type"] == UNKNOWN_TYPE:
-        return f"Error at {offset}, skipping. Unknown metadata id {d['apiKey']}"
-    if VARIANT_KEY in d:
-        # Released Kafka (3.9.1, 4.4.0 checked) cannot read pre-release layouts: its
-        # MetadataRecordSerde fails inside the record's read()
-        r = Reader(value, 0, "metadata record")
-        r.uvarint("frame version")
-        return f"Error at {offset}, skipping. Failed to deserialize record with type {r.uvarint('type')}"
-    return to_json(d)
+        return to_json(_read_as_kafka(value, release))
+    except _SerdeError as e:
+        return f"Error at {offset}, skipping. {e}"
+
+
+class _SerdeError(Exception):
+    """``MetadataParseException`` with its message."""
+
+
+def _serde_short(r: Reader, entity: str) -> int:
+    """``AbstractApiMessageSerde.unsignedIntToShort``."""
+    try:
+        value = r.uvarint(entity)
+    except InternalTopicFormatError:
+        raise _SerdeError(f"Error while reading {entity}") from None
+    if value > VERSION_MAX:
+        raise _SerdeError(f"Value for {entity} was too large.")
+    value &= 0xFFFF
+    return value - 0x10000 if value & 0x8000 else value
+
+
+def _read_as_kafka(value: bytes | bytearray | memoryview, release: tuple[int, int] | None) -> dict[str, Any]:
+    """``MetadataRecordSerde.read`` of one record value (see :func:`format_metadata_record`)."""
+    r = Reader(value, 0, "metadata record")
+    frame = _serde_short(r, "frame version")
+    if frame == 0:
+        raise _SerdeError("Could not deserialize metadata record with frame version 0. Note that upgrades "
+                          "from the preview release of KRaft in 2.8 to newer versions are not supported.")
+    if frame != FRAME_VERSION:
+        raise _SerdeError(f"Could not deserialize metadata record due to unknown frame version {frame}"
+                          f"(only frame version {FRAME_VERSION} is supported)")
+    api_key = _serde_short(r, "type")
+    version = _serde_short(r, "version")
+    name, spec = _release_record(api_key, release)
+    if spec is None:   # MetadataRecordType.fromId, wrapped: new MetadataParseException(cause)
+        raise _SerdeError(f"org.apache.kafka.common.errors.UnsupportedVersionException: "
+                          f"Unknown metadata id {api_key}")
+    try:
+        # the generated record class checks no version of its own (its nested structs do)
+        data, end = read_message(name, r.data, version, offset=r.pos, spec=spec, any_version=True)
+    except InternalTopicFormatError:
+        raise _SerdeError(f"Failed to deserialize record with type {api_key}") from None
+    if end != r.end:
+        raise _SerdeError(f"Found {r.end - end} byte(s) of garbage after {api_key}")
+    return {"type": record_type_name(name), "version": version, "data": data}
+
+
+@functools.lru_cache(maxsize=None)
+def _release_record(api_key: int, release: tuple[int, int] | None) -> tuple[str, MessageSpec | None]:
+    """(schema name, its compiled schema in ``release``; None when the release has no such record)."""
+    if release is None:
+        name = METADATA_RECORD_TYPES.get(api_key)
+        return (name, message_spec(name)) if name is not None else ("", None)
+    for name, doc in metadata_schemas(release).items():
+        if "@" not in name and int(doc.get("apiKey", -1)) == api_key:
+            return name, compile_spec(doc)
+    return "", None
 
 
 def encode_metadata_record(schema_name: str, data: dict[str, Any], version: int = 0) -> bytes:

@@ -58,6 +58,7 @@ __all__ = [
     "UNKNOWN_TAGS_KEY",
     "ZERO_UUID",
     "message_spec",
+    "compile_spec",
     "read_message",
     "write_message",
     "read_version_prefixed",
@@ -180,12 +181,13 @@ def message_spec(name: str) -> MessageSpec:
     """Compiled spec of the Kafka message ``name`` (e.g. ``"OffsetCommitValue"``)."""
     spec = _SPEC_CACHE.get(name)
     if spec is None:
-        spec = _compile(SCHEMAS[name])
+        spec = compile_spec(SCHEMAS[name])
         _SPEC_CACHE[name] = spec
     return spec
 
 
-def _compile(doc: dict[str, Any]) -> MessageSpec:
+def compile_spec(doc: dict[str, Any]) -> MessageSpec:
+    """Compile one schema (an entry of :data:`SCHEMAS`, or a release's own version of one)."""
     valid = _parse_versions(doc["validVersions"])
     common: dict[str, StructSpec] = {}
     for cs in doc.get("commonStructs", []):
@@ -193,9 +195,24 @@ def _compile(doc: dict[str, Any]) -> MessageSpec:
     for cs in doc.get("commonStructs", []):
         common[cs["name"]].fields = [_compile_field(f, common) for f in cs["fields"]]
     root = StructSpec(doc["name"], valid, [_compile_field(f, common) for f in doc["fields"]])
+    _clamp_structs(root, valid, set())
     return MessageSpec(doc["name"], valid, _parse_versions(doc.get("flexibleVersions", "none")),
                        root, None if doc.get("apiKey") is None else int(doc["apiKey"]),
                        doc.get("type", "data"))
+
+
+def _clamp_structs(struct: StructSpec, valid: Versions, seen: set[int]) -> None:
+    """Nested structs exist only in the message's valid versions (``"0+"`` inside a ``"0-3"``
+    message is 0-3), as the generated classes of the nested structs check on read."""
+    for f in struct.fields:
+        nested = f.struct
+        if nested is None or id(nested) in seen:
+            continue
+        seen.add(id(nested))
+        if nested.versions is not None and valid is not None:
+            lo, hi = max(nested.versions[0], valid[0]), min(nested.versions[1], valid[1])
+            nested.versions = (lo, hi) if lo <= hi else None
+        _clamp_structs(nested, valid, seen)
 
 
 def _compile_field(f: dict[str, Any], common: dict[str, StructSpec]) -> FieldSpec:
@@ -415,9 +432,10 @@ def _read_scalar(r: Reader, t: str, what: str) -> Any:
     raise AssertionError(t)  # pragma: no cover
 
 
-def _read_struct(r: Reader, s: StructSpec, version: int, msg_flexible: Versions) -> dict[str, Any]:
+def _read_struct(r: Reader, s: StructSpec, version: int, msg_flexible: Versions,
+                 check_version: bool = True) -> dict[str, Any]:
     """``generateClassReader``: fields in order, then the tagged-field section."""
-    if not _contains(s.versions, version):
+    if check_version and not _contains(s.versions, version):
         raise InternalTopicFormatError(f"Can't read version {version} of {s.name}", position=r.pos,
                                        expected=f"versions {s.versions}", found=str(version))
     out: dict[str, Any] = {}
@@ -488,16 +506,22 @@ def _is_default(f: FieldSpec, value: Any, version: int, msg_flexible: Versions) 
 
 
 def read_message(name: str, data: bytes | bytearray | memoryview, version: int, *,
-                 offset: int = 0, require_end: bool = False) -> tuple[dict[str, Any], int]:
+                 offset: int = 0, require_end: bool = False,
+                 spec: MessageSpec | None = None, any_version: bool = False) -> tuple[dict[str, Any], int]:
     """Decode message ``name`` at ``version`` from ``data[offset:]``.
 
     Returns ``(dict, end position)``.  ``require_end`` rejects trailing bytes
-    (as ``AbstractApiMessageSerde.read`` does for metadata records).
+    (as ``AbstractApiMessageSerde.read`` does for metadata records).  ``spec``: read with this
+    compiled schema instead of ``name``'s in :data:`SCHEMAS` (a release's own, for example).
+    ``any_version``: as a generated class's ``read(readable, version)`` itself does, read a version
+    outside the valid ones too (fields by their ``N+`` ranges, unknown tags kept aside); its
+    nested structs still accept only the valid versions.
     """
-    spec = message_spec(name)
+    if spec is None:
+        spec = message_spec(name)
     r = Reader(data, offset, name)
     try:
-        out = _read_struct(r, spec.root, version, spec.flexible)
+        out = _read_struct(r, spec.root, version, spec.flexible, check_version=not any_version)
     except RecursionError as e:  # pragma: no cover - schemas are not deeply nested
         raise r.fail("nesting too deep", "a bounded message", "recursion") from e
     if require_end and r.pos != r.end:

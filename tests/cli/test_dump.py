@@ -616,12 +616,13 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_unknown_file_is_ignored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Kafka's lines; but nothing was dumped, so not a success (tests/cli/test_dump_inputs.py)."""
     path = tmp_path / "leader-epoch-checkpoint"
     path.write_text("0\n0\n")
     other = tmp_path / "x.properties"
     other.write_text("a=b\n")
     code, out, err = _dump(capsys, str(path), str(other))
-    assert code == 0
+    assert code == 1
     assert out == [f"Dumping {path}", f"Dumping {other}"]
     assert err == [f"Ignoring unknown file {path}", f"Ignoring unknown file {other}"]
 

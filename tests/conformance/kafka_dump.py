@@ -6,11 +6,11 @@ marks where each run's output starts, so a JVM start (1-2 s) is paid once, not p
 a run that dies (Kafka throws on damaged files) does not end the others.  ``klogs dump`` runs the
 same argument lists in process.
 
-Only stdout is compared line for line.  Stderr carries the JVM's SLF4J/log4j noise (dropped), the
-end-of-run reports (mismatches, non-consecutive offsets) and a dying run's exception line; those
-are compared as a multiset of blocks (a heading line and its indented lines), because Kafka lists
-the files of each report in its hash map's order (``java.util.HashMap`` / Scala
-``mutable.HashMap``), which ``klogs dump`` does not reproduce.
+Stdout is compared per file, line for line.  Stderr carries the JVM's SLF4J/log4j noise (dropped),
+``Ignoring unknown file`` lines, the end-of-run reports (mismatches, non-consecutive offsets) and a
+dying run's exception line; the rest is compared line for line too, in order: Kafka lists the
+files of each report in its hash map's order (``java.util.HashMap`` / Scala ``mutable.HashMap``),
+and so must ``klogs dump``.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from pathlib import Path
 
 import kafka_dist
 
-__all__ = ["Run", "Case", "tool_class", "run_kafka", "run_ours", "compare_run"]
+__all__ = ["Run", "Case", "tool_class", "run_kafka", "run_ours", "compare_run", "jvm_map_orders"]
 
 HERE = Path(__file__).resolve().parent
 DRIVER_SOURCE = HERE / "DumpDriver.java"
+MAP_DRIVER_SOURCE = HERE / "MapOrderDriver.java"
 RUN_MARK = "##KLOGS-RUN "
 EXIT_MARK = "##KLOGS-EXIT "
 NOISE = re.compile(r"^(SLF4J|log4j):")   # the JVM's logging noise on stderr, not the tool's output
-CONTINUATION = re.compile(r"^(  |Indexed offset: )")   # lines of a report block below its heading
 JVM_TIMEOUT_S = 480
 
 
@@ -53,23 +53,44 @@ def tool_class(version: str) -> str:
     return "org.apache.kafka.tools.DumpLogSegments" if (major, minor) >= (4, 3) else "kafka.tools.DumpLogSegments"
 
 
-def _driver_dir() -> Path:
-    """``DumpDriver`` compiled (once per source text) into the conformance cache."""
-    digest = hashlib.sha256(DRIVER_SOURCE.read_bytes()).hexdigest()[:16]
-    out = kafka_dist.cache_dir() / f"dump-driver-{digest}"
-    if not (out / "DumpDriver.class").exists():
+def _driver_dir(source: Path = DRIVER_SOURCE, classpath: str | None = None) -> Path:
+    """A driver beside this file (``DumpDriver``, ``MapOrderDriver``) compiled, once per source text,
+    into the conformance cache (against ``classpath`` when it needs one)."""
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    out = kafka_dist.cache_dir() / f"{source.stem.lower()}-{digest}"
+    if not (out / f"{source.stem}.class").exists():
         java = kafka_dist.java()
         assert java is not None
         javac = Path(java).with_name("javac")
         tmp = out.with_name(out.name + f".tmp{os.getpid()}")
         tmp.mkdir(parents=True, exist_ok=True)
-        subprocess.run([str(javac), "-d", str(tmp), str(DRIVER_SOURCE)], check=True, capture_output=True,
+        cp = ["-cp", classpath] if classpath else []
+        subprocess.run([str(javac), *cp, "-d", str(tmp), str(source)], check=True, capture_output=True,
                        timeout=120)
         if out.exists():            # another run compiled it meanwhile
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             os.replace(tmp, out)
     return out
+
+
+def jvm_map_orders(version: str, call_lists: Sequence[Sequence[str]]) -> list[tuple[list[str], list[str]]]:
+    """For each list of keys: the key order of a ``java.util.HashMap`` after ``computeIfAbsent`` per key,
+    and of a Scala ``mutable.HashMap`` after ``put`` per key, as Kafka ``version``'s runtime (its JVM
+    and scala-library) iterates them (``MapOrderDriver.java``)."""
+    classpath = kafka_dist.classpath(version)
+    java = kafka_dist.java()
+    assert classpath is not None and java is not None
+    for keys in call_lists:
+        if any("\n" in k or "\t" in k or k == "--" for k in keys):
+            raise ValueError(f"a key the driver cannot take: {keys}")
+    text = "".join("\n".join(keys) + "\n--\n" for keys in call_lists)
+    driver = _driver_dir(MAP_DRIVER_SOURCE, classpath)
+    proc = subprocess.run([java, "-cp", f"{driver}{os.pathsep}{classpath}", "MapOrderDriver"],
+                          input=text.encode("utf-8"), capture_output=True, timeout=JVM_TIMEOUT_S, check=True)
+    lines = proc.stdout.decode("utf-8").splitlines()
+    assert len(lines) == 2 * len(call_lists), proc.stderr.decode("utf-8", "replace")[-2000:]
+    return [(lines[2 * i].split("\t")[1:], lines[2 * i + 1].split("\t")[1:]) for i in range(len(call_lists))]
 
 
 def _split_runs(text: str, mark: str, count: int, *, newline_before_mark: bool = False) -> list[list[str]]:
@@ -143,17 +164,6 @@ def _per_file(lines: list[str]) -> list[tuple[str, list[str]]]:
     return files
 
 
-def _blocks(lines: list[str]) -> list[str]:
-    """stderr as report blocks (heading + continuation lines), sorted."""
-    blocks: list[list[str]] = []
-    for line in lines:
-        if blocks and CONTINUATION.match(line):
-            blocks[-1].append(line)
-        else:
-            blocks.append([line])
-    return sorted("\n".join(b) for b in blocks)
-
-
 def _first_difference(kafka: list[str], ours: list[str]) -> str:
     for i, (a, b) in enumerate(zip(kafka, ours, strict=False)):
         if a != b:
@@ -174,7 +184,7 @@ class Case:
 
 
 def compare_run(kafka: Run, ours: Run) -> list[Case]:
-    """Cases of one run: each dumped file's stdout line for line, then stderr as report blocks."""
+    """Cases of one run: each dumped file's stdout line for line, then stderr line for line."""
     files_arg = kafka.args[kafka.args.index("--files") + 1]
     flags = " ".join(a for a in kafka.args if a not in ("--files", files_arg)) or "(no flags)"
     cases: list[Case] = []
@@ -190,12 +200,7 @@ def compare_run(kafka: Run, ours: Run) -> list[Case]:
         cases.append(Case(f"[{flags}] files of {files_arg[:120]}", False,
                           f"kafka dumped {len(k_files)} files, klogs {len(o_files)}"
                           f" (kafka stderr: {kafka.stderr[-1:]}, klogs stderr: {ours.stderr[-1:]})"))
-    k_blocks, o_blocks = _blocks(kafka.stderr), _blocks(ours.stderr)
-    equal = k_blocks == o_blocks
-    detail = ""
-    if not equal:
-        only_k = [b for b in k_blocks if b not in o_blocks]
-        only_o = [b for b in o_blocks if b not in k_blocks]
-        detail = f"only kafka {only_k[:3]!r}; only klogs {only_o[:3]!r}"
+    equal = kafka.stderr == ours.stderr
+    detail = "" if equal else _first_difference(kafka.stderr, ours.stderr)
     cases.append(Case(f"[{flags}] stderr of {files_arg[:120]}", equal, detail))
     return cases

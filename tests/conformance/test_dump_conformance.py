@@ -17,7 +17,23 @@ the same flag sets run over the same files in both, and the text must be equal l
 
 * every segment file of the conformance broker's log dir (a copy taken after the standard
   workload: all codecs, transactions committed and aborted, consumer groups, the KRaft metadata
-  log, compacted and retention topics, restarts and a kill -9).
+  log, compacted and retention topics, restarts and a kill -9);
+* files that are not Kafka's (no suffix, an unknown suffix, text named like a segment), each in a
+  run of its own;
+* many files per run whose end-of-run reports Kafka lists in its hash map's order: logs with
+  non-consecutive offsets (``--deep-iteration``, 2 to 70 files, so that the map grows: Java's at
+  the call after 12 keys, Scala's at the put before), and index / time index files with mismatches,
+  out-of-order and missing offsets; stderr is compared in order (``kafka_dump.compare_run``), and
+  Kafka's order is checked to differ from the argument order;
+* the ``__cluster_metadata-0`` logs of a newer release's brokers (4.4.0's: the shared broker's after
+  the standard workload, and one made to write records only newer releases have) read by an older
+  release's tool (3.9.1's, ``--cluster-metadata-decoder`` and ``--deep-iteration``): the older tool
+  decodes with its own schemas.
+
+Beside the comparisons: the hash-map models of ``kafka_format/cli/jvm_maps.py`` against the JVM's
+maps (``MapOrderDriver.java``) on many key sets, and the metadata schemas of each release
+(``kafka_format/internal/schemas/releases.py``) against the JSON in that release's
+``kafka-metadata`` jar.
 
 Kafka runs once per release: one JVM runs every (flag set, files) job (tests/conformance/DumpDriver.java).
 Each file under each flag set, and each run's stderr, is one case of the ``dump`` comparison in
@@ -26,7 +42,9 @@ CONFORMANCE.md.
 
 from __future__ import annotations
 
+import itertools
 import os
+import random
 import shutil
 import struct
 from collections import defaultdict
@@ -39,6 +57,7 @@ import kafka_dump
 import pytest
 from broker import KafkaBroker
 
+from kafka_format.cli import dump_source as source
 from kafka_format.writer import (
     CODEC_GZIP,
     CODEC_LZ4,
@@ -231,6 +250,73 @@ def _damaged(root: Path) -> list[Path]:
     return made
 
 
+def _odd(root: Path) -> list[Path]:
+    """Files that are not Kafka's: DumpLogSegments ignores them (4.4), dies on a name without a '.'
+    (3.9: ``substring(lastIndexOf("."))``), or reads text as batches."""
+    d = root / "not-kafka"
+    d.mkdir()
+    text = "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+    made = [d / "passwd", d / "notes.txt", d / "hosts.log", d / f"{0:020d}.log", d / f"{5:020d}.index"]
+    for path in made:
+        path.write_text(text)
+    return made
+
+
+REPORT_RUN_SIZES = (2, 5, 11, 12, 13, 14, 26, 49, 70)
+
+
+def _gapped(root: Path, count: int = max(REPORT_RUN_SIZES)) -> list[Path]:
+    """``count`` segments over several partition dirs, each with non-consecutive offsets between its
+    batches (as compaction leaves them): 1 to 3 gaps a file, so the reports' maps see a varying
+    number of calls per file."""
+    made: list[Path] = []
+    for i in range(count):
+        d = root / f"gaps-{i % 9}"
+        d.mkdir(parents=True, exist_ok=True)
+        base = 1000 * i + i % 2          # a first offset other than 0 as well
+        seg = SegmentWriter(d, base)
+        offset = base
+        for b in range(2 + i % 3):
+            recs = [Record(f"k{offset + j}".encode(), f"v{offset + j}".encode(), T0 + offset + j) for j in range(2)]
+            seg.append([build_v2_batch(recs, base_offset=offset)])
+            offset += len(recs) + 1 + (i + b) % 4
+        seg.close()
+        made.append(seg.log_path)
+    return made
+
+
+def _mismatched(root: Path, count: int) -> list[Path]:
+    """``count`` segments whose ``.index`` has an entry that is not its batch's last offset and whose
+    ``.timeindex`` has a wrong timestamp, an out-of-order one and an offset no batch ends at (each
+    segment: 4 batches of 3 records, offsets base + 3i .. base + 3i + 2)."""
+    made: list[Path] = []
+    for i in range(count):
+        d = root / f"mismatched-{i % 5}"
+        d.mkdir(parents=True, exist_ok=True)
+        base = 100 * (i + 1)
+        seg = _segment(d, base)
+        pos = [p for p, _ in seg.batches]
+        seg.path(".index").write_bytes(b"".join(struct.pack(">ii", r, p) for r, p in (
+            (2, pos[0]), (6, pos[1]), (8, pos[2]))))
+        seg.path(".timeindex").write_bytes(b"".join(struct.pack(">qi", t, r) for t, r in (
+            (T0 + base + 2, 2), (T0 + base + 999, 5), (T0 + base + 1, 8), (T0 + base + 2000, 7))))
+        made += [seg.path(".index"), seg.path(".timeindex")]
+    return made
+
+
+def _report_jobs(gapped: list[Path], mismatched: list[Path]) -> list[list[str]]:
+    """Multi-file runs whose stderr reports list many files (see the module doc)."""
+    jobs = [_job(["--deep-iteration"], gapped[:n]) for n in REPORT_RUN_SIZES]
+    jobs += [_job(["--deep-iteration"], list(reversed(gapped[:n]))) for n in (13, 49)]
+    for flags in ([], ["--verify-index-only"]):
+        jobs += [_job(flags, mismatched[:n]) for n in (6, 26, len(mismatched))]
+    return jobs
+
+
+def _headings(lines: list[str], prefix: str) -> list[str]:
+    return [line[len(prefix):] for line in lines if line.startswith(prefix)]
+
+
 # --- jobs -----------------------------------------------------------------------------------------
 
 def _chunks(paths: list[Path]) -> Iterator[list[Path]]:
@@ -252,7 +338,7 @@ def _isolated(path: Path, scratch: Path) -> Path:
     directory = scratch / f"run-{sum(1 for _ in scratch.iterdir())}" / path.parent.name
     directory.mkdir(parents=True)
     stem = path.name.split(".")[0]
-    for sibling in path.parent.glob(f"{stem}.*"):
+    for sibling in [path, *path.parent.glob(f"{stem}.*")]:
         shutil.copy2(sibling, directory / sibling.name)
     return directory / path.name
 
@@ -292,28 +378,177 @@ def static_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], 
     samples = _segment_files(SAMPLES)
     real = _realdata_selection(REALDATA) if REALDATA.is_dir() else []
     damaged = _damaged(tmp_path_factory.mktemp("damaged"))
+    odd = _odd(tmp_path_factory.mktemp("odd"))
     together = [p.resolve() for p in samples + real if not _runs_alone(p)]
-    alone = [p.resolve() for p in real if _runs_alone(p)] + damaged
+    alone = [p.resolve() for p in real if _runs_alone(p)] + damaged + odd
     return together, alone
+
+
+@pytest.fixture(scope="module")
+def report_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], list[Path]]:
+    """(logs with gaps, index and time index files with mismatches) for the multi-file runs."""
+    root = tmp_path_factory.mktemp("reports")
+    return _gapped(root / "logs"), _mismatched(root / "indexes", 40)
+
+
+# The __cluster_metadata-0 copies of each version's broker this session (written by the dump test),
+# for older releases' tools to read.
+_METADATA_LOGS: dict[str, Path] = {}
+
+
+def _need_javac() -> None:
+    if shutil.which("javac") is None and not Path(str(kafka_dist.java())).with_name("javac").exists():
+        pytest.skip("javac not found (the drivers are compiled on first use)")
+
+
+def _compare(conformance: Any, kafka_version: str, jobs: list[list[str]], workdir: Path,
+             prefix: str = "") -> list[kafka_dump.Run]:
+    """Run ``jobs`` in klogs dump, then in Kafka; record every case; returns Kafka's runs."""
+    # klogs first: Kafka's tool may create files (see _isolated) that klogs must not see
+    our_runs = [kafka_dump.run_ours(kafka_version, job) for job in jobs]
+    kafka_runs = kafka_dump.run_kafka(kafka_version, jobs, workdir)
+    for kafka, ours in zip(kafka_runs, our_runs, strict=True):
+        for case in kafka_dump.compare_run(kafka, ours):
+            conformance.record("dump", kafka_version, prefix + case.name, case.equal, case.detail)
+    return kafka_runs
 
 
 def test_dump_equals_kafka(kafka_version: str, kafka_broker: KafkaBroker, standard_workload: object,
                            conformance: Any, static_files: tuple[list[Path], list[Path]],
-                           tmp_path: Path) -> None:
+                           report_files: tuple[list[Path], list[Path]], tmp_path: Path) -> None:
     """Every flag set over every file: klogs dump's text equals Kafka's DumpLogSegments'."""
-    if shutil.which("javac") is None and not Path(str(kafka_dist.java())).with_name("javac").exists():
-        pytest.skip("javac not found (the dump driver is compiled on first use)")
+    _need_javac()
     together, alone = static_files
     broker_copy = kafka_broker.copy_log_dirs(tmp_path / "broker")   # the live broker's files, frozen
+    _METADATA_LOGS[kafka_version] = broker_copy / "__cluster_metadata-0"
     from_broker = [p for p in _segment_files(broker_copy) if not _runs_alone(p)]
     assert len(from_broker) > 20, f"the broker left only {from_broker}"
     scratch = tmp_path / "alone"
     scratch.mkdir()
-    jobs = _jobs(together + from_broker, alone, scratch)
-    # klogs first: Kafka's tool may create files (see _isolated) that klogs must not see
-    our_runs = [kafka_dump.run_ours(kafka_version, job) for job in jobs]
-    kafka_runs = kafka_dump.run_kafka(kafka_version, jobs, tmp_path)
-    for kafka, ours in zip(kafka_runs, our_runs, strict=True):
-        for case in kafka_dump.compare_run(kafka, ours):
-            conformance.record("dump", kafka_version, case.name, case.equal, case.detail)
+    gapped, mismatched = report_files
+    report_jobs = _report_jobs(gapped, mismatched)
+    jobs = _jobs(together + from_broker, alone, scratch) + report_jobs
+    kafka_runs = _compare(conformance, kafka_version, jobs, tmp_path)
+    # the multi-file runs must be able to tell hash order from argument order: in Kafka's own output
+    reordered = 0
+    for run in kafka_runs[-len(report_jobs):]:
+        files = [str(source.absolute(f)) for f in run.args[run.args.index("--files") + 1].split(",")]
+        listed = _headings(run.stderr, "Non-consecutive offsets in ") or _headings(run.stderr, "Mismatches in :")
+        assert listed, f"no report in Kafka's stderr of {run.args[:3]}"
+        reordered += listed != [f for f in files if f in listed]
+    assert reordered >= len(report_jobs) // 2, f"Kafka listed only {reordered} runs' files out of order"
     conformance.assert_equal("dump", kafka_version, at_least=len(together) + len(from_broker))
+
+
+def _newer_metadata_logs(kafka_version: str, tmp_path: Path) -> tuple[str, list[Path]]:
+    """(the newest release compared, ``__cluster_metadata-0`` dirs its brokers wrote): one broker of it
+    started here for what only a newer release writes (a topic whose ``min.insync.replicas``
+    changes: ``ClearElrRecord``; a restart: new registrations), and this session's copy of its
+    shared broker after the standard workload when that ran first."""
+    newer = [v for v in kafka_dist.KAFKA_VERSIONS if _release(v) > _release(kafka_version)]
+    if not newer:
+        pytest.skip(f"no release newer than {kafka_version} is compared")
+    version = newer[0]
+    if kafka_dist.classpath(version) is None:
+        pytest.skip(f"Kafka {version} unavailable: {kafka_dist.unavailable_reason(version)}")
+    with KafkaBroker(version, tmp_path / f"kafka-{version}") as broker:
+        broker.create_topic("written-by-newer", partitions=2)
+        broker.alter_topic_config("written-by-newer", {"min.insync.replicas": "1"})
+        broker.restart()
+        copy = broker.copy_log_dirs(tmp_path / f"copy-{version}")
+    dirs = [copy / "__cluster_metadata-0"]
+    if version in _METADATA_LOGS:
+        dirs.append(_METADATA_LOGS[version])
+    return version, dirs
+
+
+def _release(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def test_dump_reads_newer_metadata_logs(kafka_version: str, conformance: Any, tmp_path: Path) -> None:
+    """A newer broker's ``__cluster_metadata-0`` (its records, versions and fields the older release
+    does not know) read by this release's tool: klogs dump --kafka-version prints what it prints."""
+    _need_javac()
+    newer, directories = _newer_metadata_logs(kafka_version, tmp_path)
+    files = sorted(p for d in directories for p in d.iterdir() if p.suffix in (".log", ".checkpoint"))
+    assert any(p.suffix == ".log" and p.stat().st_size for p in files), f"no metadata log in {directories}"
+    jobs = [_job(flags, files) for flags in (["--cluster-metadata-decoder"], ["--deep-iteration"])]
+    before = len(conformance.cases)
+    kafka_runs = _compare(conformance, kafka_version, jobs, tmp_path, prefix=f"{newer}-written ")
+    assert len(conformance.cases) - before >= 2 * len(files)
+    # the comparison covers what the older tool cannot read (by its own output)
+    unreadable = {line.split(", skipping. ", 1)[1] for line in kafka_runs[0].stdout if ", skipping. " in line}
+    assert unreadable, f"Kafka {kafka_version} read every record of the {newer} log"
+    conformance.assert_equal("dump", kafka_version, at_least=2 * len(files))
+
+
+def test_report_maps_follow_the_jvm(kafka_version: str) -> None:
+    """The hash-map models behind the reports' file order against this release's JVM and scala-library:
+    random paths called once to thrice, keys of one hash code, and keys of one bucket (trees)."""
+    from kafka_format.cli.jvm_maps import JavaHashMap, ScalaHashMap, spread_hash
+
+    _need_javac()
+    rnd = random.Random(33)
+    lists: list[list[str]] = []
+    for n in [*range(1, 80), 100, 200, 700]:
+        keys = [f"/var/lib/kafka-{rnd.randint(0, 3)}/t{rnd.randint(0, 40)}-{rnd.randint(0, 9)}/"
+                f"{rnd.randint(0, 10**7):020d}.log" for _ in range(n)]
+        lists.append([k for k in keys for _ in range(rnd.choice((1, 1, 2, 3)))])
+    equal = ["/x/" + "".join(p) for p in itertools.product(("Aa", "BB"), repeat=6)]   # one hash code
+    for n in (7, 8, 9, 13, 33, 64):
+        lists.append(rnd.sample(equal, n))
+    bucket: list[str] = []
+    i = 0
+    while len(bucket) < 40:             # keys of one bucket of 128, different hashes: a tree bin
+        key = f"/k/{i}"
+        i += 1
+        if spread_hash(key) & 127 == 5:
+            bucket.append(key)
+    for filler in (0, 40, 70, 130):
+        for n in (8, 9, 14, 40):
+            keys = [f"/f/{j}" for j in range(filler)] + bucket[:n]
+            lists += [keys, bucket[:n] + keys[:filler], rnd.sample(keys, len(keys)) * 2]
+    scala_tool = kafka_dump.tool_class(kafka_version).startswith("kafka.")
+    differ = []
+    for keys, (java, scala) in zip(lists, kafka_dump.jvm_map_orders(kafka_version, lists), strict=True):
+        jm, sm = JavaHashMap(), ScalaHashMap()
+        for key in keys:
+            jm.compute_if_absent(key)
+            sm.put(key)
+        if jm.keys() != java or (scala_tool and sm.keys() != scala):
+            differ.append(len(set(keys)))
+    assert not differ, f"{len(differ)} of {len(lists)} key lists ordered otherwise (distinct keys: {differ[:10]})"
+
+
+def test_release_metadata_schemas_are_the_releases(kafka_version: str) -> None:
+    """``metadata_schemas(release)`` equals the metadata record definitions in the release's own
+    ``kafka-metadata`` jar (trimmed as ``_generate.py`` trims)."""
+    import json
+    import zipfile
+
+    from kafka_format.internal.schemas._generate import _trim
+    from kafka_format.internal.schemas.releases import metadata_schemas
+
+    classpath = kafka_dist.classpath(kafka_version)
+    assert classpath is not None
+    jar = next(p for p in classpath.split(os.pathsep) if Path(p).name == f"kafka-metadata-{kafka_version}.jar")
+    theirs: dict[str, Any] = {}
+    with zipfile.ZipFile(jar) as z:
+        for entry in z.namelist():
+            if entry.startswith("common/metadata/") and entry.endswith(".json"):
+                text = "\n".join(line for line in z.read(entry).decode("utf-8").splitlines()
+                                 if not line.lstrip().startswith("//"))
+                doc = _trim(json.loads(text))
+                theirs[doc["name"]] = doc
+    assert len(theirs) > 20
+    ours = {name: doc for name, doc in metadata_schemas(_release(kafka_version)).items() if "@" not in name}
+
+    def norm(o: Any) -> Any:   # some definitions quote tags ("tag": "2"), some do not
+        if isinstance(o, dict):
+            return {k: str(v) if k == "tag" else norm(v) for k, v in o.items()}
+        return [norm(x) for x in o] if isinstance(o, list) else o
+
+    assert sorted(ours) == sorted(theirs)
+    assert [n for n in ours if norm(ours[n]) != norm(theirs[n])] == []

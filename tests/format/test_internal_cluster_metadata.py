@@ -212,7 +212,8 @@ def test_framing_errors_and_unknown_types() -> None:
     unknown = cm.decode_metadata_record(b"\x01\x63\x00\xaa")
     assert unknown["type"] == "UNKNOWN" and unknown["apiKey"] == 0x63 and unknown["raw"] == b"\xaa"
     # ClusterMetadataLogMessageParser's texts
-    assert cm.format_metadata_record(b"\x01\x63\x00\xaa", 8) == "Error at 8, skipping. Unknown metadata id 99"
+    assert cm.format_metadata_record(b"\x01\x63\x00\xaa", 8) == (     # MetadataParseException(cause)
+        "Error at 8, skipping. org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id 99")
     assert cm.format_metadata_record(b"\x00", 9).startswith("Error at 9, skipping. ")
     assert cm.format_metadata_record(cm.encode_topic_record("t", "AAAAAAAAAAAAAAAAAAAAAQ"), 1) == (
         '{"type":"TOPIC_RECORD","version":0,"data":{"name":"t","topicId":"AAAAAAAAAAAAAAAAAAAAAQ"}}')

@@ -11,7 +11,11 @@ because the JSON definitions of that release are not in the mirror ``_generate.p
 * ``BrokerRegistrationChangeRecord`` v3: tagged field 3 ``CordonedLogDirs`` (nullable ``[]uuid``,
   default null: "null if no change") -- ``BrokerRegistrationChangeRecord.SCHEMA_3``;
 * ``ClearElrRecord`` (metadata api key 28, v0, flexible): ``TopicName`` string --
-  ``ClearElrRecord.SCHEMA_0`` (``topic_name``).
+  ``ClearElrRecord.SCHEMA_0`` (``topic_name``);
+* ``UnregisterControllerRecord`` (metadata api key 29, v0, flexible): ``ControllerId`` int32 --
+  ``metadata/src/main/resources/common/metadata/UnregisterControllerRecord.json`` of 4.4.0.
+
+Which release brought each metadata change: :mod:`kafka_format.internal.schemas.releases`.
 
 :func:`apply` is idempotent; ``protocol`` applies it once at import.
 """
@@ -38,6 +42,9 @@ _ADDED_SCHEMAS: dict[str, dict[str, Any]] = {
     "ClearElrRecord": {"apiKey": 28, "type": "metadata", "name": "ClearElrRecord", "validVersions": "0",
                        "flexibleVersions": "0+",
                        "fields": [{"name": "TopicName", "type": "string", "versions": "0+"}]},
+    "UnregisterControllerRecord": {"apiKey": 29, "type": "metadata", "name": "UnregisterControllerRecord",
+                                   "validVersions": "0", "flexibleVersions": "0+",
+                                   "fields": [{"name": "ControllerId", "type": "int32", "versions": "0+"}]},
 }
 
 
