@@ -42,9 +42,11 @@ class KafkaFormatError(Exception):
         found: what the bytes actually say.
         base_offset: Kafka offset of the batch involved, when known.
         code: stable machine-readable error kind (class default if not given).
+        hint: what the user can do about it (rendered last; :meth:`with_hint`), or None.
     """
 
     code = "KAFKA_FORMAT_ERROR"
+    hint: str | None = None
     _path: str | None = None
 
     @property
@@ -77,6 +79,12 @@ class KafkaFormatError(Exception):
             self.code = code
         super().__init__(self._render())
 
+    def with_hint(self, hint: str | None) -> KafkaFormatError:
+        """This error with ``hint`` (what would get past it) as the last part of its message."""
+        self.hint = hint
+        self.args = (self._render() if hint is None else _redact(f"{self._render()}; {hint}"),)
+        return self
+
     def _render(self) -> str:
         where = self.path if self.path is not None else "<bytes>"
         if self.position is not None:
@@ -94,7 +102,7 @@ class KafkaFormatError(Exception):
         return (
             _rebuild,
             (type(self), self.reason, self.path, self.position, self.expected,
-             self.found, self.base_offset, self.code),
+             self.found, self.base_offset, self.code, self.hint),
         )
 
 
@@ -108,9 +116,11 @@ def _redact(text: str) -> str:
 
 
 def _rebuild(cls: type[KafkaFormatError], reason: str, path: str | None, position: int | None,
-             expected: str | None, found: str | None, base_offset: int | None, code: str) -> KafkaFormatError:
-    return cls(reason, path=path, position=position, expected=expected, found=found,
-               base_offset=base_offset, code=code)
+             expected: str | None, found: str | None, base_offset: int | None, code: str,
+             hint: str | None = None) -> KafkaFormatError:
+    err = cls(reason, path=path, position=position, expected=expected, found=found,
+              base_offset=base_offset, code=code)
+    return err if hint is None else err.with_hint(hint)
 
 
 class CorruptRecordError(KafkaFormatError):

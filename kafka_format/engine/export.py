@@ -9,9 +9,11 @@ split reader, :func:`kafka_format.read.split_reader.read_split`), streaming, and
 (or ``OUT/date=.../``) with ``TIMESTAMP_MICROS`` timestamps into a staging directory published by
 one rename, as the Spark export does.  Typed keys and values (``--key-as``/``--value-as avro``, ...)
 are decoded by :func:`decode_table` with the plan made on the command line, batch by batch, as the
-Spark source's reader decodes them.  What needs Spark (:func:`needs_spark`): Delta,
-``--checkpoint`` (Spark's streaming checkpoint), ``--value-as json`` (Spark's JSON parser decides
-what passes).  No pyspark here.
+Spark source's reader decodes them.  Skipped byte ranges (``mode=PERMISSIVE`` or
+``DROPMALFORMED``, the latter read as PERMISSIVE with the ``_corrupt`` rows left out) come back
+with each split's task and are merged by :func:`merge_skipped`, the rule of both engines.  What
+needs Spark (:func:`needs_spark`): Delta, ``--checkpoint`` (Spark's streaming checkpoint),
+``--value-as json`` (Spark's JSON parser decides what passes).  No pyspark here.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import itertools
 import os
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -41,7 +43,7 @@ __all__ = [
     "FORMATS", "PARTITION_LAYOUTS", "TYPED_AS", "KEY_AS", "VALUE_AS", "ExportError", "ExportResult", "source_options",
     "parse_partition_by", "PARQUET_OWNER", "INCREMENTAL_OWNER", "DELTA_OWNER", "CHECKPOINT_OWNER", "BATCH_OWNER",
     "output_owner", "hold_outputs", "check_location", "needs_spark", "export_local", "convert_table",
-    "decode_table",
+    "decode_table", "merge_skipped", "read_mode", "skip_reading_options",
 ]
 
 FORMATS = ("parquet", "delta")
@@ -72,19 +74,69 @@ class ExportResult:
     rows: int = 0                                   # rows this run published
     files: int = 0                                  # data files this run published
     batches: tuple[int, ...] = ()                   # micro-batches published by this run
-    skipped: tuple[int, ...] = ()                   # replayed micro-batches found already published
+    replayed_batches: tuple[int, ...] = ()          # replayed micro-batches found already published
     version: int | None = None                      # Delta table version after the run
     engine: str = "spark"                           # parquet: spark; delta: delta-spark | delta-rs
     typed: dict[str, Any] | None = None             # typed key/value: table types, mode, decode errors
+    # byte ranges the reads of this run skipped (PERMISSIVE, DROPMALFORMED): merge_skipped(...)
+    skipped_ranges: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def skipped_bytes(self) -> int:
+        """The bytes of :attr:`skipped_ranges`."""
+        return sum(int(r["length"]) for r in self.skipped_ranges)
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (lists for tuples; ``out`` without URI credentials; ``typed`` only when
-        typed columns were exported)."""
+        """A JSON-ready dict (lists for tuples; ``out`` and the skipped ranges' files without URI
+        credentials; ``typed`` only when typed columns were exported; ``skipped_bytes`` the sum of
+        ``skipped_ranges``)."""
         d = asdict(self)
         d["out"] = redact(str(d["out"]))
+        d["skipped_ranges"] = [{**r, "file": redact(str(r["file"]))} for r in self.skipped_ranges]
+        d["skipped_bytes"] = self.skipped_bytes
         if d.get("typed") is None:
             d.pop("typed", None)
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+# --- skipped byte ranges ------------------------------------------------------------------------
+def merge_skipped(found: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """The skipped byte ranges of an export: ``found`` (values of the ``_corrupt`` column, from
+    any number of reads) per file, merged where they overlap or touch as ``klogs dump --json``
+    and the audit merge them (:func:`kafka_format.log.audit.scan.merge_skipped_ranges`: the
+    reason of a merged run's first range), so a range read twice -- by two micro-batches, or
+    by two splits of one segment -- is reported once; ``{"file", "position", "length",
+    "reason"}`` by file and position."""
+    from kafka_format.log.audit.scan import merge_skipped_ranges
+    from kafka_format.records.walker import SkippedRange
+
+    by_file: dict[str, list[SkippedRange]] = {}
+    for r in found:
+        file = redact(str(r["file"]))
+        by_file.setdefault(file, []).append(SkippedRange(file, int(r["position"]), int(r["length"]),
+                                                         str(r["reason"])))
+    out: list[dict[str, Any]] = []
+    for file in sorted(by_file):
+        ranges = by_file[file]
+        limit = max(x.position + x.length for x in ranges)
+        out += [{"file": file, "position": m.position, "length": m.length, "reason": m.reason}
+                for m in merge_skipped_ranges(ranges, limit, file)]
+    return tuple(out)
+
+
+def read_mode(options: Mapping[str, str]) -> str:
+    """The ``mode`` of data-source ``options`` (keys are case-insensitive; FAILFAST by default)."""
+    value = next((v for k, v in options.items() if k.lower() == "mode"), "FAILFAST")
+    return str(value).strip().upper()
+
+
+def skip_reading_options(options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` as an export reads them: ``mode=DROPMALFORMED`` becomes ``PERMISSIVE`` (the
+    skipped ranges arrive as ``_corrupt`` rows, which the export counts, then drops: the ranges of
+    both modes are the same), anything else unchanged."""
+    if read_mode(options) != "DROPMALFORMED":
+        return dict(options)
+    return {**{k: v for k, v in options.items() if k.lower() != "mode"}, "mode": "PERMISSIVE"}
 
 
 # --- options ----------------------------------------------------------------------------------
@@ -299,12 +351,43 @@ class _SplitExport:
     typed: Any = None             # a kafka_format.registry.typed.TypedPlan, or None
 
 
-def _export_split(task: _SplitExport) -> dict[str, int]:
+@dataclass(frozen=True)
+class _SplitDone:
+    """What one split's task reports: rows that did not decode per typed column, and the values of
+    the ``_corrupt`` rows its read yielded (the byte ranges it skipped)."""
+
+    decode_errors: dict[str, int]
+    skipped: tuple[dict[str, Any], ...]
+
+
+def _skipped_rows(batch: pa.RecordBatch, drop: bool) -> tuple[pa.RecordBatch, list[dict[str, Any]]]:
+    """``batch`` and the ``_corrupt`` values of its rows where set; ``drop``: those rows and the
+    column left out (DROPMALFORMED, read as PERMISSIVE)."""
+    import pyarrow.compute as pc
+
+    from kafka_format.read.split_reader import CORRUPT_COLUMN
+
+    i = batch.schema.get_field_index(CORRUPT_COLUMN)
+    if i < 0:
+        return batch, []
+    column = batch.column(i)
+    found = [v for v in column.to_pylist() if v is not None] if column.null_count < len(column) else []
+    if drop:
+        if found:
+            batch = batch.filter(pc.is_null(column))
+        batch = batch.remove_column(i)
+    return batch, found
+
+
+def _export_split(task: _SplitExport) -> _SplitDone:
     """Stream one split's rows into Parquet files under ``task.root`` (hive directories of
     ``partition_by``), typed columns decoded batch by batch (:func:`decode_table`'s rule); the
-    rows that did not decode per typed column.  Holds one row group's rows at a time
-    (:func:`kafka_format.output.parquet.row_groups`; the dataset writer's own groups when
-    partitioned by other columns)."""
+    rows that did not decode per typed column and the skipped byte ranges.  DROPMALFORMED reads
+    as PERMISSIVE and leaves out the ``_corrupt`` rows once their ranges are taken.  Holds one row
+    group's rows at a time (:func:`kafka_format.output.parquet.row_groups`; the dataset writer's
+    own groups when partitioned by other columns)."""
+    from dataclasses import replace
+
     import pyarrow.dataset as ds
 
     from kafka_format.read.split_reader import arrow_schema, read_split
@@ -316,6 +399,9 @@ def _export_split(task: _SplitExport) -> dict[str, int]:
 
         source = typed_schema(source, typed.plans, typed.mode == "PERMISSIVE")
     counts = {c: 0 for c in (typed.plans if typed is not None else ())}
+    dropping = task.options.mode == "DROPMALFORMED"
+    reading = replace(task.options, mode="PERMISSIVE") if dropping else task.options
+    skipped: list[dict[str, Any]] = []
 
     def convert(table: pa.Table) -> pa.Table:
         return convert_table(table, partition_by=task.partition_by, key_as=task.key_as, value_as=task.value_as)
@@ -323,7 +409,9 @@ def _export_split(task: _SplitExport) -> dict[str, int]:
     schema = convert(source.empty_table()).schema
 
     def converted() -> Iterator[pa.RecordBatch]:
-        for batch in read_split(task.split, task.options):
+        for batch in read_split(task.split, reading):
+            batch, ranges = _skipped_rows(batch, dropping)
+            skipped.extend(ranges)
             if not batch.num_rows:
                 continue
             table = pa.Table.from_batches([batch])
@@ -337,7 +425,7 @@ def _export_split(task: _SplitExport) -> dict[str, int]:
     rows = converted()
     first = next(rows, None)
     if first is None:
-        return counts
+        return _SplitDone(counts, tuple(skipped))
     in_files = [n for n in schema.names if n not in task.partition_by]
     options = write_options(first.select(in_files))
     if set(task.partition_by) <= {"topic", "partition"}:
@@ -348,14 +436,14 @@ def _export_split(task: _SplitExport) -> dict[str, int]:
         write_row_groups(os.path.join(where, f"part-{task.index:05d}-0.parquet"),
                          pa.schema([schema.field(n) for n in in_files]),
                          (batch.select(in_files) for batch in itertools.chain([first], rows)), options)
-        return counts
+        return _SplitDone(counts, tuple(skipped))
     part_schema = pa.schema([schema.field(c) for c in task.partition_by])
     ds.write_dataset(pa.RecordBatchReader.from_batches(schema, itertools.chain([first], rows)), task.root,
                      format="parquet", partitioning=ds.partitioning(part_schema, flavor="hive"),
                      basename_template=f"part-{task.index:05d}-{{i}}.parquet",
                      existing_data_behavior="overwrite_or_ignore", preserve_order=True,
                      file_options=ds.ParquetFileFormat().make_write_options(**options))
-    return counts
+    return _SplitDone(counts, tuple(skipped))
 
 
 def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str] | None = None,
@@ -387,16 +475,19 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
         with staging_dir(out, PARQUET_OWNER) as tmp:
             tasks = [_SplitExport(s, parsed, tmp, i, cols, key_as, value_as, typed) for i, s in enumerate(splits)]
             counts: dict[str, int] = {}
+            skipped: list[dict[str, Any]] = []
             weights, gil_free = split_weights(splits, rewritten=True, gil_free=compiled_decoders(typed))
-            for found in run_tasks(_export_split, tasks, weights=weights, gil_free=gil_free):
-                for c, n in found.items():
+            for done in run_tasks(_export_split, tasks, weights=weights, gil_free=gil_free):
+                for c, n in done.decode_errors.items():
                     counts[c] = counts.get(c, 0) + n
+                skipped += done.skipped
             with open(os.path.join(tmp, "_SUCCESS"), "wb"):
                 pass
             files = _data_files(pafs.LocalFileSystem(), tmp)
             crash_point("export:files-written")
     return ExportResult(out=out, format="parquet", partition_by=cols, rows=sum(f.rows for f in files),
-                        files=len(files), engine="local", typed=None if typed is None else typed.report(counts))
+                        files=len(files), engine="local", typed=None if typed is None else typed.report(counts),
+                        skipped_ranges=merge_skipped(skipped))
 
 
 def _probe(options: Any) -> pa.Table:

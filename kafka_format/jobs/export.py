@@ -10,8 +10,10 @@
 ``--now``/``--config``/``--config-file`` are accepted (common flags) and unused.  Extensions:
 ``--isolation-level`` and ``--option KEY=VALUE`` (repeatable) pass options to the ``kafka-log``
 source (e.g. ``--option mode=PERMISSIVE``, ``--option upTo=highWatermark``).  Prints one JSON
-object (what was published) on stdout.  F is ``avro``, ``protobuf``, ``json-schema`` or
-``auto``: typed columns from the Schema Registry wire format (:mod:`kafka_format.jobs.typedargs`).
+object (what was published, with every byte range the read skipped: ``skipped_ranges``) on
+stdout, and the skipped ranges' totals on stderr when there are any; a FAILFAST error about
+damaged bytes names the ``--option mode=`` values that would skip them.  F is ``avro``,
+``protobuf``, ``json-schema`` or ``auto``: typed columns from the Schema Registry wire format (:mod:`kafka_format.jobs.typedargs`).
 A local ``--out`` / ``--checkpoint`` that is not absent, empty or this kind of export's own previous
 output, or that another run holds, is refused with exit 2 before Spark starts.  Logic: :mod:`kafka_format.spark.export`.
 """
@@ -21,8 +23,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from kafka_format.common.errors import KafkaFormatError
 from kafka_format.jobs.jobargs import (
     EXIT_OK,
     JobContext,
@@ -36,11 +41,14 @@ from kafka_format.jobs.jobargs import (
 from kafka_format.jobs.typedargs import TYPED_AS, add_typed_arguments, typed_from_args
 
 if TYPE_CHECKING:
+    from kafka_format.engine.export import ExportResult
     from kafka_format.registry.typed import TypedPlan
 
 __all__ = ["main", "build_parser"]
 
 PROG = "export"
+# The data source's FAILFAST hint (kafka_format.read.split_reader.SKIP_HINT) in this job's flags.
+SKIP_FLAGS = "use --option mode=PERMISSIVE or --option mode=DROPMALFORMED to skip the range (each skipped range is reported)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,8 +98,44 @@ def _body(args: argparse.Namespace) -> int:
     typed = typed_from_args(args, ctx.logdirs, ctx.topics, ctx.topic_pattern, opts)   # before Spark starts
     # refused or busy: exit 2 now (s3a:// ones once the session has S3A's settings: export() checks them)
     with hold_outputs(str(ctx.out), format=ctx.format or "parquet", incremental=bool(args.checkpoint),
-                      checkpoint=args.checkpoint, inputs=ctx.logdirs, stores=False):
+                      checkpoint=args.checkpoint, inputs=ctx.logdirs, stores=False), _skip_flags():
         return _run(ctx, args, opts, typed)
+
+
+@contextmanager
+def _skip_flags() -> Iterator[None]:
+    """A FAILFAST error about the bytes read (its hint the data source's
+    :data:`~kafka_format.read.split_reader.SKIP_HINT`) names this job's flags instead, on either
+    engine (on Spark the error reaches the driver as the text of a failed task)."""
+    from kafka_format.jobs.sparkerrors import SparkFailure, spark_failure
+    from kafka_format.read.split_reader import SKIP_HINT
+
+    try:
+        yield
+    except KafkaFormatError as exc:
+        if exc.hint == SKIP_HINT:
+            exc.with_hint(SKIP_FLAGS)
+        raise
+    except Exception as exc:
+        failure = spark_failure(exc)
+        if failure is None or SKIP_HINT not in str(failure):
+            raise
+        raise SparkFailure(str(failure).replace(SKIP_HINT, SKIP_FLAGS)) from None
+
+
+def _print_result(result: ExportResult, opts: dict[str, str]) -> None:
+    """The result on stdout (one JSON object, exact numbers); the skipped ranges' totals on stderr."""
+    from kafka_format.common.units import human_bytes
+    from kafka_format.engine.export import read_mode
+
+    print(json.dumps(result.to_json(), sort_keys=True), flush=True)
+    ranges = result.skipped_ranges
+    if ranges:
+        files = len({r["file"] for r in ranges})
+        print(f"klogs {PROG}: {read_mode(opts)} skipped {len(ranges)} damaged byte range{'s' * (len(ranges) != 1)} "
+              f"({human_bytes(result.skipped_bytes)}) in {files} "
+              f"file{'s' * (files != 1)}; each one (file, position, length, reason) is in skipped_ranges on stdout",
+              file=sys.stderr, flush=True)
 
 
 def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str], typed: TypedPlan | None = None) -> int:
@@ -107,7 +151,7 @@ def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str], typed:
                                   key_as=args.key_as, value_as=args.value_as, typed=typed)
         except ValueError as exc:      # bad option values
             raise UsageError(str(exc)) from None
-        print(json.dumps(result.to_json(), sort_keys=True))
+        _print_result(result, opts)
         return EXIT_OK
     from kafka_format.spark.export import export, export_incremental, read_source
 
@@ -126,7 +170,7 @@ def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str], typed:
             result = export(read_source(spark, ctx.logdirs, opts, typed=typed), str(ctx.out), **common)
     except ValueError as exc:          # bad option values, non-local Parquet target
         raise UsageError(str(exc)) from None
-    print(json.dumps(result.to_json(), sort_keys=True))
+    _print_result(result, opts)
     return EXIT_OK
 
 

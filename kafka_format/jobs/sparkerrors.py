@@ -130,6 +130,8 @@ def spark_failure(exc: BaseException, *, task_names: Any = None) -> SparkFailure
     ``topic-partition (log dir)`` per task), used when the error names a task but not a partition;
     by default the ``klogs_stage_tasks`` a job attached to ``exc`` (its ``names``, and the tasks
     ``running`` when the JVM died, which the error cannot say)."""
+    if isinstance(exc, SparkFailure):
+        return exc                          # already described (a job re-worded it)
     text, unreadable = _text(exc)
     spark_made = _is_spark_error(exc)
     if not spark_made and not isinstance(exc, (ConnectionError, MemoryError)):

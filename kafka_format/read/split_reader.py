@@ -5,7 +5,8 @@
 split's offset and timestamp bounds, ``read_committed`` as Kafka's consumer applies it
 (``CompletedFetch``: aborted transactions from ``.txnindex``, ended by their ABORT marker),
 ``includeControlRecords``, ``granularity=batch`` and the ``mode`` (``_corrupt`` rows for
-``PERMISSIVE``, an error for a batch cut inside a closed segment in ``FAILFAST``).  The Spark data
+``PERMISSIVE``, an error for a batch cut inside a closed segment in ``FAILFAST``; a FAILFAST error
+of the bytes read ends with :data:`SKIP_HINT`, the modes that would skip them).  The Spark data
 source (:mod:`kafka_format.spark.datasource`) calls it on executors; the local engine
 (:mod:`kafka_format.engine`) calls it in the CLI's process.  No pyspark here.
 """
@@ -27,9 +28,11 @@ from kafka_format.records.schema import BATCH_SCHEMA, CORRUPT_TYPE, RECORD_SCHEM
 if TYPE_CHECKING:
     from kafka_format.read.options import ReadOptions
 
-__all__ = ["CORRUPT_COLUMN", "arrow_schema", "read_split"]
+__all__ = ["CORRUPT_COLUMN", "SKIP_HINT", "arrow_schema", "read_split"]
 
 CORRUPT_COLUMN = "_corrupt"
+# The last part of a FAILFAST error about the bytes of a split (what the other modes do with them).
+SKIP_HINT = "read with mode PERMISSIVE or DROPMALFORMED to skip the range and report it"
 ZERO_CHECK_CHUNK = 1 << 20
 
 
@@ -176,26 +179,31 @@ def read_split(split: Split, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
         skips: list[Any] = []
         ctx = FileContext(path=redact(r.path), topic=split.topic, partition=split.partition, segment=r.segment,
                           log_dir=redact(split.log_dir), broker_id=split.broker_id)   # provenance: no secret
-        with open_input(r.path) as f:
-            last_batch = -1
-            for batch in decode_segment(f, start=r.start_position, end=r.end_position, context=ctx,
-                                        verify_crc=opts.verify_crc, mode=opts.mode, on_skip=skips.append,
-                                        granularity=opts.granularity, include_headers=opts.include_headers):
-                if batch.num_rows:
-                    last_batch = max(last_batch, pc.max(batch.column("position")).as_py())
-                if record:
-                    mask = _keep_mask(batch, split, opts, state)
-                    if not mask.all():
-                        batch = batch.filter(pa.array(mask))
-                else:
-                    batch = _filter_batch_rows(batch, split, opts)
-                if batch.num_rows:
-                    yield _conform(batch, schema)
-            gap = _unread_tail(f, r, last_batch, skips)
-            gap_end = _range_end(f, r)
-        if gap is not None:
-            if opts.mode == "FAILFAST":
+        try:
+            with open_input(r.path) as f:
+                last_batch = -1
+                for batch in decode_segment(f, start=r.start_position, end=r.end_position, context=ctx,
+                                            verify_crc=opts.verify_crc, mode=opts.mode, on_skip=skips.append,
+                                            granularity=opts.granularity, include_headers=opts.include_headers):
+                    if batch.num_rows:
+                        last_batch = max(last_batch, pc.max(batch.column("position")).as_py())
+                    if record:
+                        mask = _keep_mask(batch, split, opts, state)
+                        if not mask.all():
+                            batch = batch.filter(pa.array(mask))
+                    else:
+                        batch = _filter_batch_rows(batch, split, opts)
+                    if batch.num_rows:
+                        yield _conform(batch, schema)
+                gap = _unread_tail(f, r, last_batch, skips)
+                gap_end = _range_end(f, r)
+            if gap is not None and opts.mode == "FAILFAST":
                 raise gap
+        except KafkaFormatError as exc:
+            if opts.mode == "FAILFAST" and exc.hint is None:
+                exc.with_hint(SKIP_HINT)        # what the other modes would do with these bytes
+            raise
+        if gap is not None:
             skips.append(SkippedRange(r.path, gap.position or 0, gap_end - (gap.position or 0), gap.reason))
         if skips and opts.mode == "PERMISSIVE":
             yield _corrupt_rows(skips, split, schema, r.segment)

@@ -34,6 +34,15 @@ Columns
     * Parquet timestamps are written as ``TIMESTAMP_MICROS`` (UTC-adjusted), not Spark's INT96
       default, so pyarrow, DuckDB and delta-rs read them as ``timestamp[us, UTC]``.
 
+Skipped byte ranges
+    With ``mode=PERMISSIVE`` or ``DROPMALFORMED`` the result's ``skipped_ranges`` holds every byte
+    range the reads skipped (``{"file", "position", "length", "reason"}``, merged per file by
+    :func:`kafka_format.engine.export.merge_skipped`): the ``_corrupt`` values of the rows the
+    writing query read, an observed metric of that query (:func:`observe_skipped`), exact under
+    task retries.  DROPMALFORMED is read as PERMISSIVE (:func:`read_source`) and the ``_corrupt``
+    rows left out once observed.  An incremental run adds a micro-batch's ranges once it is
+    published, never those of a replayed micro-batch found already published (not read again).
+
 Parquet layout
     Batch export::
 
@@ -137,13 +146,17 @@ from kafka_format.engine.export import (  # shared with the local engine (no pys
     _data_files,
     _is_local,
     hold_outputs,
+    merge_skipped,
     output_owner,
     parse_partition_by,
+    read_mode,
+    skip_reading_options,
     source_options,
 )
 from kafka_format.output import store as store_output
 from kafka_format.output.publish import cleanup_stale, crash_point, ensure_output_dir, local_path, staging_dir
 from kafka_format.output.store import is_store
+from kafka_format.read.split_reader import CORRUPT_COLUMN
 from kafka_format.spark.delta import session_jvm
 from kafka_format.spark.s3a import spark_path
 
@@ -152,10 +165,11 @@ __all__ = [
     "ExportError", "ExportResult", "convert_columns", "export", "export_incremental", "source_options",
     "delta_spark_available", "parse_partition_by", "read_source", "write_conf", "WRITE_CONF",
     "PARQUET_OWNER", "INCREMENTAL_OWNER", "DELTA_OWNER", "CHECKPOINT_OWNER", "BATCH_OWNER", "output_owner",
-    "hold_outputs", "OutputRefused",
+    "hold_outputs", "OutputRefused", "DROPPED_COLUMN", "observe_skipped", "skipped_values",
 ]
 
 BATCH_COLUMN = "exportBatch"            # incremental Parquet: one published directory per micro-batch
+DROPPED_COLUMN = "_klogs_dropped"        # DROPMALFORMED read as PERMISSIVE: the _corrupt values, then dropped
 BATCH_MARKER = "_klogs_batch.json"
 STAGING_DIR = "_klogs_staging"          # Delta via delta-rs: Spark's output before it is committed
 DELTA_APP_PREFIX = "klogs-export-"
@@ -177,7 +191,8 @@ class _Run:
     rows: int = 0
     files: int = 0
     batches: list[int] = field(default_factory=list)
-    skipped: list[int] = field(default_factory=list)
+    replayed: list[int] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)     # _corrupt values of published batches
 
 
 # --- options and columns --------------------------------------------------------------
@@ -248,6 +263,35 @@ def write_conf(spark: SparkSession) -> Iterator[None]:
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, old)
+
+
+def observe_skipped(df: DataFrame) -> tuple[DataFrame, Any]:
+    """``df`` with its skipped byte ranges observed by the query that runs it, and the
+    :class:`~pyspark.sql.Observation` (None when ``df`` has no ``_corrupt``/:data:`DROPPED_COLUMN`
+    column: FAILFAST, or a DROPMALFORMED read made elsewhere).  The ranges are the ``_corrupt``
+    values (``collect_list`` keeps the set ones), an observed metric: Spark merges a task's metrics
+    with its result only for the attempt whose result it keeps, once per partition, so a retried or
+    speculative task never reports a range twice.  :data:`DROPPED_COLUMN`'s rows and the column
+    are then left out (DROPMALFORMED)."""
+    from pyspark.sql import Observation
+
+    name = CORRUPT_COLUMN if CORRUPT_COLUMN in df.columns else DROPPED_COLUMN if DROPPED_COLUMN in df.columns \
+        else None
+    if name is None:
+        return df, None
+    obs = Observation()
+    df = df.observe(obs, F.collect_list(F.col(name)).alias("ranges"))
+    if name == DROPPED_COLUMN:
+        df = df.where(F.col(name).isNull()).drop(name)
+    return df, obs
+
+
+def skipped_values(obs: Any) -> list[dict[str, Any]]:
+    """The ``_corrupt`` values :func:`observe_skipped`'s observation saw (waits for the query's
+    metrics: call it once the query ran), ``[]`` for None."""
+    if obs is None:
+        return []
+    return [row.asDict() for row in obs.get.get("ranges") or ()]
 
 
 def _not_json_error(exc: BaseException) -> KafkaFormatError | None:
@@ -417,14 +461,22 @@ def read_source(spark: SparkSession, logdirs: Sequence[str], options: Mapping[st
     """Batch ``kafka-log`` DataFrame over ``logdirs``; options are validated here first, so a bad
     one is a :class:`~kafka_format.read.options.KafkaLogOptionError` (ValueError), not a Spark error.
     ``typed`` (:func:`kafka_format.spark.typed.typed_columns`): the typed columns are decoded by
-    the source's own reader (:meth:`~kafka_format.spark.typed.TypedColumns.read`)."""
+    the source's own reader (:meth:`~kafka_format.spark.typed.TypedColumns.read`).
+    ``mode=DROPMALFORMED`` is read as PERMISSIVE with the ``_corrupt`` column named
+    :data:`DROPPED_COLUMN`: :func:`export` takes the skipped ranges from it, then drops those rows
+    and the column (the rows of DROPMALFORMED, the ranges of PERMISSIVE)."""
     from kafka_format.read.options import parse_options
 
     opts = dict(options or {})
     parse_options({**opts, "paths": json.dumps(list(logdirs))})
+    reading = skip_reading_options(opts)
     if typed is not None:
-        return typed.read(spark, logdirs, opts)
-    return spark.read.format("kafka-log").options(**opts).load(list(logdirs))
+        df = typed.read(spark, logdirs, reading)
+    else:
+        df = spark.read.format("kafka-log").options(**reading).load(list(logdirs))
+    if read_mode(opts) == "DROPMALFORMED":        # read as PERMISSIVE: export() counts the ranges, then drops
+        df = df.withColumnRenamed(CORRUPT_COLUMN, DROPPED_COLUMN)
+    return df
 
 
 # --- guards ----------------------------------------------------------------------------
@@ -479,7 +531,10 @@ def export(df: DataFrame, out: str, *, format: str = "parquet",
            key_as: str = "binary", value_as: str = "binary", typed: Any = None) -> ExportResult:
     """Export a batch DataFrame of the ``kafka-log`` source to ``out``, published atomically
     (Parquet: ``out`` replaced by one rename; Delta: one commit, overwriting the table's data).
-    ``typed``: :func:`kafka_format.spark.typed.typed_columns` for the typed ``key_as``/``value_as``."""
+    ``typed``: :func:`kafka_format.spark.typed.typed_columns` for the typed ``key_as``/``value_as``.
+    The result's ``skipped_ranges``: the ``_corrupt`` values of the rows the write read
+    (:func:`observe_skipped`; ``df`` from :func:`read_source`, or any PERMISSIVE read)."""
+    df, skips = observe_skipped(df)
     try:
         result = _export(df, out, format=format, partition_by=partition_by, key_as=key_as, value_as=value_as,
                          typed=typed)
@@ -487,6 +542,7 @@ def export(df: DataFrame, out: str, *, format: str = "parquet",
         if typed is not None:
             typed.discard()
         raise
+    result = replace(result, skipped_ranges=merge_skipped(skipped_values(skips)))
     if typed is None:
         return result
     typed.commit()                      # the rows of the query that wrote what was published
@@ -558,7 +614,7 @@ def _publish_parquet_batch(batch_df: DataFrame, root: str, batch_id: int, query_
         except (OSError, ValueError):
             owner = None
         if owner == query_id:
-            run.skipped.append(batch_id)        # a replay of a batch published before a crash
+            run.replayed.append(batch_id)       # a replay of a batch published before a crash
             return
         raise ExportError("output already holds this micro-batch from another streaming query",
                           path=target, expected=f"queryId {query_id} (the checkpoint's query)",
@@ -588,7 +644,7 @@ def _commit_delta_batch(batch_df: DataFrame, out: str, batch_id: int, query_id: 
             .option("txnVersion", batch_id).partitionBy(*partition_by).save(path)
         rows, nfiles, committed = _delta_written(spark, path, before)
         if not committed:                   # Delta skipped it: this (txnAppId, txnVersion) is in the table
-            run.skipped.append(batch_id)
+            run.replayed.append(batch_id)
             return
         run.rows += rows
         run.files += nfiles
@@ -597,7 +653,7 @@ def _commit_delta_batch(batch_df: DataFrame, out: str, batch_id: int, query_id: 
     if DeltaTable.is_deltatable(out):
         done = DeltaTable(out).transaction_version(app_id)
         if done is not None and done >= batch_id:
-            run.skipped.append(batch_id)
+            run.replayed.append(batch_id)
             return
     rows, nfiles, _ = _delta_commit(out, batch_df, partition_by, "append", (app_id, batch_id))
     run.rows += rows
@@ -658,23 +714,30 @@ def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mappi
                 raise ExportError("streaming query id not available", path=checkpoint)
             qid = query_id["id"]
             with write_conf(batch_df.sparkSession):
-                data = convert_columns(batch_df, partition_by=cols, key_as=key_as, value_as=value_as, typed=typed)
+                observed, skips = observe_skipped(batch_df)
+                data = convert_columns(observed, partition_by=cols, key_as=key_as, value_as=value_as, typed=typed)
                 published = len(run.batches)
                 if format == "parquet":
                     _publish_parquet_batch(data, root, batch_id, qid, cols, run)
                 else:
                     _commit_delta_batch(data, out, batch_id, qid, cols, run, delta_spark)
-                if typed is not None:       # counted once its rows are published, never for a replay
+                # counted once its rows are published, never for a replay (whose query never ran)
+                if len(run.batches) > published:
+                    run.skipped += skipped_values(skips)
+                if typed is not None:
                     typed.commit() if len(run.batches) > published else typed.discard()
         except KafkaFormatError as exc:
             failures.append(exc)                # re-raised as itself once the query has stopped
             raise
         crash_point("export:batch-committed")
 
+    reading = skip_reading_options(opts)
     if typed is not None:
-        stream = typed.read_stream(spark, opts)
+        stream = typed.read_stream(spark, reading)
     else:
-        stream = spark.readStream.format("kafka-log").options(**opts).load()
+        stream = spark.readStream.format("kafka-log").options(**reading).load()
+    if read_mode(opts) == "DROPMALFORMED":
+        stream = stream.withColumnRenamed(CORRUPT_COLUMN, DROPPED_COLUMN)
     query = (stream.writeStream.foreachBatch(each_batch).option("checkpointLocation", spark_path(checkpoint))
              .trigger(availableNow=True).start())
     query_id["id"] = query.id
@@ -690,7 +753,8 @@ def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mappi
         raise
     engine = "spark" if format == "parquet" else ("delta-spark" if delta_spark else "delta-rs")
     return ExportResult(out=out, format=format, partition_by=cols, rows=run.rows, files=run.files,
-                        batches=tuple(run.batches), skipped=tuple(run.skipped),
+                        batches=tuple(run.batches), replayed_batches=tuple(run.replayed),
+                        skipped_ranges=merge_skipped(run.skipped),
                         version=_table_version(spark, out, delta_spark) if format == "delta" else None,
                         engine=engine)
 

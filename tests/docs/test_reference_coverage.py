@@ -65,3 +65,15 @@ def _names(flag: str, text: str) -> bool:
 def test_every_output_column_of_a_job_is_on_its_page(job: str) -> None:
     page = _page(f"jobs/{job}.md")
     assert [c for c in _output_columns()[job] if f"`{c}`" not in page] == []
+
+
+def test_every_field_of_the_export_result_is_on_its_page() -> None:
+    """The JSON object ``klogs export`` prints: every key, and every key of a skipped range."""
+    from kafka_format.engine.export import ExportResult
+    from kafka_format.records.schema import CORRUPT_TYPE
+
+    page = _page("jobs/export.md")
+    keys = ExportResult(out="o", format="parquet", partition_by=("topic",), typed={}).to_json()
+    ranges = [CORRUPT_TYPE.field(i).name for i in range(CORRUPT_TYPE.num_fields)]
+    assert [k for k in keys if f"`{k}`" not in page] == []
+    assert [k for k in ranges if f'"{k}"' not in page] == []

@@ -181,7 +181,7 @@ def test_delta_incremental_killed_after_commit_is_not_committed_twice(spark, cra
     assert rerun(c) == 0
     assert DeltaTable(str(c.out)).version() == 0                 # the replayed batch made no commit
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert (result["skipped"], result["batches"], result["rows"]) == ([0], [], 0)   # and says so
+    assert (result["replayed_batches"], result["batches"], result["rows"]) == ([0], [], 0)   # and says so
     assert (c.ckpt / "commits" / "0").is_file()
     assert_exactly(read_delta(c.out), oracle(c.logs))
 
@@ -225,6 +225,6 @@ def test_delta_spark_incremental_killed_mid_batch_is_exactly_once(spark, crashed
     capsys.readouterr()
     assert rerun(c) == 0                                        # Spark replays batch 1 with the same offsets
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert (result["batches"], result["skipped"], result["version"]) == ([1], [], 1)
+    assert (result["batches"], result["replayed_batches"], result["version"]) == ([1], [], 1)
     assert_exactly(read_delta(c.out), oracle(c.logs))           # every record once: old, appended
     assert not orphans & committed(c.out)

@@ -342,7 +342,7 @@ def test_incremental_export_adds_only_new_records(spark, orders: Path, tmp_path:
             (ckpt / "commits" / name).unlink(missing_ok=True)
         assert run_export(*args) == 0
         result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-        assert (result["batches"], result["skipped"], result["version"]) == ([], [1], 1)
+        assert (result["batches"], result["replayed_batches"], result["version"]) == ([], [1], 1)
         assert DeltaTable(str(out)).version() == 1
         assert_exactly(read_delta(out), oracle(orders))
 

@@ -16,6 +16,7 @@ from testhelpers import REPO, load_module
 pytestmark = pytest.mark.spark
 
 corpus_mod = load_module("registry_corpus", REPO / "tests" / "registry" / "registry_corpus.py")
+damaged_corpus = load_module("export_skipped", REPO / "tests" / "jobs" / "test_export_skipped.py").damaged_corpus
 
 
 def run_export(*args: Any) -> int:
@@ -204,7 +205,7 @@ from kafka_format.registry import schemas_from_log_dirs
 from kafka_format.spark.export import export, export_incremental, read_source
 from kafka_format.spark.session import build_session
 
-root, out = sys.argv[1], sys.argv[2]
+root, out, damaged = sys.argv[1], sys.argv[2], sys.argv[3]
 spark = build_session(master="local[2,2]", profile="test", app_name="typed-retries")   # a task may fail once
 tracker = spark.sparkContext.statusTracker()
 
@@ -228,16 +229,19 @@ def failed_tasks():
 
 
 result = {}
-for name, mode, fmt, incremental in (("parquet-permissive", "PERMISSIVE", "parquet", False),
-                                     ("delta-incremental-dropmalformed", "DROPMALFORMED", "delta", True)):
+for name, mode, fmt, incremental, logs in (
+        ("parquet-permissive", "PERMISSIVE", "parquet", False, root),
+        ("delta-incremental-dropmalformed", "DROPMALFORMED", "delta", True, root),
+        ("damaged-parquet-dropmalformed", "DROPMALFORMED", "parquet", False, damaged),
+        ("damaged-delta-incremental-permissive", "PERMISSIVE", "delta", True, damaged)):
     before = failed_tasks()
-    typed = typed_mod.typed_columns(schemas_from_log_dirs([root]), value_as="avro", topic="orders", mode=mode)
+    typed = typed_mod.typed_columns(schemas_from_log_dirs([logs]), value_as="avro", topic="orders", mode=mode)
     opts = {"topics": "orders", "mode": mode}
     if incremental:
-        r = export_incremental(spark, [root], f"{out}/{name}", f"{out}/{name}-ckpt", options=opts, format=fmt,
+        r = export_incremental(spark, [logs], f"{out}/{name}", f"{out}/{name}-ckpt", options=opts, format=fmt,
                                value_as="avro", typed=typed)
     else:
-        r = export(read_source(spark, [root], opts, typed=typed), f"{out}/{name}", format=fmt, value_as="avro",
+        r = export(read_source(spark, [logs], opts, typed=typed), f"{out}/{name}", format=fmt, value_as="avro",
                    typed=typed)
     result[name] = {"export": r.to_json(), "failedTasks": failed_tasks() - before}
 spark.stop()
@@ -246,10 +250,11 @@ print("RESULT " + json.dumps(result))
 
 
 @pytest.fixture(scope="module")
-def retried(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, Any], Path]:
+def retried(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, Any], Path, Any]:
     """Typed exports in a driver where the first attempt of every task fails after it counted its
-    rows (a filter above the export's count raises on attempt 0; ``local[2,2]`` retries once);
-    (the corpus, each export's result, the outputs)."""
+    rows and its skipped ranges (a filter above the export's observations raises on attempt 0;
+    ``local[2,2]`` retries once), also of a damaged corpus (:func:`damaged_corpus`);
+    (the corpus, each export's result, the outputs, the damaged corpus's expected range and offsets)."""
     import os
     import subprocess
     import sys
@@ -259,19 +264,20 @@ def retried(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, An
     bad = [(b"unknown-%d" % i, b"\x00\x00\x00\x7f\x7f" + probe.wire[0][5:]) for i in range(3)] + [
         (b"short", b"\x00\x00")]
     c = corpus_mod.make_corpus(tmp / "logs", "avro", n1=3, n2=3, extra=bad)
+    _, bad_range, intact = damaged_corpus(tmp / "damaged")
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    proc = subprocess.run([sys.executable, "-c", RETRY_DRIVER, str(c.root), str(tmp / "out")], capture_output=True,
-                          text=True, timeout=900, env=env, cwd=tmp)
+    proc = subprocess.run([sys.executable, "-c", RETRY_DRIVER, str(c.root), str(tmp / "out"), str(tmp / "damaged")],
+                          capture_output=True, text=True, timeout=900, env=env, cwd=tmp)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
     assert proc.returncode == 0 and line is not None, proc.stderr[-5000:]
-    return c, json.loads(line[len("RESULT "):]), tmp / "out"
+    return c, json.loads(line[len("RESULT "):]), tmp / "out", (bad_range, intact)
 
 
 @pytest.mark.parametrize("name", ["parquet-permissive", "delta-incremental-dropmalformed"])
 def test_decode_errors_are_counted_once_when_a_task_is_retried(
-    retried: tuple[Any, dict[str, Any], Path], name: str
+    retried: tuple[Any, dict[str, Any], Path, Any], name: str
 ) -> None:
-    c, results, out = retried
+    c, results, out, _ = retried
     got = results[name]
     assert got["failedTasks"] >= 1  # the first attempt died after counting its rows
     assert got["export"]["typed"]["decodeErrors"] == {"value": 4}
@@ -288,6 +294,28 @@ def test_decode_errors_are_counted_once_when_a_task_is_retried(
         assert sum(r["_valueDecodeError"] is not None for r in rows) == 4  # what was published, counted
     else:
         assert len(rows) == good and got["export"]["rows"] == good
+
+
+@pytest.mark.parametrize("name", ["damaged-parquet-dropmalformed", "damaged-delta-incremental-permissive"])
+def test_skipped_ranges_are_reported_once_when_a_task_is_retried(
+    retried: tuple[Any, dict[str, Any], Path, Any], name: str
+) -> None:
+    """The damaged corpus's one CRC-bad batch: one range, though the attempt that first read it died."""
+    _, results, out, (bad, offsets) = retried
+    got = results[name]
+    assert got["failedTasks"] >= 1
+    assert (got["export"]["skipped_ranges"], got["export"]["skipped_bytes"]) == ([bad], bad["length"])
+    assert got["export"]["typed"]["decodeErrors"] == {"value": 0}
+    if name.startswith("damaged-delta"):
+        from deltalake import DeltaTable
+
+        rows = DeltaTable(str(out / name)).to_pyarrow_table().to_pylist()
+    else:
+        rows = read_parquet_dir(out / name)
+    good = sorted(r["offset"] for r in rows if r.get("_corrupt") is None)
+    assert good == offsets and got["export"]["rows"] == len(rows)
+    corrupt = [r["_corrupt"] for r in rows if r.get("_corrupt") is not None]
+    assert corrupt == ([bad] if "permissive" in name else [])
 
 
 def test_a_replayed_micro_batch_is_not_counted_again(
@@ -308,6 +336,6 @@ def test_a_replayed_micro_batch_is_not_counted_again(
         (ckpt / "commits" / name).unlink(missing_ok=True)
     assert run_export(*argv) == 0
     again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert again["skipped"] == [0] and again["batches"] == []
+    assert again["replayed_batches"] == [0] and again["batches"] == []
     assert again["typed"]["decodeErrors"] == {"value": 0}
     assert len(DeltaTable(str(out)).to_pyarrow_table()) == 4

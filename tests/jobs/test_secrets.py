@@ -15,6 +15,7 @@ writing nothing.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -91,8 +92,14 @@ def test_export_result_line_hides_an_output_uris_secret() -> None:
     from kafka_format.spark.export import ExportResult
 
     result = ExportResult(out=f"s3a://{KEY}:{SECRET}@{BUCKET}/out", format="parquet", partition_by=("topic",),
-                          rows=1, files=1, batches=(), skipped=(), version=None, engine="spark")
-    assert result.to_json()["out"] == f"s3a://{KEY}:***@{BUCKET}/out"
+                          rows=1, files=1, batches=(), replayed_batches=(), version=None, engine="spark",
+                          skipped_ranges=({"file": f"s3://{KEY}:{SECRET}@{BUCKET}/t-0/0.log", "position": 5,
+                                           "length": 7, "reason": "CRC mismatch"},))
+    line = result.to_json()
+    assert line["out"] == f"s3a://{KEY}:***@{BUCKET}/out"
+    assert line["skipped_ranges"] == [{"file": f"s3://{KEY}:***@{BUCKET}/t-0/0.log", "position": 5, "length": 7,
+                                       "reason": "CRC mismatch"}]
+    assert not shown(json.dumps(line))
 
 
 def job_runs(uri: str, out: str) -> dict[str, tuple[str, list[str]]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kafka_format.read.split_reader import SKIP_HINT
 from test_planning import BatchSpec, Row, list_offsets_oracle, simple_specs, write_partition
 
 with warnings.catch_warnings():   # both clients import deprecated importlib.resources APIs
@@ -246,6 +247,7 @@ def test_failfast_names_file_and_position(spark, corrupted) -> None:  # type: ig
     with pytest.raises(Exception) as e:
         load(spark, root, maxBytesPerPartition="8000").count()
     assert re.search(r"00000000000000000000\.log\b.*\b%d\b" % pos, str(e.value), re.S), str(e.value)[:2000]
+    assert SKIP_HINT in str(e.value)            # and the modes that would skip the damage
 
 
 def test_permissive_accounts_every_skipped_range(spark, corrupted) -> None:  # type: ignore[no-untyped-def]
