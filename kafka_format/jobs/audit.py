@@ -9,7 +9,8 @@ Writes ``DIR/findings/`` (Parquet: severity, check, topic, partition, file, posi
 expected, actual, message), ``DIR/files/`` (Parquet: byte accounting per ``.log``) and
 ``DIR/report.html``, published atomically (only over an absent path, an empty directory or a
 previous audit output: its ``.klogs-output`` marker; else exit 2, nothing touched); prints the findings to stdout (text lines, or JSON
-lines with ``--format json``; on a terminal the informational findings of a check are one line).  Exit 0 clean, 1 findings at or above ``--fail-on`` (default
+lines with ``--format json``; on a terminal the informational findings of a check are one line), then,
+for the text lines, a line of sums and the report's path (piped: on stderr, stdout one finding a line).  Exit 0 clean, 1 findings at or above ``--fail-on`` (default
 error), 2 could not run.  Also runs as ``spark-submit jobs/audit.py ARGS``.
 """
 
@@ -92,9 +93,10 @@ def _run(ctx: JobContext, args: argparse.Namespace) -> int:
         lines = finding_lines(findings, fold=fold, out=str(ctx.out))
     for line in lines:
         sys.stdout.write(line + "\n")
-    if fold:                      # a person at a terminal: the sums, and where the page is
-        sys.stdout.write(f"{summary_line(findings, files)}; report: {ctx.out}/report.html\n")
     sys.stdout.flush()
+    if ctx.format != "json":      # the sums, and where the page is: last on a terminal; piped, on stderr
+        last = f"{summary_line(findings, files)}; report: {ctx.out}/report.html"   # (stdout keeps one finding a line)
+        print(last, file=sys.stdout if fold else sys.stderr, flush=True)
     return EXIT_FINDINGS if at_or_above(findings, args.fail_on) else EXIT_OK
 
 
