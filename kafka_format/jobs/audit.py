@@ -41,6 +41,7 @@ from kafka_format.jobs.jobargs import (
 )
 from kafka_format.report.audit_page import summary_line
 from kafka_format.report.audit_report import write_outputs
+from kafka_format.storage.fsio import redact
 
 FAIL_ON = ("error", "warning", "never")
 
@@ -90,13 +91,13 @@ def _run(ctx: JobContext, args: argparse.Namespace) -> int:
         fold = False
     else:
         fold = sys.stdout.isatty()
-        lines = finding_lines(findings, fold=fold, out=str(ctx.out))
+        lines = finding_lines(findings, fold=fold, out=redact(str(ctx.out)))
     for line in lines:
         sys.stdout.write(line + "\n")
     sys.stdout.flush()
     if ctx.format != "json":      # the sums, and where the page is: last on a terminal; piped, on stderr
-        last = f"{summary_line(findings, files)}; report: {ctx.out}/report.html"   # (stdout keeps one finding a line)
-        print(last, file=sys.stdout if fold else sys.stderr, flush=True)
+        last = f"{summary_line(findings, files)}; report: {redact(str(ctx.out))}/report.html"
+        print(last, file=sys.stdout if fold else sys.stderr, flush=True)     # (stdout: one finding a line)
     return EXIT_FINDINGS if at_or_above(findings, args.fail_on) else EXIT_OK
 
 
