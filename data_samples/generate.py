@@ -9,18 +9,25 @@ Everything is deterministic: fixed seeds, fixed timestamps, fixed file mtimes.  
   per fetch append, active indexes preallocated, a partial batch at the end, no clean-shutdown file).
 
 Usage: ``python data_samples/generate.py [OUT_DIR]`` (default: ``logdirs/`` beside this file).
+
+``OUT_DIR`` follows klogs' output rule (:mod:`kafka_format.output.ownership`): it is written only when
+it does not exist, is an empty directory or is this generator's previous output (its ``.klogs-output``
+marker, committed in ``logdirs/`` too); anything else is refused with exit code 2 and left untouched.
+The new samples are staged beside ``OUT_DIR`` and replace it with one rename.  The marker names a
+fixed run and time, so a regeneration is byte-identical to the committed samples.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from kafka_format.common.errors import KafkaFormatError
 from kafka_format.internal.consumer_offsets import (
     encode_offset_commit_key,
     encode_offset_commit_value,
@@ -43,6 +50,8 @@ from kafka_format.writer.batches import (
     build_legacy_wrapper,
     build_v2_batch,
 )
+from kafka_format.output.ownership import MARKER, Owner, marker_bytes
+from kafka_format.output.publish import atomic_write_bytes, claim_output, staging_dir
 from kafka_format.writer.logdir import LogDirWriter
 from kafka_format.writer.segments import PartitionWriter
 
@@ -53,6 +62,8 @@ DELETE_RETENTION_MS = 86_400_000  # delete.retention.ms default
 SHUTDOWN_TIME = T0 + 7_200_000    # when broker 1 wrote its checkpoints
 CLUSTER_ID = "S2xhU2FtcGxlc0NsdXN0ZQ"  # Kafka Uuid form (22 chars base64url) of b"KlaSamplesCluste"
 NUM_OFFSETS_PARTITIONS = 50
+OWNER = Owner("samples", "logdirs")  # the marker of a generated OUT_DIR: only such a dir is replaced
+MARKER_RUN = hashlib.md5(f"samples:{SEED}".encode()).hexdigest()  # fixed, so the marker's bytes are too
 WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
          "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango")
 CODECS = (CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD)
@@ -351,10 +362,19 @@ def write_replica(path: Path, leader_batches: list[BuiltBatch]) -> None:
 
 
 def generate(out: Path) -> None:
-    """Write both log dirs under ``out`` (replacing what was there)."""
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
+    """Write both log dirs under ``out``: only when it is absent, an empty directory or this
+    generator's previous output (:class:`kafka_format.output.ownership.OutputRefused` otherwise,
+    ``out`` untouched); staged beside it and published with one rename."""
+    final = os.path.abspath(out)
+    with claim_output(final, OWNER), staging_dir(final, OWNER) as staged:
+        _write_samples(Path(staged))
+        # the marker staging_dir wrote names this run; the samples' names a fixed one (byte-identical)
+        atomic_write_bytes(os.path.join(staged, MARKER),
+                           marker_bytes(OWNER, MARKER_RUN, created=SHUTDOWN_TIME / 1000))
+
+
+def _write_samples(out: Path) -> None:
+    """Write both log dirs and the topic configs into the (empty) directory ``out``."""
     rng = random.Random(SEED)
     ld = LogDirWriter(out / "broker-1", node_id=1, cluster_id=CLUSTER_ID, kraft=True,
                       directory_id=hashlib.md5(b"dir:broker-1").digest(), broker_epoch=42)
@@ -376,8 +396,15 @@ def generate(out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``make samples``."""
     args = sys.argv[1:] if argv is None else argv
+    if len(args) > 1 or (args and args[0].startswith("-")):
+        print("usage: python data_samples/generate.py [OUT_DIR]", file=sys.stderr)
+        return 2
     out = Path(args[0]) if args else Path(__file__).resolve().parent / "logdirs"
-    generate(out)
+    try:
+        generate(out)
+    except KafkaFormatError as exc:       # OUT_DIR refused (or another run holds it): untouched
+        print(f"generate.py: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

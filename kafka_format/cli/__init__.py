@@ -23,14 +23,17 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from kafka_format import __version__
 from kafka_format.engine import one_blas_thread
 from kafka_format.jobs import JOBS, find_job
+from kafka_format.jobs.interrupts import EXIT_INTERRUPTED, interrupted, interrupts_handled
 
-__all__ = ["main", "build_parser", "find_job", "JOBS", "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
+__all__ = ["main", "build_parser", "find_job", "JOBS", "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE", "EXIT_INTERRUPTED"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1   # errors found in the input (dump) / findings at or above --fail-on (audit)
 EXIT_USAGE = 2      # could not run: bad arguments, missing module, unreadable input
+# EXIT_INTERRUPTED = 130: Ctrl-C (kafka_format.jobs.interrupts)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="klogs",
         description="Read, audit, compact, retain, look up and export Kafka log directories offline.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
+                        help="print the version of kafka-log-analytics and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     dump.add_arguments(sub.add_parser(
         "dump", help="print segment/index files like kafka-dump-log (no Spark)",
@@ -70,15 +75,25 @@ def _run_job(name: str, argv: list[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``klogs`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    """Run ``klogs`` with ``argv`` (default ``sys.argv[1:]``); return the exit code (130 after a
+    Ctrl-C: one line on stderr, the run's clean-up done)."""
     one_blas_thread()
     args_list = list(sys.argv[1:] if argv is None else argv)
+    command = args_list[0] if args_list and not args_list[0].startswith("-") else None
+    try:
+        with interrupts_handled():
+            return _main(args_list)
+    except KeyboardInterrupt:    # a job's own run turns it into its line; here: parsing, dump, demo, schemas
+        return interrupted(command or "")
+
+
+def _main(args_list: list[str]) -> int:
     if args_list and args_list[0] in JOBS:
         return _run_job(args_list[0], args_list[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(args_list)
-    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+    except SystemExit as exc:  # argparse: --help, --version (0) or a usage error (2)
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     if args.command is None:
         parser.print_help(sys.stderr)

@@ -18,13 +18,15 @@ import importlib.util
 import io
 import json
 import os
+import shlex
 import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from kafka_format.cli.output import TextOutput, table
+from kafka_format.jobs.interrupts import EXIT_INTERRUPTED, take_interrupts
 
-__all__ = ["PartitionSummary", "add_arguments", "run", "summarize", "default_log_dirs"]
+__all__ = ["PartitionSummary", "add_arguments", "run", "summarize", "default_log_dirs", "mtime_note", "command_line"]
 
 SAMPLES_LOGDIRS = Path(__file__).resolve().parent.parent.parent / "data_samples" / "logdirs"
 DUMP_PREVIEW_LINES = 8
@@ -44,6 +46,8 @@ class PartitionSummary:
     first_offset: int | None = None
     last_offset: int | None = None
     first_segment: str | None = None   # a non-empty .log, for the dump preview
+    # non-empty .log files without a record timestamp >= 0 (magic 0): retention goes by their mtime
+    untimed_logs: list[str] = field(default_factory=list)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +62,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="show Spark's own output (start-up lines, warnings) on stderr instead of in a "
                              "log file")
     parser.set_defaults(handler=run)
+
+
+def command_line(name: str, argv: list[str]) -> str:
+    """``klogs NAME ARGV`` as a shell line a user can paste (``--topic-pattern 'a|b'`` quoted)."""
+    return shlex.join(["klogs", name, *argv])
+
+
+def _no_samples() -> str:
+    """Why there are no default log dirs, and what to do: in a checkout ``make samples`` writes
+    them; an installed package has no ``data_samples/`` (and no Makefile) beside it."""
+    generator = SAMPLES_LOGDIRS.parent / "generate.py"
+    if generator.is_file():
+        return f"{SAMPLES_LOGDIRS} is absent and no --logdir was given (run `make samples` in the checkout)"
+    return ("this installation has no sample log dirs (they come with the source checkout); give a broker's "
+            "log dir (or a copy of one) with --logdir DIR")
 
 
 def default_log_dirs(explicit: Iterable[str]) -> list[str]:
@@ -90,8 +109,10 @@ def summarize(log_dirs: list[str]) -> list[PartitionSummary]:
                 continue
             if s.first_segment is None:
                 s.first_segment = log
+            timed = False
             for batch_table in api.decode_segment(log, granularity="batch"):
                 s.batches += batch_table.num_rows
+                timed = timed or any(t is not None and t >= 0 for t in batch_table.column("maxTimestamp").to_pylist())
                 codecs.update(batch_table.column("compression").to_pylist())
                 for base, last in zip(batch_table.column("baseOffset").to_pylist(),
                                       batch_table.column("lastOffset").to_pylist(), strict=True):
@@ -100,6 +121,8 @@ def summarize(log_dirs: list[str]) -> list[PartitionSummary]:
                     s.last_offset = last if s.last_offset is None else max(s.last_offset, last)
             for record_table in api.decode_segment(log, granularity="record"):
                 s.records += record_table.num_rows
+            if not timed:
+                s.untimed_logs.append(log)
         s.codecs = sorted(codecs)
         summaries.append(s)
     return summaries
@@ -116,6 +139,23 @@ def _print_summary(out: TextOutput, summaries: list[PartitionSummary]) -> None:
              f"{sum(s.records for s in summaries)} records")
 
 
+def mtime_note(summaries: list[PartitionSummary]) -> str | None:
+    """The note under retention's answers when some segments carry no record timestamp: Kafka's
+    retention then goes by the ``.log`` file's mtime, which a git clone sets to the checkout time
+    (``make samples`` sets the generator's), so those lines depend on the files' times."""
+    from kafka_format.common.units import utc_text
+
+    untimed = [(s, log) for s in summaries for log in s.untimed_logs]
+    if not untimed:
+        return None
+    parts = sorted({f"{s.topic}-{s.partition}" for s, _ in untimed})
+    times = sorted({int(os.stat(log).st_mtime * 1000) for _, log in untimed})
+    when = utc_text(times[0]) if len(times) == 1 else f"{utc_text(times[0])} to {utc_text(times[-1])}"
+    return (f"note: {len(untimed)} segments ({', '.join(parts)}) hold no record timestamps, so retention goes by "
+            f"their .log files' mtimes, here {when}: a git clone gives them its checkout time (`make samples` "
+            "sets the generator's), so their retention lines depend on this copy's file times")
+
+
 def _dump_preview(out: TextOutput, segment: str) -> bool:
     from kafka_format.cli.dump import DumpOptions, dump
 
@@ -126,7 +166,7 @@ def _dump_preview(out: TextOutput, segment: str) -> bool:
         out.line(f"  {line}")
     if len(lines) > DUMP_PREVIEW_LINES:
         more = len(lines) - DUMP_PREVIEW_LINES
-        out.line(f"  ... ({more} more lines: klogs dump --deep-iteration {segment})")
+        out.line(f"  ... ({more} more lines: {shlex.join(['klogs', 'dump', '--deep-iteration', segment])})")
     for line in err.getvalue().splitlines()[:3]:
         out.line(f"  (stderr) {line}")
     return code in (0, 1)
@@ -162,10 +202,8 @@ def _job_runs(log_dirs: list[str], out_dir: Path) -> list[tuple[str, list[str], 
 _LOCAL_JOBS = ("offsets", "retention", "compaction", "audit")
 
 
-def _local_part(out: TextOutput, log_dirs: list[str], out_dir: Path) -> dict[str, float]:
+def _local_part(out: TextOutput, log_dirs: list[str], out_dir: Path, note: str | None = None) -> dict[str, float]:
     """Each job with ``--engine local`` in a fresh ``klogs`` process; wall seconds per job that worked."""
-    import shutil
-    import subprocess
     import time
 
     times: dict[str, float] = {}
@@ -173,22 +211,41 @@ def _local_part(out: TextOutput, log_dirs: list[str], out_dir: Path) -> dict[str
     for name, argv, _ in _job_runs(log_dirs, local_dir):
         if name not in _LOCAL_JOBS:
             continue
-        for flag_at, flag in enumerate(argv):
-            if flag == "--out" and Path(argv[flag_at + 1]).exists():
-                shutil.rmtree(argv[flag_at + 1])
+        # a job replaces its own previous output (a second demo run) and refuses anything else
         cmd = [sys.executable, "-c", "import sys; from kafka_format.cli import main; sys.exit(main(sys.argv[1:]))",
                name, *argv, "--engine", "local"]
         start = time.perf_counter()
-        done = subprocess.run(cmd, capture_output=True, text=True)
+        code, stderr = _run_child(cmd)
         wall = time.perf_counter() - start
-        if done.returncode == 0:
+        if code == 0:
             times[name] = wall
             out.line(f"  klogs {name} --engine local: {wall:.2f} s")
+            if name == "retention" and note:
+                out.line(f"  {note}")
         else:
-            last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-            out.line(f"error: klogs {name} --engine local exited {done.returncode}: {last}")
+            last = (stderr.strip().splitlines() or ["(no message)"])[-1]
+            out.line(f"error: klogs {name} --engine local exited {code}: {last}")
     out.line(f"  outputs: {local_dir}")
     return times
+
+
+def _run_child(cmd: list[str]) -> tuple[int, str]:
+    """Run ``cmd`` (a ``klogs`` job); its exit code and stderr.  Ctrl-C: the job gets the SIGINT
+    too (a terminal sends it to the whole group; sent on when only this process got it), its own
+    clean-up runs to the end, then ``KeyboardInterrupt`` goes on here."""
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, stderr = proc.communicate()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)        # ignored by a job already handling its own
+        proc.communicate()
+        raise
+    if proc.returncode in (EXIT_INTERRUPTED, -signal.SIGINT):
+        raise KeyboardInterrupt
+    return proc.returncode, stderr
 
 
 class _PersonBuffer(io.StringIO):
@@ -207,6 +264,8 @@ def _run_job(out: TextOutput, name: str, argv: list[str]) -> bool:
     buf, err = _PersonBuffer(), io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
         code = int(entry(argv) or 0)
+    if code == EXIT_INTERRUPTED:       # Ctrl-C: the job cleaned up; the demo stops too
+        raise KeyboardInterrupt
     lines = buf.getvalue().splitlines()
     if lines and lines[-1].startswith("results: "):
         lines.pop()                    # the demo names the results itself, below
@@ -221,7 +280,7 @@ def _run_job(out: TextOutput, name: str, argv: list[str]) -> bool:
 
 
 def _spark_part(out: TextOutput, log_dirs: list[str], out_dir: Path, master: str,
-                times: dict[str, float] | None = None, *, verbose: bool = False) -> bool:
+                times: dict[str, float] | None = None, *, verbose: bool = False, note: str | None = None) -> bool:
     """Read the log dirs with the ``kafka-log`` source, write Parquet, then run every job.  Spark's
     own output goes to a log file (named on stdout) unless ``verbose``, as for the jobs."""
     import time
@@ -234,6 +293,7 @@ def _spark_part(out: TextOutput, log_dirs: list[str], out_dir: Path, master: str
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     jvm_log = None if verbose else jvm_log_path("demo")
     spark = build_session(master=master, profile="local", app_name="klogs demo", jvm_log=jvm_log)
+    take_interrupts()                  # Ctrl-C: Spark's work stops first (PySpark's handler replaced)
     if jvm_log is not None:
         out.line(f"(Spark's own output: {jvm_log})")
     if times is not None:
@@ -251,7 +311,7 @@ def _spark_part(out: TextOutput, log_dirs: list[str], out_dir: Path, master: str
         for step, (name, argv, where) in enumerate(_job_runs(log_dirs, out_dir), 5):
             out.line("")
             out.line(f"== {step}. klogs {name}")
-            out.line(f"$ klogs {name} {' '.join(argv)}")
+            out.line(f"$ {command_line(name, argv)}")
             out.flush()
             started = time.perf_counter()
             try:
@@ -262,6 +322,8 @@ def _spark_part(out: TextOutput, log_dirs: list[str], out_dir: Path, master: str
                 good = False
             if good and times is not None:
                 times[name] = time.perf_counter() - started
+            if good and name == "retention" and note:
+                out.line(note)
             out.line(f"results: {where}" if good else f"error: klogs {name} did not finish")
             ok = ok and good
         return ok
@@ -275,8 +337,7 @@ def run(args: argparse.Namespace) -> int:
     out_dir = Path(args.out).resolve()
     log_dirs = default_log_dirs(args.logdir)
     if not log_dirs:
-        out.error_line(f"klogs demo: no log dirs: {SAMPLES_LOGDIRS} is absent (run `make samples`) "
-                       "and no --logdir was given")
+        out.error_line(f"klogs demo: no log dirs: {_no_samples()}")
         return 2
     out.line(f"== kafka-log-analytics demo on {', '.join(log_dirs)}")
     ok = True
@@ -302,14 +363,14 @@ def run(args: argparse.Namespace) -> int:
     if segment is None:
         out.line("note: dump preview skipped: no non-empty segment found")
     else:
-        out.line(f"$ klogs dump --deep-iteration {segment}")
+        out.line(f"$ {shlex.join(['klogs', 'dump', '--deep-iteration', segment])}")
         ok = _dump_preview(out, segment) and ok
 
     out.line("")
     out.line("== 3. the jobs on the local engine (--engine local: no JVM, a fresh process each)")
     local_times: dict[str, float] = {}
     try:
-        local_times = _local_part(out, log_dirs, out_dir)
+        local_times = _local_part(out, log_dirs, out_dir, mtime_note(summaries))
         ok = ok and len(local_times) == len(_LOCAL_JOBS)
     except Exception as exc:  # noqa: BLE001 - report and go on with the next step
         out.line(f"error: local engine part failed: {exc}")
@@ -327,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
         spark_dirs = sorted({s.log_dir for s in summaries}) or log_dirs
         try:
             ok = _spark_part(out, spark_dirs, out_dir, args.master, spark_times,
-                             verbose=bool(getattr(args, "verbose", False))) and ok
+                             verbose=bool(getattr(args, "verbose", False)), note=mtime_note(summaries)) and ok
         except Exception as exc:  # noqa: BLE001 - report, the other steps stand
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
             out.line(f"error: Spark part failed: {first}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import os
 import shutil
 import subprocess
 import sys
@@ -35,11 +36,22 @@ def build_archive(wheel_dir: Path, out: Path, work: Path) -> Path:
     py = work / "bin" / "python"
     subprocess.run([str(py), "-m", "pip", "install", "--quiet", "venv-pack>=0.2", wheels[-1],
                     *EXECUTOR_EXTRAS], check=True)
+    return pack_venv(work, out)
+
+
+def pack_venv(venv_dir: Path, out: Path) -> Path:
+    """``venv-pack`` the virtualenv ``venv_dir`` (which has venv-pack installed) to ``out``, readable
+    as any file this user creates (venv-pack writes a temporary file, mode 0600, and renames it:
+    ``spark-submit --archives`` on another account, a web server or a shared disk could not read
+    that)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists():
         out.unlink()
-    subprocess.run([str(work / "bin" / "venv-pack"), "-p", str(work), "-o", str(out), "--quiet"],
+    subprocess.run([str(venv_dir / "bin" / "venv-pack"), "-p", str(venv_dir), "-o", str(out), "--quiet"],
                    check=True)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(out, 0o666 & ~umask)
     return out
 
 

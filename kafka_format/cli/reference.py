@@ -29,7 +29,7 @@ HEADER = """\
 <!-- Generated from the argparse definitions by `make docs-cli` (kafka_format/cli/reference.py).
      Do not edit by hand: tests/docs/test_cli_reference.py fails when this page and the flags differ. -->
 
-Every command takes `-h` / `--help`. What each job computes, its output files and its exit codes
+Every command takes `-h` / `--help`; `klogs --version` prints the version. What each job computes, its output files and its exit codes
 are on the job's own page ([Jobs](jobs/index.md)); the flags every job shares are described in
 [Common job flags](jobs/index.md#common-job-flags).
 """

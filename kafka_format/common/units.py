@@ -7,8 +7,6 @@ configs do (``segment.bytes=1073741824`` is 1.0 GiB); a year is 365.25 days.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 __all__ = ["human_bytes", "human_duration", "human_count", "utc_text", "utc_text_ms"]
 
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
@@ -17,7 +15,6 @@ _MINUTE = 60 * _SECOND
 _HOUR = 60 * _MINUTE
 _DAY = 24 * _HOUR
 _YEAR = 365.25 * _DAY
-_LAST_MS = 253_402_300_799_999        # 9999-12-31T23:59:59.999Z, the last instant datetime holds
 
 
 def human_bytes(n: int | float) -> str:
@@ -35,12 +32,15 @@ def human_bytes(n: int | float) -> str:
 
 
 def human_duration(ms: int | float) -> str:
-    """A span in the largest unit that keeps it above one: ``95583104024`` -> ``'3.0 years'``."""
+    """A span in the largest unit that keeps it above one: ``95583104024`` -> ``'3.0 years'``; from
+    1000 years on whole years (``'292,271,023 years'`` for Java's largest long)."""
     value = float(ms)
     sign = "-" if value < 0 else ""
     value = abs(value)
     if value < _SECOND:
         return f"{sign}{int(value)} ms"
+    if value >= 1000 * _YEAR:            # up to Java's long (292 million years): whole years, grouped
+        return f"{sign}{value / _YEAR:,.0f} years"
     for size, unit in ((_YEAR, "years"), (_DAY, "days"), (_HOUR, "h"), (_MINUTE, "min")):
         if value >= size:
             return f"{sign}{value / size:.1f} {unit}"
@@ -52,20 +52,40 @@ def human_count(n: int) -> str:
     return f"{int(n):,}"
 
 
+def _civil(ms: int) -> tuple[str, int, int, int, int, int, int]:
+    """(year text, month, day, hour, minute, second, millisecond) of an instant in ms since the epoch,
+    UTC on the proleptic Gregorian calendar, for any integer (every Java long: Kafka's timestamps);
+    the year as ``java.time.Instant`` writes it (4 digits, ``+`` and more digits after 9999, ``-``
+    before year 0)."""
+    days, in_day = divmod(int(ms), _DAY)
+    # days -> civil date (H. Hinnant, "chrono-Compatible Low-Level Date Algorithms", civil_from_days)
+    z = days + 719_468
+    era = z // 146_097
+    doe = z - era * 146_097
+    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (1 if month <= 2 else 0)
+    text = f"{year:04d}" if 0 <= year <= 9999 else f"+{year}" if year > 9999 else f"-{-year:04d}"
+    seconds, milli = divmod(in_day, _SECOND)
+    return text, month, day, seconds // 3600, seconds // 60 % 60, seconds % 60, milli
+
+
 def utc_text(ms: int | None, *, never: str = "never") -> str:
-    """An instant in ms since the epoch as a UTC date to the second (``'2023-11-14 22:13:20 UTC'``);
-    ``never`` for None; the plain number where no calendar date exists."""
+    """An instant in ms since the epoch as a UTC date to the second (``'2023-11-14 22:13:20 UTC'``;
+    ``'+292278994-08-17 07:12:55 UTC'`` for Java's largest long); ``never`` for None."""
     if ms is None:
         return never
-    if not -62_135_596_800_000 <= ms <= _LAST_MS:
-        return str(ms)
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    year, month, day, hour, minute, second, _ = _civil(ms)
+    return f"{year}-{month:02d}-{day:02d} {hour:02d}:{minute:02d}:{second:02d} UTC"
 
 
 def utc_text_ms(ms: int | None, *, never: str = "never") -> str:
-    """:func:`utc_text` to the millisecond, ISO-8601 (``'2023-11-14T22:13:20.000Z'``)."""
+    """:func:`utc_text` to the millisecond, ISO-8601 as ``java.time.Instant`` writes it
+    (``'2023-11-14T22:13:20.000Z'``, ``'+292278994-08-17T07:12:55.807Z'``)."""
     if ms is None:
         return never
-    if not -62_135_596_800_000 <= ms <= _LAST_MS:
-        return str(ms)
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    year, month, day, hour, minute, second, milli = _civil(ms)
+    return f"{year}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}.{milli:03d}Z"

@@ -200,11 +200,19 @@ def run_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int
 
 
 def _pool_worker_start() -> None:
-    """A pool worker's first step: a worker forked inside a job run does not keep the run's memo
+    """A pool worker's first step: Ctrl-C is left to the process that runs the job (SIGINT ignored:
+    a terminal sends it to every process of the job's group, and each worker would print a
+    ``KeyboardInterrupt`` traceback of its own; the job's process ends the pool, see
+    :func:`iter_tasks`), and a worker forked inside a job run does not keep the run's memo
     (:func:`kafka_format.storage.fsio.forget_run_memo`)."""
+    import signal
+
+    from kafka_format.output.publish import crash_point
     from kafka_format.storage import fsio
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     fsio.forget_run_memo()
+    crash_point("pool:worker-started")      # test hook (the interrupt tests)
 
 
 def iter_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[int] | None = None,
@@ -237,9 +245,25 @@ def iter_tasks(fn: Callable[[T], R], tasks: Sequence[T], *, weights: Iterable[in
     method = "fork" if sys.platform.startswith("linux") and "pyspark" not in sys.modules else "spawn"
     with ProcessPoolExecutor(max_workers=min(n, len(tasks)), mp_context=multiprocessing.get_context(method),
                              initializer=_pool_worker_start) as pool:
-        # a chunk's results come back together and wait for the chunks before them: at most
-        # MAX_CHUNK_TASKS tasks a chunk keeps what is held at once small on any number of tasks
-        yield from pool.map(fn, tasks, chunksize=max(1, min(MAX_CHUNK_TASKS, len(tasks) // (4 * n))))
+        try:
+            # a chunk's results come back together and wait for the chunks before them: at most
+            # MAX_CHUNK_TASKS tasks a chunk keeps what is held at once small on any number of tasks
+            yield from pool.map(fn, tasks, chunksize=max(1, min(MAX_CHUNK_TASKS, len(tasks) // (4 * n))))
+        except KeyboardInterrupt:
+            _end_workers(pool)
+            raise
+
+
+def _end_workers(pool: Any) -> None:
+    """Ctrl-C: the pool's tasks not started are dropped and its workers killed at once (they ignore
+    SIGINT), so leaving the ``with`` block does not run the rest of the work, and the job's clean-up
+    (a staged output removed) runs once no worker writes any more (they are joined first)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        process.kill()         # SIGKILL: their work is dropped anyway, and it ends even a stopped one
+    pool.shutdown(wait=True, cancel_futures=True)      # its manager thread sees the workers gone
+    for process in processes:
+        process.join()
 
 
 def on_threads(weights: Sequence[int] | None, gil_free: Iterable[int] | None) -> bool:

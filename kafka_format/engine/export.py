@@ -76,7 +76,8 @@ class ExportResult:
     batches: tuple[int, ...] = ()                   # micro-batches published by this run
     replayed_batches: tuple[int, ...] = ()          # replayed micro-batches found already published
     version: int | None = None                      # Delta table version after the run
-    engine: str = "spark"                           # parquet: spark; delta: delta-spark | delta-rs
+    engine: str = "spark"                           # where it ran: local | spark
+    writer: str = "spark"                           # what wrote the files: pyarrow | spark | delta-spark | delta-rs
     typed: dict[str, Any] | None = None             # typed key/value: table types, mode, decode errors
     # byte ranges the reads of this run skipped (PERMISSIVE, DROPMALFORMED): merge_skipped(...)
     skipped_ranges: tuple[dict[str, Any], ...] = ()
@@ -486,8 +487,8 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
             files = _data_files(pafs.LocalFileSystem(), tmp)
             crash_point("export:files-written")
     return ExportResult(out=out, format="parquet", partition_by=cols, rows=sum(f.rows for f in files),
-                        files=len(files), engine="local", typed=None if typed is None else typed.report(counts),
-                        skipped_ranges=merge_skipped(skipped))
+                        files=len(files), engine="local", writer="pyarrow",
+                        typed=None if typed is None else typed.report(counts), skipped_ranges=merge_skipped(skipped))
 
 
 def _probe(options: Any) -> pa.Table:

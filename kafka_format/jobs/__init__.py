@@ -7,7 +7,8 @@ same ``main(argv) -> int`` of the module :mod:`kafka_format.jobs.<JOB>`.
   functions, on the local engine or on Spark;
 * :mod:`~kafka_format.jobs.jobargs` — the flags every job shares, its context, the session, the one
   error line and exit code (``run_main``); :mod:`~kafka_format.jobs.sparkerrors` — a Spark failure
-  as its cause in one line; :mod:`~kafka_format.jobs.typedargs` — the typed key/value flags of export.
+  as its cause in one line; :mod:`~kafka_format.jobs.interrupts` — Ctrl-C as one line and exit code
+  130; :mod:`~kafka_format.jobs.typedargs` — the typed key/value flags of export.
 
 The ``jobs/*.py`` files beside the package are the spark-submit entry points, a few lines each.
 May import every layer below: :mod:`kafka_format.spark` (lazily, so the local engine starts no JVM),

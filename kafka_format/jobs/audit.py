@@ -9,7 +9,8 @@ Writes ``DIR/findings/`` (Parquet: severity, check, topic, partition, file, posi
 expected, actual, message), ``DIR/files/`` (Parquet: byte accounting per ``.log``) and
 ``DIR/report.html``, published atomically (only over an absent path, an empty directory or a
 previous audit output: its ``.klogs-output`` marker; else exit 2, nothing touched); prints the findings to stdout (text lines, or JSON
-lines with ``--format json``; on a terminal the informational findings of a check are one line).  Exit 0 clean, 1 findings at or above ``--fail-on`` (default
+lines with ``--format json``; on a terminal the informational findings of a check are one line), then,
+for the text lines, a line of sums and the report's path (piped: on stderr, stdout one finding a line).  Exit 0 clean, 1 findings at or above ``--fail-on`` (default
 error), 2 could not run.  Also runs as ``spark-submit jobs/audit.py ARGS``.
 """
 
@@ -39,6 +40,7 @@ from kafka_format.jobs.jobargs import (
 )
 from kafka_format.report.audit_page import summary_line
 from kafka_format.report.audit_report import REPORT_OWNER, write_outputs
+from kafka_format.storage.fsio import redact
 
 FAIL_ON = ("error", "warning", "never")
 
@@ -81,12 +83,13 @@ def _run(ctx: JobContext, args: argparse.Namespace) -> int:
         fold = False
     else:
         fold = sys.stdout.isatty()
-        lines = finding_lines(findings, fold=fold, out=str(ctx.out))
+        lines = finding_lines(findings, fold=fold, out=redact(str(ctx.out)))
     for line in lines:
         sys.stdout.write(line + "\n")
-    if fold:                      # a person at a terminal: the sums, and where the page is
-        sys.stdout.write(f"{summary_line(findings, files)}; report: {ctx.out}/report.html\n")
     sys.stdout.flush()
+    if ctx.format != "json":      # the sums, and where the page is: last on a terminal; piped, on stderr
+        last = f"{summary_line(findings, files)}; report: {redact(str(ctx.out))}/report.html"
+        print(last, file=sys.stdout if fold else sys.stderr, flush=True)     # (stdout: one finding a line)
     return EXIT_FINDINGS if at_or_above(findings, args.fail_on) else EXIT_OK
 
 

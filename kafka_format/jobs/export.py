@@ -57,11 +57,20 @@ def build_parser() -> argparse.ArgumentParser:
                                      "--checkpoint, incrementally and exactly once.")
     add_common_arguments(parser, formats=("parquet", "delta"), default_format="parquet", out_required=True)
     parser.add_argument("--partition-by", default="topic,partition", choices=["topic,partition", "date"],
-                        help="output partitioning (default %(default)s)")
+                        metavar="topic,partition|date",
+                        help="output partitioning: topic=T/partition=P/ directories (the default) or date=YYYY-MM-DD/ "
+                             "(the records' UTC day)")
     parser.add_argument("--checkpoint", metavar="URI",
                         help="Spark streaming checkpoint: export incrementally, exactly once across runs")
-    parser.add_argument("--key-as", default="binary", choices=["binary", "string", *TYPED_AS])
-    parser.add_argument("--value-as", default="binary", choices=["binary", "string", "json", *TYPED_AS])
+    typed = "|".join(TYPED_AS)
+    parser.add_argument("--key-as", default="binary", choices=["binary", "string", *TYPED_AS],
+                        metavar=f"binary|string|{typed}",
+                        help="the key column: bytes (default), a string as Kafka's StringDeserializer "
+                             "decodes it, or typed columns from the Schema Registry wire format")
+    parser.add_argument("--value-as", default="binary", choices=["binary", "string", "json", *TYPED_AS],
+                        metavar=f"binary|string|json|{typed}",
+                        help="the value column: as --key-as, or json (the record's JSON text, every value "
+                             "checked to parse; Spark)")
     add_typed_arguments(parser)
     parser.add_argument("--isolation-level", choices=["read_uncommitted", "read_committed"],
                         help="kafka-log isolationLevel (extension)")

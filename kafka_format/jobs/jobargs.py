@@ -9,6 +9,7 @@ message instead of a traceback.  Nothing here imports pyspark at module level.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 import re
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.jobs.interrupts import EXIT_INTERRUPTED, interrupted, interrupts_handled, take_interrupts
 from kafka_format.log.topicconfig import ConfigError, TopicConfigs, load_topic_configs, parse_time
 from kafka_format.storage.partition_state import TopicSelection
 from kafka_format.storage.s3a import is_s3a
@@ -35,8 +37,8 @@ __all__ = ["add_common_arguments", "JobContext", "job_context", "check_inputs", 
            "engine_for", "executor_for",
            "run_job", "run_main", "parse_args", "describe", "claim_out", "locations", "redacting_excepthook",
            "install_redacting_hooks",
-           "UsageError",
-           "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE"]
+           "UsageError", "interrupted", "interrupts_handled", "missing_extra", "SPARK_EXTRA_HINT",
+           "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE", "EXIT_INTERRUPTED"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -45,6 +47,22 @@ EXIT_USAGE = 2
 
 class UsageError(ValueError):
     """A flag combination or value the job cannot run with (exit code 2)."""
+
+
+# What Spark runs need beyond the base install: pyproject.toml's [spark] extra, by top-level module
+SPARK_EXTRA_MODULES = {"pyspark": "pyspark", "py4j": "pyspark", "delta": "delta-spark", "pandas": "pandas",
+                       "deltalake": "deltalake", "fastavro": "fastavro", "google": "protobuf",
+                       "grpc_tools": "grpcio-tools"}
+SPARK_EXTRA_HINT = "install the spark extra: pip install 'kafka-log-analytics[spark]'"
+
+
+def missing_extra(exc: ImportError) -> str | None:
+    """The one line for an import of a package of the ``[spark]`` extra that this install lacks
+    (None for any other import error: a bug, shown as itself)."""
+    name = (getattr(exc, "name", None) or "").split(".")[0]
+    if not isinstance(exc, ModuleNotFoundError) or name not in SPARK_EXTRA_MODULES:
+        return None
+    return f"this needs {SPARK_EXTRA_MODULES[name]}, which is not installed here: {SPARK_EXTRA_HINT}"
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, *, formats: Sequence[str] | None = None,
@@ -169,6 +187,9 @@ def engine_for(ctx: JobContext, *, needs_spark: str | None = None) -> str:
         choice = choose_engine(requested, master=ctx.master, logdirs=ctx.logdirs, needs_spark=needs_spark)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if choice.engine == "spark" and importlib.util.find_spec("pyspark") is None:
+        raise UsageError(f"{choice.reason} runs on Spark, and pyspark is not installed here: "
+                         f"{SPARK_EXTRA_HINT}")
     if requested == "auto":
         print(f"klogs: {choice.line()}", file=sys.stderr, flush=True)
     if choice.engine == "local":
@@ -235,10 +256,12 @@ def session_for(ctx: JobContext, app_name: str) -> SparkSession:
 def _ready(spark: SparkSession, ctx: JobContext) -> SparkSession:
     """``spark`` set up for this run's locations (``s3a://`` credentials and settings:
     :func:`kafka_format.spark.s3a.prepare`), the source registered, the ``s3a://`` inputs and
-    outputs checked."""
+    outputs checked; Ctrl-C handled by the run again (a SparkContext starting installs PySpark's
+    own SIGINT handler)."""
     from kafka_format.spark import register
     from kafka_format.spark.s3a import prepare
 
+    take_interrupts()
     prepare(spark, locations(ctx))
     register(spark)
     if any(is_s3a(d) for d in ctx.logdirs):
@@ -345,8 +368,9 @@ def run_job(body: Callable[[], int], *, prog: str) -> int:
     py4j.propagate = False
     logging.getLogger().addFilter(root_filter)
     try:
-        with listing_cache():        # the input dirs are listed and their state files read once per run
-            return _run_body(body, prog, spark_failure)
+        with interrupts_handled():
+            with listing_cache():    # the input dirs are listed and their state files read once per run
+                return _run_body(body, prog, spark_failure)
     finally:
         logging.getLogger().removeFilter(root_filter)
         py4j.removeHandler(handler)
@@ -356,8 +380,16 @@ def run_job(body: Callable[[], int], *, prog: str) -> int:
 def _run_body(body: Callable[[], int], prog: str, spark_failure: Callable[[BaseException], Any]) -> int:
     try:
         return int(body() or 0)
+    except KeyboardInterrupt:  # Ctrl-C: the run's own clean-up ran on the way out
+        return interrupted(prog)
     except BrokenPipeError:   # `klogs JOB | head`
         return EXIT_OK
+    except ModuleNotFoundError as exc:    # a package of the [spark] extra this install lacks
+        line = missing_extra(exc)
+        if line is None:
+            raise
+        print(f"klogs {prog}: {line}", file=sys.stderr)
+        return EXIT_USAGE
     except (KafkaFormatError, ConfigError, UsageError, OSError) as exc:
         failure = spark_failure(exc) if isinstance(exc, OSError) else None   # a dead JVM's refused socket
         print(_redact(f"klogs {prog}: {failure or exc}{_log_hint(failure)}"), file=sys.stderr)

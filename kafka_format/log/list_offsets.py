@@ -104,30 +104,27 @@ Opener = Callable[[str], Any]     # location -> file with read_at(n, offset) (py
 
 
 def parse_timestamp_spec(text: str | int) -> int:
-    """A ``--timestamp`` value: a name of :data:`SPEC_NAMES`, Kafka's numeric -1..-6, ms since the
-    epoch or ISO-8601 (``kafka_format.log.topicconfig.parse_time``).  ValueError otherwise."""
-    if isinstance(text, int):
-        value = text
-    else:
-        word = text.strip()
-        if word.lower() in SPEC_NAMES:
-            return SPEC_NAMES[word.lower()]
-        if _INT.fullmatch(word):
-            value = int(word)
-        else:
-            from kafka_format.log.topicconfig import parse_time
+    """A ``--timestamp`` value: a name of :data:`SPEC_NAMES`, Kafka's numeric -1..-6, or a time
+    (ms since the epoch or ISO-8601) as :func:`kafka_format.log.topicconfig.parse_time` reads every
+    time flag.  ValueError otherwise."""
+    from kafka_format.log.topicconfig import parse_time
 
-            try:
-                return parse_time(word)
-            except ValueError as exc:
-                names = ", ".join(SPEC_NAMES)
-                raise ValueError(f"bad timestamp {text!r}: expected ms, ISO-8601, {names} "
-                                 f"or -1..-6 ({exc})") from None
+    if isinstance(text, str) and text.strip().lower() in SPEC_NAMES:
+        return SPEC_NAMES[text.strip().lower()]
+    number = isinstance(text, int) or bool(_INT.fullmatch(text.strip()))
+    try:
+        value = parse_time(text)
+    except ValueError as exc:
+        if number:                  # outside Java's long: the message every time flag gives
+            raise
+        names = ", ".join(SPEC_NAMES)
+        raise ValueError(f"bad timestamp {text!r}: expected ms, ISO-8601, {names} or -1..-6") from exc
+    if value < 0 and not number:
+        raise ValueError(f"bad timestamp {text!r}: before the epoch (a negative time is one of Kafka's "
+                         "special values -1..-6, given by name or number)")
     if value < EARLIEST_PENDING_UPLOAD_TIMESTAMP:
         raise ValueError(f"bad timestamp {text!r}: Kafka answers UNSUPPORTED_VERSION for negative "
                          "values other than -1..-6")
-    if value >= 1 << 63:
-        raise ValueError(f"bad timestamp {text!r}: larger than a Java long")
     return value
 
 

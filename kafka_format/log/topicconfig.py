@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 LONG_MAX = 9_223_372_036_854_775_807
+LONG_MIN = -LONG_MAX - 1
 
 # Kafka's topic-level defaults (LogConfig / ServerLogConfigs), as the strings a user would write.
 KAFKA_DEFAULTS: Mapping[str, str] = MappingProxyType({
@@ -149,12 +150,24 @@ class ConfigError(ValueError):
 
 
 def parse_time(text: str | int) -> int:
-    """Milliseconds since the epoch from an integer (ms) or an ISO-8601 timestamp (naive = UTC)."""
+    """Milliseconds since the epoch from an integer (ms) or an ISO-8601 timestamp (naive = UTC):
+    the one parser of every time flag (``--now``, ``--timestamp``).  ValueError for anything else,
+    and for a time outside Java's long (Kafka's timestamps are longs: a broker could never hold it)."""
     if isinstance(text, int):
-        return text
-    s = str(text).strip()
-    if re.fullmatch(r"[+-]?\d+", s):
-        return int(s)
+        ms = text
+    else:
+        s = str(text).strip()
+        if re.fullmatch(r"[+-]?\d+", s):
+            ms = int(s)
+        else:
+            ms = _iso_ms(text, s)
+    if not LONG_MIN <= ms <= LONG_MAX:
+        raise ValueError(f"not a time: {text!r} is outside Java's long range, as every Kafka timestamp "
+                         f"is ({LONG_MIN}..{LONG_MAX} ms)")
+    return ms
+
+
+def _iso_ms(text: str | int, s: str) -> int:
     iso = s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s
     try:
         when = datetime.fromisoformat(iso)

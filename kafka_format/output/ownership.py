@@ -91,10 +91,11 @@ def new_run_id() -> str:
     return uuid.uuid4().hex
 
 
-def marker_bytes(owner: Owner, run: str, **extra: Any) -> bytes:
-    """The marker file's content."""
+def marker_bytes(owner: Owner, run: str, *, created: float | None = None, **extra: Any) -> bytes:
+    """The marker file's content; ``created``: seconds since the epoch (default now), for an output
+    that must be byte-identical each time it is made (``data_samples/``)."""
     doc = {"marker": MARKER_TAG, "job": owner.job, "kind": owner.kind, "formatVersion": owner.version,
-           "run": run, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra}
+           "run": run, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created)), **extra}
     return (json.dumps(doc, sort_keys=False) + "\n").encode("utf-8")
 
 

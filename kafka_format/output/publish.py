@@ -20,7 +20,8 @@ a reader in between sees no output rather than a partial one.
 ``crash_point(name)`` is the fault-injection hook the crash-consistency tests use: when the
 environment variable ``KLA_CRASH_AT`` equals ``name`` the process kills itself with SIGKILL
 right there (with ``session=True``, every process of its session: a Spark job's driver, JVM and
-workers), so a test can stop a job at an exact step without timing.
+workers), so a test can stop a job at an exact step without timing; ``KLA_STOP_AT`` stops it
+there (SIGSTOP) for a test to signal it (the interrupt tests: a Ctrl-C at an exact step).
 """
 
 from __future__ import annotations
@@ -54,10 +55,11 @@ from kafka_format.output.ownership import (
 from kafka_format.output.runlock import hold
 
 __all__ = ["crash_point", "atomic_write_bytes", "atomic_write_text", "staging_dir", "publish_dir", "is_temp_name",
-           "cleanup_stale", "local_path", "CRASH_ENV", "claim_output", "Claim", "publish_file", "ensure_output_dir",
+           "cleanup_stale", "local_path", "CRASH_ENV", "STOP_ENV", "claim_output", "Claim", "publish_file", "ensure_output_dir",
            "Owner", "OutputRefused"]
 
 CRASH_ENV = "KLA_CRASH_AT"
+STOP_ENV = "KLA_STOP_AT"
 _TEMP = re.compile(r"^\..+\.(tmp|old)-[0-9a-f]{32}$")
 
 
@@ -67,7 +69,12 @@ def crash_point(name: str, *, session: bool = False, jvm: bool = False) -> None:
     session of its own (the driver, its JVM, Spark's Python workers, which run in a process group
     of their own) dies at once, as when its machine goes down.  ``jvm``: instead, the JVM this
     Python worker serves (its nearest ``java`` ancestor), as the kernel's OOM killer ends a JVM that
-    outgrew its machine; nothing when no JVM is an ancestor (the local engine)."""
+    outgrew its machine; nothing when no JVM is an ancestor (the local engine).
+    ``$KLA_STOP_AT == name``: this process stops itself (SIGSTOP) right there instead, so a test can
+    send it a signal of its own (SIGINT: a Ctrl-C) at that exact step and then SIGCONT."""
+    if os.environ.get(STOP_ENV) == name:
+        os.kill(os.getpid(), signal.SIGSTOP)
+        return
     if os.environ.get(CRASH_ENV) != name:
         return
     if jvm:

@@ -88,6 +88,11 @@ def register_derived(spark: SparkSession,
     return cls.name()
 
 
+from kafka_format.spark.workers import quiet_closed_sockets  # noqa: E402  (a worker's import of the package)
+
+quiet_closed_sockets()      # a no-op except in a Python worker of pyspark's daemon
+
+
 def _bytes(text: str | None) -> int:
     """Spark's byte-size conf text (``4194304``, ``4m``, ``4MB``) in bytes."""
     raw = (text or "").strip().lower().removesuffix("b")

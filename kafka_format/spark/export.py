@@ -579,11 +579,11 @@ def _export(df: DataFrame, out: str, *, format: str, partition_by: str | Sequenc
                 raise
             rows, nfiles, _ = _delta_written(spark, path, before)
             return ExportResult(out=out, format=format, partition_by=cols, rows=rows, files=nfiles,
-                                version=_spark_delta_version(spark, path), engine="delta-spark")
+                                version=_spark_delta_version(spark, path), writer="delta-spark")
         _prepare_delta(out)
         rows, nfiles, version = _delta_commit(out, data, cols, "overwrite", None)
         return ExportResult(out=out, format=format, partition_by=cols, rows=rows, files=nfiles, version=version,
-                            engine="delta-rs")
+                            writer="delta-rs")
 
 
 def _export_parquet_to_store(data: DataFrame, out: str, cols: Sequence[str]) -> ExportResult:
@@ -751,12 +751,12 @@ def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mappi
         if err is not None:
             raise err from None
         raise
-    engine = "spark" if format == "parquet" else ("delta-spark" if delta_spark else "delta-rs")
+    writer = "spark" if format == "parquet" else ("delta-spark" if delta_spark else "delta-rs")
     return ExportResult(out=out, format=format, partition_by=cols, rows=run.rows, files=run.files,
                         batches=tuple(run.batches), replayed_batches=tuple(run.replayed),
                         skipped_ranges=merge_skipped(run.skipped),
                         version=_table_version(spark, out, delta_spark) if format == "delta" else None,
-                        engine=engine)
+                        writer=writer)
 
 
 def _table_version(spark: SparkSession, out: str, delta_spark: bool) -> int | None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from pyspark.sql import SparkSession
 from kafka_format.spark import ALWAYS
 from kafka_format.spark.jars import with_jars
 
-__all__ = ["build_session", "read_profile", "conf_dir", "ALWAYS"]
+__all__ = ["build_session", "read_profile", "conf_dir", "ALWAYS", "stop_spark_work", "INTERRUPT_WAIT_S"]
 
 
 def conf_dir() -> Path:
@@ -131,3 +133,41 @@ def _jvm_running() -> bool:
     """Whether a JVM is already up (a live SparkContext, or spark-submit launched this process):
     its classpath is fixed, so packages set now would not apply."""
     return SparkContext._active_spark_context is not None or bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+
+
+INTERRUPT_WAIT_S = 20.0     # how long a Ctrl-C waits for Spark's jobs and queries to stop
+
+
+def stop_spark_work(wait_s: float = INTERRUPT_WAIT_S) -> None:
+    """Stop what Spark runs for this process and wait for it (at most ``wait_s``): its streaming
+    queries stopped, its jobs cancelled, until no job is active and no task runs (a cancelled job
+    ends at once; its tasks, maybe still writing files, end when they are killed).  A no-op
+    without a running SparkContext.
+
+    For a Ctrl-C (:func:`kafka_format.jobs.jobargs.interrupts_handled` calls it from its SIGINT
+    handler): the work is stopped from a thread of its own, with a Py4J connection of its own,
+    because the interrupted thread's connection is waiting for the answer of the call the Ctrl-C
+    interrupted -- PySpark's own handler cancels on it, which fails, and raises at once, so a run's
+    clean-up would delete a staged output while Spark's tasks still write into it."""
+    sc = SparkContext._active_spark_context
+    if sc is None:
+        return
+    stopper = threading.Thread(target=_stop_all, args=(sc, time.monotonic() + wait_s), name="klogs-interrupt",
+                               daemon=True)
+    stopper.start()
+    stopper.join(wait_s)
+
+
+def _stop_all(sc: SparkContext, deadline: float) -> None:
+    try:
+        session = SparkSession._instantiatedSession       # pyspark's record of this process's session
+        for query in session.streams.active if session is not None else []:
+            query.stop()
+        sc.cancelAllJobs()
+        tracker = sc.statusTracker()
+        jvm_tracker = sc._jsc.sc().statusTracker()         # the executors' running tasks (killed ones too)
+        while time.monotonic() < deadline and (tracker.getActiveJobsIds() or any(
+                e.numRunningTasks() for e in jvm_tracker.getExecutorInfos())):
+            time.sleep(0.05)
+    except Exception:       # noqa: BLE001 - a JVM already gone runs nothing more
+        pass

@@ -13,6 +13,8 @@ cannot import numpy, pyarrow or this package, and the first query fails deep ins
 * any other master (a cluster, ``local-cluster``): the driver's interpreter may not exist on the
   executors, so a one-task job tries the imports where the workers run; if they fail,
   :class:`WorkerPythonError` names the interpreter and the fix.
+
+:func:`quiet_closed_sockets` keeps the workers quiet where Spark closes their socket on purpose.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ import re
 import shutil
 import subprocess
 import sys
+import traceback
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["NEEDED", "WorkerPythonError", "worker_python", "source_python", "is_local_master"]
+__all__ = ["NEEDED", "WorkerPythonError", "worker_python", "source_python", "is_local_master",
+           "quiet_closed_sockets"]
 
 NEEDED = ("numpy", "pyarrow", "kafka_format")
 SQL_PYTHON_CONF = "spark.sql.execution.pyspark.python"
@@ -130,3 +134,35 @@ def source_python(spark: SparkSession) -> str | None:
     raise WorkerPythonError(f"kafka-log: Spark's Python workers run {python} ({source}) on {where}, and {missing}; "
                             + (f"unset {SQL_PYTHON_CONF} or point it at an interpreter with kafka-log-analytics"
                                if source == SQL_PYTHON_CONF else _FIX))
+
+
+def quiet_closed_sockets() -> None:
+    """In a Python worker forked by pyspark's daemon (``python -m pyspark.daemon``; a no-op in any
+    other process): no traceback on stderr when the JVM has closed the worker's socket.
+
+    The JVM closes it whenever it needs no more of a task's output -- a query with a limit
+    (``show(n)``, ``take``, ``LIMIT``) takes its rows and ends the task, and a session that stops
+    ends its workers -- while the worker may still be writing rows.  The worker's last flush then
+    fails, and ``pyspark.daemon.manager`` prints that ``BrokenPipeError`` (or
+    ``ConnectionResetError``) with ``traceback.print_exc()`` before the worker exits: a traceback on
+    the user's console for a query that worked.  Nothing is lost by not printing it: the JVM asked
+    for the end, and a JVM that died is reported by the driver.  Every other traceback of the daemon
+    and of the workers is printed as before.  Installed when :mod:`kafka_format.spark` is imported,
+    which a worker does to run any of the product's tasks (the ``kafka-log`` reader, the jobs' tasks)."""
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", None) != "pyspark.daemon":
+        return
+    if getattr(traceback.print_exc, "_quiet_closed_sockets", False):
+        return
+    original = traceback.print_exc
+
+    def print_exc(limit: int | None = None, file: Any = None, chain: bool = True) -> None:
+        exc = sys.exc_info()[1]
+        caller = sys._getframe(1).f_code
+        if isinstance(exc, (BrokenPipeError, ConnectionResetError)) and caller.co_name == "manager" \
+                and os.path.basename(caller.co_filename) == "daemon.py":
+            return                     # the JVM closed the socket: the end it asked for
+        original(limit=limit, file=file, chain=chain)
+
+    print_exc._quiet_closed_sockets = True        # type: ignore[attr-defined]
+    traceback.print_exc = print_exc

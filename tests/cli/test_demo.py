@@ -8,8 +8,12 @@ compared with kafka-python's decode of the same files.
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import crc32c
@@ -148,3 +152,53 @@ def test_demo_sends_sparks_own_output_to_a_log_file_unless_verbose(verbose: bool
     else:
         log = Path(str(asked["jvm_log"]))
         assert log.parent == tmp_path and log.name.startswith("klogs-demo-")
+
+
+def test_the_demos_commands_run_as_printed_in_a_shell(tmp_path: Path) -> None:
+    """Every ``$ klogs ...`` line the demo prints splits, by the shell's rules, into the job's argv; the
+    offsets line (``--topic-pattern 'v2-codecs|transactions'``) runs as pasted into bash."""
+    from kafka_format.cli import demo
+
+    runs = demo._job_runs([str(demo.SAMPLES_LOGDIRS)], tmp_path)
+    for name, argv, _ in runs:
+        assert shlex.split(demo.command_line(name, argv)) == ["klogs", name, *argv]
+    name, argv, _ = runs[0]
+    line = demo.command_line(name, argv)
+    assert "'v2-codecs|transactions'" in line
+    bin_dir = Path(sys.executable).parent
+    done = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stderr
+    assert {row.split()[0] for row in done.stdout.splitlines()[2:]} == {"transactions", "v2-codecs"}
+
+
+def test_the_demo_says_when_retention_goes_by_file_times(tmp_path: Path) -> None:
+    """legacy-v0's segments hold no timestamps: retention goes by their .log mtimes, which a clone sets
+    to its checkout time -- the note names the partition and the mtime the files really have."""
+    from kafka_format.cli import demo
+
+    copy = tmp_path / "logdirs"
+    shutil.copytree(demo.SAMPLES_LOGDIRS, copy, copy_function=shutil.copy)       # fresh mtimes, as a clone
+    when = 1_800_000_000
+    for log in (copy / "broker-1" / "legacy-v0-0").glob("*.log"):
+        os.utime(log, (when, when))
+    note = demo.mtime_note(demo.summarize([str(copy)]))
+    assert note is not None and "(legacy-v0-0)" in note and "2027-01-15 08:00:00 UTC" in note
+    assert note.startswith("note: 2 segments ")
+    assert demo.mtime_note(demo.summarize([str(copy / "broker-1" / "v2-codecs-0")])) is None
+
+
+def test_without_samples_the_demo_says_what_to_do_where_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from kafka_format.cli import demo, main
+
+    checkout = tmp_path / "checkout" / "data_samples"
+    checkout.mkdir(parents=True)
+    (checkout / "generate.py").write_text("")
+    monkeypatch.setattr(demo, "SAMPLES_LOGDIRS", checkout / "logdirs")
+    assert main(["demo", "--no-spark", "--out", str(tmp_path / "out")]) == 2
+    assert "make samples" in capsys.readouterr().err
+    monkeypatch.setattr(demo, "SAMPLES_LOGDIRS", tmp_path / "site-packages" / "data_samples" / "logdirs")
+    assert main(["demo", "--no-spark", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "--logdir" in err and "make samples" not in err

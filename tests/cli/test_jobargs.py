@@ -294,3 +294,79 @@ def test_a_log_dir_that_is_a_file_is_named_in_the_error(tmp_path: Path, monkeypa
     with pytest.raises(OSError, match=r"Spark's log .*logs.*KLOGS_LOG_DIR.*File exists"):
         with _stderr_to(jvm_log_path("probe")):
             pass
+
+
+BEYOND_LONG = "99999999999999999999"
+
+
+@pytest.mark.parametrize("job", ["retention", "audit", "compaction", "offsets", "export"])
+def test_every_job_reads_now_as_offsets_reads_timestamp(job: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """One parser for times: ``--now`` past Java's long is refused by every job (exit 2, one line,
+    nothing written) with the words ``offsets --timestamp`` refuses it with."""
+    from kafka_format.jobs import find_job
+
+    extra = {"offsets": ["--timestamp", "latest"]}.get(job, [])
+    out = tmp_path / "out"
+    assert find_job(job)([str(SAMPLES), "--now", BEYOND_LONG, "--out", str(out), *extra]) == EXIT_USAGE
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"klogs {job}: --now: not a time: '{BEYOND_LONG}' is outside "
+                                                "Java's long range")
+    assert not out.exists()
+    assert find_job("offsets")([str(SAMPLES), "--timestamp", BEYOND_LONG]) == EXIT_USAGE
+    said = capsys.readouterr().err.splitlines()[-1]
+    assert said.endswith(err[0].split("--now: ", 1)[1])
+
+
+def test_retention_at_javas_last_millisecond_shows_dates_not_milliseconds(capsys: pytest.CaptureFixture[str]) -> None:
+    from kafka_format.jobs import find_job
+
+    assert find_job("retention")([str(SAMPLES), "--topic", "legacy-v0", "--now", str((1 << 63) - 1),
+                                  "--format", "table", "--engine", "local"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line.split() for line in lines[2:] if line.startswith("legacy-v0")]
+    assert rows and all(r[-1] == "+292278994-08-17T07:12:55Z" for r in rows)    # deletableAtMs: --now itself
+    assert str((1 << 63) - 1) not in "\n".join(lines)
+
+
+def test_klogs_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.metadata
+
+    from kafka_format.cli import main
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"klogs {importlib.metadata.version('kafka-log-analytics')}\n"
+
+
+def test_a_missing_package_of_the_spark_extra_is_one_line_naming_the_extra(capsys: pytest.CaptureFixture[str]) -> None:
+    def body() -> int:
+        raise ModuleNotFoundError("No module named 'deltalake'", name="deltalake")
+
+    assert run_job(body, prog="export") == EXIT_USAGE
+    assert capsys.readouterr().err.splitlines() == [
+        "klogs export: this needs deltalake, which is not installed here: install the spark extra: "
+        "pip install 'kafka-log-analytics[spark]'"]
+
+    def bug() -> int:
+        raise ModuleNotFoundError("No module named 'kafka_format.nowhere'", name="kafka_format.nowhere")
+
+    with pytest.raises(ModuleNotFoundError):          # not a package of the extra: a bug, shown as itself
+        run_job(bug, prog="export")
+
+
+def test_an_interrupted_body_is_one_line_and_130_and_the_handler_is_given_back(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import signal
+
+    from kafka_format.jobs.jobargs import EXIT_INTERRUPTED
+
+    before = signal.getsignal(signal.SIGINT)
+    seen: list[object] = []
+
+    def body() -> int:
+        seen.append(signal.getsignal(signal.SIGINT))
+        raise KeyboardInterrupt
+
+    assert run_job(body, prog="retention") == EXIT_INTERRUPTED == 130
+    assert capsys.readouterr().err == "klogs retention: interrupted\n"
+    assert seen[0] is not before and signal.getsignal(signal.SIGINT) is before

@@ -129,3 +129,32 @@ def test_demo_runs_from_the_wheel_on_given_log_dirs(installed: Path, tmp_path: P
     done = _run(installed / "klogs", ["demo", "--logdir", str(SAMPLES), "--out", str(tmp_path / "demo")], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert str(tmp_path / "demo") in done.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["retention", str(SAMPLES), "--engine", "spark", "--now", NOW],
+    ["retention", str(SAMPLES), "--master", "local[1]", "--now", NOW],
+    ["export", str(SAMPLES), "--format", "delta", "--out", "OUT"],
+    ["export", str(SAMPLES), "--out", "OUT", "--checkpoint", "OUT-checkpoint"],
+], ids=["engine-spark", "master", "delta", "incremental"])
+def test_a_spark_run_without_the_spark_extra_names_the_extra(installed: Path, tmp_path: Path, args: list[str]) -> None:
+    """The wheel installed without ``[spark]`` (no pyspark): one line naming the extra, exit 2, no output."""
+    done = _run(installed / "klogs", [a.replace("OUT", str(tmp_path / "out")) for a in args], tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [done.stderr.strip()]
+    assert done.stderr.startswith(f"klogs {args[0]}: ") and "pip install 'kafka-log-analytics[spark]'" in done.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out-checkpoint").exists()
+
+
+def test_the_wheel_knows_its_version(installed: Path, tmp_path: Path) -> None:
+    done = _run(installed / "klogs", ["--version"], tmp_path)
+    meta = subprocess.run([str(installed / "python"), "-c", "import importlib.metadata as m; "
+                           "print(m.version('kafka-log-analytics'))"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == f"klogs {meta.stdout.strip()}\n"
+
+
+def test_demo_from_the_wheel_without_log_dirs_asks_for_one(installed: Path, tmp_path: Path) -> None:
+    """An installation has no data_samples/ and no Makefile: the demo asks for --logdir, not `make samples`."""
+    done = _run(installed / "klogs", ["demo", "--out", str(tmp_path / "demo")], tmp_path)
+    assert done.returncode == 2
+    assert "--logdir" in done.stderr and "make samples" not in done.stderr

@@ -45,3 +45,16 @@ def test_a_new_flag_changes_the_page() -> None:
     after = render_cli_reference(commands)
     assert after != before
     assert "| `--brand-new-flag` | `X` | `7` | added by the test |" in after
+
+
+def test_every_flag_has_help_and_no_choice_list_reads_as_other_choices() -> None:
+    """``klogs JOB --help`` explains every flag, and a choice holding a comma (``topic,partition``)
+    never shows as argparse's ``{topic,partition,date}``, which reads as three choices."""
+    for name, _, parser in command_parsers():
+        for action in parser._actions:
+            if not action.option_strings or isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, f"klogs {name} {action.option_strings[0]}: no help text"
+            if any("," in str(c) for c in action.choices or ()):
+                assert action.metavar is not None, f"klogs {name} {action.option_strings[0]}"
+                assert "{" + ",".join(map(str, action.choices)) + "}" not in parser.format_usage()

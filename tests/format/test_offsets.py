@@ -349,10 +349,22 @@ def test_parse_timestamp_spec(text: str, value: int) -> None:
     assert parse_timestamp_spec(text) == value
 
 
-@pytest.mark.parametrize("text", ["-7", "yesterday", "", "12:00"])
+@pytest.mark.parametrize("text", ["-7", "yesterday", "", "12:00", "1969-12-31T23:59:59.999Z"])
 def test_parse_timestamp_spec_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="timestamp"):
         parse_timestamp_spec(text)
+
+
+@pytest.mark.parametrize("text", ["9223372036854775808", "99999999999999999999"])
+def test_a_timestamp_outside_javas_long_gets_the_message_of_every_time_flag(text: str) -> None:
+    from kafka_format.log.topicconfig import parse_time
+
+    with pytest.raises(ValueError) as as_time:
+        parse_time(text)
+    with pytest.raises(ValueError) as as_spec:
+        parse_timestamp_spec(text)
+    assert str(as_spec.value) == str(as_time.value) and "outside Java's long range" in str(as_spec.value)
+    assert parse_timestamp_spec("9223372036854775807") == (1 << 63) - 1
 
 
 # --- the index-only bar (DESIGN §5) --------------------------------------------------------

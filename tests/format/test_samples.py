@@ -5,7 +5,10 @@ README promises (checked on the decoded files, not on the generator's bookkeepin
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import struct
+import subprocess
+import sys
 import types
 import warnings
 from pathlib import Path
@@ -88,6 +91,50 @@ def test_committed_samples_equal_a_fresh_generation(tmp_path: Path) -> None:
     assert sorted(map(str, fresh)) == sorted(map(str, committed))
     different = [str(k) for k in fresh if fresh[k].read_bytes() != committed[k].read_bytes()]
     assert different == []
+
+
+def _run_generator(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """``python data_samples/generate.py ARGS`` as data_samples/README.md tells a user to run it."""
+    return subprocess.run([sys.executable, str(REPO / "data_samples" / "generate.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("found", ["a user's file", "a file", "a Kafka log dir"])
+def test_the_generator_refuses_a_path_it_did_not_write_and_leaves_it_untouched(found: str, tmp_path: Path) -> None:
+    """klogs' output rule: a directory holding something else, a file, a broker's log dir (here a
+    copy of the samples without their marker) -- exit 2, one line naming the path, nothing touched."""
+    target = tmp_path / "out"
+    if found == "a user's file":
+        target.mkdir()
+        (target / "thesis.tex").write_text("years of work\n")
+    elif found == "a file":
+        target.write_text("not a directory\n")
+    else:
+        shutil.copytree(SAMPLES, target)
+        (target / ".klogs-output").unlink()
+    before = _tree(target) if target.is_dir() else {"": target.read_bytes()}
+    done = _run_generator(target)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and str(target) in done.stderr and "refusing" in done.stderr
+    assert (_tree(target) if target.is_dir() else {"": target.read_bytes()}) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]          # no temporaries, no lock left
+
+
+def test_the_generator_writes_an_absent_or_empty_dir_and_replaces_its_own_output(tmp_path: Path) -> None:
+    absent, empty = tmp_path / "new" / "samples", tmp_path / "empty"
+    empty.mkdir()
+    for target in (absent, empty, absent):            # the third run replaces the first's output
+        done = _run_generator(target)
+        assert done.returncode == 0, done.stderr
+        assert _tree(target) == _tree(SAMPLES)        # the committed samples, marker included
+    (absent / "broker-1" / "stray").write_text("x")  # inside its own output: replaced with the rest
+    assert _run_generator(absent).returncode == 0 and _tree(absent) == _tree(SAMPLES)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "new"]
+    assert _run_generator(absent, "extra").returncode == 2
 
 
 @pytest.mark.parametrize("log", _sample_logs(), ids=lambda p: str(p.relative_to(SAMPLES)))

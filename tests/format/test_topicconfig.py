@@ -183,3 +183,15 @@ class TestParseTime:
     def test_rejects_garbage(self) -> None:
         with pytest.raises(ValueError, match="ISO-8601"):
             parse_time("yesterday")
+
+    @pytest.mark.parametrize("text, ms", [("9223372036854775807", (1 << 63) - 1),
+                                          ("-9223372036854775808", -(1 << 63)), ("+5", 5)])
+    def test_every_java_long_is_a_time(self, text: str, ms: int) -> None:
+        assert parse_time(text) == ms
+
+    @pytest.mark.parametrize("text", ["9223372036854775808", "99999999999999999999", "-9223372036854775809"])
+    def test_a_time_outside_javas_long_is_refused(self, text: str) -> None:
+        with pytest.raises(ValueError, match="outside Java's long range"):
+            parse_time(text)
+        with pytest.raises(ValueError, match="outside Java's long range"):
+            parse_time(int(text))

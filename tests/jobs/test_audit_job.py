@@ -252,3 +252,27 @@ def test_a_terminal_gets_a_last_line_with_the_sums(tmp_path: Path, capsys: pytes
     assert count["warning"] > 0 and count["info"] > 0
     assert last.startswith(f"{count['error']} errors, {count['warning']} warnings, {count['info']} informational; ")
     assert last.endswith(f"; report: {out}/report.html")
+
+
+def test_piped_the_findings_stay_one_a_line_and_the_sums_go_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Piped (``klogs audit ... | grep``): stdout holds the findings only, one a line; the line of sums
+    and the report's path goes to stderr; ``--format json`` prints the findings alone."""
+    module = importlib.import_module("kafka_format.jobs.audit")
+    samples = Path(__file__).resolve().parents[2] / "data_samples" / "logdirs"
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    common = [str(samples), "--now", "2023-11-21T22:14:00Z", "--engine", "local",
+              "--config-file", str(samples / "topic-configs.json")]
+    assert module.main([*common, "--out", str(tmp_path / "text")]) == 0
+    captured = capsys.readouterr()
+    rows = pq.read_table(tmp_path / "text" / "findings").to_pylist()
+    lines = captured.out.splitlines()
+    assert len(lines) == len(rows) and all(line.split()[0] in ("ERROR", "WARNING", "INFO") for line in lines)
+    count = {sev: sum(1 for r in rows if r["severity"] == sev) for sev in ("error", "warning", "info")}
+    assert captured.err.splitlines() == [
+        f"{count['error']} errors, {count['warning']} warnings, {count['info']} informational; "
+        + captured.err.split("informational; ", 1)[1].rstrip("\n")]
+    assert captured.err.rstrip().endswith(f"; report: {tmp_path / 'text'}/report.html")
+    assert module.main([*common, "--out", str(tmp_path / "json"), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and len(captured.out.splitlines()) == len(rows)

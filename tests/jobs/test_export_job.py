@@ -274,7 +274,7 @@ def test_delta_export_goes_through_spark_delta_writer_and_reads_in_spark_deltala
     capsys.readouterr()
     assert run_export(orders, "--out", out, "--format", "delta", "--partition-by", "date") == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["engine"] == "delta-spark"
+    assert (result["engine"], result["writer"]) == ("spark", "delta-spark")
     truth = oracle(orders)
     expected = sorted(truth)
     days = {k: "2023-11-14" if ts < MIDNIGHT else "2023-11-15" for k, (ts, _, _) in truth.items()}
@@ -328,7 +328,7 @@ def test_incremental_export_adds_only_new_records(spark, orders: Path, tmp_path:
         table = DeltaTable(str(out))
         assert table.version() == 1
         results = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
-        assert [r["engine"] for r in results] == ["delta-spark" if fmt == "delta" else "delta-rs"] * 2
+        assert [(r["engine"], r["writer"]) for r in results] == [("spark", "delta-spark" if fmt == "delta" else "delta-rs")] * 2
         infos = [json.loads(line)["commitInfo"] for f in sorted((out / "_delta_log").glob("*.json"))
                  for line in f.read_text().splitlines() if "commitInfo" in line]
         spark_made = [str(i.get("engineInfo", "")).startswith("Apache-Spark/") for i in infos]

@@ -109,6 +109,6 @@ def test_the_readme_spark_submit_exports_s3a_to_a_delta_table(moto_s3, tmp_path:
                           start_new_session=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = proc.stdout.strip().splitlines()[-1]
-    assert '"engine": "delta-spark"' in result and f'"out": "s3a://{BUCKET}/lake/kafka"' in result
+    assert '"engine": "spark"' in result and '"writer": "delta-spark"' in result and f'"out": "s3a://{BUCKET}/lake/kafka"' in result
     table = moto_s3.download(BUCKET, "lake/kafka", tmp_path / "table")
     assert_exactly(read_delta(table), oracle(logs))
