@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -34,15 +34,20 @@ import pyarrow.parquet as pq
 
 from kafka_format.storage.fsio import redact
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.output.attempts import AttemptFiles, AttemptRoot, WrittenFile
 from kafka_format.output.ownership import Owner, OutputRefused
 from kafka_format.output.parquet import write_options, write_row_groups
-from kafka_format.output.publish import claim_output, crash_point, local_path, staging_dir
+from kafka_format.output.publish import claim_output, crash_point, local_path, read_point, staging_dir
 from kafka_format.output.store import claim, is_store
+
+if TYPE_CHECKING:
+    from kafka_format.engine.runtime import Executor
 
 __all__ = [
     "FORMATS", "PARTITION_LAYOUTS", "TYPED_AS", "KEY_AS", "VALUE_AS", "ExportError", "ExportResult", "source_options",
     "parse_partition_by", "PARQUET_OWNER", "INCREMENTAL_OWNER", "DELTA_OWNER", "CHECKPOINT_OWNER", "BATCH_OWNER",
-    "output_owner", "hold_outputs", "check_location", "needs_spark", "export_local", "convert_table",
+    "output_owner", "hold_outputs", "check_location", "needs_spark", "export_parquet", "export_local", "export_split",
+    "convert_table",
     "decode_table", "merge_skipped", "read_mode", "skip_reading_options",
 ]
 
@@ -340,11 +345,11 @@ def decode_table(table: pa.Table, typed: Any) -> tuple[pa.Table, dict[str, int]]
 
 @dataclass(frozen=True)
 class _SplitExport:
-    """One split of a local export: read, converted and written under ``root`` by one task."""
+    """One split of an export: read, converted and written under ``root`` by one task."""
 
     split: Any                    # kafka_format.read.planning.Split
     options: Any                  # the parsed read options
-    root: str                     # the staging directory
+    root: AttemptRoot             # where the task's attempt writes (the output's staging)
     index: int                    # names its files part-<index>-<i>.parquet
     partition_by: tuple[str, ...]
     key_as: str
@@ -359,6 +364,7 @@ class _SplitDone:
 
     decode_errors: dict[str, int]
     skipped: tuple[dict[str, Any], ...]
+    files: AttemptFiles           # the files its attempt wrote (relative to the output's root)
 
 
 def _skipped_rows(batch: pa.RecordBatch, drop: bool) -> tuple[pa.RecordBatch, list[dict[str, Any]]]:
@@ -380,19 +386,22 @@ def _skipped_rows(batch: pa.RecordBatch, drop: bool) -> tuple[pa.RecordBatch, li
     return batch, found
 
 
-def _export_split(task: _SplitExport) -> _SplitDone:
-    """Stream one split's rows into Parquet files under ``task.root`` (hive directories of
-    ``partition_by``), typed columns decoded batch by batch (:func:`decode_table`'s rule); the
-    rows that did not decode per typed column and the skipped byte ranges.  DROPMALFORMED reads
-    as PERMISSIVE and leaves out the ``_corrupt`` rows once their ranges are taken.  Holds one row
-    group's rows at a time (:func:`kafka_format.output.parquet.row_groups`; the dataset writer's
-    own groups when partitioned by other columns)."""
+def export_split(task: _SplitExport) -> _SplitDone:
+    """One task: stream a split's rows into Parquet files (hive directories of ``partition_by``)
+    under its attempt's directory of ``task.root``, typed columns decoded batch by batch
+    (:func:`decode_table`'s rule); the files written, the rows that did not decode per typed
+    column and the skipped byte ranges.  DROPMALFORMED reads as PERMISSIVE and leaves out the
+    ``_corrupt`` rows once their ranges are taken.  Holds one row group's rows at a time
+    (:func:`kafka_format.output.parquet.row_groups`; the dataset writer's own groups when
+    partitioned by other columns).  The same on every executor."""
     from dataclasses import replace
 
     import pyarrow.dataset as ds
 
+    from kafka_format.engine.runtime import attempt
     from kafka_format.read.split_reader import arrow_schema, read_split
 
+    read_point(task.split.topic, task.split.partition)
     typed = task.typed if task.typed is not None and task.typed.plans else None
     source = arrow_schema(task.options)
     if typed is not None:
@@ -423,72 +432,125 @@ def _export_split(task: _SplitExport) -> _SplitDone:
             if table.num_rows:
                 yield from convert(table).to_batches()
 
+    name = AttemptRoot.directory(task.index, attempt())
     rows = converted()
     first = next(rows, None)
     if first is None:
-        return _SplitDone(counts, tuple(skipped))
+        return _SplitDone(counts, tuple(skipped), AttemptFiles(name))
+    fs, base = task.root.open(task.index, attempt())
     in_files = [n for n in schema.names if n not in task.partition_by]
     options = write_options(first.select(in_files))
     if set(task.partition_by) <= {"topic", "partition"}:
         # A split is one topic-partition: its rows go to one hive directory, in row groups of many batches.
         keys = {"topic": task.split.topic, "partition": task.split.partition}
-        where = os.path.join(task.root, *(f"{c}={quote(str(keys[c]), safe='')}" for c in task.partition_by))
-        os.makedirs(where, exist_ok=True)
-        write_row_groups(os.path.join(where, f"part-{task.index:05d}-0.parquet"),
-                         pa.schema([schema.field(n) for n in in_files]),
-                         (batch.select(in_files) for batch in itertools.chain([first], rows)), options)
-        return _SplitDone(counts, tuple(skipped))
+        rel = "/".join([*(f"{c}={quote(str(keys[c]), safe='')}" for c in task.partition_by),
+                        f"part-{task.index:05d}-0.parquet"])
+        path = f"{base}/{rel}"
+        if not task.root.is_store:      # a store has no directories (creating one leaves placeholder objects)
+            fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        n = write_row_groups(path, pa.schema([schema.field(c) for c in in_files]),
+                             (batch.select(in_files) for batch in itertools.chain([first], rows)), options,
+                             filesystem=fs)
+        written = (WrittenFile(rel, n, int(fs.get_file_info(path).size or 0)),)
+        return _SplitDone(counts, tuple(skipped), AttemptFiles(name, written))
     part_schema = pa.schema([schema.field(c) for c in task.partition_by])
-    ds.write_dataset(pa.RecordBatchReader.from_batches(schema, itertools.chain([first], rows)), task.root,
-                     format="parquet", partitioning=ds.partitioning(part_schema, flavor="hive"),
+    files: list[WrittenFile] = []
+
+    def visit(f: Any) -> None:
+        files.append(WrittenFile(f.path[len(base) + 1:], int(f.metadata.num_rows), int(f.size)))
+
+    ds.write_dataset(pa.RecordBatchReader.from_batches(schema, itertools.chain([first], rows)), base,
+                     filesystem=fs, format="parquet", partitioning=ds.partitioning(part_schema, flavor="hive"),
                      basename_template=f"part-{task.index:05d}-{{i}}.parquet",
-                     existing_data_behavior="overwrite_or_ignore", preserve_order=True,
+                     existing_data_behavior="overwrite_or_ignore", preserve_order=True, file_visitor=visit,
+                     create_dir=not task.root.is_store,
                      file_options=ds.ParquetFileFormat().make_write_options(**options))
-    return _SplitDone(counts, tuple(skipped))
+    return _SplitDone(counts, tuple(skipped), AttemptFiles(name, tuple(sorted(files, key=lambda f: f.rel))))
 
 
-def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str] | None = None,
-                 partition_by: str | Sequence[str] = ("topic", "partition"), key_as: str = "binary",
-                 value_as: str = "binary", typed: Any = None) -> ExportResult:
-    """A batch Parquet export of ``logdirs`` in this process, published atomically (``out``
-    replaced by one rename, as :func:`kafka_format.spark.export.export` does).  One task per
-    planned split (the data source's plan), each streaming its rows to its own files, over threads
-    (a topic's large segments) or a process pool (many small files) where there is more than one
-    split's worth of work (:func:`kafka_format.engine.run_tasks`).
+def export_parquet(executor: Executor, logdirs: Sequence[str], out: str, *, options: Mapping[str, str] | None = None,
+                   partition_by: str | Sequence[str] = ("topic", "partition"), key_as: str = "binary",
+                   value_as: str = "binary", typed: Any = None) -> ExportResult:
+    """A batch Parquet export of ``logdirs`` to ``out``, its tasks on ``executor``, published
+    atomically: a local ``out`` replaced by one rename, an ``s3a://`` one by the store's publish
+    (:func:`kafka_format.output.store.publish_staged`: files copied into place, ``_SUCCESS`` and the
+    marker last).  One task per planned split (the data source's own plan, sized for the
+    executor's cores), each streaming its rows to files of its own under its attempt's directory
+    and returning their manifest (:func:`export_split`); the driver publishes the files of the
+    attempts the executor kept, nothing else (:mod:`kafka_format.output.attempts`).
     ``typed``: the :class:`kafka_format.registry.typed.TypedPlan` of typed ``key_as``/``value_as``."""
     import json
+    import uuid
 
-    from kafka_format.engine import run_tasks
     from kafka_format.engine.read import compiled_decoders, read_splits, split_weights
+    from kafka_format.output import store as store_output
 
     cols = parse_partition_by(partition_by)
     _check_choice("key_as", key_as, KEY_AS)
     _check_choice("value_as", value_as, VALUE_AS)
-    local_path(out)             # ValueError for object stores: no atomic rename there
+    on_store = is_store(out)
+    if not on_store:
+        local_path(out)             # ValueError for other URIs: no atomic publish there
     opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
     with hold_outputs(out, format="parquet", incremental=False, inputs=logdirs):
-        parsed, splits = read_splits(opts)
+        parsed, splits = read_splits(opts, cores=executor.cores())
         probe = _probe(parsed)
         if typed is not None and typed.plans:
             probe = decode_table(probe, typed)[0]
         convert_table(probe, partition_by=cols, key_as=key_as,
                       value_as=value_as)        # refuses what it cannot convert before any work
-        with staging_dir(out, PARQUET_OWNER) as tmp:
-            tasks = [_SplitExport(s, parsed, tmp, i, cols, key_as, value_as, typed) for i, s in enumerate(splits)]
+        weights, gil_free = split_weights(splits, rewritten=True, gil_free=compiled_decoders(typed))
+        names = [f"{s.topic}-{s.partition} ({redact(s.log_dir)})" for s in splits]
+
+        def run(root: AttemptRoot) -> tuple[list[AttemptFiles], dict[str, int], list[dict[str, Any]]]:
+            root.prepare()
+            tasks = [_SplitExport(s, parsed, root, i, cols, key_as, value_as, typed) for i, s in enumerate(splits)]
             counts: dict[str, int] = {}
             skipped: list[dict[str, Any]] = []
-            weights, gil_free = split_weights(splits, rewritten=True, gil_free=compiled_decoders(typed))
-            for done in run_tasks(_export_split, tasks, weights=weights, gil_free=gil_free):
+            manifests: list[AttemptFiles] = []
+            for done in executor.map(export_split, tasks, weights=weights, gil_free=gil_free, names=names):
                 for c, n in done.decode_errors.items():
                     counts[c] = counts.get(c, 0) + n
                 skipped += done.skipped
-            with open(os.path.join(tmp, "_SUCCESS"), "wb"):
+                manifests.append(done.files)
+            return manifests, counts, skipped
+
+        if on_store:
+            store_output.ensure_publishing(out, PARQUET_OWNER)
+            store_output.cleanup(out)                   # a crashed run's staging (the claim made OUT ours)
+            staged = store_output.staging_uri(out, uuid.uuid4().hex)
+            root = AttemptRoot(staged)
+            manifests, counts, skipped = run(root)
+            files = root.commit(manifests)
+            sources = root.sources(manifests)
+            t = store_output.target(staged)
+            with t.fs.open_output_stream(t.join(store_output.SUCCESS)):
                 pass
-            files = _data_files(pafs.LocalFileSystem(), tmp)
+            sources[store_output.SUCCESS] = store_output.SUCCESS
             crash_point("export:files-written")
+            store_output.publish_staged(staged, out, PARQUET_OWNER, sources=sources)
+        else:
+            with staging_dir(out, PARQUET_OWNER) as tmp:
+                root = AttemptRoot(tmp)
+                manifests, counts, skipped = run(root)
+                files = root.commit(manifests)
+                with open(os.path.join(tmp, "_SUCCESS"), "wb"):
+                    pass
+                crash_point("export:files-written")
     return ExportResult(out=out, format="parquet", partition_by=cols, rows=sum(f.rows for f in files),
-                        files=len(files), engine="local", writer="pyarrow",
+                        files=len(files), engine=executor.name, writer="pyarrow",
                         typed=None if typed is None else typed.report(counts), skipped_ranges=merge_skipped(skipped))
+
+
+def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str] | None = None,
+                 partition_by: str | Sequence[str] = ("topic", "partition"), key_as: str = "binary",
+                 value_as: str = "binary", typed: Any = None) -> ExportResult:
+    """:func:`export_parquet` on this process's cores (threads for a topic's large segments, a
+    process pool for many small files: :func:`kafka_format.engine.run_tasks`)."""
+    from kafka_format.engine.runtime import LocalExecutor
+
+    return export_parquet(LocalExecutor(), logdirs, out, options=options, partition_by=partition_by, key_as=key_as,
+                          value_as=value_as, typed=typed)
 
 
 def _probe(options: Any) -> pa.Table:

@@ -25,13 +25,14 @@ from kafka_format.read.split_reader import arrow_schema, plan_read, read_split
 __all__ = ["compiled_decoders", "read_table", "read_splits", "split_bytes", "split_weights", "split_work"]
 
 
-def read_splits(options: Mapping[str, str]) -> tuple[Any, list[Split]]:
-    """Parsed options (``paths``: a JSON list) and the planned splits, sized for this machine's cores."""
+def read_splits(options: Mapping[str, str], *, cores: int | None = None) -> tuple[Any, list[Split]]:
+    """Parsed options (``paths``: a JSON list) and the planned splits, sized for ``cores`` (default:
+    this machine's) as Spark's file sources size theirs for ``defaultParallelism``."""
     from kafka_format.engine import workers
     from kafka_format.read.options import parse_options     # pyspark-free
 
     opts = parse_options(dict(options))
-    opts = replace(opts, plan=replace(opts.plan, default_parallelism=workers()))
+    opts = replace(opts, plan=replace(opts.plan, default_parallelism=cores or workers()))
     return opts, plan_read(opts)
 
 

@@ -34,6 +34,7 @@ from kafka_format.jobs.jobargs import (
     UsageError,
     add_common_arguments,
     engine_for,
+    executor_for,
     job_context,
     run_main,
     session_for,
@@ -152,16 +153,20 @@ def _run(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str], typed:
 
     fmt = ctx.format or "parquet"
     why = needs_spark(format=fmt, checkpoint=args.checkpoint, value_as=args.value_as, key_as=args.key_as)
-    if engine_for(ctx, needs_spark=why) == "local":
-        from kafka_format.engine.export import export_local
+    if fmt == "parquet" and not args.checkpoint and args.value_as != "json":
+        # a batch Parquet export: the job's tasks write their files from Arrow on either executor
+        from kafka_format.engine.export import export_parquet
 
+        executor = executor_for(ctx, PROG, needs_spark=why)
         try:
-            result = export_local(ctx.logdirs, str(ctx.out), options=opts, partition_by=args.partition_by,
-                                  key_as=args.key_as, value_as=args.value_as, typed=typed)
+            result = export_parquet(executor, ctx.logdirs, str(ctx.out), options=opts,
+                                    partition_by=args.partition_by, key_as=args.key_as, value_as=args.value_as,
+                                    typed=typed)
         except ValueError as exc:      # bad option values
             raise UsageError(str(exc)) from None
         _print_result(result, opts)
         return EXIT_OK
+    engine_for(ctx, needs_spark=why)     # "spark": refused with --engine local
     from kafka_format.spark.export import export, export_incremental, read_source
 
     spark = session_for(ctx, PROG)

@@ -4,10 +4,10 @@ A job whose tasks write an output's files (an export's Parquet) runs them on an 
 start a task more than once: Spark retries a failed attempt, runs a speculative copy beside a slow
 one, and keeps the result of one attempt only.  So a task never writes where a reader looks:
 
-* it writes under ``<root>/_attempts/<attempt>/`` (:meth:`AttemptRoot.open`; ``attempt`` is the
-  runtime's name for the running attempt, :func:`kafka_format.engine.runtime.attempt`), file
+* it writes under ``<root>/_attempts/<task>-<attempt>/`` (:meth:`AttemptRoot.open`; ``attempt``
+  is the runtime's name for the running attempt, :func:`kafka_format.engine.runtime.attempt`), file
   names of its own (its task index in them), and returns an :class:`AttemptFiles` manifest: the
-  files and their row counts and sizes;
+  directory, the files and their row counts and sizes;
 * the driver receives one manifest per task, the one of the attempt the executor kept, and
   :meth:`AttemptRoot.commit` moves exactly those files to ``<root>/<rel>``; whatever other attempts
   wrote is removed with ``_attempts``, before the output is published.
@@ -49,9 +49,9 @@ class WrittenFile:
 
 @dataclass(frozen=True)
 class AttemptFiles:
-    """A task attempt's manifest: the attempt's name and the files it wrote."""
+    """A task attempt's manifest: its directory under ``_attempts`` and the files it wrote there."""
 
-    attempt: str
+    directory: str
     files: tuple[WrittenFile, ...] = ()
 
 
@@ -81,11 +81,18 @@ class AttemptRoot:
         if not self.is_store:
             os.makedirs(os.path.join(self.root, ATTEMPTS), exist_ok=True)
 
-    def open(self, attempt: str) -> tuple[pafs.FileSystem, str]:
-        """Task: the file system and the base path this attempt writes its files under (created
-        here, never its parents: once the attempts are committed, a late attempt fails)."""
+    @staticmethod
+    def directory(task: int, attempt: str) -> str:
+        """The directory name of task ``task``'s attempt ``attempt`` (unique within a job)."""
+        return f"{task:05d}-{attempt}"
+
+    def open(self, task: int, attempt: str) -> tuple[pafs.FileSystem, str]:
+        """Task: the file system and the base path task ``task``'s attempt ``attempt`` writes its
+        files under (created here, never its parents: once the attempts are committed, a late
+        attempt fails)."""
         fs, base = self._fs()
-        path = posixpath.join(base, ATTEMPTS, attempt) if self.is_store else os.path.join(base, ATTEMPTS, attempt)
+        name = self.directory(task, attempt)
+        path = posixpath.join(base, ATTEMPTS, name) if self.is_store else os.path.join(base, ATTEMPTS, name)
         if not self.is_store:
             os.mkdir(path)          # FileExistsError for a name used twice; FileNotFoundError once committed
         return fs, path
@@ -106,7 +113,7 @@ class AttemptRoot:
                 os.makedirs(os.path.dirname(dest), exist_ok=True)
                 if os.path.lexists(dest):
                     raise FileExistsError(f"{dest}: two tasks wrote the same file")
-                os.rename(os.path.join(base, ATTEMPTS, m.attempt, *f.rel.split("/")), dest)
+                os.rename(os.path.join(base, ATTEMPTS, m.directory, *f.rel.split("/")), dest)
         remove_tree(os.path.join(base, ATTEMPTS))
         return files
 
@@ -114,4 +121,4 @@ class AttemptRoot:
     def sources(manifests: Sequence[AttemptFiles]) -> dict[str, str]:
         """For a store root: each output file's path (relative to the output) and where its kept
         attempt wrote it (relative to ``root``)."""
-        return {f.rel: f"{ATTEMPTS}/{m.attempt}/{f.rel}" for m in manifests for f in m.files}
+        return {f.rel: f"{ATTEMPTS}/{m.directory}/{f.rel}" for m in manifests for f in m.files}

@@ -67,12 +67,15 @@ def write_options(sample: pa.Table | pa.RecordBatch) -> dict[str, Any]:
 
 
 def write_row_groups(where: str | os.PathLike[str], schema: pa.Schema, batches: Iterable[pa.RecordBatch],
-                     options: dict[str, Any]) -> None:
-    """Write ``batches`` (of ``schema``) to the Parquet file ``where`` with ``options``, in the row
-    groups of :func:`row_groups`."""
-    with pq.ParquetWriter(where, schema, **options) as writer:
+                     options: dict[str, Any], *, filesystem: Any = None) -> int:
+    """Write ``batches`` (of ``schema``) to the Parquet file ``where`` (on ``filesystem``, default
+    local) with ``options``, in the row groups of :func:`row_groups`; the rows written."""
+    rows = 0
+    with pq.ParquetWriter(where, schema, filesystem=filesystem, **options) as writer:
         for group in row_groups(batches):
             writer.write_table(group, row_group_size=group.num_rows)
+            rows += group.num_rows
+    return rows
 
 
 def leaf_paths(schema: pa.Schema) -> list[str]:

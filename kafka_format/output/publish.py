@@ -55,7 +55,7 @@ from kafka_format.output.ownership import (
 from kafka_format.output.runlock import hold
 
 __all__ = ["crash_point", "atomic_write_bytes", "atomic_write_text", "staging_dir", "publish_dir", "is_temp_name",
-           "cleanup_stale", "local_path", "CRASH_ENV", "STOP_ENV", "claim_output", "Claim", "publish_file", "ensure_output_dir",
+           "cleanup_stale", "local_path", "CRASH_ENV", "STOP_ENV", "read_point", "claim_output", "Claim", "publish_file", "ensure_output_dir",
            "Owner", "OutputRefused"]
 
 CRASH_ENV = "KLA_CRASH_AT"
@@ -83,6 +83,15 @@ def crash_point(name: str, *, session: bool = False, jvm: bool = False) -> None:
     if session:
         _kill_session()
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def read_point(topic: str, partition: int) -> None:
+    """Test hook at the start of a task reading one partition (the ``kafka-log`` source's Spark
+    tasks and every executor's export tasks): ``read:<topic>-<partition>`` kills the whole job --
+    driver, JVM, workers -- e.g. mid-write after other tasks wrote their files, or stops there
+    (:func:`crash_point`).  Armed only with ``$KLA_CRASH_AT`` set."""
+    if CRASH_ENV in os.environ:
+        crash_point(f"read:{topic}-{partition}", session=True)
 
 
 def _kill_jvm_ancestor() -> None:

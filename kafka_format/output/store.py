@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import posixpath
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -319,16 +319,19 @@ def publish_local(local_dir: str | Path, uri: str, owner: Owner) -> None:
     _publish(t, owner, files, put)
 
 
-def publish_staged(staged_uri: str, uri: str, owner: Owner) -> None:
-    """Publish what Spark wrote under ``staged_uri`` (in the same store, normally
-    :func:`staging_uri`) as ``uri``: server-side copies, then the staging removed."""
+def publish_staged(staged_uri: str, uri: str, owner: Owner, sources: Mapping[str, str] | None = None) -> None:
+    """Publish what was written under ``staged_uri`` (in the same store, normally
+    :func:`staging_uri`) as ``uri``: server-side copies, then the staging removed.  ``sources``:
+    only these files, each output path (relative to ``uri``) copied from its path relative to
+    ``staged_uri`` (a job's kept task attempts: :class:`kafka_format.output.attempts.AttemptRoot`);
+    default: every file under ``staged_uri``, at the same relative path."""
     t, s = target(uri), target(staged_uri)
-    files = _files(s, s.path)
+    files: Mapping[str, object] = _files(s, s.path) if sources is None else sources
     copied = [0]
 
     def put(rel: str) -> None:
         try:
-            t.fs.copy_file(s.join(rel), t.join(rel))
+            t.fs.copy_file(s.join(rel if sources is None else sources[rel]), t.join(rel))
         except (OSError, pa.ArrowException) as exc:
             raise _io(t, "copy", exc) from exc
         copied[0] += 1

@@ -57,7 +57,6 @@ Examples
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
@@ -84,7 +83,7 @@ from kafka_format.read.planning import (
     pack_splits,
     plan_splits,
 )
-from kafka_format.output.publish import CRASH_ENV, crash_point
+from kafka_format.output.publish import read_point
 from kafka_format.read.split_reader import CORRUPT_COLUMN, arrow_schema, plan_read, read_split
 from kafka_format.spark.filters import Pushed, push_filters
 from kafka_format.read.options import KafkaLogOptionError, ReadOptions, parse_options
@@ -104,7 +103,7 @@ class SplitPartition(InputPartition):
 
 def _read_splits(splits: Sequence[Split], opts: ReadOptions) -> Iterator[pa.RecordBatch]:
     for split in splits:
-        _crash_point(split)
+        read_point(split.topic, split.partition)
         yield from read_split(split, opts)
 
 
@@ -360,14 +359,6 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the log dirs are only read."""
-
-
-def _crash_point(split: Split) -> None:
-    """Test hook: ``KLA_CRASH_AT=spark-read:<topic>-<partition>`` kills the whole job (driver, JVM,
-    workers) when a task starts reading that partition, e.g. mid-write after other tasks wrote
-    their files (:func:`kafka_format.output.publish.crash_point`)."""
-    if CRASH_ENV in os.environ:
-        crash_point(f"spark-read:{split.topic}-{split.partition}", session=True)
 
 
 def _prorate(limit: int, sizes: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:

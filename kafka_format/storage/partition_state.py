@@ -176,15 +176,22 @@ def last_index_position(replica: PartitionLog, seg: Segment) -> int:
 def log_end_offset(replica: PartitionLog) -> int:
     """Log end offset: ``replica.log_end_offset`` when discovery computed it, else
     ``LogSegment.readNextOffset`` of the last segment (batch headers from its last offset-index
-    entry; corrupt framing ends the data, as recovery would).  A replica without segments: its log
+    entry; corrupt framing ends the data, as recovery would; from the segment's start when the
+    batch at that entry is cut off, as recovery's rebuilt index would).  A replica without segments: its log
     start offset (``LogLoader`` opens an empty segment there)."""
     if replica.log_end_offset is not None:
         return replica.log_end_offset
     if not replica.segments:
         return replica.log_start_offset
     seg = replica.segments[-1]
-    heads = list(iter_batch_heads(replica, seg, last_index_position(replica, seg)))
-    return next_offset_after(heads, seg.base_offset)
+    start = last_index_position(replica, seg)
+    end = next_offset_after(iter_batch_heads(replica, seg, start), seg.base_offset)
+    if end == seg.base_offset and start > 0:
+        # The batch the last index entry points at is cut off or damaged: Kafka's readNextOffset
+        # would fall back to the base offset and hide the complete batches before it (a stream's
+        # end would then skip them silently).  Recovery rebuilds the index and keeps them: so do we.
+        end = next_offset_after(iter_batch_heads(replica, seg, 0), seg.base_offset)
+    return end
 
 
 def high_watermark(replica: PartitionLog, *, log_end_offset: int | None, override: int | None = None,

@@ -382,13 +382,13 @@ def test_a_typed_export_on_threads_writes_what_one_thread_writes(tmp_path: Path,
     plan = plan_columns(schemas_from_log_dirs([str(c.root)]), value_as="avro", topic="orders")
     options = {"topics": "orders", "maxBytesPerPartition": "16k"}
     names: list[str] = []
-    real = export._export_split
+    real = export.export_split
 
-    def task(t: Any) -> dict[str, int]:
+    def task(t: Any) -> Any:
         names.append(threading.current_thread().name)
         return real(t)
 
-    monkeypatch.setattr(export, "_export_split", task)
+    monkeypatch.setattr(export, "export_split", task)
     tables = {}
     for how, least, share in (("threads", 0, 0.0), ("one thread", 1 << 60, 2.0)):
         monkeypatch.setattr(engine, "THREADS_MIN_BYTES", least)

@@ -10,7 +10,7 @@ so the interrupt lands at that exact step without any timing:
 * ``retention:staged``: the local engine's report staged beside ``--out``, not yet published;
 * ``pool:worker-started``: the local engine's worker processes (an audit of a log dir big enough
   for the pool) -- the group's Ctrl-C reaches the workers too;
-* ``spark-read:<topic>-<partition>``: a Spark task of the ``kafka-log`` source starting to read
+* ``read:<topic>-<partition>``: a task starting to read
   that partition (in a Python worker), the driver waiting in the job that writes the export.
 """
 
@@ -141,7 +141,7 @@ def test_ctrl_c_during_a_spark_export_stops_its_tasks_before_the_staged_output_i
            "KLA_CRASH_AT": "none"}       # the source's test hooks are armed only with KLA_CRASH_AT set
     runs = tmp_path / "runs"
     runs.mkdir()
-    done, _ = interrupt_at("spark-read:compacted-0", ["export", str(SAMPLES), "--engine", "spark", "--master", "local[2]",
+    done, _ = interrupt_at("read:compacted-0", ["export", str(SAMPLES), "--engine", "spark", "--master", "local[2]",
                                                    "--out", str(runs / "table")], tmp_path, group=True, env=env)
     assert_interrupted(done, "export")
     assert _entries(runs) == []                         # no table, no staging dir, no lock

@@ -2,7 +2,7 @@
 re-running it yields exactly the source's records (no loss, no duplicate).
 
 Each scenario runs ``klogs export`` in a subprocess with ``KLA_CRASH_AT`` set; the process SIGKILLs
-itself at that step (kafka_format.output.publish.crash_point).  ``spark-read:orders-1`` kills the whole job
+itself at that step (kafka_format.output.publish.crash_point).  ``read:orders-1`` kills the whole job
 -- driver, JVM and Python workers -- when a task starts reading partition orders-1, after the task
 of orders-0 wrote its files: a delta-spark write killed mid-batch, its files written and no commit.
 The subprocesses run two at a time (JVM start-up dominates them); the re-runs, and the first batch
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.spark
 
 FILES_WRITTEN = "export:files-written"
 BATCH_COMMITTED = "export:batch-committed"
-MID_WRITE = "spark-read:orders-1"          # the whole job killed once orders-0's task wrote its files
+MID_WRITE = "read:orders-1"          # the whole job killed once orders-0's task wrote its files
 PARALLEL = 2
 SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
 KLOGS = "import sys; from kafka_format.cli import main; sys.exit(main(sys.argv[1:]))"

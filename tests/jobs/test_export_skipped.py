@@ -74,7 +74,8 @@ def write_damaged(root: Path, damage: tuple[str, ...] = ("crc", "length", "tail"
     ``orders-1`` (5 batches, one segment without index entries), then: ``crc`` a byte flipped inside the middle batch of
     orders-0's first segment, ``length`` the length field of the middle batch of its second segment
     made 33 bytes longer, ``tail`` orders-1's last batch cut in half (the crash tail of the
-    partition's active segment)."""
+    partition's active segment), ``indexed-tail`` orders-0's last batch cut in half (its last
+    offset-index entry points at the cut batch)."""
     d = LogDirWriter(root, node_id=1, cluster_id="skippedRangesCluster0", kraft=True)
     built: dict[int, list[Any]] = {}
     for p, count in ((0, 12), (1, 5)):
@@ -128,6 +129,14 @@ def write_damaged(root: Path, damage: tuple[str, ...] = ("crc", "length", "tail"
         del data[cut:]
         ranges.append({"file": str(log), "position": at, "length": cut - at, "reason": TAIL})
         damaged.add((1, len(built[1]) - 1))
+    if "indexed-tail" in damage:
+        log, at = placed[0][-1]
+        data = edits.setdefault(log, bytearray(log.read_bytes()))
+        cut = at + len(built[0][-1].data) // 2
+        assert at > 0 and at + len(built[0][-1].data) == len(data)
+        del data[cut:]
+        ranges.append({"file": str(log), "position": at, "length": cut - at, "reason": TAIL})
+        damaged.add((0, len(built[0]) - 1))
     for log, data in edits.items():
         log.write_bytes(bytes(data))
     records = {(p, o): (k, v) for p, batches in built.items() for i, b in enumerate(batches)
@@ -292,6 +301,27 @@ def test_delta_batch_and_incremental_exports_report_every_range(
         assert (again["batches"], again["replayed_batches"]) == ([], [last])
         assert (again["skipped_ranges"], again["skipped_bytes"], again["rows"]) == ([], 0, 0)
         assert "damaged byte range" not in err
+
+
+@pytest.mark.spark
+def test_an_incremental_export_keeps_the_batches_before_a_cut_off_indexed_batch(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The active segment's last index entry points at a batch cut in half: Kafka's
+    ``readNextOffset`` would end the log at the segment's base offset; the stream's end is the last
+    complete batch (as recovery's rebuilt index has it), so every intact record is exported, as
+    the batch export exports them."""
+    logs = write_damaged(tmp_path / "logs", damage=("indexed-tail",))
+    out, ckpt = tmp_path / "inc", tmp_path / "ckpt"
+    code, result, _ = run_export(capsys, logs.root, "--out", out, "--checkpoint", ckpt)
+    assert code == 0 and result is not None
+    assert data_rows(read_parquet(out)) == logs.records and result["rows"] == len(logs.records)
+    code, result, err = run_export(capsys, logs.root, "--out", tmp_path / "batch", "--engine", "local",
+                                   "--option", "mode=DROPMALFORMED")
+    assert code == 0 and result is not None
+    assert result["skipped_ranges"] == logs.ranges and len(logs.ranges) == 1
+    assert f"DROPMALFORMED skipped 1 damaged byte range ({logs.skipped_bytes} B) in 1 file" in err
+    assert data_rows(read_parquet(tmp_path / "batch")) == logs.records
 
 
 # --- typed ----------------------------------------------------------------------------------------
