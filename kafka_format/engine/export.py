@@ -37,7 +37,7 @@ from kafka_format.common.errors import KafkaFormatError
 from kafka_format.output.attempts import AttemptFiles, AttemptRoot, WrittenFile
 from kafka_format.output.ownership import Owner, OutputRefused
 from kafka_format.output.parquet import write_options, write_row_groups
-from kafka_format.output.publish import claim_output, crash_point, local_path, read_point, staging_dir
+from kafka_format.output.publish import CRASH_ENV, claim_output, crash_point, local_path, read_point, staging_dir
 from kafka_format.output.store import claim, is_store
 
 if TYPE_CHECKING:
@@ -452,6 +452,7 @@ def export_split(task: _SplitExport) -> _SplitDone:
                              (batch.select(in_files) for batch in itertools.chain([first], rows)), options,
                              filesystem=fs)
         written = (WrittenFile(rel, n, int(fs.get_file_info(path).size or 0)),)
+        _written_point(task)
         return _SplitDone(counts, tuple(skipped), AttemptFiles(name, written))
     part_schema = pa.schema([schema.field(c) for c in task.partition_by])
     files: list[WrittenFile] = []
@@ -465,7 +466,18 @@ def export_split(task: _SplitExport) -> _SplitDone:
                      existing_data_behavior="overwrite_or_ignore", preserve_order=True, file_visitor=visit,
                      create_dir=not task.root.is_store,
                      file_options=ds.ParquetFileFormat().make_write_options(**options))
+    _written_point(task)
     return _SplitDone(counts, tuple(skipped), AttemptFiles(name, tuple(sorted(files, key=lambda f: f.rel))))
+
+
+def _written_point(task: _SplitExport) -> None:
+    """Test hook: ``export:first-attempt-written:<topic>-<partition>`` kills the process running a
+    task's first attempt once its files are written (a Spark Python worker: the task fails and is
+    retried; the files the dead attempt left must never reach the output)."""
+    from kafka_format.engine.runtime import first_attempt
+
+    if CRASH_ENV in os.environ and first_attempt():
+        crash_point(f"export:first-attempt-written:{task.split.topic}-{task.split.partition}")
 
 
 def export_parquet(executor: Executor, logdirs: Sequence[str], out: str, *, options: Mapping[str, str] | None = None,

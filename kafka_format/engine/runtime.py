@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
-__all__ = ["LOCAL_ATTEMPT", "Executor", "LocalExecutor", "attempt", "running_attempt"]
+__all__ = ["LOCAL_ATTEMPT", "Executor", "LocalExecutor", "attempt", "first_attempt", "running_attempt"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -42,23 +42,32 @@ def attempt() -> str:
     return str(getattr(_current, "name", LOCAL_ATTEMPT))
 
 
-class running_attempt:  # noqa: N801 -- a context manager used like a function
-    """``with running_attempt(name):`` -- the block runs as task attempt ``name`` (:func:`attempt`)."""
+def first_attempt() -> bool:
+    """Whether the task attempt running in this thread is its task's first (always on the local
+    executor; a Spark retry or speculative copy is not)."""
+    return int(getattr(_current, "number", 0)) == 0
 
-    def __init__(self, name: str) -> None:
+
+class running_attempt:  # noqa: N801 -- a context manager used like a function
+    """``with running_attempt(name, number):`` -- the block runs as task attempt ``name``
+    (:func:`attempt`), its task's attempt ``number`` (0 first: :func:`first_attempt`)."""
+
+    def __init__(self, name: str, number: int = 0) -> None:
         self.name = name
-        self.saved: str | None = None
+        self.number = number
+        self.saved: tuple[str, int] | None = None
 
     def __enter__(self) -> str:
-        self.saved = getattr(_current, "name", None)
-        _current.name = self.name
+        if hasattr(_current, "name"):
+            self.saved = (_current.name, _current.number)
+        _current.name, _current.number = self.name, self.number
         return self.name
 
     def __exit__(self, *exc: object) -> None:
         if self.saved is None:
-            del _current.name
+            del _current.name, _current.number
         else:
-            _current.name = self.saved
+            _current.name, _current.number = self.saved
 
 
 class Executor(Protocol):

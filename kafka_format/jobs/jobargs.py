@@ -208,7 +208,7 @@ def executor_for(ctx: JobContext, app_name: str, *, needs_spark: str | None = No
         return LocalExecutor()
     from kafka_format.spark.executor import SparkExecutor
 
-    return SparkExecutor(session_for(ctx, app_name), description=f"klogs {app_name}")
+    return SparkExecutor(session_for(ctx, app_name, source=False), description=f"klogs {app_name}")
 
 
 def _active_session() -> Any:
@@ -220,10 +220,11 @@ def _active_session() -> Any:
     return SparkSession.getActiveSession()
 
 
-def session_for(ctx: JobContext, app_name: str) -> SparkSession:
+def session_for(ctx: JobContext, app_name: str, *, source: bool = True) -> SparkSession:
     """The active session (in tests, or the one spark-submit configures: its ``--master`` and
     ``--conf`` rule) or, for ``klogs JOB``, one built from ``spark_conf/local.conf``; ``--master``
-    applies when a new session is built."""
+    applies when a new session is built.  ``source``: with the ``kafka-log`` source registered (a
+    job whose tasks run on the runtime's executor reads without it)."""
     from kafka_format.engine import allow_pandas
 
     allow_pandas()                      # a local run earlier in this process kept pandas out
@@ -238,24 +239,25 @@ def session_for(ctx: JobContext, app_name: str) -> SparkSession:
     if active is not None and ctx.master is None:
         for key, value in ALWAYS.items():
             active.conf.set(key, value)
-        return _ready(active, ctx)
+        return _ready(active, ctx, source)
     global _jvm_log, _verbose
     verbose = _verbose = bool(getattr(ctx.args, "verbose", False))
     _jvm_log = None if verbose else jvm_log_path(app_name)
     spark = build_session(master=ctx.master, profile="local", app_name=f"klogs {app_name}", jvm_log=_jvm_log,
-                          s3a=any(is_s3a(loc) for loc in locations(ctx)), delta=ctx.format == "delta")
+                          s3a=any(is_s3a(loc) for loc in locations(ctx)), delta=ctx.format == "delta",
+                          source=source)
     if not verbose:                     # Spark's own bar went to the log file with the JVM's output
         import atexit
 
         from kafka_format.spark.progress import ConsoleProgress
 
         atexit.register(ConsoleProgress(spark).start().stop)
-    return _ready(spark, ctx)
+    return _ready(spark, ctx, source)
 
 
-def _ready(spark: SparkSession, ctx: JobContext) -> SparkSession:
+def _ready(spark: SparkSession, ctx: JobContext, source: bool) -> SparkSession:
     """``spark`` set up for this run's locations (``s3a://`` credentials and settings:
-    :func:`kafka_format.spark.s3a.prepare`), the source registered, the ``s3a://`` inputs and
+    :func:`kafka_format.spark.s3a.prepare`), the source registered if ``source``, the ``s3a://`` inputs and
     outputs checked; Ctrl-C handled by the run again (a SparkContext starting installs PySpark's
     own SIGINT handler)."""
     from kafka_format.spark import register
@@ -263,7 +265,8 @@ def _ready(spark: SparkSession, ctx: JobContext) -> SparkSession:
 
     take_interrupts()
     prepare(spark, locations(ctx))
-    register(spark)
+    if source:
+        register(spark)
     if any(is_s3a(d) for d in ctx.logdirs):
         check_inputs([d for d in ctx.logdirs if is_s3a(d)])
         ctx.configs = _configs(ctx.args, ctx.logdirs)     # with the KRaft metadata of the s3a:// log dirs

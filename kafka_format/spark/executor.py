@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pyarrow as pa
 
 from kafka_format.engine.runtime import running_attempt
+from kafka_format.spark.workers import source_python
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -37,12 +38,17 @@ R = TypeVar("R")
 def task_attempt_name() -> str:
     """The running Spark task attempt's name, unique within its application: the stage, the
     partition, the attempt number and the task attempt id (``s3-p0-a1-t17``)."""
+    return _task_attempt()[0]
+
+
+def _task_attempt() -> tuple[str, int]:
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
     if ctx is None:
         raise RuntimeError("not inside a Spark task")
-    return f"s{ctx.stageId()}-p{ctx.partitionId()}-a{ctx.attemptNumber()}-t{ctx.taskAttemptId()}"
+    name = f"s{ctx.stageId()}-p{ctx.partitionId()}-a{ctx.attemptNumber()}-t{ctx.taskAttemptId()}"
+    return name, int(ctx.attemptNumber())
 
 
 def _mark(markers: str | None, index: int, what: str) -> None:
@@ -55,7 +61,7 @@ def _run_partition(fn: Callable[[Any], Any], markers: str | None,
                    items: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
     """One Spark partition: its tasks (one, as planned) run under this attempt's name; with
     ``markers`` (local mode) each leaves a ``started`` and a ``done`` file there."""
-    with running_attempt(task_attempt_name()):
+    with running_attempt(*_task_attempt()):
         for index, task in items:
             _mark(markers, index, "started")
             result = fn(task)
@@ -107,7 +113,11 @@ class SparkExecutor:
             (sc.master or "").startswith("local") else None
         if self.description:
             sc.setJobDescription(self.description)
+        saved = sc.pythonExec
+        python = source_python(self.spark)     # local mode: the driver's interpreter if Spark's lacks the package
         try:
+            if python is not None:      # the RDD's function carries the interpreter its workers start
+                sc.pythonExec = python
             rdd = sc.parallelize(list(enumerate(tasks)), len(tasks))
             results = rdd.mapPartitions(partial(_run_partition, fn, markers)).collect()
         except BaseException as exc:
@@ -116,6 +126,7 @@ class SparkExecutor:
                 exc.klogs_stage_tasks = StageTasks(listed, [listed[i] for i in _running(markers, len(listed))])  # type: ignore[attr-defined]
             raise
         finally:
+            sc.pythonExec = saved
             if self.description:
                 sc.setJobDescription(None)  # type: ignore[arg-type]  # pyspark accepts None: the default
             if markers is not None:
@@ -136,7 +147,7 @@ def _arrow_tasks(fn: Callable[[Any], pa.Table], tasks: Sequence[Any], schema: pa
                  ids: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in ids:
         for index in batch.column(0).to_pylist():
-            with running_attempt(task_attempt_name()):
+            with running_attempt(*_task_attempt()):
                 table = fn(tasks[int(index)])
             yield from table.cast(schema).to_batches()
 

@@ -95,8 +95,9 @@ def _prune_logs(root: str) -> None:
 
 def build_session(master: str | None = None, profile: str = "local", app_name: str = "klogs",
                   extra_conf: Mapping[str, str] | None = None, jvm_log: str | None = None,
-                  s3a: bool = False, delta: bool = False) -> SparkSession:
-    """Get or create a SparkSession from a profile, with the ``kafka-log`` source registered.
+                  s3a: bool = False, delta: bool = False, source: bool = True) -> SparkSession:
+    """Get or create a SparkSession from a profile, with the ``kafka-log`` source registered
+    (unless not ``source``: a job running its own tasks on the session reads without it).
 
     Precedence (lowest first): ``spark_conf/<profile>.conf``, ``extra_conf``, ``master``.
     Workers use this interpreter unless ``PYSPARK_PYTHON`` is already set.  When this call starts
@@ -123,9 +124,10 @@ def build_session(master: str | None = None, profile: str = "local", app_name: s
         spark = builder.getOrCreate()
     for key, value in ALWAYS.items():           # runtime SQL conf also on a pre-existing session
         spark.conf.set(key, value)
-    from kafka_format.spark import register
+    if source:
+        from kafka_format.spark import register
 
-    register(spark)
+        register(spark)
     return spark
 
 

@@ -53,9 +53,9 @@ class Shape:
 
 
 SHAPES = (
-    Shape("lz4, 4 partitions", "lz4", 256, 4),
-    Shape("uncompressed, 2 partitions", "none", 512, 2),
-    Shape("zstd, 16 partitions", "zstd", 128, 16),
+    Shape("lz4, 4 partitions", "lz4", 2048, 4),             # ~0.9 GB of log
+    Shape("uncompressed, 2 partitions", "none", 1024, 2),
+    Shape("zstd, 16 partitions", "zstd", 1024, 16),         # ~0.4 GB of log
 )
 TINY = Shape("1 MB, 1 partition", "none", 1, 1)
 

@@ -33,6 +33,7 @@ pytestmark = pytest.mark.spark
 FILES_WRITTEN = "export:files-written"
 BATCH_COMMITTED = "export:batch-committed"
 MID_WRITE = "read:orders-1"          # the whole job killed once orders-0's task wrote its files
+ATTEMPT_WRITTEN = "export:first-attempt-written:orders-0"    # one task's first attempt killed after writing
 PARALLEL = 2
 SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
 KLOGS = "import sys; from kafka_format.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -43,10 +44,12 @@ class Scenario:
     fmt: str
     incremental: bool
     crash_at: str
+    master: str = "local[1]"
 
 
 SCENARIOS = {
     "parquet-batch": Scenario("parquet", False, FILES_WRITTEN),
+    "parquet-batch-task-retried": Scenario("parquet", False, ATTEMPT_WRITTEN, "local[1,2]"),   # 2 attempts per task
     "parquet-incremental-published": Scenario("parquet", True, BATCH_COMMITTED),
     "delta-batch": Scenario("delta", False, FILES_WRITTEN),      # the delta-rs fallback: no Delta jars
     "delta-incremental-committed": Scenario("delta", True, BATCH_COMMITTED),
@@ -93,13 +96,15 @@ def crashed(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Crashe
         args = [str(logs), "--out", str(out), "--format", sc.fmt, "--key-as", "string"]
         if sc.incremental:
             args += ["--checkpoint", str(ckpt)]
-        if sc.crash_at == MID_WRITE:        # a task per segment (small ones share a task otherwise), so
+        if sc.crash_at in (MID_WRITE, ATTEMPT_WRITTEN):        # a task per segment (small ones share a task otherwise), so
             args += ["--option", "maxBytesPerPartition=1k"]     # orders-0's tasks end before orders-1's
         if name == "delta-spark-incremental-mid-batch":
             assert run_export(*args) == 0                   # batch 0, whole; then the broker appended
             for partition in (0, 1):
                 append_records(logs, "orders", partition, 6)
-        command = [sys.executable, "-c", KLOGS, "export", *args, "--master", "local[1]"]
+        command = [sys.executable, "-c", KLOGS, "export", *args, "--master", sc.master]
+        if sc.crash_at == ATTEMPT_WRITTEN:      # Spark's log on stderr: the lost attempt shows there
+            command.append("--verbose")
         if name == "delta-batch":           # spark-submit without --packages: a session without Delta's jars
             command = [str(SPARK_SUBMIT), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
                        str(REPO / "jobs" / "export.py"), *args]
@@ -128,6 +133,22 @@ def assert_killed(c: Crashed, *, submitted: bool = False) -> None:
 
 
 # --- Parquet ------------------------------------------------------------------------------
+def test_a_retried_tasks_dead_attempt_never_reaches_the_output(spark, crashed) -> None:  # type: ignore[no-untyped-def]
+    """A Spark task's first attempt writes its files and its Python worker dies; Spark runs the task
+    again (two attempts allowed), the retry writes its own files under its own attempt's name, and
+    the driver publishes the files of the attempt it kept: every record exactly once, one file per
+    task, nothing of the dead attempt left anywhere."""
+    c = crashed["parquet-batch-task-retried"]
+    assert c.returncode == 0, c.stderr[-3000:]
+    assert "Lost task" in c.stderr and "Python worker exited unexpectedly" in c.stderr   # the attempt died
+    assert_exactly(read_parquet_dir(c.out), oracle(c.logs))
+    files = sorted(p.relative_to(c.out).as_posix() for p in c.out.rglob("*.parquet"))
+    assert len(files) == len(set(files)) and files and all("_attempts" not in f for f in files)
+    assert not hidden_parquet(c.out) and not [p for p in c.out.parent.iterdir() if p.name.startswith(".")]
+    with_rows = [p for p in c.out.rglob("*.parquet") if "partition=0" in p.as_posix()]
+    assert len(with_rows) == len({p.name for p in with_rows})       # the retried task's files once
+
+
 def test_parquet_batch_killed_before_publish_shows_nothing(spark, crashed) -> None:  # type: ignore[no-untyped-def]
     c = crashed["parquet-batch"]
     assert_killed(c)

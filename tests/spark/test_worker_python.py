@@ -5,9 +5,11 @@ library only).  A driver in a subprocess (one SparkContext per process) builds p
 way a user does (``SparkSession.builder``, ``PYSPARK_PYTHON`` pointing at the bare interpreter):
 
 * ``local[1]``: ``register`` warns in one line and the source reads every record (oracle: the
-  format core's decode of the same files in the driver);
+  format core's decode of the same files in the driver); the job runtime's Spark executor runs its
+  tasks with the driver's interpreter too;
 * ``local-cluster[1,1,1024]`` (executors in their own JVMs: a cluster as far as the check knows):
-  ``register`` raises one clear error naming the interpreter and the fix, before any query.
+  ``register`` and the job runtime's Spark executor raise one clear error naming the interpreter
+  and the fix, before any query or task.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import json, sys
 from pyspark.sql import SparkSession
 from kafka_format import decode_file
 from kafka_format.spark import register
+from kafka_format.spark.executor import SparkExecutor
 from kafka_format.spark.workers import WorkerPythonError
 
 samples = sys.argv[1]
@@ -47,6 +50,8 @@ out["local_rows"] = df.count()
 import pathlib
 out["oracle_rows"] = sum(b.num_rows for p in sorted(pathlib.Path(samples).rglob("*.log"))
                          if p.parent.name.rsplit("-", 1)[0] in topics for b in decode_file(str(p)))
+probe = lambda t: (t, __import__("pyarrow").__version__, __import__("kafka_format").__name__)
+out["executor"] = list(SparkExecutor(spark).map(probe, [0, 1]))
 spark.stop()
 spark = (SparkSession.builder.master("local-cluster[1,1,1024]").config("spark.ui.enabled", "false")
          .config("spark.task.maxFailures", "1").getOrCreate())
@@ -55,6 +60,11 @@ try:
     out["cluster"] = None
 except WorkerPythonError as exc:
     out["cluster"] = str(exc)
+try:
+    list(SparkExecutor(spark).map(probe, [0]))
+    out["cluster_executor"] = None
+except WorkerPythonError as exc:
+    out["cluster_executor"] = str(exc)
 spark.stop()
 print("RESULT " + json.dumps(out))
 """
@@ -85,6 +95,13 @@ def test_local_session_runs_the_source_with_the_drivers_interpreter_and_says_so_
     assert bare in warnings[0] and "cannot import" in warnings[0] and sys.executable in warnings[0]
 
 
+def test_the_runtime_executor_runs_its_tasks_with_the_drivers_interpreter_in_local_mode(run) -> None:  # type: ignore[no-untyped-def]
+    import pyarrow
+
+    out, _, _ = run
+    assert out["executor"] == [[0, pyarrow.__version__, "kafka_format"], [1, pyarrow.__version__, "kafka_format"]]
+
+
 def test_cluster_session_raises_one_error_naming_the_interpreter_and_the_fix(run) -> None:  # type: ignore[no-untyped-def]
     out, _, bare = run
     message = out["cluster"]
@@ -92,3 +109,4 @@ def test_cluster_session_raises_one_error_naming_the_interpreter_and_the_fix(run
     assert bare in message and "executors" in message and "cannot import" in message
     assert "spark.pyspark.python" in message and "PYSPARK_PYTHON" in message
     assert "\n" not in message
+    assert out["cluster_executor"] == message
