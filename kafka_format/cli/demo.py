@@ -24,7 +24,10 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from kafka_format.cli.output import TextOutput, table
+from kafka_format.common.errors import KafkaFormatError
 from kafka_format.jobs.interrupts import EXIT_INTERRUPTED, take_interrupts
+from kafka_format.output.ownership import DEMO, new_run_id, write_marker
+from kafka_format.output.publish import claim_output
 
 __all__ = ["PartitionSummary", "add_arguments", "run", "summarize", "default_log_dirs", "mtime_note", "command_line"]
 
@@ -339,6 +342,19 @@ def run(args: argparse.Namespace) -> int:
     if not log_dirs:
         out.error_line(f"klogs demo: no log dirs: {_no_samples()}")
         return 2
+    try:
+        with claim_output(out_dir, DEMO, inputs=log_dirs, what="demo output") as claim:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            if claim.state != "own":
+                write_marker(str(out_dir), DEMO, new_run_id())
+            return _run_steps(args, out, out_dir, log_dirs)
+    except KafkaFormatError as exc:        # refused (a user's directory) or busy (another demo)
+        out.error_line(f"klogs demo: --out {exc}")
+        return 2
+
+
+def _run_steps(args: argparse.Namespace, out: TextOutput, out_dir: Path, log_dirs: list[str]) -> int:
+    """The demo's steps, writing under ``out_dir`` (held by this run)."""
     out.line(f"== kafka-log-analytics demo on {', '.join(log_dirs)}")
     ok = True
     summaries: list[PartitionSummary] = []

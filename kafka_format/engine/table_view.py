@@ -321,7 +321,11 @@ def run_full_task(task: FullTask) -> list[dict[str, Any]]:
     rows = (b for s in task.splits for b in read_split(s, task.options))
     counts: list[dict[str, Any]] = []
     writer: pq.ParquetWriter | None = None
-    tmp = os.path.join(os.path.dirname(task.records_path), f".{os.path.basename(task.records_path)}.tmp")
+    from kafka_format.engine.runtime import attempt
+
+    # the attempt's own temporary file (a speculative copy of the task writes beside it); each
+    # attempt's file is the same rows, so whichever is renamed into place last is the task's
+    tmp = os.path.join(os.path.dirname(task.records_path), f".{os.path.basename(task.records_path)}.{attempt()}.tmp")
     try:
         for batch in decide_sorted(sorted_by_key(rows, schema, sort_buffer=task.sort_buffer)):
             if batch.num_rows == 0:

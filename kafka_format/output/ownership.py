@@ -65,6 +65,8 @@ class Owner:
 
 
 GENERIC = Owner("library", "output")      # outputs written through the library without a job
+DEMO = Owner("demo", "results")           # klogs demo's DIR: it holds the jobs' own outputs
+CONTAINERS = frozenset({(DEMO.job, DEMO.kind)})   # outputs other outputs may sit inside
 
 
 @dataclass(frozen=True)
@@ -267,7 +269,7 @@ def _check_ancestors(target: str) -> None:
     parent = os.path.dirname(target)
     while True:
         marker = dir_marker(parent)
-        if marker is not None:
+        if marker is not None and (marker.owner.job, marker.owner.kind) not in CONTAINERS:
             raise OutputRefused("refusing to write the output here", path=target,
                                 expected="a path outside other outputs",
                                 found=f"a path inside {parent}, the output of {marker.owner.describe()}")

@@ -112,8 +112,8 @@ def share_settings(spark: SparkSession) -> None:
 def prepare(spark: SparkSession, locations: Iterable[str | None]) -> None:
     """Before a job opens ``locations`` on ``spark``: the credentials of every ``s3a://KEY:SECRET@``
     among them set as their bucket's S3A settings, AWS profiles added to S3A's default credential
-    chain.  Then :func:`kafka_format.spark.register` (again), which shares the settings with
-    klogs' Python side and the source's workers."""
+    chain; then the settings shared with klogs' Python side and the Python workers of the jobs'
+    tasks and the source (:func:`share_settings`)."""
     conf = _hadoop_conf(spark)
     for location in locations:
         if location is None or not s3a.is_s3a(location):
@@ -127,6 +127,7 @@ def prepare(spark: SparkSession, locations: Iterable[str | None]) -> None:
         at = providers.index(_INSTANCE_PROVIDER) if _INSTANCE_PROVIDER in providers else len(providers)
         providers.insert(at, _PROFILE_PROVIDER)      # ~/.aws profiles before the instance metadata
         conf.set(_PROVIDERS, ",".join(providers))
+    share_settings(spark)
 
 
 def spark_path(location: str) -> str:

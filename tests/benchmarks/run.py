@@ -426,17 +426,42 @@ def _write(out: Path, results: list[Result], notes: list[str], crc_impl: str, ar
 
 
 BEGIN = "<!-- make bench: from here to its end mark, written by tests/benchmarks/run.py on every run -->"
-END = "<!-- make bench: end (what follows is kept: earlier runs and their notes) -->"
+END = "<!-- make bench: end (what follows is kept; a replaced report goes to BENCHMARKS-history.md) -->"
+HISTORY_HEADING = "# Benchmark history: earlier runs and notes that BENCHMARKS.md held, newest first"
+
+
+def history_path(out: Path) -> Path:
+    """Where what ``out`` no longer holds goes: ``BENCHMARKS-history.md`` beside ``BENCHMARKS.md``."""
+    return out.with_name(f"{out.stem}-history{out.suffix}")
+
+
+def to_history(out: Path, text: str) -> None:
+    """Put ``text`` (a report or section replaced in ``out``) at the top of ``out``'s history file,
+    under its first line, the file's heading: newest first.  Written before ``out`` is: a crash in
+    between leaves the old figures in both files, never in neither."""
+    text = text.strip("\n")
+    if not text:
+        return
+    path = history_path(out)
+    old = path.read_text(encoding="utf-8") if path.exists() else HISTORY_HEADING + "\n"
+    heading, _, rest = old.partition("\n")
+    rest = rest.lstrip("\n")
+    path.write_text(f"{heading}\n\n{text}\n" + (f"\n{rest}" if rest else ""), encoding="utf-8")
 
 
 def publish(out: Path, report: list[str]) -> None:
-    """Write ``report`` into ``out`` between :data:`BEGIN` and :data:`END`, replacing what a run put
-    there before and keeping the rest of the file (runs of other benchmarks, notes); a file without
-    the marks keeps all of its text after the new report."""
+    """Write ``report`` into ``out`` between :data:`BEGIN` and :data:`END`.  The report a run put
+    there before moves to the top of the history file (:func:`to_history`); the rest of ``out`` is
+    kept (before the marks: the pointer to the history; after them: other benchmarks' current
+    sections).  A file without the marks keeps all of its text after the new report."""
     block = "\n".join([BEGIN, *report, END]) + "\n"
     old = out.read_text(encoding="utf-8") if out.exists() else ""
     start, end = old.find(BEGIN), old.find(END)
-    head, rest = (old[:start], old[end + len(END):].lstrip("\n")) if 0 <= start < end else ("", old)
+    if 0 <= start < end:
+        to_history(out, old[start + len(BEGIN):end])
+        head, rest = old[:start], old[end + len(END):].lstrip("\n")
+    else:
+        head, rest = "", old
     out.write_text(head + block + ("\n" + rest if rest else ""), encoding="utf-8")
 
 

@@ -7,7 +7,9 @@ workers: user + system of each, as last sampled), records/s per core
 driver JVM and the peak summed resident memory of the Python workers (the PySpark daemon and its
 workers; sampled from /proc every 0.2 s), and the exit code.  CPU time is the figure to read on a
 shared machine: waiting for a core does not count in it.  Results
-are appended to BENCHMARKS.md as one section per invocation (sizes actually run are listed).
+are one section of BENCHMARKS.md (sizes actually run are listed), after ``make bench``'s report:
+each invocation replaces the section of the previous one, which moves to the top of
+BENCHMARKS-history.md.
 Generated data lives under ``--data`` and is removed after each size unless ``--keep``.
 
     python tests/benchmarks/scale.py --sizes 1g,4g --out BENCHMARKS.md
@@ -227,8 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.standalone:
         notes.append("- on a standalone cluster (master + one worker with 2 cores, executor memory 1 GB, 127.0.0.1); "
                      "memory columns: the driver JVM plus the executor JVM, the executor's Python workers")
-    with open(args.out, "a", encoding="utf-8") as f:
-        f.write(markdown(runs, sizes, notes))
+    from shapes import update_section       # the section it replaces goes to the history
+
+    update_section(Path(args.out), [*markdown(runs, sizes, notes).strip("\n").splitlines(), ""], before=None)
     if not args.keep and args.data is None:
         shutil.rmtree(data, ignore_errors=True)
     return 0

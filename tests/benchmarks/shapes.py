@@ -536,18 +536,25 @@ def run(data_dir: Path, *, shapes: list[str] | None = None, codecs: list[str] | 
     return rows
 
 
-def update_section(path: Path, lines: list[str], before: str = "## Split planning") -> None:
+def update_section(path: Path, lines: list[str], before: str | None = "## Split planning") -> None:
     """Replace the section of ``path`` whose heading is ``lines[0]`` (up to the next ``## ``
-    heading) with ``lines``, or insert it before the ``before`` heading (else at the end)."""
+    heading or ``<!-- `` mark) with ``lines``, the replaced one moved to the top of the history file
+    (:func:`run.to_history`); or insert it before the ``before`` heading (else at the end)."""
     text = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
     heading = lines[0]
     if heading in text:
         start = text.index(heading)
-        end = next((i for i in range(start + 1, len(text)) if text[i].startswith("## ")), len(text))
+        end = next((i for i in range(start + 1, len(text)) if text[i].startswith(("## ", "<!-- "))), len(text))
+        from run import to_history
+
+        to_history(path, "\n".join(text[start:end]))
+    elif before is not None and before in text:
+        start = end = text.index(before)
     else:
-        start = end = text.index(before) if before in text else len(text)
+        text += [""] if text and text[-1] else []       # a blank line before the heading
+        start = end = len(text)
     text[start:end] = lines
-    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+    path.write_text("\n".join(text).rstrip("\n") + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -202,3 +202,30 @@ def test_without_samples_the_demo_says_what_to_do_where_it_runs(tmp_path: Path, 
     assert main(["demo", "--no-spark", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "--logdir" in err and "make samples" not in err
+
+
+def test_the_demo_never_writes_into_a_users_directory_and_reruns_into_its_own(tmp_path: Path) -> None:
+    """``--out`` follows the product's output rule: a directory holding a user's file is refused
+    (exit 2, one line, the file untouched); the demo's own previous output is reused; the jobs'
+    outputs inside it are theirs."""
+    if not KLOGS.exists():
+        pytest.skip(f"{KLOGS} not installed")
+    log_dir = _log_dir(tmp_path / "data")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "records").mkdir()
+    (mine / "records" / "notes.txt").write_text("a user's file")
+    (mine / "summary.json").write_text("{}")
+    argv = [str(KLOGS), "demo", "--no-spark", "--logdir", str(log_dir)]
+    done = subprocess.run([*argv, "--out", str(mine)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and str(mine) in done.stderr and "refusing" in done.stderr
+    assert sorted(p.relative_to(mine).as_posix() for p in mine.rglob("*")) == ["records", "records/notes.txt",
+                                                                               "summary.json"]
+    assert (mine / "summary.json").read_text() == "{}"
+    out_dir = tmp_path / "demo"
+    for _ in range(2):
+        done = subprocess.run([*argv, "--out", str(out_dir)], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert (out_dir / ".klogs-output").is_file() and (out_dir / "summary.json").is_file()
+        assert (out_dir / "local" / "retention" / ".klogs-output").is_file()

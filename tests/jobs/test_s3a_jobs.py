@@ -12,12 +12,15 @@ back with boto3, independently of klogs and Hadoop.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from s3store import use_s3a
+from s3store import KEY, SECRET_IN_URI, use_s3a
+from testhelpers import own_spark_env
 from test_compaction_job import CONFIG_FILE, NOW, OVERRIDES
 from test_export_job import append_records, assert_exactly, oracle, read_delta, read_parquet_dir, write_log_dir
 
@@ -118,6 +121,30 @@ def test_parquet_export_to_s3a_is_published_whole(store, tmp_path: Path) -> None
     assert names[:2] == [".klogs-output", "_SUCCESS"] and all(n.endswith(".parquet") for n in names[2:])
     assert json.loads((got / ".klogs-output").read_text())["state"] == "complete"
     assert not moto_s3.objects(BUCKET, "export/parquet/_klogs_staging")
+
+
+def test_a_fresh_klogs_process_hands_uri_credentials_to_its_tasks(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``klogs export s3a://KEY:SECRET@bucket/... --engine spark`` in a process of its own (the
+    endpoint from the profile's ``spark.hadoop.fs.s3a.*``, the key from the URI): the export's
+    tasks, in Spark's Python workers of a session that registered no source, read every record --
+    nothing here comes from the suite's shared session."""
+    moto_s3, logs = store
+    conf = tmp_path / "spark_conf"
+    conf.mkdir()
+    settings = moto_s3.hadoop_settings(BUCKET, credentials=False)
+    (conf / "local.conf").write_text((REPO / "spark_conf" / "test.conf").read_text() + "".join(
+        f"\nspark.hadoop.{k}={v}" for k, v in settings.items()) + "\n")
+    env = {**own_spark_env(), "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "KLOGS_SPARK_CONF_DIR": str(conf)}
+    source = f"s3a://{KEY}:{SECRET_IN_URI}@{BUCKET}/orders"
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-c", "import sys; from kafka_format.cli import main; "
+                           "sys.exit(main(sys.argv[1:]))", "export", source, "--out", str(out), "--engine", "spark",
+                           "--master", "local[1]", "--key-as", "string"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["engine"] == "spark"
+    assert_exactly(read_parquet_dir(out), oracle(logs))
 
 
 def test_incremental_delta_export_to_s3a_is_exactly_once(store, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
