@@ -1,19 +1,23 @@
-"""``klogs export`` without Spark: a batch Parquet export from the local engine, and the parts of
+"""``klogs export``'s batch Parquet export on the job runtime (either executor), and the parts of
 an export both engines share (the options, the output claims, the published file listing).
 
-:func:`export_local` reads the ``kafka-log`` rows split by split (the data source's own plan and
-split reader, :func:`kafka_format.read.split_reader.read_split`), streaming, and converts the columns as
+:func:`export_parquet` runs one task per planned split (:func:`export_split`) on the executor it is
+given (:mod:`kafka_format.engine.runtime`: this process's cores, or Spark's executors); each task
+reads the ``kafka-log`` rows of its split (the data source's own plan and split reader,
+:func:`kafka_format.read.split_reader.read_split`), streaming, and converts the columns as
 :func:`kafka_format.spark.export.convert_columns` does -- ``key``/``value`` as Kafka's
 ``StringDeserializer`` (:func:`kafka_format.records.batch_v2.java_utf8`), ``date`` the UTC day of
 ``timestamp`` (null for ``NO_TIMESTAMP``) -- and writes ``OUT/topic=T/partition=P/part-*.parquet``
-(or ``OUT/date=.../``) with ``TIMESTAMP_MICROS`` timestamps into a staging directory published by
-one rename, as the Spark export does.  Typed keys and values (``--key-as``/``--value-as avro``, ...)
+(or ``OUT/date=.../``) with ``TIMESTAMP_MICROS`` timestamps under its attempt's directory of the
+staging; the driver commits the kept attempts' files (:mod:`kafka_format.output.attempts`) and
+publishes the staging by one rename (a store: by the store's publish).  Typed keys and values (``--key-as``/``--value-as avro``, ...)
 are decoded by :func:`decode_table` with the plan made on the command line, batch by batch, as the
 Spark source's reader decodes them.  Skipped byte ranges (``mode=PERMISSIVE`` or
 ``DROPMALFORMED``, the latter read as PERMISSIVE with the ``_corrupt`` rows left out) come back
 with each split's task and are merged by :func:`merge_skipped`, the rule of both engines.  What
-needs Spark (:func:`needs_spark`): Delta, ``--checkpoint`` (Spark's streaming checkpoint),
-``--value-as json`` (Spark's JSON parser decides what passes).  No pyspark here.
+needs Spark's DataFrame writers (:func:`needs_spark`, :mod:`kafka_format.spark.export`): Delta,
+``--checkpoint`` (Spark's streaming checkpoint), ``--value-as json`` (Spark's JSON parser decides
+what passes).  No pyspark here.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ a manifest of the files it wrote, or a small summary), and the Arrow schema of e
 A task that writes files asks :func:`attempt` for the name of the attempt it runs in ("0" on the
 local executor; on Spark one name per task attempt), writes under that name only and returns a
 manifest; the driver commits the files of the manifests it received -- those of the attempt Spark
-kept -- and nothing else (:mod:`kafka_format.output.sinks`).  A failed, retried or speculative
+kept -- and nothing else (:mod:`kafka_format.output.attempts`).  A failed, retried or speculative
 attempt never reaches an output.
 
 No pyspark here (the Spark executor lives in :mod:`kafka_format.spark.executor`).

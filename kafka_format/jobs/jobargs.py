@@ -255,7 +255,7 @@ def session_for(ctx: JobContext, app_name: str, *, source: bool = True) -> Spark
     return _ready(spark, ctx, source)
 
 
-def _ready(spark: SparkSession, ctx: JobContext, source: bool) -> SparkSession:
+def _ready(spark: SparkSession, ctx: JobContext, source: bool = True) -> SparkSession:
     """``spark`` set up for this run's locations (``s3a://`` credentials and settings:
     :func:`kafka_format.spark.s3a.prepare`), the source registered if ``source``, the ``s3a://`` inputs and
     outputs checked; Ctrl-C handled by the run again (a SparkContext starting installs PySpark's

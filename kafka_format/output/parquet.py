@@ -1,4 +1,4 @@
-"""How the local engine encodes its Parquet files: dictionary encoding where it pays, row groups of
+"""How the export's tasks (on either executor) encode their Parquet files: dictionary encoding where it pays, row groups of
 many batches.
 
 Arrow's Parquet writer dictionary-encodes every column until a column chunk's dictionary passes

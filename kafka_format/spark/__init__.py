@@ -41,7 +41,7 @@ def register(spark: SparkSession) -> None:
 
     Sets :data:`ALWAYS` on the session, and ``spark.sql.python.filterPushdown.enabled=true`` only
     where the session's Spark keeps the read that pushed filters planned with that scan
-    (:func:`kafka_format.spark.compat.read_is_scan_scoped`; no release through 4.3.0 does: there
+    (:func:`kafka_format.spark.compat.read_is_scan_scoped`; no release from 4.2.0 to 4.3.0 does: there
     the source prunes by its options only and every filter is left to Spark).  The interpreter Spark's Python workers would run is checked first
     (:func:`kafka_format.spark.workers.source_python`): in local mode one that cannot import the
     source's packages is replaced, for this source only, by the driver's (one warning line);

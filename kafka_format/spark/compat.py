@@ -1,6 +1,6 @@
 """What the session's Spark does that the ``kafka-log`` source must work around.
 
-**Filter pushdown planned on the provider** (every release through 4.3.0).  When a Python data
+**Filter pushdown planned on the provider** (Spark 4.2.0 to 4.3.0, the releases checked; fixed on master).  When a Python data
 source accepts pushed filters, the pushdown worker returns the read it planned with them
 (partitions + read function), and the JVM's ``PythonScanBuilder.pushFilters`` stores that read on
 ``PythonDataSourceV2`` -- the provider of the *relation*, shared by every DataFrame derived from one
@@ -38,7 +38,7 @@ SCOPED_FIELD = "readInfo"
 def read_is_scan_scoped(spark: SparkSession) -> bool:
     """Whether ``spark``'s JVM keeps the read planned by filter pushdown with the scan that pushed
     the filters (True: pushdown may prune) rather than on the shared provider (False, every
-    release through 4.3.0).  False too when the JVM cannot be asked (Spark Connect) or the class
+    release checked, 4.2.0 to 4.3.0).  False too when the JVM cannot be asked (Spark Connect) or the class
     is not there."""
     jvm = getattr(spark, "_jvm", None) or getattr(getattr(spark, "sparkContext", None), "_jvm", None)
     if jvm is None:

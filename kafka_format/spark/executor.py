@@ -143,20 +143,28 @@ def spark_schema(schema: pa.Schema) -> StructType:
     return from_arrow_schema(schema)
 
 
-def _arrow_tasks(fn: Callable[[Any], pa.Table], tasks: Sequence[Any], schema: pa.Schema,
-                 ids: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    for batch in ids:
-        for index in batch.column(0).to_pylist():
+def _arrow_tasks(fn: Callable[[Any], pa.Table], schema: pa.Schema,
+                 batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    import pickle
+
+    for batch in batches:
+        for blob in batch.column(1).to_pylist():
             with running_attempt(*_task_attempt()):
-                table = fn(tasks[int(index)])
+                table = fn(pickle.loads(blob))
             yield from table.cast(schema).to_batches()
 
 
 def frame(spark: SparkSession, fn: Callable[[Any], pa.Table], tasks: Sequence[Any], schema: pa.Schema) -> DataFrame:
     """The rows of ``fn(t)`` for every task (Arrow tables of ``schema``) as a DataFrame, computed
-    lazily, one partition per task, in task order."""
+    lazily, one partition per task, in task order; each partition receives its own task only."""
+    from pyspark import cloudpickle
+    from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+
     struct = spark_schema(schema)
     if not tasks:
         return spark.createDataFrame([], struct)
-    ids = spark.range(0, len(tasks), 1, numPartitions=len(tasks))
-    return ids.mapInArrow(partial(_arrow_tasks, fn, list(tasks), schema), struct)
+    rows = [(i, cloudpickle.dumps(t)) for i, t in enumerate(tasks)]
+    described = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)),
+                                      StructType([StructField("task", LongType(), False),
+                                                  StructField("description", BinaryType(), False)]))
+    return described.mapInArrow(partial(_arrow_tasks, fn, schema), struct)

@@ -146,7 +146,7 @@ def stop_spark_work(wait_s: float = INTERRUPT_WAIT_S) -> None:
     ends at once; its tasks, maybe still writing files, end when they are killed).  A no-op
     without a running SparkContext.
 
-    For a Ctrl-C (:func:`kafka_format.jobs.jobargs.interrupts_handled` calls it from its SIGINT
+    For a Ctrl-C (:func:`kafka_format.jobs.interrupts.interrupts_handled` calls it from its SIGINT
     handler): the work is stopped from a thread of its own, with a Py4J connection of its own,
     because the interrupted thread's connection is waiting for the answer of the call the Ctrl-C
     interrupted -- PySpark's own handler cancels on it, which fails, and raises at once, so a run's

@@ -251,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="also the typed export against the binary export (typed_export_bench.py: two record "
                              "shapes, three formats; on Spark too with --spark)")
     parser.add_argument("--typed-records", type=int, default=1_000_000, help="records per typed-export topic")
+    parser.add_argument("--runtime", action=argparse.BooleanOptionalAction, default=True,
+                        help="with --spark: every job as `klogs JOB --engine spark` against `--engine local`, by the "
+                             "CPU of the whole process tree (runtime_bench.py: three corpus shapes, the fixed cost)")
     args = parser.parse_args(argv)
 
     from kafka_format.records.fast import CRC32C_IMPLEMENTATION, FastDecoder
@@ -325,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
         notes += spark_scan.markdown([spark_scan.spark_scans(args.data_dir, sizes_mib=sizes,
                                                              repeats=args.repeats)])
         notes += export_notes(args.data_dir, (256,))
+        if args.runtime:
+            notes += runtime_notes(args.data_dir, rounds=args.repeats)
     if args.typed:
         notes += typed_notes(args.data_dir, records=args.typed_records, rounds=args.repeats, spark=args.spark)
     _write(args.out, results, notes, CRC32C_IMPLEMENTATION, args)
@@ -344,6 +349,18 @@ def typed_notes(data_dir: Path, *, records: int, rounds: int, spark: bool) -> li
                str(records), "--rounds", str(rounds), "--out", str(section), *([] if spark else ["--no-spark"])]
         subprocess.run(cmd, check=True)
         return section.read_text(encoding="utf-8").splitlines()
+
+
+def runtime_notes(data_dir: Path, *, rounds: int, master: str = "local[2]") -> list[str]:
+    """The job runtime's targets (runtime_bench.py): the export on three corpus shapes, offsets,
+    retention and audit on the first, each against the local engine and a plain session."""
+    import runtime_bench  # noqa: PLC0415  (benchmark-local module; runs klogs in child processes)
+
+    rows = runtime_bench.run(data_dir, rounds=rounds, master=master, jobs=("export",))
+    rows += [r for r in runtime_bench.run(data_dir, rounds=rounds, master=master,
+                                          jobs=("offsets", "retention", "audit"), shapes=runtime_bench.SHAPES[:1])
+             if r["job"] != "plain session"]
+    return [runtime_bench.markdown(rows, master)]
 
 
 def export_notes(data_dir: Path, sizes_mib: tuple[int, ...], master: str = "local[2]") -> list[str]:

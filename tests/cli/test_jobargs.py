@@ -270,7 +270,7 @@ def test_spark_start_up_output_goes_to_a_log_file_unless_verbose(verbose: bool, 
             pass
 
     monkeypatch.setattr("kafka_format.spark.progress.ConsoleProgress", NoBar)
-    monkeypatch.setattr(jobargs, "_ready", lambda spark, ctx: spark)     # no source to register on the fake
+    monkeypatch.setattr(jobargs, "_ready", lambda spark, ctx, *_: spark)     # no source to register on the fake
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     ctx = job_context(_parser().parse_args([str(SAMPLES), *(["--verbose"] if verbose else [])]))
     jobargs.session_for(ctx, "probe")

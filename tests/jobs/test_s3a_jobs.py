@@ -19,6 +19,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from kafka_format.storage.s3a import CONF_ENV as S3A_CONF_ENV
 from s3store import KEY, SECRET_IN_URI, use_s3a
 from testhelpers import own_spark_env
 from test_compaction_job import CONFIG_FILE, NOW, OVERRIDES
@@ -133,9 +134,9 @@ def test_a_fresh_klogs_process_hands_uri_credentials_to_its_tasks(store, tmp_pat
     conf.mkdir()
     settings = moto_s3.hadoop_settings(BUCKET, credentials=False)
     (conf / "local.conf").write_text((REPO / "spark_conf" / "test.conf").read_text() + "".join(
-        f"\nspark.hadoop.{k}={v}" for k, v in settings.items()) + "\n")
-    env = {**own_spark_env(), "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "KLOGS_SPARK_CONF_DIR": str(conf)}
+        f"\nspark.hadoop.{k} {v}" for k, v in settings.items()) + "\n")
+    env = {**own_spark_env(S3A_CONF_ENV), "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "KLOGS_SPARK_CONF_DIR": str(conf)}      # not the shared session's S3A settings: the child's own
     source = f"s3a://{KEY}:{SECRET_IN_URI}@{BUCKET}/orders"
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-c", "import sys; from kafka_format.cli import main; "
