@@ -47,9 +47,9 @@ __all__ = ["AvroColumns", "Program", "compile_table", "available", "ST_OK", "ST_
            "ST_BAD_MAGIC", "ST_NO_PROGRAM", "ST_FAILED", "ST_BAD_OFFSETS"]
 
 try:
-    from kafka_format.registry import _avrocolumns  # type: ignore[attr-defined]
+    from kafka_format.registry import _avrocolumns
 except ImportError:  # pragma: no cover - built without a C compiler
-    _avrocolumns = None
+    _avrocolumns = None  # type: ignore[assignment]
 
 # ops and column kinds of _avrocolumns.c
 (

@@ -30,9 +30,9 @@ from kafka_format.registry.columns import Program, ProgramBuilder, Target, Unsup
 __all__ = ["JsonColumns", "Program", "compile_table", "available"]
 
 try:
-    from kafka_format.registry import _jsoncolumns  # type: ignore[attr-defined]
+    from kafka_format.registry import _jsoncolumns
 except ImportError:  # pragma: no cover - built without a C compiler
-    _jsoncolumns = None
+    _jsoncolumns = None  # type: ignore[assignment]
 
 # node ops of _jsoncolumns.c
 J_OBJECT, J_MAP, J_ARRAY, J_STRING, J_INTEGER, J_NUMBER, J_BOOLEAN, J_TEXT = range(8)

@@ -35,9 +35,9 @@ from kafka_format.registry.columns import Target, Unsupported, arrow_layout, arr
 __all__ = ["ProtoColumns", "Program", "compile_table", "available", "message_path"]
 
 try:
-    from kafka_format.registry import _protocolumns  # type: ignore[attr-defined]
+    from kafka_format.registry import _protocolumns
 except ImportError:  # pragma: no cover - built without a C compiler
-    _protocolumns = None
+    _protocolumns = None  # type: ignore[assignment]
 
 # node ops of _protocolumns.c
 (
