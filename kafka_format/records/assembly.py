@@ -27,18 +27,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from kafka_format.common.extensions import extension
 from kafka_format.records import batch_v2
 from kafka_format.records.columns import FileContext, RecordColumns, codec_name
 from kafka_format.records.schema import BATCH_SCHEMA, HEADER_TYPE, RECORD_SCHEMA
 
-_native: Any
-try:  # compiled fills for the per-record columns (same values; memory recycled between chunks)
-    from kafka_format.records import _fastdecode as _native
-except ImportError:  # pragma: no cover - a build without the compiled decoder
-    _native = None
-
 if TYPE_CHECKING:
+    from kafka_format.records import _fastdecode as _native
     from kafka_format.records.batch_table import BatchTable
+else:  # compiled fills for the per-record columns (same values; memory recycled between chunks), in
+    # either mode; None in a build without the compiled decoder
+    _native = extension("kafka_format.records._fastdecode")
 
 __all__ = ["CONSTANT_ROWS", "MAX_TIMESTAMP_MS", "batch_table_to_arrow", "constant", "to_arrow", "to_arrow_batches"]
 
@@ -240,7 +239,8 @@ class _Runs:
     def __init__(self, batch_row: np.ndarray) -> None:
         n = len(batch_row)
         if _native is not None:
-            starts = np.frombuffer(_native.runs(np.ascontiguousarray(batch_row, dtype=np.int32)), dtype=np.int64)
+            starts = np.frombuffer(memoryview(_native.runs(np.ascontiguousarray(batch_row, dtype=np.int32))),
+                                   dtype=np.int64)
         else:
             starts = np.append(np.flatnonzero(np.concatenate(([n > 0], batch_row[1:] != batch_row[:-1]))), n)
         self.starts = starts
@@ -252,7 +252,7 @@ class _Runs:
         if _native is not None and values.dtype.itemsize in (1, 2, 4, 8):
             data = np.ascontiguousarray(values)
             out = _native.repeat_runs(data.view(np.uint8), data.dtype.itemsize, self.starts)
-            return np.frombuffer(out, dtype=values.dtype)
+            return np.frombuffer(memoryview(out), dtype=values.dtype)
         return np.repeat(values, np.diff(self.starts))
 
 

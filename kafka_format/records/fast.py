@@ -31,16 +31,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kafka_format.records import _fastdecode
 from kafka_format.common.crc import crc32, use_accelerated_crc32c
+from kafka_format.common.extensions import require
 from kafka_format.records.decoder import Decoder
 from kafka_format.records import batch_v2, framing, legacy
 from kafka_format.records.columns import RecordColumns
 from kafka_format.records.framing import BatchTable
+
+if TYPE_CHECKING:
+    from kafka_format.records import _fastdecode
+else:   # a build without it raises ImportError here: records/implementation.py then uses the reference
+    _fastdecode = require("kafka_format.records._fastdecode")
 
 __all__ = ["FastDecoder", "CRC32C_IMPLEMENTATION", "crc32c"]
 

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from kafka_format.common.extensions import extension
 from kafka_format.registry.avro_layout import PRIMITIVES, Layout, Target, UnionView, Unsupported, arrow_of
 from kafka_format.registry.columns import (
     ST_BAD_MAGIC,
@@ -46,10 +47,10 @@ from kafka_format.registry.columns import (
 __all__ = ["AvroColumns", "Program", "compile_table", "available", "ST_OK", "ST_NULL", "ST_SHORT",
            "ST_BAD_MAGIC", "ST_NO_PROGRAM", "ST_FAILED", "ST_BAD_OFFSETS"]
 
-try:
+if TYPE_CHECKING:
     from kafka_format.registry import _avrocolumns
-except ImportError:  # pragma: no cover - built without a C compiler
-    _avrocolumns = None  # type: ignore[assignment]
+else:  # None without a C compiler (the reference decoders alone: registry/typed.py decides per plan)
+    _avrocolumns = extension("kafka_format.registry._avrocolumns")
 
 # ops and column kinds of _avrocolumns.c
 (

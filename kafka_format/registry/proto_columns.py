@@ -24,20 +24,21 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from kafka_format.common.extensions import extension
 from kafka_format.registry import columns
 from kafka_format.registry.columns import Target, Unsupported, arrow_layout, arrow_of, decode_rows
 
 __all__ = ["ProtoColumns", "Program", "compile_table", "available", "message_path"]
 
-try:
+if TYPE_CHECKING:
     from kafka_format.registry import _protocolumns
-except ImportError:  # pragma: no cover - built without a C compiler
-    _protocolumns = None  # type: ignore[assignment]
+else:  # None without a C compiler (the reference decoders alone: registry/typed.py decides per plan)
+    _protocolumns = extension("kafka_format.registry._protocolumns")
 
 # node ops of _protocolumns.c
 (

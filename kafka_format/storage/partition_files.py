@@ -22,12 +22,13 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from kafka_format.storage import checkpoints as ckpt
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.common.extensions import extension
 from kafka_format.storage.fsio import DirRow, FileStat, FileSystemHandle
 
 __all__ = [
@@ -286,7 +287,7 @@ class Listing:
 
     table: SegmentTable
     orphans: list[int]                                 # rows of segments without a .log
-    others: list[DirRow]                               # every other file, in name order
+    others: Sequence[DirRow]                           # every other file, in name order
     all_indexed: bool = True                           # every segment has its .index
 
 
@@ -365,11 +366,12 @@ def table_from_listing(rows: Sequence[DirRow], head: str, tail: str = "") -> Lis
 
 
 _S_IFMT, _S_IFDIR, _S_IFREG = 0o170000, 0o040000, 0o100000
-_scan_dir: Callable[[str], Any] | None
-try:   # readdir + fstatat into the table's rows in C (Python's per-file work costs more than the calls)
-    from kafka_format.records._fastdecode import scan_partition_dir as _scan_dir
-except ImportError:  # pragma: no cover - a build without the compiled decoder
-    _scan_dir = None
+if TYPE_CHECKING:
+    from kafka_format.records import _fastdecode as _native
+else:  # None in a build without the compiled decoder
+    _native = extension("kafka_format.records._fastdecode")
+# readdir + fstatat into the table's rows in C (Python's per-file work costs more than the calls)
+_scan_dir = None if _native is None else _native.scan_partition_dir
 
 
 def scan_local_partition(fs_path: str, head: str, tail: str = "") -> tuple[Listing | None, list[str]] | None:
