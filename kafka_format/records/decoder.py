@@ -19,10 +19,10 @@ from kafka_format.common.extensions import REFERENCE
 from kafka_format.records import batch_v2, framing, legacy
 from kafka_format.records.columns import RecordColumns
 from kafka_format.records.framing import BatchTable
+from kafka_format.records.record_batch import MAX_CODEC
 
 __all__ = ["Decoder", "decompress", "locate", "REFERENCE"]
 
-MAX_CODEC = 4
 
 
 _compression: Any = None  # kafka_format.records.compression, imported on first use

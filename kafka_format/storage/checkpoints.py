@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 
 from kafka_format.storage import fsio
 from kafka_format.common.errors import CheckpointFormatError, KafkaFormatError
+from kafka_format.common.limits import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 
 __all__ = [
     "RECOVERY_POINT_CHECKPOINT",
@@ -101,9 +102,6 @@ LEADER_EPOCH_CHECKPOINT_VERSION = 0
 PARTITION_METADATA_VERSION = 0
 CLEAN_SHUTDOWN_VERSION = 0
 MAX_STATE_FILE_BYTES = 256 * 1024 * 1024
-
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 UUID_BYTES = struct.Struct(">qq")  # Uuid(mostSignificantBits, leastSignificantBits)
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"

@@ -29,6 +29,7 @@ import numpy as np
 from kafka_format.storage import checkpoints as ckpt
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.common.extensions import extension
+from kafka_format.common.limits import INT64_MAX
 from kafka_format.storage.fsio import DirRow, FileStat, FileSystemHandle
 
 __all__ = [
@@ -52,7 +53,6 @@ METADATA_SNAPSHOT_SUFFIX = ".checkpoint"
 METADATA_SNAPSHOT_PART_SUFFIX = ".checkpoint.part"
 METADATA_SNAPSHOT_DELETED_SUFFIX = ".checkpoint.deleted"
 OFFSET_DIGITS = 20  # LogFileUtils.filenamePrefixFromOffset
-INT64_MAX = (1 << 63) - 1
 SEGMENT_FILE_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, SNAPSHOT_SUFFIX)
 _METADATA_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 
@@ -275,8 +275,7 @@ class SegmentTable(Sequence["Segment"]):
 # building a table from a directory listing
 
 _SEGMENT_FILE = re.compile(r"([0-9]+)(\.log|\.index|\.timeindex|\.txnindex)")
-_INT64_MAX = (1 << 63) - 1
-_ABOVE_INT64 = f"{_INT64_MAX + 1:020d}"   # 20-digit names sort below this iff their offset fits an int64
+_ABOVE_INT64 = f"{INT64_MAX + 1:020d}"   # 20-digit names sort below this iff their offset fits an int64
 _RECONCILED = (".deleted", ".cleaned", ".swap")   # names LogLoader reconciles: the general path
 
 
@@ -312,7 +311,7 @@ class _TableBuilder:
                 return False
             digits, kind = m.groups()
             base = int(digits)
-            if base > _INT64_MAX:                 # offsetFromFileName's parseLong throws: not a segment file
+            if base > INT64_MAX:                 # offsetFromFileName's parseLong throws: not a segment file
                 return False
             column = _SIZE_COLUMN[kind]
             odd = len(digits) != 20

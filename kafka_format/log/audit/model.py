@@ -61,7 +61,6 @@ CHECKS = (
     "replica-divergence", "replica-lagging", "replica-ahead-of-leader", "replica-hw-above-leader",
 )
 
-INT32_MAX = (1 << 31) - 1
 MAX_PAIRS_PER_FILE = 100            # non-consecutive offset pairs reported per file (then a summary)
 MAX_DIVERGENCES = 20                # divergent batches reported per replica pair
 # transaction.max.timeout.ms default (TransactionStateManagerConfig): a transaction open longer
