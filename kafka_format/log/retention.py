@@ -59,6 +59,13 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from kafka_format.common.limits import INT64_MAX
+from kafka_format.common.topics import (
+    CONSUMER_OFFSETS_TOPIC,
+    METADATA_TOPIC,
+    REMOTE_LOG_METADATA_TOPIC,
+    SHARE_GROUP_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+)
 from kafka_format.records.record_batch import NO_TIMESTAMP
 from kafka_format.storage import partition_state
 from kafka_format.storage.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
@@ -113,9 +120,9 @@ SUMMARY_SCHEMA = pa.schema([
 ])
 
 # Topic.isInternal + the topics UnifiedLog.isRemoteLogEnabled also excludes.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-_NO_REMOTE_TOPICS = INTERNAL_TOPICS | {"__remote_log_metadata", "__cluster_metadata"}
-_NOT_RETAINED = frozenset({"__cluster_metadata"})
+INTERNAL_TOPICS = frozenset({CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
+_NO_REMOTE_TOPICS = INTERNAL_TOPICS | {REMOTE_LOG_METADATA_TOPIC, METADATA_TOPIC}
+_NOT_RETAINED = frozenset({METADATA_TOPIC})
 
 _MISSING_HW = ("leo", "log-start")
 

@@ -30,6 +30,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kafka_format.common.limits import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from kafka_format.common.topics import METADATA_TOPIC
 
 __all__ = [
     "KAFKA_DEFAULTS", "BROKER_DEFAULTS", "BROKER_SYNONYMS", "ConfigError", "TopicConfig", "TopicConfigs",
@@ -521,7 +522,7 @@ def metadata_configs(log_dirs: Any) -> tuple[dict[str, dict[str, str]], dict[str
     from kafka_format.internal.cluster_metadata import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC, \
         ClusterMetadataView, replay_record_batches
 
-    replicas = [p for p in log_dirs.all_partitions() if p.topic == "__cluster_metadata" and p.kind == "live"]
+    replicas = [p for p in log_dirs.all_partitions() if p.topic == METADATA_TOPIC and p.kind == "live"]
     best: ClusterMetadataView | None = None
     for part in replicas:
         view = ClusterMetadataView()

@@ -32,6 +32,7 @@ import pyarrow as pa
 from kafka_format.common.extensions import extension
 from kafka_format.registry.avro_layout import PRIMITIVES, Layout, Target, UnionView, Unsupported, arrow_of
 from kafka_format.registry.columns import (
+    MAX_DEPTH,
     ST_BAD_MAGIC,
     ST_BAD_OFFSETS,
     ST_FAILED,
@@ -68,7 +69,6 @@ _LOGICAL = {
     "long-local-timestamp-micros", "int-date", "bytes-decimal", "fixed-decimal", "string-uuid",
     "int-time-millis", "long-time-micros",
 }
-_MAX_DEPTH = 48
 
 
 def available() -> bool:
@@ -92,7 +92,7 @@ class _Resolution:
         return self.rnamed.get(s, s) if isinstance(s, str) and s not in _AVRO_TYPES else s
 
     def match_types(self, w: Any, r: Any, depth: int = 0) -> bool:
-        if depth > _MAX_DEPTH:
+        if depth > MAX_DEPTH:
             return False
         if isinstance(w, list) or isinstance(r, list):
             return True
@@ -157,7 +157,7 @@ class _Compiler(_Resolution, ProgramBuilder):
     # --- reading a writer value into a target ---------------------------------------------------
     def value(self, w: Any, r: Any, target: Any, depth: int) -> int:
         """Node reading writer ``w`` as reader ``r`` (== ``w`` without resolution) into ``target``."""
-        if depth > _MAX_DEPTH:
+        if depth > MAX_DEPTH:
             return self.node(ERROR)
         if isinstance(w, list):
             if self.resolve:
@@ -362,7 +362,7 @@ class _Compiler(_Resolution, ProgramBuilder):
 
     # --- skipping a writer value ----------------------------------------------------------------
     def skip(self, w: Any, depth: int) -> int:
-        if depth > _MAX_DEPTH:
+        if depth > MAX_DEPTH:
             return self.node(ERROR)
         if isinstance(w, list):
             return self.group(SKIP_UNION, -1, [self.skip(b, depth + 1) for b in w])

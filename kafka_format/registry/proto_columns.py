@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from kafka_format.common.extensions import extension
 from kafka_format.registry import columns
-from kafka_format.registry.columns import Target, Unsupported, arrow_layout, arrow_of, decode_rows
+from kafka_format.registry.columns import MAX_DEPTH, Target, Unsupported, arrow_layout, arrow_of, decode_rows
 
 __all__ = ["ProtoColumns", "Program", "compile_table", "available", "message_path"]
 
@@ -49,7 +49,6 @@ F_REPEATED, F_PRESENCE, F_CLOSED = 1, 2, 4
 M_TIMESTAMP, M_ENTRY = 1, 2
 DENSE_MAX = 4096
 TIMESTAMP = "google.protobuf.Timestamp"
-_MAX_DEPTH = 48
 
 
 def available() -> bool:
@@ -114,7 +113,7 @@ class _Compiler(columns.ProgramBuilder):
 
     def message(self, desc: Any, target: Target, *, entry: bool) -> int:
         self.depth += 1
-        if self.depth > _MAX_DEPTH:
+        if self.depth > MAX_DEPTH:
             raise Unsupported("messages nest too deep")
         try:
             if desc.full_name == TIMESTAMP:

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.common.extensions import reference_forced
+from kafka_format.records.file_records import MODES   # the read modes, re-exported (__all__)
 from kafka_format.registry.store import AVRO, DEFAULT_CONTEXT, JSON, PROTOBUF, RegisteredSchema
 
 __all__ = [
@@ -158,9 +159,6 @@ def plan_column(
         message=message,
         context=context,
     )
-
-
-MODES = ("FAILFAST", "PERMISSIVE", "DROPMALFORMED")
 
 
 @dataclass

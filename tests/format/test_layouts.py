@@ -13,6 +13,7 @@ import pytest
 from kafka_format.log.cleaner import plan as cleaner_plan
 from kafka_format.records import batch_v2, entry, framing, legacy, record_batch
 from kafka_format.records.compression import gzip, lz4, snappy
+from kafka_format.registry import columns as typed_columns
 from kafka_format.registry import wire
 from kafka_format.storage import partition_files
 from kafka_format.writer import batches as writer_batches
@@ -102,3 +103,9 @@ def test_c_codec_names_are_the_declared_ones() -> None:
     assert m is not None, "_fastcodecs.c no longer declares CODEC_NAMES[]: update this test"
     assert tuple(re.findall(r'"([^"]*)"', m.group(1))) == record_batch.CODEC_NAMES
 
+
+@pytest.mark.parametrize("unit", ["registry/_avrocolumns.c", "registry/_protocolumns.c"])
+def test_schema_compilers_stay_below_the_c_nesting_limit(unit: str) -> None:
+    """An Avro or Protobuf program compiled to ``registry.columns.MAX_DEPTH`` levels never reaches the
+    C loop's limit."""
+    assert typed_columns.MAX_DEPTH < _c_defines(PACKAGE / unit)["MAX_DEPTH"]
