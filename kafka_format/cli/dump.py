@@ -66,7 +66,6 @@ from kafka_format.cli.dump_format import (
     EXIT_ERRORS,
     EXIT_OK,
     EXIT_USAGE,
-    INT_MAX,
     JAVA_NO_SUCH_FILE,
     JAVA_STRING_INDEX,
     KAFKA_VERSION,
@@ -79,6 +78,7 @@ from kafka_format.cli.dump_read import (
     DumpAbort,
     _message_parser,
 )
+from kafka_format.common.limits import INT32_MAX
 from kafka_format.common.redaction import redact
 
 __all__ = [
@@ -98,8 +98,8 @@ def _positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0 or value > INT_MAX:
-        raise argparse.ArgumentTypeError(f"must be between 0 and {INT_MAX}: {value}")
+    if value < 0 or value > INT32_MAX:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {INT32_MAX}: {value}")
     return value
 
 
@@ -134,7 +134,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="omit per-record metadata in deep iteration")
     parser.add_argument("--max-message-size", type=_positive_int, default=DEFAULT_MAX_MESSAGE_SIZE,
                         metavar="N", help="largest batch read at an index position (default %(default)s)")
-    parser.add_argument("--max-bytes", type=_positive_int, default=INT_MAX, metavar="N",
+    parser.add_argument("--max-bytes", type=_positive_int, default=INT32_MAX, metavar="N",
                         help="read only the first N bytes of each .log")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.add_argument("--kafka-version", type=_kafka_version, default=DEFAULT_KAFKA_VERSION,

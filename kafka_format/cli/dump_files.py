@@ -10,7 +10,6 @@ from typing import Any
 from kafka_format.cli import dump_source as source
 from kafka_format.cli.dump_format import (
     BOOTSTRAP_CHECKPOINT,
-    INT_MAX,
     JAVA_NO_SUCH_ELEMENT,
     JAVA_NO_SUCH_FILE,
     RECORD_INDENT,
@@ -46,6 +45,7 @@ from kafka_format.cli.dump_read import (
 from kafka_format.cli.jvm_maps import JavaHashMap, ScalaHashMap
 from kafka_format.cli.output import JsonOutput, Progress, TextOutput
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.common.limits import INT32_MAX
 from kafka_format.common.redaction import redact
 
 
@@ -267,7 +267,7 @@ class LogDump(DumpBase):
         if framing is not None:
             raise framing
         trailing = limit - valid_bytes
-        if trailing > 0 and self.opts.max_bytes == INT_MAX:
+        if trailing > 0 and self.opts.max_bytes == INT32_MAX:
             self.errors += 1
             self.text.line(f"Found {trailing} invalid bytes at the end of {source.name(path)}")
 

@@ -9,22 +9,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_format.common.limits import INT32_MAX
 from kafka_format.common.redaction import redact
-from kafka_format.records import batch_v2, legacy
-from kafka_format.records import entry as log_entry
+from kafka_format.records import batch_v2
+from kafka_format.records.record_batch import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE
 
 # --- constants of DumpLogSegments / Kafka ------------------------------------------------------
 
 RECORD_INDENT = "|"                       # DumpLogSegments.RecordIndent
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # --max-message-size default
-INT_MAX = 2**31 - 1                       # --max-bytes default (Integer.MAX_VALUE)
-# Framing (Records.LOG_OVERHEAD, HEADER_SIZE_UP_TO_MAGIC, LegacyRecord.RECORD_OVERHEAD_V0, the
-# keyLength/valueLength field): declared by the format modules, re-exported for this module's readers.
-LOG_OVERHEAD = log_entry.LOG_OVERHEAD
-HEADER_SIZE_UP_TO_MAGIC = log_entry.HEADER_SIZE_UP_TO_MAGIC
-RECORD_OVERHEAD_V0 = legacy.RECORD_OVERHEAD_V0
-FRAME = log_entry.ENTRY                       # FileLogInputStream: offset int64, size int32
-LENGTH = legacy.LENGTH
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"  # BootstrapDirectory.BINARY_BOOTSTRAP_FILENAME
 # Index checks read a few batches at an index position, not megabytes: small chunks (the library
 # still reads a larger batch whole).
@@ -35,11 +28,8 @@ JAVA_LONG = re.compile(r"^[+-]?[0-9]+$")    # what Long.parseLong accepts (ASCII
 DUMPED_SUFFIXES = (".log", ".checkpoint", ".index", ".timeindex", ".snapshot", ".txnindex")
 SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")  # Snapshots.parse: offset-epoch
 
-TIMESTAMP_TYPE_NAMES = {0: "CreateTime", 1: "LogAppendTime", -1: "NoTimestampType"}  # TimestampType.name
-CONTROL_TYPE_NAMES = {  # ControlRecordType enum names (toString) by type id
-    0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
-    4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS",
-}
+TIMESTAMP_TYPE_NAMES = {CREATE_TIME: "CreateTime", LOG_APPEND_TIME: "LogAppendTime",   # TimestampType.name
+                        NO_TIMESTAMP_TYPE: "NoTimestampType"}
 KRAFT_CONTROL_LABELS = {2: "LeaderChange", 3: "SnapshotHeader", 4: "SnapshotFooter", 5: "KRaftVersion", 6: "KRaftVoters"}
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
@@ -107,7 +97,7 @@ class DumpOptions:
     decoder: str | None = None            # "offsets" | "transaction-log" | "cluster-metadata"
     skip_record_metadata: bool = False
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
-    max_bytes: int = INT_MAX
+    max_bytes: int = INT32_MAX
     json: bool = False
     kafka_version: str = DEFAULT_KAFKA_VERSION   # whose DumpLogSegments text to print
 

@@ -13,11 +13,10 @@ from kafka_format.log.audit import auditor as audit
 
 from kafka_format.storage import index, snapshot, txnindex
 from kafka_format.cli import dump_source as source
+from kafka_format.records.control import CONTROL_TYPE_NAMES
+from kafka_format.records.entry import ENTRY, HEADER_SIZE_UP_TO_MAGIC
+from kafka_format.records.legacy import LENGTH, RECORD_OVERHEAD_V0
 from kafka_format.cli.dump_format import (
-    CONTROL_TYPE_NAMES,
-    FRAME,
-    HEADER_SIZE_UP_TO_MAGIC,
-    INT_MAX,
     JAVA_CORRUPT_INDEX,
     JAVA_CORRUPT_RECORD,
     JAVA_INVALID_RECORD,
@@ -26,9 +25,7 @@ from kafka_format.cli.dump_format import (
     JAVA_NO_SUCH_ELEMENT,
     KRAFT_CONTROL_LABELS,
     LEADER_CHANGE_JSON_SINCE,
-    LENGTH,
     LOOKUP_READ_SIZE,
-    RECORD_OVERHEAD_V0,
     TRANSACTION_LOG_JSON_SINCE,
     TRANSACTION_STATE_NAMES_SINCE,
     DumpOptions,
@@ -36,6 +33,7 @@ from kafka_format.cli.dump_format import (
 )
 from kafka_format.common.crc import crc32
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.common.limits import INT32_MAX
 from kafka_format.common.redaction import redact
 from kafka_format.internal import cluster_metadata, consumer_offsets, kraft_control, transaction_log
 from kafka_format.records import control, legacy
@@ -205,7 +203,7 @@ def _framing_abort(path: str, position: int, limit: int) -> DumpAbort | None:
     """Kafka's ``FileLogInputStream.nextBatch`` size check at ``position`` (None when it passes)."""
     if limit - position <= HEADER_SIZE_UP_TO_MAGIC:
         return None
-    _, size = FRAME.unpack(source.read_at(path, position, FRAME.size))
+    _, size = ENTRY.unpack(source.read_at(path, position, ENTRY.size))
     if size >= RECORD_OVERHEAD_V0:
         return None
     return DumpAbort(
@@ -415,7 +413,7 @@ def _first_batch_last_offset(log_path: str, position: int, max_message_size: int
     if position > log_size:
         raise DumpAbort("java.lang.IllegalArgumentException",
                      f"Slice from position {position} exceeds end position of FileRecords(size={log_size},"
-                     f" file={source.shown(log_path)}, start=0, end={INT_MAX})", index_path, None)
+                     f" file={source.shown(log_path)}, start=0, end={INT32_MAX})", index_path, None)
     end = min(log_size, position + max_message_size)
     for batch, _ in _iter_log_range(log_path, position, end):
         return int(batch["lastOffset"])

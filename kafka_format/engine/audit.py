@@ -32,6 +32,7 @@ from kafka_format.log.audit.auditor import (
 )
 from kafka_format.log.audit.tables import ResultCollector
 from kafka_format.common.errors import KafkaFormatError, LogDirError
+from kafka_format.common.topics import TRANSACTION_STATE_TOPIC
 from kafka_format.engine import task_work
 from kafka_format.storage.logdir import LogDir, open_log_dirs
 from kafka_format.read.planning import longest_replicas
@@ -116,7 +117,7 @@ def audit_tasks(logdirs: Sequence[str], topics: Sequence[str] | None, topic_patt
     # unreadable (its own partition audit reports why): unknown, as without __transaction_state
     try:
         coordinator = coordinator_transactions(longest_replicas(
-            [p for p in found.all_partitions() if p.kind == "live" and p.topic == "__transaction_state"]))
+            [p for p in found.all_partitions() if p.kind == "live" and p.topic == TRANSACTION_STATE_TOPIC]))
     except (KafkaFormatError, OSError):
         coordinator = None
     for p in found.all_partitions():

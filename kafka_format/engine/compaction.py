@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from kafka_format.storage.fsio import redact
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.common.topics import METADATA_TOPIC   # re-exported (__all__)
 from kafka_format.engine import task_work
 from kafka_format.storage.logdir import LogDirSet, PartitionLog, open_log_dirs
 from kafka_format.output.ownership import Owner
@@ -42,7 +43,6 @@ __all__ = [
 ]
 
 # KRaft's metadata log is a Raft log, not a LogManager log: the log cleaner never touches it.
-METADATA_TOPIC = "__cluster_metadata"
 
 DECISION_FIELDS = (
     pa.field("decision", pa.string()),

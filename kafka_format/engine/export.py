@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 
 from kafka_format.storage.fsio import redact
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.records.record_batch import NO_TIMESTAMP
 from kafka_format.output.attempts import AttemptFiles, AttemptRoot, WrittenFile
 from kafka_format.output.ownership import Owner, OutputRefused
 from kafka_format.output.parquet import write_options, write_row_groups
@@ -60,7 +61,6 @@ PARTITION_LAYOUTS: dict[str, tuple[str, ...]] = {"topic,partition": ("topic", "p
 TYPED_AS = ("avro", "protobuf", "json-schema", "auto")     # kafka_format.registry.typed.AS_TYPES
 KEY_AS = ("binary", "string", *TYPED_AS)
 VALUE_AS = ("binary", "string", "json", *TYPED_AS)
-NO_TIMESTAMP_MS = -1                    # RecordBatch.NO_TIMESTAMP
 MICROS_PER_DAY = 86_400_000_000
 PARQUET_OWNER = Owner("export", "parquet")                      # batch Parquet OUT (replaced per run)
 INCREMENTAL_OWNER = Owner("export", "parquet-incremental")      # OUT of exportBatch=N directories
@@ -325,7 +325,7 @@ def convert_table(table: pa.Table, *, partition_by: Sequence[str], key_as: str, 
     if "date" in partition_by:
         micros = out.column("timestamp").combine_chunks().cast(pa.int64()).to_numpy(zero_copy_only=False)
         days = micros // MICROS_PER_DAY
-        mask = micros == NO_TIMESTAMP_MS * 1000
+        mask = micros == NO_TIMESTAMP * 1000
         out = out.append_column("date", pa.array(days.astype("int32"), pa.int32(), mask=mask).cast(pa.date32()))
     return out
 

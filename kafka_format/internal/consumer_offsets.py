@@ -24,6 +24,7 @@ from typing import Any
 
 from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal.protocol import (
+    DELETE_TEXT,
     INT16,
     partition_for,
     read_message,
@@ -74,7 +75,6 @@ RECORD_TYPES: dict[int, tuple[str, str]] = {
 }
 OFFSETS_TOPIC_PARTITIONS = 50  # offsets.topic.num.partitions default
 CONSUMER_PROTOCOL_TYPE = "consumer"  # ConsumerProtocol.PROTOCOL_TYPE
-DELETE_TEXT = "<DELETE>"
 VERSION_KEY = "_version"
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal.protocol import read_message, to_json, write_message
+from kafka_format.records.control import CONTROL_TYPE_NAMES, ControlRecordType   # CONTROL_TYPE_NAMES re-exported
 
 __all__ = [
     "CONTROL_VALUE_SCHEMAS",
@@ -36,11 +37,11 @@ __all__ = [
     "format_kraft_control",
 ]
 
-LEADER_CHANGE = 2
-SNAPSHOT_HEADER = 3
-SNAPSHOT_FOOTER = 4
-KRAFT_VERSION = 5
-KRAFT_VOTERS = 6
+LEADER_CHANGE = ControlRecordType.LEADER_CHANGE.value   # the KRaft control types' ids (ControlRecordType)
+SNAPSHOT_HEADER = ControlRecordType.SNAPSHOT_HEADER.value
+SNAPSHOT_FOOTER = ControlRecordType.SNAPSHOT_FOOTER.value
+KRAFT_VERSION = ControlRecordType.KRAFT_VERSION.value
+KRAFT_VOTERS = ControlRecordType.KRAFT_VOTERS.value
 
 #: control type id → value schema
 CONTROL_VALUE_SCHEMAS: dict[int, str] = {
@@ -49,11 +50,6 @@ CONTROL_VALUE_SCHEMAS: dict[int, str] = {
     SNAPSHOT_FOOTER: "SnapshotFooterRecord",
     KRAFT_VERSION: "KRaftVersionRecord",
     KRAFT_VOTERS: "VotersRecord",
-}
-#: ``ControlRecordType`` names
-CONTROL_TYPE_NAMES: dict[int, str] = {
-    0: "ABORT", 1: "COMMIT", LEADER_CHANGE: "LEADER_CHANGE", SNAPSHOT_HEADER: "SNAPSHOT_HEADER",
-    SNAPSHOT_FOOTER: "SNAPSHOT_FOOTER", KRAFT_VERSION: "KRAFT_VERSION", KRAFT_VOTERS: "KRAFT_VOTERS",
 }
 CONTROL_READ_VERSION = 0  # ControlRecordUtils.*_CURRENT_VERSION
 _DUMP_LABELS = {SNAPSHOT_HEADER: "SnapshotHeader", SNAPSHOT_FOOTER: "SnapshotFooter",

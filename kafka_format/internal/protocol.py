@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_format.common.errors import InternalTopicFormatError
+from kafka_format.common.kafka_uuid import ZERO_UUID   # re-exported (__all__)
+from kafka_format.common.kafka_uuid import uuid_to_string as uuid_to_str   # re-exported (__all__)
 from kafka_format.internal.schemas import SCHEMAS
 from kafka_format.internal.schemas import newer as _newer_schemas
 
@@ -56,6 +58,7 @@ __all__ = [
     "StructSpec",
     "FieldSpec",
     "UNKNOWN_TAGS_KEY",
+    "DELETE_TEXT",
     "ZERO_UUID",
     "message_spec",
     "compile_spec",
@@ -97,8 +100,8 @@ _PRIMITIVES: dict[str, struct.Struct] = {
 
 #: Key under which unknown tagged fields ({tag: raw bytes}) are kept in decoded dicts.
 UNKNOWN_TAGS_KEY = "_unknownTaggedFields"
-#: ``Uuid.ZERO_UUID.toString()``.
-ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+#: What DumpLogSegments' decoders print for a tombstone (a null value) of an internal topic.
+DELETE_TEXT = "<DELETE>"
 MAX_STRING_LENGTH = 0x7FFF  # generated readers reject longer strings
 MAX_VARINT_SHIFT = 28  # ByteUtils.readUnsignedVarint: at most 5 bytes
 VERSION_MAX = 0x7FFF  # "N+" means N..Short.MAX_VALUE
@@ -242,11 +245,6 @@ def _compile_field(f: dict[str, Any], common: dict[str, StructSpec]) -> FieldSpe
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def uuid_to_str(raw: bytes) -> str:
-    """Kafka ``Uuid.toString()``: URL-safe base64 of the 16 bytes, no padding."""
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
 def uuid_from_str(text: str) -> bytes:

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal.protocol import (
+    DELETE_TEXT,
     INT16,
     java_string_hash,
     message_spec,
@@ -54,7 +55,6 @@ TRANSACTION_STATES: dict[int, str] = {
 EMPTY_STATE = 0
 TRANSACTION_STATE_PARTITIONS = 50  # transaction.state.log.num.partitions default
 UNKNOWN = "unknown"
-DELETE_TEXT = "<DELETE>"
 
 # Scala 2.13 mutable.HashSet layout, to print partitions in the broker's iteration order.
 _HASHSET_INITIAL_CAPACITY = 16

@@ -50,7 +50,8 @@ from typing import Any
 import numpy as np
 
 from kafka_format.common.errors import IndexFormatError, KafkaFormatError
-from kafka_format.storage.index import NO_TIMESTAMP, OFFSET_ENTRY, TIME_ENTRY, OffsetPosition, TimestampOffset
+from kafka_format.records.record_batch import NO_PARTITION_LEADER_EPOCH, NO_TIMESTAMP
+from kafka_format.storage.index import OFFSET_ENTRY, TIME_ENTRY, OffsetPosition, TimestampOffset
 from kafka_format.storage.logdir import PartitionLog, Segment
 from kafka_format.storage.partition_state import (
     SCAN_CHUNK,
@@ -94,7 +95,6 @@ SPEC_NAMES: dict[str, int] = {
     "earliest-pending-upload": EARLIEST_PENDING_UPLOAD_TIMESTAMP,
 }
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
-NO_PARTITION_LEADER_EPOCH = -1   # RecordBatch.NO_PARTITION_LEADER_EPOCH
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _SCAN_CHUNK = SCAN_CHUNK          # read size of a full header scan of a segment without a .index

@@ -58,6 +58,15 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from kafka_format.common.limits import INT64_MAX
+from kafka_format.common.topics import (
+    CONSUMER_OFFSETS_TOPIC,
+    METADATA_TOPIC,
+    REMOTE_LOG_METADATA_TOPIC,
+    SHARE_GROUP_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+)
+from kafka_format.records.record_batch import NO_TIMESTAMP
 from kafka_format.storage import partition_state
 from kafka_format.storage.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
@@ -111,12 +120,10 @@ SUMMARY_SCHEMA = pa.schema([
 ])
 
 # Topic.isInternal + the topics UnifiedLog.isRemoteLogEnabled also excludes.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-_NO_REMOTE_TOPICS = INTERNAL_TOPICS | {"__remote_log_metadata", "__cluster_metadata"}
-_NOT_RETAINED = frozenset({"__cluster_metadata"})
+INTERNAL_TOPICS = frozenset({CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
+_NO_REMOTE_TOPICS = INTERNAL_TOPICS | {REMOTE_LOG_METADATA_TOPIC, METADATA_TOPIC}
+_NOT_RETAINED = frozenset({METADATA_TOPIC})
 
-_LONG_MAX = (1 << 63) - 1
-_NO_TIMESTAMP = -1
 _MISSING_HW = ("leo", "log-start")
 
 
@@ -293,7 +300,7 @@ def retention_walk(segments: Sequence[SegmentFacts], *, log_start_offset: int, l
         if reasons[i] is None and running is not None:
             is_last = i + 1 == n
             due = seg.largest_timestamp + policy.retention_ms + 1
-            if high_watermark < upper(i) or (is_last and seg.size == 0) or due > _LONG_MAX:
+            if high_watermark < upper(i) or (is_last and seg.size == 0) or due > INT64_MAX:
                 running = None
             else:
                 running = max(running, due)
@@ -311,7 +318,7 @@ def _scan_tail(replica: PartitionLog, seg: Segment, start: int) -> tuple[int, in
     """(max batch maxTimestamp, last batch lastOffset or None) of ``seg`` from byte ``start``
     (:func:`kafka_format.storage.partition_state.iter_batch_heads`: headers only, stops quietly at corrupt
     framing, where the broker's reader stops)."""
-    best = _NO_TIMESTAMP
+    best = NO_TIMESTAMP
     last: int | None = None
     for head in partition_state.iter_batch_heads(replica, seg, start):
         best = max(best, head.max_timestamp)
@@ -327,7 +334,7 @@ def segment_largest_timestamp(replica: PartitionLog, seg: Segment, *, last: bool
     which also gives the next offset.  Falls back to the ``.log`` mtime when no timestamp >= 0.
     """
     tindex = replica.time_index(seg)
-    ts = int(tindex.last_entry().timestamp) if tindex is not None and len(tindex) else _NO_TIMESTAMP
+    ts = int(tindex.last_entry().timestamp) if tindex is not None and len(tindex) else NO_TIMESTAMP
     next_offset: int | None = None
     if seg.index_path is None:
         # LogLoader: no .index -> the segment is recovered, which rebuilds both indexes from the batches

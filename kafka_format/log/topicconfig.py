@@ -29,13 +29,13 @@ from datetime import datetime, timezone
 from types import MappingProxyType
 from typing import Any
 
+from kafka_format.common.limits import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from kafka_format.common.topics import METADATA_TOPIC
+
 __all__ = [
     "KAFKA_DEFAULTS", "BROKER_DEFAULTS", "BROKER_SYNONYMS", "ConfigError", "TopicConfig", "TopicConfigs",
     "load_topic_configs", "parse_time", "parse_config_flag", "read_config_file", "metadata_configs",
 ]
-
-LONG_MAX = 9_223_372_036_854_775_807
-LONG_MIN = -LONG_MAX - 1
 
 # Kafka's topic-level defaults (LogConfig / ServerLogConfigs), as the strings a user would write.
 KAFKA_DEFAULTS: Mapping[str, str] = MappingProxyType({
@@ -46,18 +46,18 @@ KAFKA_DEFAULTS: Mapping[str, str] = MappingProxyType({
     "compression.zstd.level": "3",
     "delete.retention.ms": "86400000",
     "file.delete.delay.ms": "60000",
-    "flush.messages": str(LONG_MAX),
-    "flush.ms": str(LONG_MAX),
+    "flush.messages": str(INT64_MAX),
+    "flush.ms": str(INT64_MAX),
     "index.interval.bytes": "4096",
     "local.retention.bytes": "-2",
     "local.retention.ms": "-2",
-    "max.compaction.lag.ms": str(LONG_MAX),
+    "max.compaction.lag.ms": str(INT64_MAX),
     "max.message.bytes": "1048588",
     "message.downconversion.enable": "true",
     "message.format.version": "3.0-IV1",
     "message.timestamp.after.max.ms": "3600000",
-    "message.timestamp.before.max.ms": str(LONG_MAX),
-    "message.timestamp.difference.max.ms": str(LONG_MAX),
+    "message.timestamp.before.max.ms": str(INT64_MAX),
+    "message.timestamp.difference.max.ms": str(INT64_MAX),
     "message.timestamp.type": "CreateTime",
     "min.cleanable.dirty.ratio": "0.5",
     "min.compaction.lag.ms": "0",
@@ -142,7 +142,6 @@ _BOOL_KEYS = frozenset({
     "unclean.leader.election.enable", "message.downconversion.enable", "log.cleaner.enable",
 })
 _BROKER_LONG_KEYS = frozenset(BROKER_DEFAULTS) - {"log.cleaner.io.buffer.load.factor", "log.cleaner.enable"}
-_INT_MIN, _INT_MAX = -(2 ** 31), 2 ** 31 - 1
 
 
 class ConfigError(ValueError):
@@ -161,9 +160,9 @@ def parse_time(text: str | int) -> int:
             ms = int(s)
         else:
             ms = _iso_ms(text, s)
-    if not LONG_MIN <= ms <= LONG_MAX:
+    if not INT64_MIN <= ms <= INT64_MAX:
         raise ValueError(f"not a time: {text!r} is outside Java's long range, as every Kafka timestamp "
-                         f"is ({LONG_MIN}..{LONG_MAX} ms)")
+                         f"is ({INT64_MIN}..{INT64_MAX} ms)")
     return ms
 
 
@@ -213,7 +212,7 @@ def _check_value(key: str, value: str, source: str) -> str:
             n = int(v)
         except ValueError:
             raise bad("an integer") from None
-        lo, hi = (_INT_MIN, _INT_MAX) if kind == "int" else (-(2 ** 63), LONG_MAX)
+        lo, hi = (INT32_MIN, INT32_MAX) if kind == "int" else (INT64_MIN, INT64_MAX)
         if not lo <= n <= hi:
             raise bad(f"a {'32' if kind == 'int' else '64'}-bit integer")
         return str(n)
@@ -523,7 +522,7 @@ def metadata_configs(log_dirs: Any) -> tuple[dict[str, dict[str, str]], dict[str
     from kafka_format.internal.cluster_metadata import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC, \
         ClusterMetadataView, replay_record_batches
 
-    replicas = [p for p in log_dirs.all_partitions() if p.topic == "__cluster_metadata" and p.kind == "live"]
+    replicas = [p for p in log_dirs.all_partitions() if p.topic == METADATA_TOPIC and p.kind == "live"]
     best: ClusterMetadataView | None = None
     for part in replicas:
         view = ClusterMetadataView()

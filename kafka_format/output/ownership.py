@@ -35,18 +35,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage.fsio import local_path
 
-__all__ = ["MARKER", "MARKER_TAG", "Owner", "Marker", "OutputRefused", "TargetState", "check_target",
+__all__ = ["MARKER", "MARKER_TAG", "MAX_MARKER_BYTES", "Owner", "Marker", "OutputRefused", "TargetState", "check_target",
            "check_inputs", "read_marker", "parse_marker", "dir_marker", "write_marker", "marker_bytes", "is_klogs_temp",
            "remove_tree", "sidecar_path", "read_sidecar", "write_sidecar", "file_digest", "new_run_id",
            "describe_path"]
 
 MARKER = ".klogs-output"
 MARKER_TAG = "klogs-output"
-_MAX_MARKER_BYTES = 1 << 16
-_KAFKA_LOGDIR_FILES = ("meta.properties", "recovery-point-offset-checkpoint", "replication-offset-checkpoint",
-                       "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
+MAX_MARKER_BYTES = 1 << 16          # a longer marker is not klogs' (a local or a store output's)
+_KAFKA_LOGDIR_FILES = (ckpt.META_PROPERTIES, ckpt.RECOVERY_POINT_CHECKPOINT, ckpt.REPLICATION_OFFSET_CHECKPOINT,
+                       ckpt.LOG_START_OFFSET_CHECKPOINT, ckpt.CLEANER_OFFSET_CHECKPOINT)
 _SEGMENT = re.compile(r"^\d{20}\.log$")
 _PARTITION_DIR = re.compile(r"^.+-\d+$")
 
@@ -125,10 +126,10 @@ def read_marker(path: str) -> Marker | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        data = os.read(fd, _MAX_MARKER_BYTES + 1)
+        data = os.read(fd, MAX_MARKER_BYTES + 1)
     finally:
         os.close(fd)
-    return None if len(data) > _MAX_MARKER_BYTES else parse_marker(data)
+    return None if len(data) > MAX_MARKER_BYTES else parse_marker(data)
 
 
 def dir_marker(path: str) -> Marker | None:

@@ -37,10 +37,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage import s3a
 from kafka_format.common.errors import LogDirError
 from kafka_format.storage.fsio import IO_ERROR
-from kafka_format.output.ownership import MARKER, Marker, OutputRefused, Owner, marker_bytes, new_run_id, parse_marker
+from kafka_format.output.ownership import MARKER, MAX_MARKER_BYTES, Marker, OutputRefused, Owner, marker_bytes, new_run_id, parse_marker
 from kafka_format.output.publish import crash_point, staging_dir
 from kafka_format.common.redaction import redact
 
@@ -52,8 +53,7 @@ STAGING = "_klogs_staging"          # hidden from Spark and pyarrow readers (lea
 SUCCESS = "_SUCCESS"
 PUBLISHING, COMPLETE = "publishing", "complete"
 FIRST_FILE_PUBLISHED = "store:first-file-published"      # crash point: the publish window is open
-_MAX_MARKER_BYTES = 1 << 16
-_KAFKA_LOGDIR_FILES = ("meta.properties", "recovery-point-offset-checkpoint", "replication-offset-checkpoint")
+_KAFKA_LOGDIR_FILES = (ckpt.META_PROPERTIES, ckpt.RECOVERY_POINT_CHECKPOINT, ckpt.REPLICATION_OFFSET_CHECKPOINT)
 
 
 def is_store(location: object) -> bool:
@@ -110,7 +110,7 @@ def read_marker(t: StoreTarget, path: str | None = None) -> Marker | None:
     """The marker of the output at ``path`` (default ``t``), or None."""
     key = posixpath.join(path or t.path, MARKER)
     info = _info(t, key)
-    if info.type != pafs.FileType.File or (info.size or 0) > _MAX_MARKER_BYTES:
+    if info.type != pafs.FileType.File or (info.size or 0) > MAX_MARKER_BYTES:
         return None
     try:
         with t.fs.open_input_stream(key) as f:

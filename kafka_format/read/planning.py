@@ -84,8 +84,6 @@ __all__ = [
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024
 DEFAULT_OPEN_COST_BYTES = 4 * 1024 * 1024          # spark.sql.files.openCostInBytes' default
 
-NO_TIMESTAMP = -1   # RecordBatch.NO_TIMESTAMP
-
 
 # --- outputs -----------------------------------------------------------------------------
 class SegmentRange(NamedTuple):

@@ -1,5 +1,7 @@
 """Record formats: the bytes of a Kafka ``.log`` file (Kafka's ``org.apache.kafka.common.record``).
 
+* :mod:`~kafka_format.records.record_batch` — the constants every format shares (magic values, sentinels,
+  timestamp types, attribute bits, codec ids), declared once;
 * :mod:`~kafka_format.records.framing` — the entry framing every format shares
   and :class:`~kafka_format.records.framing.BatchTable` (batch headers as numpy
   columns);

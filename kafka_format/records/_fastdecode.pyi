@@ -1,14 +1,10 @@
 """Type stub of the compiled loop (kafka_format/records/_fastdecode.c); used through kafka_format.records.fast."""
 
+import os
 from collections.abc import Sequence
-from typing import Final, TypeAlias
+from typing import Final, final
 
-import numpy as np
-from typing_extensions import Buffer as _BufferProtocol
-
-# Any object with the buffer protocol.  numpy's stubs give ndarray ``__buffer__`` only for
-# Python >= 3.12 (where collections.abc.Buffer exists), so on 3.11 it is named as well.
-_BufferLike: TypeAlias = _BufferProtocol | np.ndarray
+from kafka_format.common._buffers import BufferLike as _BufferLike
 
 CRC32C_IMPLEMENTATION: Final[str]  # "table", "sse4.2", "pclmul+sse4.2", "avx512-vpclmul+sse4.2" (+ long-input choice)
 CRC_LEVEL: Final[int]              # 0 tables, 1 SSE4.2, 2 PCLMULQDQ, 3 AVX-512 VPCLMULQDQ
@@ -29,6 +25,7 @@ OPT_SKIP_HEADERS: Final[int]       # decode_v2_chunk option: headers read and ch
 OPT_NO_COPY: Final[int]            # benchmarks: keys and values not copied
 OPT_DECOMPRESS_ONLY: Final[int]    # benchmarks: decompress, decode nothing
 
+@final
 class Buffer:
     """Column memory filled by the decoder, exposed through the buffer protocol (zero copy)."""
 
@@ -38,9 +35,10 @@ class Buffer:
 class FormatViolation(ValueError):
     """args = (batch_index, code, payload_offset); fast.py defers to the reference decoder."""
 
-def scan(buf: _BufferLike, start: int, end: int, verify_crc: bool, /
+def scan(buf: _BufferLike, start: int, end: int, mode: int, /
          ) -> tuple[Buffer, Buffer, Buffer, int, int, int]:
-    """(positions int64, 61-byte headers, crc_valid uint8, count, stop, status) of buf[start:end]."""
+    """(positions int64, 61-byte headers, crc_valid uint8, count, stop, status) of buf[start:end];
+    mode 0: no CRC checked, 1: every CRC checked, SCAN_VERIFY_DEFER: see there."""
 
 def decode_v2(payloads: Sequence[_BufferLike], meta: _BufferLike, /) -> tuple[Buffer, ...]:
     """The 17 RecordColumns buffers (in field order) of the records of all payloads."""
@@ -80,7 +78,7 @@ def repeat_runs(values: _BufferLike, itemsize: int, starts: _BufferLike, /) -> B
 def timestamps_us(ts_ms: _BufferLike, /) -> tuple[Buffer, Buffer | None, int]:
     """int64 ms as µs, null (with a validity bitmap) where they do not fit."""
 
-def scan_partition_dir(path: str, /) -> tuple[bytes, list[tuple[str, bool, int | None, int]], list[str], int, int] | None:
+def scan_partition_dir(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], /) -> tuple[bytes, list[tuple[str, bool, int | None, int]], list[str], int, int] | None:
     """A partition dir's segment files as int64 rows (6 per segment), its other files and subdirectories,
     the counts of .log and .index files; None when the Python listing must decide."""
 

@@ -1,8 +1,9 @@
 /*
  * kafka_format.records._fastdecode: the log format's constants (framing, the v2 batch header) and the
  * per-batch meta columns that the scan (_fastscan.c), the record loop (_fastrecords.c) and the entry
- * points (_fastdecode.c) share.  The layouts they restate are declared in records/entry.py and
- * records/batch_v2.py; tests/format/test_layouts.py checks these numbers against them.
+ * points (_fastdecode.c) share.  The layouts and values they restate are declared in records/entry.py,
+ * records/batch_v2.py and records/record_batch.py; tests/format/test_layouts.py checks these numbers
+ * against them.
  */
 #ifndef KF_FASTFORMAT_H
 #define KF_FASTFORMAT_H
@@ -16,6 +17,7 @@
 #define V2_ATTRIBUTES_OFFSET 21
 #define V2_HEADER_SIZE 61           /* DefaultRecordBatch.RECORD_BATCH_OVERHEAD */
 #define MIN_V2_RECORD_SIZE 7        /* smallest encodable record: seven one-byte fields */
+#define MAGIC_V2 2                  /* RecordBatch.MAGIC_VALUE_V2 */
 
 #define SCAN_INITIAL_ENTRIES 512
 

@@ -80,7 +80,7 @@ static PyObject *fd_scan(PyObject *self, PyObject *args)
             break;                                  /* partial trailing entry */
         Py_ssize_t entry_len = LOG_OVERHEAD + (Py_ssize_t)size;
         uint8_t ok = CRC_NOT_CHECKED;
-        if (verify_crc && buf[pos + MAGIC_OFFSET] == 2 && entry_len >= V2_HEADER_SIZE &&
+        if (verify_crc && buf[pos + MAGIC_OFFSET] == MAGIC_V2 && entry_len >= V2_HEADER_SIZE &&
             !(verify_crc == SCAN_VERIFY_DEFER && (buf[pos + V2_ATTRIBUTES_OFFSET + 1] & V2_CODEC_MASK) == 0
               && be32(buf + pos + V2_COUNT_OFFSET) != 0)) {
             uint32_t stored = be32(buf + pos + V2_CRC_OFFSET);

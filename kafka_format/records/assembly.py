@@ -27,28 +27,29 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from kafka_format.common.extensions import extension
 from kafka_format.records import batch_v2
 from kafka_format.records.columns import FileContext, RecordColumns, codec_name
+from kafka_format.records.record_batch import (
+    CODEC_MASK,
+    CONTROL_MASK,
+    DELETE_HORIZON_MASK,
+    MAGIC_V2,
+    NO_TIMESTAMP_TYPE,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+)
 from kafka_format.records.schema import BATCH_SCHEMA, HEADER_TYPE, RECORD_SCHEMA
 
-_native: Any
-try:  # compiled fills for the per-record columns (same values; memory recycled between chunks)
-    from kafka_format.records import _fastdecode as _native
-except ImportError:  # pragma: no cover - a build without the compiled decoder
-    _native = None
-
 if TYPE_CHECKING:
+    from kafka_format.records import _fastdecode as _native
     from kafka_format.records.batch_table import BatchTable
+else:  # compiled fills for the per-record columns (same values; memory recycled between chunks), in
+    # either mode; None in a build without the compiled decoder
+    _native = extension("kafka_format.records._fastdecode")
 
 __all__ = ["CONSTANT_ROWS", "MAX_TIMESTAMP_MS", "batch_table_to_arrow", "constant", "to_arrow", "to_arrow_batches"]
 
-_CODEC_MASK = 0x07
-_TIMESTAMP_TYPE_MASK = 0x08
-_TRANSACTIONAL_MASK = 0x10
-_CONTROL_MASK = 0x20
-_DELETE_HORIZON_MASK = 0x40
-_MAGIC_V2 = 2
-_NO_TIMESTAMP_TYPE = -1
 _MS_TO_US = 1000
 #: Largest |milliseconds| whose microseconds fit an int64: the ``timestamp`` column holds null beyond.
 MAX_TIMESTAMP_MS = np.iinfo(np.int64).max // _MS_TO_US
@@ -240,7 +241,8 @@ class _Runs:
     def __init__(self, batch_row: np.ndarray) -> None:
         n = len(batch_row)
         if _native is not None:
-            starts = np.frombuffer(_native.runs(np.ascontiguousarray(batch_row, dtype=np.int32)), dtype=np.int64)
+            starts = np.frombuffer(memoryview(_native.runs(np.ascontiguousarray(batch_row, dtype=np.int32))),
+                                   dtype=np.int64)
         else:
             starts = np.append(np.flatnonzero(np.concatenate(([n > 0], batch_row[1:] != batch_row[:-1]))), n)
         self.starts = starts
@@ -252,7 +254,7 @@ class _Runs:
         if _native is not None and values.dtype.itemsize in (1, 2, 4, 8):
             data = np.ascontiguousarray(values)
             out = _native.repeat_runs(data.view(np.uint8), data.dtype.itemsize, self.starts)
-            return np.frombuffer(out, dtype=values.dtype)
+            return np.frombuffer(memoryview(out), dtype=values.dtype)
         return np.repeat(values, np.diff(self.starts))
 
 
@@ -301,7 +303,7 @@ def _headers(columns: RecordColumns, include_headers: bool) -> _Column:
     return pa.ListArray.from_arrays(_array(columns.header_offsets, pa.int32()), structs, type=HEADER_TYPE)
 
 
-_CODEC_LABELS = [codec_name(c) for c in range(_CODEC_MASK + 1)]
+_CODEC_LABELS = [codec_name(c) for c in range(CODEC_MASK + 1)]
 
 
 def _record_columns(table: BatchTable, columns: RecordColumns, ctx: FileContext,
@@ -310,9 +312,9 @@ def _record_columns(table: BatchTable, columns: RecordColumns, ctx: FileContext,
     runs = _Runs(columns.batch_row)
     rows = runs.rows
     magic = table.magic[rows]
-    v2 = magic == _MAGIC_V2
+    v2 = magic == MAGIC_V2
     attributes = table.attributes[rows]
-    codes = (attributes & _CODEC_MASK).astype(np.intp)
+    codes = (attributes & CODEC_MASK).astype(np.intp)
     tt = columns.timestamp_type
     sequence = (_array(columns.sequence, pa.int32()) if v2.all()
                 else _Constant(None, pa.int32()) if not v2.any()
@@ -331,8 +333,8 @@ def _record_columns(table: BatchTable, columns: RecordColumns, ctx: FileContext,
         _batch_column(runs, table.producer_id[rows], pa.int64(), v2),
         _batch_column(runs, table.producer_epoch[rows], pa.int16(), v2),
         sequence,
-        _batch_column(runs, v2 & ((attributes & _TRANSACTIONAL_MASK) != 0), pa.bool_(), None),
-        _batch_column(runs, v2 & ((attributes & _CONTROL_MASK) != 0), pa.bool_(), None),
+        _batch_column(runs, v2 & ((attributes & TRANSACTIONAL_MASK) != 0), pa.bool_(), None),
+        _batch_column(runs, v2 & ((attributes & CONTROL_MASK) != 0), pa.bool_(), None),
         _batch_column(runs, magic, pa.int8(), None),
         (_Constant(_CODEC_LABELS[int(codes[0])] if len(codes) else "none", pa.string()) if _uniform(codes)
          else _strings(_CODEC_LABELS, runs.expand(codes))),
@@ -374,7 +376,7 @@ def to_arrow(table: BatchTable, columns: RecordColumns, context: FileContext | N
 
 
 def _compression_names(attributes: np.ndarray) -> pa.Array:
-    return _strings(_CODEC_LABELS, (attributes & _CODEC_MASK).astype(np.intp))
+    return _strings(_CODEC_LABELS, (attributes & CODEC_MASK).astype(np.intp))
 
 
 def batch_table_to_arrow(table: BatchTable, context: FileContext | None = None) -> pa.RecordBatch:
@@ -382,16 +384,16 @@ def batch_table_to_arrow(table: BatchTable, context: FileContext | None = None) 
     ctx = context or FileContext()
     n = len(table)
     magic = table.magic
-    is_v2 = magic == _MAGIC_V2
+    is_v2 = magic == MAGIC_V2
     attributes = table.attributes
     low = attributes & 0xFF
     ts_type = np.where(
-        magic == 0, _NO_TIMESTAMP_TYPE, ((low & _TIMESTAMP_TYPE_MASK) != 0).astype(np.int32)
+        magic == 0, NO_TIMESTAMP_TYPE, ((low & TIMESTAMP_TYPE_MASK) != 0).astype(np.int32)
     ).astype(np.int32)
     known_base = table.base_offset >= 0
     base_valid = is_v2 | known_base
     count_valid = table.count >= 0
-    delete_horizon = is_v2 & ((low & _DELETE_HORIZON_MASK) != 0)
+    delete_horizon = is_v2 & ((low & DELETE_HORIZON_MASK) != 0)
     last_seq = batch_v2.last_sequences(table)
     arrays = [
         constant(ctx.topic, pa.string(), n),
@@ -409,8 +411,8 @@ def batch_table_to_arrow(table: BatchTable, context: FileContext | None = None) 
         _masked(table.base_timestamp, is_v2, pa.int64()),
         _array(table.max_timestamp, pa.int64()),
         _masked(table.base_timestamp, delete_horizon, pa.int64()),
-        _array(is_v2 & ((low & _TRANSACTIONAL_MASK) != 0), pa.bool_()),
-        _array(is_v2 & ((low & _CONTROL_MASK) != 0), pa.bool_()),
+        _array(is_v2 & ((low & TRANSACTIONAL_MASK) != 0), pa.bool_()),
+        _array(is_v2 & ((low & CONTROL_MASK) != 0), pa.bool_()),
         _masked(table.producer_id, is_v2, pa.int64()),
         _masked(table.producer_epoch, is_v2, pa.int16()),
         _masked(table.base_sequence, is_v2, pa.int32()),

@@ -45,8 +45,20 @@ import codecs
 import numpy as np
 
 from kafka_format.common.errors import CorruptRecordError
+from kafka_format.common.limits import INT32_MAX
 from kafka_format.records.columns import RecordColumns, RecordColumnsBuilder
 from kafka_format.records.entry import ENTRY
+from kafka_format.records.record_batch import (   # the attribute bits and NO_SEQUENCE re-exported (__all__)
+    CODEC_MASK,
+    CONTROL_MASK,
+    CREATE_TIME,
+    DELETE_HORIZON_MASK,
+    LOG_APPEND_TIME,
+    MAGIC_V2,
+    NO_SEQUENCE,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+)
 
 if TYPE_CHECKING:
     from kafka_format.records.batch_table import BatchTable
@@ -131,18 +143,7 @@ CRC_OFFSET = ENTRY.size + struct.calcsize(">ib")  # 17: after partitionLeaderEpo
 ATTRIBUTES_OFFSET = CRC_OFFSET + struct.calcsize(">I")  # 21: the CRC covers [ATTRIBUTES_OFFSET, end)
 RECORDS_OFFSET = HEADER_SIZE
 
-CODEC_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08
-TRANSACTIONAL_MASK = 0x10
-CONTROL_MASK = 0x20
-DELETE_HORIZON_MASK = 0x40
 ATTRIBUTE_BYTE_MASK = 0xFF  # only the low byte of the int16 attributes is defined
-
-NO_SEQUENCE = -1
-CREATE_TIME = 0
-LOG_APPEND_TIME = 1
-INT32_MAX = 0x7FFFFFFF
-_MAGIC_V2 = 2
 
 # length(1) attributes(1) timestampDelta(1) offsetDelta(1) keyLength(1) valueLength(1)
 # headerCount(1): no record is smaller, so recordsCount <= payload_len // 7 for any
@@ -180,7 +181,7 @@ def last_sequences(table: BatchTable) -> np.ndarray:
     delta = (table.last_offset - table.base_offset).astype(np.int32)
     with np.errstate(over="ignore"):
         last = np.where(base > int_max - delta, delta - (int_max - base) - np.int32(1), base + delta)
-    valid = (table.magic == _MAGIC_V2) & (base != NO_SEQUENCE)
+    valid = (table.magic == MAGIC_V2) & (base != NO_SEQUENCE)
     return np.where(valid, last, np.int32(NO_SEQUENCE)).astype(np.int32)
 
 

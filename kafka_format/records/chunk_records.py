@@ -23,12 +23,11 @@ from kafka_format.records import batch_v2, legacy
 from kafka_format.records.columns import RecordColumns
 from kafka_format.records.decoder import Decoder, decompress, locate
 from kafka_format.records.framing import BatchTable
+from kafka_format.records.record_batch import MAGIC_V2, NONE
 from kafka_format.records.walker import Walker
 
 __all__ = ["RecordDecoder", "default_max_decompressed"]
 
-_CODEC_NONE = 0
-_MAGIC_V2 = 2
 # Bytes of a v2 batch between its attributes field (start of the CRC region) and its records.
 _CRC_REGION_HEADER = batch_v2.RECORDS_OFFSET - batch_v2.ATTRIBUTES_OFFSET
 # Decoded parts of a chunk are handed on once they hold this many bytes (smaller ones are merged).
@@ -75,13 +74,13 @@ class RecordDecoder:
         payloads: list[bytes | memoryview] = [mv[a:b] for a, b in zip(starts, ends, strict=True)]
         held = 0
         for i, codec in enumerate(codecs):
-            if codec != _CODEC_NONE:
+            if codec != NONE:
                 if i and held >= self.max_decompressed:
                     del payloads[i:]
                     break
                 batch_position = starts[i] - batch_v2.RECORDS_OFFSET
                 try:
-                    payloads[i] = decompress(codec, payloads[i], magic=_MAGIC_V2,
+                    payloads[i] = decompress(codec, payloads[i], magic=MAGIC_V2,
                                              max_output=self.max_decompressed, path=self.path,
                                              position=starts[i])
                 except KafkaFormatError as exc:  # reported at the batch (cause keeps the detail)
@@ -92,7 +91,7 @@ class RecordDecoder:
             return self.dec.decode_v2_records(payloads, table, rows[:done]), done
         # Deferred CRC (see Walker): uncompressed batches are passed from their attributes
         # field, so the decoder verifies the CRC as it reads them.
-        check = [codec == _CODEC_NONE for codec in codecs[:done]]
+        check = [codec == NONE for codec in codecs[:done]]
         for i, c in enumerate(check):
             if c:
                 payloads[i] = mv[starts[i] - _CRC_REGION_HEADER:ends[i]]
@@ -104,7 +103,7 @@ class RecordDecoder:
     def _legacy(self, buf: bytes | memoryview, table: BatchTable, rows: list[int]) -> tuple[RecordColumns, int]:
         """Records of a prefix of ``rows``: all plain messages up to and including one compressed wrapper."""
         codecs = (table.attributes[np.asarray(rows, dtype=np.intp)] & legacy.CODEC_MASK).tolist()
-        wrappers = [i for i, codec in enumerate(codecs) if codec != _CODEC_NONE]
+        wrappers = [i for i, codec in enumerate(codecs) if codec != NONE]
         done = wrappers[0] + 1 if wrappers else len(rows)
         return self.dec.decode_legacy(buf, table, rows[:done], path=self.path, verify_crc=self.verify_crc,
                                       max_decompressed=self.max_decompressed), done
@@ -163,7 +162,7 @@ class RecordDecoder:
         """Records of the entries of ``table`` in order, in parts of about ``_PART_BYTES`` (at most
         ``max_decompressed``) decoded bytes each: memory stays bounded by the cap, not by the
         number of batches in a chunk, and small parts (legacy wrappers) are merged."""
-        is_v2 = table.magic == _MAGIC_V2
+        is_v2 = table.magic == MAGIC_V2
         # Empty v2 batches (compaction leftovers) have no rows and nothing to decompress.
         rows = np.flatnonzero(~(is_v2 & (table.count == 0)))
         kinds = is_v2[rows]

@@ -21,6 +21,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from kafka_format.records.record_batch import CODEC_NAMES
+
 __all__ = [
     "FileContext",
     "RecordColumns",
@@ -28,12 +30,9 @@ __all__ = [
     "codec_name",
 ]
 
-_CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-
-
 def codec_name(codec: int) -> str:
     """Kafka's name of a codec id (``CompressionType.name``); ``unknown(N)`` for 5-7."""
-    return _CODEC_NAMES.get(codec, f"unknown({codec})")
+    return CODEC_NAMES[codec] if 0 <= codec < len(CODEC_NAMES) else f"unknown({codec})"
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 from kafka_format.common.errors import CorruptRecordError
 
-__all__ = ["ControlRecordType", "EndTransactionMarker", "CONTROL_KEY", "END_TXN_VALUE",
-           "parse_control_key", "parse_end_txn_marker"]
+__all__ = ["ControlRecordType", "EndTransactionMarker", "CONTROL_KEY", "END_TXN_VALUE", "CONTROL_ABORT",
+           "CONTROL_COMMIT", "CONTROL_TYPE_NAMES", "parse_control_key", "parse_end_txn_marker"]
 
 CONTROL_KEY = struct.Struct(
     ">"
@@ -59,6 +59,13 @@ class ControlRecordType(enum.IntEnum):
             return cls(type_id) if type_id >= 0 else cls.UNKNOWN
         except ValueError:
             return cls.UNKNOWN
+
+
+#: The end-transaction marker types as plain ints (numpy columns, the writer's arguments).
+CONTROL_ABORT = int(ControlRecordType.ABORT)
+CONTROL_COMMIT = int(ControlRecordType.COMMIT)
+#: ``ControlRecordType`` names (``toString``) by type id, UNKNOWN left out.
+CONTROL_TYPE_NAMES: dict[int, str] = {int(t): t.name for t in ControlRecordType if t is not ControlRecordType.UNKNOWN}
 
 
 @dataclass(frozen=True)

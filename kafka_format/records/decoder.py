@@ -15,14 +15,14 @@ from typing import Any
 
 from kafka_format.common.crc import crc32c
 from kafka_format.common.errors import CompressionError, KafkaFormatError, UnsupportedFormatError
+from kafka_format.common.extensions import REFERENCE
 from kafka_format.records import batch_v2, framing, legacy
 from kafka_format.records.columns import RecordColumns
 from kafka_format.records.framing import BatchTable
+from kafka_format.records.record_batch import MAX_CODEC
 
 __all__ = ["Decoder", "decompress", "locate", "REFERENCE"]
 
-REFERENCE = "reference"
-MAX_CODEC = 4
 
 
 _compression: Any = None  # kafka_format.records.compression, imported on first use

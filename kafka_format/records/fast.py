@@ -31,16 +31,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kafka_format.records import _fastdecode
 from kafka_format.common.crc import crc32, use_accelerated_crc32c
+from kafka_format.common.extensions import require
 from kafka_format.records.decoder import Decoder
 from kafka_format.records import batch_v2, framing, legacy
 from kafka_format.records.columns import RecordColumns
 from kafka_format.records.framing import BatchTable
+from kafka_format.records.record_batch import CODEC_MASK, MAGIC_V0, MAGIC_V1, MAGIC_V2, TIMESTAMP_TYPE_MASK
+
+if TYPE_CHECKING:
+    from kafka_format.records import _fastdecode
+else:   # a build without it raises ImportError here: records/implementation.py then uses the reference
+    _fastdecode = require("kafka_format.records._fastdecode")
 
 __all__ = ["FastDecoder", "CRC32C_IMPLEMENTATION", "crc32c"]
 
@@ -69,9 +75,7 @@ def _header_dtype() -> np.dtype:
 
 
 _HEADER_DTYPE = _header_dtype()
-_MAGIC_V0, _MAGIC_V1, _MAGIC_V2 = 0, 1, 2
-_LEGACY_MIN_SIZE = {_MAGIC_V0: legacy.RECORD_OVERHEAD_V0, _MAGIC_V1: legacy.RECORD_OVERHEAD_V1}
-_NO_VALUE = -1
+_LEGACY_MIN_SIZE = {MAGIC_V0: legacy.RECORD_OVERHEAD_V0, MAGIC_V1: legacy.RECORD_OVERHEAD_V1}
 
 # decode_v2 meta columns (see _fastdecode.decode_v2).
 _META_ROW, _META_BASE_OFFSET, _META_BASE_TIMESTAMP, _META_MAX_TIMESTAMP = 0, 1, 2, 3
@@ -123,12 +127,12 @@ class FastDecoder(Decoder):
         hdr = np.frombuffer(memoryview(headers), dtype=_HEADER_DTYPE)
         magic = hdr["magic"]
         length = hdr["length"]
-        legacy_rows = magic != _MAGIC_V2
-        bad = (magic == _MAGIC_V2) & (length < batch_v2.HEADER_SIZE - framing.LOG_OVERHEAD)
+        legacy_rows = magic != MAGIC_V2
+        bad = (magic == MAGIC_V2) & (length < batch_v2.HEADER_SIZE - framing.LOG_OVERHEAD)
         if legacy_rows.any():
-            bad |= (magic < _MAGIC_V0) | (magic > _MAGIC_V2)
-            bad |= (magic == _MAGIC_V0) & (length < _LEGACY_MIN_SIZE[_MAGIC_V0])
-            bad |= (magic == _MAGIC_V1) & (length < _LEGACY_MIN_SIZE[_MAGIC_V1])
+            bad |= (magic < MAGIC_V0) | (magic > MAGIC_V2)
+            bad |= (magic == MAGIC_V0) & (length < _LEGACY_MIN_SIZE[MAGIC_V0])
+            bad |= (magic == MAGIC_V1) & (length < _LEGACY_MIN_SIZE[MAGIC_V1])
         if bad.any():  # the reference raises the exact error for the first bad entry
             return super().scan(buf, start=start, end=end, path=path, verify_crc=verify_crc)
         base_offset = hdr["base_offset"].astype(np.int64)
@@ -213,7 +217,7 @@ class FastDecoder(Decoder):
         meta = np.empty((len(row_index), _CHUNK_META_COLUMNS), dtype=np.int64)
         meta[:, :_META_COLUMNS] = _meta(table, row_index)
         attributes = table.attributes[row_index]
-        codec = (attributes & batch_v2.CODEC_MASK).astype(np.int64)
+        codec = (attributes & CODEC_MASK).astype(np.int64)
         position = table.position[row_index]
         meta[:, _META_FLAGS] |= codec << _fastdecode.FLAG_CODEC_SHIFT
         meta[:, _CHUNK_START] = position + batch_v2.RECORDS_OFFSET
@@ -241,7 +245,7 @@ def _meta(table: BatchTable, row_index: np.ndarray) -> np.ndarray:
     meta[:, _META_MAX_TIMESTAMP] = table.max_timestamp[row_index]
     meta[:, _META_BASE_SEQUENCE] = table.base_sequence[row_index]
     meta[:, _META_COUNT] = table.count[row_index]
-    meta[:, _META_FLAGS] = (table.attributes[row_index] & batch_v2.TIMESTAMP_TYPE_MASK) != 0
+    meta[:, _META_FLAGS] = (table.attributes[row_index] & TIMESTAMP_TYPE_MASK) != 0
     return meta
 
 
@@ -260,17 +264,17 @@ def _fill_legacy(columns: dict[str, np.ndarray], mv: memoryview, rows: np.ndarra
         total = int(columns["size"][row])
         offset = int(columns["base_offset"][row])
         crc, attributes, timestamp = legacy.read_message_header(mv, pos, magic)
-        compressed = attributes & legacy.CODEC_MASK != 0
-        columns["base_offset"][row] = _NO_VALUE if compressed else offset
+        compressed = attributes & CODEC_MASK != 0
+        columns["base_offset"][row] = framing.NO_VALUE if compressed else offset
         columns["last_offset"][row] = offset
-        columns["count"][row] = _NO_VALUE if compressed else 1
+        columns["count"][row] = framing.NO_VALUE if compressed else 1
         columns["attributes"][row] = attributes
-        columns["base_timestamp"][row] = _NO_VALUE
+        columns["base_timestamp"][row] = framing.NO_VALUE
         columns["max_timestamp"][row] = timestamp
-        columns["producer_id"][row] = _NO_VALUE
-        columns["producer_epoch"][row] = _NO_VALUE
-        columns["base_sequence"][row] = _NO_VALUE
-        columns["leader_epoch"][row] = _NO_VALUE
+        columns["producer_id"][row] = framing.NO_VALUE
+        columns["producer_epoch"][row] = framing.NO_VALUE
+        columns["base_sequence"][row] = framing.NO_VALUE
+        columns["leader_epoch"][row] = framing.NO_VALUE
         columns["crc"][row] = crc
         columns["crc_valid"][row] = (not verify_crc
                                      or crc32(mv[pos + framing.MAGIC_OFFSET:pos + total]) == crc)

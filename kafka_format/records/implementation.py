@@ -1,21 +1,22 @@
 """Which record decoder a process uses: the compiled one when it imports, else the reference.
 
-The environment variable ``KAFKA_FORMAT_DECODER=reference`` pins the reference decoder for a whole
-process; ``IMPLEMENTATION`` says which one is active (``"fast"`` or ``"reference"``).  This module
-sits above both decoders, so the reference decoder never imports its compiled override.
+``KAFKA_FORMAT_DECODER=reference`` pins the reference decoder for a whole process (read by
+:func:`kafka_format.common.extensions.reference_forced`, the one chooser of every compiled module;
+``ENV_VAR`` is its name); ``IMPLEMENTATION`` says which one is active (``"fast"`` or
+``"reference"``).  This module sits above both decoders, so the reference decoder never imports
+its compiled override.
 """
 
 from __future__ import annotations
 
-import os
 import warnings
 from typing import Any
 
+from kafka_format.common.extensions import ENV_VAR, reference_forced
 from kafka_format.records.decoder import REFERENCE, Decoder
 
 __all__ = ["get_decoder", "crc32c", "IMPLEMENTATION", "ENV_VAR"]  # noqa: F822 (IMPLEMENTATION: module __getattr__)
 
-ENV_VAR = "KAFKA_FORMAT_DECODER"
 FAST = "fast"
 
 _chosen: Decoder | None = None
@@ -23,7 +24,7 @@ _implementation: str | None = None
 
 
 def _choose() -> tuple[Decoder, str]:
-    if os.environ.get(ENV_VAR, "").strip().lower() == REFERENCE:
+    if reference_forced():
         return Decoder(), REFERENCE
     try:
         from kafka_format.records.fast import FastDecoder

@@ -43,6 +43,17 @@ from kafka_format.common.errors import (
 )
 from kafka_format.records.columns import RecordColumns, RecordColumnsBuilder
 from kafka_format.records.entry import ENTRY, MAGIC_OFFSET
+from kafka_format.records.record_batch import (   # CODEC_MASK re-exported (__all__)
+    CODEC_MASK,
+    CREATE_TIME,
+    LOG_APPEND_TIME,
+    MAX_CODEC,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    NO_TIMESTAMP_TYPE,
+    TIMESTAMP_TYPE_MASK,
+    ZSTD,
+)
 
 if TYPE_CHECKING:
     from kafka_format.records.batch_table import BatchTable
@@ -75,16 +86,6 @@ MESSAGE_V1 = struct.Struct(
 LENGTH = struct.Struct(">i")  # keyLength / valueLength
 RECORD_OVERHEAD_V0 = MESSAGE_V0.size + 2 * LENGTH.size  # 14
 RECORD_OVERHEAD_V1 = MESSAGE_V1.size + 2 * LENGTH.size  # 22
-
-CODEC_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08
-CODEC_ZSTD = 4
-NO_TIMESTAMP = -1
-NO_TIMESTAMP_TYPE = -1
-CREATE_TIME = 0
-LOG_APPEND_TIME = 1
-NO_SEQUENCE = -1
-MAX_VALID_CODEC = 4
 
 Decompress = Callable[[int, bytes, int, int], bytes]
 """(codec, data, magic, batch position) -> decompressed bytes; raises KafkaFormatError."""
@@ -189,10 +190,10 @@ def _decode_entry(buf: memoryview, table: BatchTable, row: int, out: RecordColum
                        timestamp_type=_timestamp_type(magic, attributes), sequence=NO_SEQUENCE,
                        key=key, value=value)
         return
-    if codec == CODEC_ZSTD:
+    if codec == ZSTD:
         raise CorruptRecordError("zstd is not allowed in magic 0/1 messages",
                                  expected="codec none/gzip/snappy/lz4", found="zstd")
-    if codec > MAX_VALID_CODEC:
+    if codec > MAX_CODEC:
         raise UnsupportedFormatError("unknown compression codec", expected="codec 0-4",
                                      found=f"codec {codec}")
     if value is None:

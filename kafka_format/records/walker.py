@@ -23,10 +23,9 @@ from kafka_format.records import batch_v2, framing
 from kafka_format.records.decoder import Decoder, locate
 from kafka_format.records.file_source import FileSource
 from kafka_format.records.framing import BatchTable
+from kafka_format.records.record_batch import MAGIC_V2
 
 __all__ = ["SkippedRange", "Walker"]
-
-_MAGIC_V2 = 2
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,7 @@ def _computed_crc(buf: bytes | memoryview, table: BatchTable, row: int) -> int:
     pos = int(table.position[row])
     end = pos + int(table.size[row])
     mv = memoryview(buf)
-    if int(table.magic[row]) == _MAGIC_V2:
+    if int(table.magic[row]) == MAGIC_V2:
         return crc32c(mv[pos + batch_v2.ATTRIBUTES_OFFSET:end])
     return crc32(mv[pos + framing.MAGIC_OFFSET:end])
 
@@ -76,12 +75,12 @@ def resync(src: FileSource, bad: int, hint: int | None, window: int) -> int:
         last = len(chunk) - need
         for i in range(max(0, last + 1)):
             magic = chunk[i + framing.MAGIC_OFFSET]
-            if magic > _MAGIC_V2:
+            if magic > MAGIC_V2:
                 continue
             _offset, size = framing.ENTRY.unpack_from(chunk, i)
             if size < framing.MIN_ENTRY_SIZE or c + i + framing.LOG_OVERHEAD + size > src.size:
                 continue
-            if magic == _MAGIC_V2 and framing.LOG_OVERHEAD + size < framing.MIN_V2_BATCH_SIZE:
+            if magic == MAGIC_V2 and framing.LOG_OVERHEAD + size < framing.MIN_V2_BATCH_SIZE:
                 continue
             if _plausible_at(src, c + i):
                 return c + i
@@ -127,7 +126,7 @@ class Walker:
         if not self.permissive:
             stored = int(table.crc[i])
             found = _computed_crc(buf, table, i)
-            raise ChecksumError("record batch CRC mismatch" if table.magic[i] == _MAGIC_V2
+            raise ChecksumError("record batch CRC mismatch" if table.magic[i] == MAGIC_V2
                                 else "message CRC mismatch", path=self.path, position=bad,
                                 expected=f"crc {stored}", found=f"crc {found}",
                                 base_offset=int(table.base_offset[i]))

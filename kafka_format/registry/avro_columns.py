@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from kafka_format.common.extensions import extension
 from kafka_format.registry.avro_layout import PRIMITIVES, Layout, Target, UnionView, Unsupported, arrow_of
 from kafka_format.registry.columns import (
+    MAX_DEPTH,
     ST_BAD_MAGIC,
     ST_BAD_OFFSETS,
     ST_FAILED,
@@ -46,10 +48,10 @@ from kafka_format.registry.columns import (
 __all__ = ["AvroColumns", "Program", "compile_table", "available", "ST_OK", "ST_NULL", "ST_SHORT",
            "ST_BAD_MAGIC", "ST_NO_PROGRAM", "ST_FAILED", "ST_BAD_OFFSETS"]
 
-try:
-    from kafka_format.registry import _avrocolumns  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - built without a C compiler
-    _avrocolumns = None
+if TYPE_CHECKING:
+    from kafka_format.registry import _avrocolumns
+else:  # None without a C compiler (the reference decoders alone: registry/typed.py decides per plan)
+    _avrocolumns = extension("kafka_format.registry._avrocolumns")
 
 # ops and column kinds of _avrocolumns.c
 (
@@ -67,7 +69,6 @@ _LOGICAL = {
     "long-local-timestamp-micros", "int-date", "bytes-decimal", "fixed-decimal", "string-uuid",
     "int-time-millis", "long-time-micros",
 }
-_MAX_DEPTH = 48
 
 
 def available() -> bool:
@@ -91,7 +92,7 @@ class _Resolution:
         return self.rnamed.get(s, s) if isinstance(s, str) and s not in _AVRO_TYPES else s
 
     def match_types(self, w: Any, r: Any, depth: int = 0) -> bool:
-        if depth > _MAX_DEPTH:
+        if depth > MAX_DEPTH:
             return False
         if isinstance(w, list) or isinstance(r, list):
             return True
@@ -156,7 +157,7 @@ class _Compiler(_Resolution, ProgramBuilder):
     # --- reading a writer value into a target ---------------------------------------------------
     def value(self, w: Any, r: Any, target: Any, depth: int) -> int:
         """Node reading writer ``w`` as reader ``r`` (== ``w`` without resolution) into ``target``."""
-        if depth > _MAX_DEPTH:
+        if depth > MAX_DEPTH:
             return self.node(ERROR)
         if isinstance(w, list):
             if self.resolve:
@@ -361,7 +362,7 @@ class _Compiler(_Resolution, ProgramBuilder):
 
     # --- skipping a writer value ----------------------------------------------------------------
     def skip(self, w: Any, depth: int) -> int:
-        if depth > _MAX_DEPTH:
+        if depth > MAX_DEPTH:
             return self.node(ERROR)
         if isinstance(w, list):
             return self.group(SKIP_UNION, -1, [self.skip(b, depth + 1) for b in w])

@@ -21,13 +21,16 @@ import numpy as np
 import pyarrow as pa
 
 __all__ = ["K_STRUCT", "K_FIXED", "K_VAR", "K_LIST", "ST_OK", "ST_NULL", "ST_SHORT", "ST_BAD_MAGIC",
-           "ST_NO_PROGRAM", "ST_FAILED", "ST_BAD_OFFSETS", "Target", "Program", "ProgramBuilder", "Columns", "Unsupported", "col_of",
+           "ST_NO_PROGRAM", "ST_FAILED", "ST_BAD_OFFSETS", "MAX_DEPTH", "Target", "Program", "ProgramBuilder", "Columns", "Unsupported", "col_of",
            "arrow_of", "arrow_layout", "assemble", "decode_rows"]
 
 K_STRUCT, K_FIXED, K_VAR, K_LIST = range(4)  # column kinds of _columns.h
 # row status: decoded; null input; shorter than the header; magic byte not 0; no program for the
 # schema id; the program did not take the payload (the reference decides); offsets outside the data
 ST_OK, ST_NULL, ST_SHORT, ST_BAD_MAGIC, ST_NO_PROGRAM, ST_FAILED, ST_BAD_OFFSETS = range(7)
+#: Nesting a schema compiler follows at most (deeper: Unsupported, the reference decodes), below the
+#: depth the C units' row loops allow (their MAX_DEPTH, 64) so that a compiled program never hits it.
+MAX_DEPTH = 48
 
 
 class Unsupported(Exception):

@@ -20,19 +20,20 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from kafka_format.common.extensions import extension
 from kafka_format.registry.columns import Program, ProgramBuilder, Target, Unsupported, arrow_layout, arrow_of, decode_rows
 
 __all__ = ["JsonColumns", "Program", "compile_table", "available"]
 
-try:
-    from kafka_format.registry import _jsoncolumns  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - built without a C compiler
-    _jsoncolumns = None
+if TYPE_CHECKING:
+    from kafka_format.registry import _jsoncolumns
+else:  # None without a C compiler (the reference decoders alone: registry/typed.py decides per plan)
+    _jsoncolumns = extension("kafka_format.registry._jsoncolumns")
 
 # node ops of _jsoncolumns.c
 J_OBJECT, J_MAP, J_ARRAY, J_STRING, J_INTEGER, J_NUMBER, J_BOOLEAN, J_TEXT = range(8)

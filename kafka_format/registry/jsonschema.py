@@ -20,10 +20,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from kafka_format.common.limits import INT64_MAX, INT64_MIN
+
 __all__ = ["json_arrow_type", "json_shape", "JsonShape", "JsonCodec", "JsonSchemaError"]
 
 Convert = Callable[[Any], Any]
-_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ def _integer(v: Any) -> Any:
         v = int(v)
     if isinstance(v, bool) or not isinstance(v, int):
         raise _Mismatch(f"expected an integer, found {json.dumps(v)[:40]}")
-    if not _INT64[0] <= v <= _INT64[1]:
+    if not INT64_MIN <= v <= INT64_MAX:
         raise _Mismatch(f"integer {v} out of the 64-bit range")
     return v
 

@@ -24,20 +24,21 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from kafka_format.common.extensions import extension
 from kafka_format.registry import columns
-from kafka_format.registry.columns import Target, Unsupported, arrow_layout, arrow_of, decode_rows
+from kafka_format.registry.columns import MAX_DEPTH, Target, Unsupported, arrow_layout, arrow_of, decode_rows
 
 __all__ = ["ProtoColumns", "Program", "compile_table", "available", "message_path"]
 
-try:
-    from kafka_format.registry import _protocolumns  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - built without a C compiler
-    _protocolumns = None
+if TYPE_CHECKING:
+    from kafka_format.registry import _protocolumns
+else:  # None without a C compiler (the reference decoders alone: registry/typed.py decides per plan)
+    _protocolumns = extension("kafka_format.registry._protocolumns")
 
 # node ops of _protocolumns.c
 (
@@ -48,7 +49,6 @@ F_REPEATED, F_PRESENCE, F_CLOSED = 1, 2, 4
 M_TIMESTAMP, M_ENTRY = 1, 2
 DENSE_MAX = 4096
 TIMESTAMP = "google.protobuf.Timestamp"
-_MAX_DEPTH = 48
 
 
 def available() -> bool:
@@ -113,7 +113,7 @@ class _Compiler(columns.ProgramBuilder):
 
     def message(self, desc: Any, target: Target, *, entry: bool) -> int:
         self.depth += 1
-        if self.depth > _MAX_DEPTH:
+        if self.depth > MAX_DEPTH:
             raise Unsupported("messages nest too deep")
         try:
             if desc.full_name == TIMESTAMP:

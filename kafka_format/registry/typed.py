@@ -13,7 +13,6 @@ Rows that do not decode are returned with their reason; the caller applies the r
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import uuid
@@ -25,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.common.extensions import reference_forced
+from kafka_format.records.file_records import MODES   # the read modes, re-exported (__all__)
 from kafka_format.registry.store import AVRO, DEFAULT_CONTEXT, JSON, PROTOBUF, RegisteredSchema
 
 __all__ = [
@@ -43,7 +44,6 @@ __all__ = [
 ]
 
 TYPED_FORMATS = {"avro": AVRO, "protobuf": PROTOBUF, "json-schema": JSON}
-DECODER_ENV = "KAFKA_FORMAT_DECODER"  # "reference": the reference decoders alone (no compiled columns)
 AS_TYPES = (*TYPED_FORMATS, "auto")
 
 
@@ -161,9 +161,6 @@ def plan_column(
     )
 
 
-MODES = ("FAILFAST", "PERMISSIVE", "DROPMALFORMED")
-
-
 @dataclass
 class TypedPlan:
     """The typed columns of one read: a plan per typed column, the read mode for rows that do not
@@ -278,7 +275,7 @@ class ColumnDecoder:
 
     def __init__(self, plan: ColumnPlan, *, compiled: bool = True) -> None:
         self.plan = plan
-        self.compiled = compiled and os.environ.get(DECODER_ENV, "").strip().lower() != "reference"
+        self.compiled = compiled and not reference_forced()   # KAFKA_FORMAT_DECODER=reference: the reference decoders alone
         self.rows = {"compiled": 0, "reference": 0}  # rows decoded by each path so far
         self._codecs: dict[int, Any] = {}
         self._reader: Any = None

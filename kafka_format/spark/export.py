@@ -135,7 +135,6 @@ from kafka_format.engine.export import (  # shared with the local engine (no pys
     INCREMENTAL_OWNER,
     KEY_AS,
     MICROS_PER_DAY,
-    NO_TIMESTAMP_MS,
     PARQUET_OWNER,
     PARTITION_LAYOUTS,
     TYPED_AS,
@@ -157,6 +156,7 @@ from kafka_format.output import store as store_output
 from kafka_format.output.publish import cleanup_stale, crash_point, ensure_output_dir, local_path, staging_dir
 from kafka_format.output.store import is_store
 from kafka_format.read.split_reader import CORRUPT_COLUMN
+from kafka_format.records.record_batch import NO_TIMESTAMP
 from kafka_format.spark.delta import session_jvm
 from kafka_format.spark.s3a import spark_path
 
@@ -239,7 +239,7 @@ def convert_columns(df: DataFrame, *, partition_by: Sequence[str] = ("topic", "p
     if "date" in partition_by:
         micros = F.unix_micros(F.col("timestamp"))
         day = F.date_from_unix_date(F.floor(micros / F.lit(MICROS_PER_DAY)).cast("int"))
-        out = out.withColumn("date", F.when(micros == F.lit(NO_TIMESTAMP_MS * 1000), F.lit(None)).otherwise(day))
+        out = out.withColumn("date", F.when(micros == F.lit(NO_TIMESTAMP * 1000), F.lit(None)).otherwise(day))
     return out
 
 

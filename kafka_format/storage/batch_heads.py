@@ -16,6 +16,14 @@ from dataclasses import dataclass
 from kafka_format.common.errors import CorruptRecordError
 from kafka_format.records import batch_v2, legacy
 from kafka_format.records.entry import ENTRY, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_OFFSET
+from kafka_format.records.framing import MIN_ENTRY_SIZE, MIN_V2_BATCH_SIZE
+from kafka_format.records.record_batch import (   # the sentinels re-exported (__all__)
+    CONTROL_MASK,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_TIMESTAMP,
+    TRANSACTIONAL_MASK,
+)
 
 __all__ = [
     "BatchHead",
@@ -29,12 +37,7 @@ __all__ = [
     "next_offset_after",
 ]
 
-NO_TIMESTAMP = -1                 # RecordBatch.NO_TIMESTAMP
-NO_PARTITION_LEADER_EPOCH = -1    # RecordBatch.NO_PARTITION_LEADER_EPOCH
-NO_PRODUCER_ID = -1               # RecordBatch.NO_PRODUCER_ID
 SCAN_CHUNK = 1 << 20              # read size of a walk over a whole segment
-_MIN_ENTRY_SIZE = legacy.RECORD_OVERHEAD_V0      # LegacyRecord.RECORD_OVERHEAD_V0 = 14
-_MIN_V2_BATCH_SIZE = batch_v2.HEADER_SIZE        # DefaultRecordBatch.RECORD_BATCH_OVERHEAD = 61
 
 ReadAt = Callable[[int, int], bytes]
 """``read_at(nbytes, offset)`` of a file open for positioned reads (pyarrow ``NativeFile``)."""
@@ -66,24 +69,24 @@ def parse_batch_head(data: bytes | memoryview, pos: int, end: int, *, path: str 
     Raises :class:`CorruptRecordError` (naming ``path`` and ``pos``) for a size below the minimum
     entry, a v2 entry smaller than its header, or an unknown magic."""
     offset, size = ENTRY.unpack_from(data, 0)
-    if size < _MIN_ENTRY_SIZE:
+    if size < MIN_ENTRY_SIZE:
         if offset == 0 and size == 0:
             return None                              # zero-filled (preallocated) tail
         raise CorruptRecordError("record size smaller than the minimum record overhead", path=path,
-                                 position=pos, expected=f"size >= {_MIN_ENTRY_SIZE}", found=f"size {size}")
+                                 position=pos, expected=f"size >= {MIN_ENTRY_SIZE}", found=f"size {size}")
     total = LOG_OVERHEAD + size
     if total > end - pos:
         return None                                  # partial trailing batch
     magic = data[MAGIC_OFFSET]
     if magic == 2:
-        if total < _MIN_V2_BATCH_SIZE or len(data) < _MIN_V2_BATCH_SIZE:
+        if total < MIN_V2_BATCH_SIZE or len(data) < MIN_V2_BATCH_SIZE:
             raise CorruptRecordError("batch smaller than a v2 header", path=path, position=pos,
-                                     expected=f">= {_MIN_V2_BATCH_SIZE} bytes", found=f"{total} bytes")
+                                     expected=f">= {MIN_V2_BATCH_SIZE} bytes", found=f"{total} bytes")
         (base, _length, epoch, _magic, _crc, attributes, last_delta, _base_ts, max_ts, pid, pepoch,
          _base_seq, count) = batch_v2.HEADER.unpack_from(data, 0)
         return BatchHead(pos, total, 2, base, batch_v2.wrap_int64(base + last_delta), max_ts, epoch, pid,
-                         pepoch, count, bool(attributes & batch_v2.TRANSACTIONAL_MASK),
-                         bool(attributes & batch_v2.CONTROL_MASK))
+                         pepoch, count, bool(attributes & TRANSACTIONAL_MASK),
+                         bool(attributes & CONTROL_MASK))
     if magic in (0, 1):
         _crc, _attributes, timestamp = legacy.read_message_header(data, 0, magic)
         return BatchHead(pos, total, magic, offset, offset, timestamp, NO_PARTITION_LEADER_EPOCH)

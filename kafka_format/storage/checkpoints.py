@@ -37,6 +37,8 @@ from typing import Any, NamedTuple
 
 from kafka_format.storage import fsio
 from kafka_format.common.errors import CheckpointFormatError, KafkaFormatError
+from kafka_format.common.kafka_uuid import ZERO_UUID, uuid_to_string   # re-exported (__all__)
+from kafka_format.common.limits import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 
 __all__ = [
     "RECOVERY_POINT_CHECKPOINT",
@@ -102,11 +104,7 @@ PARTITION_METADATA_VERSION = 0
 CLEAN_SHUTDOWN_VERSION = 0
 MAX_STATE_FILE_BYTES = 256 * 1024 * 1024
 
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
-
 UUID_BYTES = struct.Struct(">qq")  # Uuid(mostSignificantBits, leastSignificantBits)
-ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _JAVA_WS = re.compile(r"[ \t\n\x0b\f\r]+")  # java.util.regex \s
@@ -177,11 +175,6 @@ def uuid_from_string(text: str) -> bytes:
         raise ValueError(f"Input string `{text}` decoded as {len(raw)} bytes, which is not equal to the "
                          "expected 16 bytes of a base64-encoded UUID")
     return raw
-
-
-def uuid_to_string(raw: bytes) -> str:
-    """``Uuid.toString``: unpadded base64url of the 16 bytes."""
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
 def read_state_bytes(source: str | os.PathLike[str], *, filesystem: Any = None) -> tuple[bytes, str]:

@@ -42,6 +42,8 @@ import numpy as np
 
 from kafka_format.storage import fsio
 from kafka_format.common.errors import IndexFormatError, KafkaFormatError
+from kafka_format.common.limits import INT32_MAX
+from kafka_format.records.record_batch import NO_TIMESTAMP   # re-exported (__all__): the time index's "none"
 
 __all__ = [
     "OFFSET_ENTRY",
@@ -88,9 +90,8 @@ OFFSET_DTYPE = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
 TIME_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
 assert OFFSET_DTYPE.itemsize == OFFSET_ENTRY_SIZE and TIME_DTYPE.itemsize == TIME_ENTRY_SIZE
 
-NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
 # segment.index.bytes is an int: no real index is larger than Int.MAX bytes
-MAX_INDEX_FILE_BYTES = (1 << 31) - 1
+MAX_INDEX_FILE_BYTES = INT32_MAX
 
 _READ_CHUNK = 1 << 20
 _WARM_BYTES = 8192  # AbstractIndex.warmEntries() = 8192 / entrySize

@@ -38,6 +38,7 @@ import pyarrow.fs as pafs
 
 from kafka_format.common.bulk import no_cyclic_gc
 from kafka_format.common.errors import KafkaFormatError, LogDirError
+from kafka_format.common.limits import INT32_MAX, INT32_MIN
 from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage import fsio
 from kafka_format.storage.fsio import FileStat, FileSystemHandle
@@ -86,7 +87,6 @@ __all__ = [
 # LocalLog.scala suffixes of special partition dirs
 SPECIAL_DIR_KINDS = ("delete", "future", "stray")
 DEFAULT_MAX_DEPTH = 3
-INT32_MAX = (1 << 31) - 1
 
 _SPECIAL_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$")
 _PARTITION_MARKERS = (ckpt.LEADER_EPOCH_CHECKPOINT, ckpt.PARTITION_METADATA, ckpt.QUORUM_STATE)
@@ -98,7 +98,7 @@ def _java_int(text: str) -> int | None:
     if not re.fullmatch(r"[+-]?[0-9]+", text):
         return None
     value = int(text)
-    return value if -(1 << 31) <= value <= INT32_MAX else None
+    return value if INT32_MIN <= value <= INT32_MAX else None
 
 
 def parse_partition_dir_name(name: str) -> tuple[str, int, str] | None:

@@ -22,12 +22,14 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from kafka_format.storage import checkpoints as ckpt
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.common.extensions import extension
+from kafka_format.common.limits import INT64_MAX
 from kafka_format.storage.fsio import DirRow, FileStat, FileSystemHandle
 
 __all__ = [
@@ -51,7 +53,6 @@ METADATA_SNAPSHOT_SUFFIX = ".checkpoint"
 METADATA_SNAPSHOT_PART_SUFFIX = ".checkpoint.part"
 METADATA_SNAPSHOT_DELETED_SUFFIX = ".checkpoint.deleted"
 OFFSET_DIGITS = 20  # LogFileUtils.filenamePrefixFromOffset
-INT64_MAX = (1 << 63) - 1
 SEGMENT_FILE_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, SNAPSHOT_SUFFIX)
 _METADATA_SNAPSHOT = re.compile(r"^(\d+)-(\d+)\.checkpoint$")
 
@@ -274,8 +275,7 @@ class SegmentTable(Sequence["Segment"]):
 # building a table from a directory listing
 
 _SEGMENT_FILE = re.compile(r"([0-9]+)(\.log|\.index|\.timeindex|\.txnindex)")
-_INT64_MAX = (1 << 63) - 1
-_ABOVE_INT64 = f"{_INT64_MAX + 1:020d}"   # 20-digit names sort below this iff their offset fits an int64
+_ABOVE_INT64 = f"{INT64_MAX + 1:020d}"   # 20-digit names sort below this iff their offset fits an int64
 _RECONCILED = (".deleted", ".cleaned", ".swap")   # names LogLoader reconciles: the general path
 
 
@@ -286,7 +286,7 @@ class Listing:
 
     table: SegmentTable
     orphans: list[int]                                 # rows of segments without a .log
-    others: list[DirRow]                               # every other file, in name order
+    others: Sequence[DirRow]                           # every other file, in name order
     all_indexed: bool = True                           # every segment has its .index
 
 
@@ -311,7 +311,7 @@ class _TableBuilder:
                 return False
             digits, kind = m.groups()
             base = int(digits)
-            if base > _INT64_MAX:                 # offsetFromFileName's parseLong throws: not a segment file
+            if base > INT64_MAX:                 # offsetFromFileName's parseLong throws: not a segment file
                 return False
             column = _SIZE_COLUMN[kind]
             odd = len(digits) != 20
@@ -365,11 +365,12 @@ def table_from_listing(rows: Sequence[DirRow], head: str, tail: str = "") -> Lis
 
 
 _S_IFMT, _S_IFDIR, _S_IFREG = 0o170000, 0o040000, 0o100000
-_scan_dir: Callable[[str], Any] | None
-try:   # readdir + fstatat into the table's rows in C (Python's per-file work costs more than the calls)
-    from kafka_format.records._fastdecode import scan_partition_dir as _scan_dir
-except ImportError:  # pragma: no cover - a build without the compiled decoder
-    _scan_dir = None
+if TYPE_CHECKING:
+    from kafka_format.records import _fastdecode as _native
+else:  # None in a build without the compiled decoder
+    _native = extension("kafka_format.records._fastdecode")
+# readdir + fstatat into the table's rows in C (Python's per-file work costs more than the calls)
+_scan_dir = None if _native is None else _native.scan_partition_dir
 
 
 def scan_local_partition(fs_path: str, head: str, tail: str = "") -> tuple[Listing | None, list[str]] | None:

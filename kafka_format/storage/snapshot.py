@@ -29,12 +29,14 @@ import numpy as np
 from kafka_format.storage import fsio
 from kafka_format.records.implementation import crc32c   # the compiled decoder's where it runs
 from kafka_format.common.errors import KafkaFormatError, SnapshotFormatError
+from kafka_format.common.limits import INT32_MAX
 from kafka_format.storage.index import base_offset_from_name
 
 __all__ = [
     "SNAPSHOT_HEADER",
     "PRODUCER_ENTRY",
     "SNAPSHOT_VERSION",
+    "NO_TXN_OFFSET",
     "DEFAULT_PRODUCER_ID_EXPIRATION_MS",
     "ProducerSnapshotEntry",
     "ProducerSnapshot",
@@ -65,8 +67,7 @@ VERSION_SIZE = struct.calcsize(">h")
 CRC_OFFSET = VERSION_SIZE
 PRODUCER_ENTRIES_OFFSET = CRC_OFFSET + struct.calcsize(">I")  # bytes covered by the CRC start here
 SNAPSHOT_VERSION = 1
-NO_OFFSET = -1
-INT32_MAX = (1 << 31) - 1
+NO_TXN_OFFSET = -1   # currentTxnFirstOffset of an entry without an open transaction
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
 MAX_SNAPSHOT_BYTES = 1 << 31
 

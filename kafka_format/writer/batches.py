@@ -41,9 +41,36 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from kafka_format.records.compression import compress
 from kafka_format.common.crc import crc32, crc32c
-from kafka_format.records.entry import ENTRY
+from kafka_format.records import batch_v2, control, legacy
+from kafka_format.records.batch_v2 import HEADER as V2_HEADER   # re-exported under the writer's names
+from kafka_format.records.batch_v2 import HEADER_SIZE as V2_HEADER_SIZE
+from kafka_format.records.compression import compress
+from kafka_format.records.control import CONTROL_ABORT, CONTROL_COMMIT
+from kafka_format.records.entry import ENTRY, LOG_OVERHEAD
+from kafka_format.records.record_batch import (
+    CODEC_MASK,
+    CODEC_NAMES,
+    CONTROL_MASK,
+    CREATE_TIME,
+    DELETE_HORIZON_MASK,
+    LOG_APPEND_TIME,
+    MAGIC_V0,
+    MAGIC_V1,
+    MAGIC_V2,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+)
+from kafka_format.records.record_batch import GZIP as CODEC_GZIP
+from kafka_format.records.record_batch import LZ4 as CODEC_LZ4
+from kafka_format.records.record_batch import NONE as CODEC_NONE
+from kafka_format.records.record_batch import SNAPPY as CODEC_SNAPPY
+from kafka_format.records.record_batch import ZSTD as CODEC_ZSTD
 
 __all__ = [
     "CODEC_NONE",
@@ -75,70 +102,15 @@ __all__ = [
     "build_legacy_wrapper",
 ]
 
-# --- constants (Kafka ids and sentinels) -------------------------------------------------
-CODEC_NONE = 0
-CODEC_GZIP = 1
-CODEC_SNAPPY = 2
-CODEC_LZ4 = 3
-CODEC_ZSTD = 4
-CODEC_NAMES = {CODEC_NONE: "none", CODEC_GZIP: "gzip", CODEC_SNAPPY: "snappy", CODEC_LZ4: "lz4",
-               CODEC_ZSTD: "zstd"}
-
-CREATE_TIME = 0
-LOG_APPEND_TIME = 1
-NO_TIMESTAMP = -1
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-NO_PARTITION_LEADER_EPOCH = -1
-
-CONTROL_ABORT = 0
-CONTROL_COMMIT = 1
+# Kafka's ids, sentinels, attribute bits and layouts are the record formats' (records/record_batch.py,
+# entry.py, batch_v2.py, legacy.py, control.py); what only a writer needs is declared here.
 END_TXN_MARKER_VERSION = 0
 CONTROL_KEY_VERSION = 0
-
-CODEC_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08
-TRANSACTIONAL_MASK = 0x10
-CONTROL_MASK = 0x20
-DELETE_HORIZON_MASK = 0x40
-LEGACY_TIMESTAMP_TYPE_MASK = 0x08
-
-MAGIC_V0 = 0
-MAGIC_V1 = 1
-MAGIC_V2 = 2
-
-# --- v2 batch header (DefaultRecordBatch.java) -------------------------------------------
-V2_HEADER = struct.Struct(
-    ENTRY.format  # baseOffset, length (bytes after this field): the entry prefix
-    + "i"   # partitionLeaderEpoch
-    "b"   # magic
-    "I"   # crc (CRC-32C of attributes..end)
-    "h"   # attributes
-    "i"   # lastOffsetDelta
-    "q"   # baseTimestamp
-    "q"   # maxTimestamp
-    "q"   # producerId
-    "h"   # producerEpoch
-    "i"   # baseSequence
-    "i"   # recordsCount
-)
-V2_CRC = struct.Struct(">I")
-V2_LENGTH_END = ENTRY.size                       # bytes not counted by `length`
-V2_CRC_OFFSET = ENTRY.size + struct.calcsize(">ib")  # position of crc
-V2_ATTRIBUTES_OFFSET = V2_CRC_OFFSET + V2_CRC.size  # CRC covers from here
-V2_HEADER_SIZE = V2_HEADER.size                  # 61 (RECORD_BATCH_OVERHEAD)
-
-# --- control record key/value (EndTransactionMarker.java, ControlRecordType.java) ---------
-CONTROL_KEY = struct.Struct(">hh")    # version, type
-TXN_MARKER_VALUE = struct.Struct(">hi")  # version, coordinatorEpoch
-
-# --- legacy message (LegacyRecord.java) --------------------------------------------------
-LOG_ENTRY_PREFIX = ENTRY                 # offset, size (records/entry.py)
+V2_CRC = struct.Struct(">I")             # crc (CRC-32C of attributes..end), packed once the CRC is known
 LEGACY_CRC = struct.Struct(">I")         # crc (CRC-32 of magic..end)
 LEGACY_V0_FIELDS = struct.Struct(">bb")   # magic, attributes
 LEGACY_V1_FIELDS = struct.Struct(">bbq")  # magic, attributes, timestamp
-LEGACY_LENGTH = struct.Struct(">i")       # key/value length, -1 = null
+
 
 # --- varints ------------------------------------------------------------------------------
 def encode_varint(value: int) -> bytes:
@@ -236,12 +208,12 @@ def _v2_attributes(codec: int, timestamp_type: int, transactional: bool, control
 def _v2_frame(*, base_offset: int, partition_leader_epoch: int, attributes: int,
               last_offset_delta: int, base_timestamp: int, max_timestamp: int, producer_id: int,
               producer_epoch: int, base_sequence: int, count: int, records_region: bytes) -> bytes:
-    length = V2_HEADER_SIZE - V2_LENGTH_END + len(records_region)
+    length = V2_HEADER_SIZE - LOG_OVERHEAD + len(records_region)
     header = bytearray(V2_HEADER.pack(base_offset, length, partition_leader_epoch, MAGIC_V2, 0, attributes,
                                       last_offset_delta, base_timestamp, max_timestamp, producer_id,
                                       producer_epoch, base_sequence, count))
-    crc = crc32c(records_region, crc32c(memoryview(header)[V2_ATTRIBUTES_OFFSET:]))
-    V2_CRC.pack_into(header, V2_CRC_OFFSET, crc)
+    crc = crc32c(records_region, crc32c(memoryview(header)[batch_v2.ATTRIBUTES_OFFSET:]))
+    V2_CRC.pack_into(header, batch_v2.CRC_OFFSET, crc)
     return bytes(header) + records_region
 
 
@@ -345,8 +317,8 @@ def build_control_batch(
     control, one record, no sequence, CreateTime = the coordinator's timestamp."""
     if control_type not in (CONTROL_ABORT, CONTROL_COMMIT):
         raise ValueError("control_type must be CONTROL_ABORT or CONTROL_COMMIT")
-    record = Record(key=CONTROL_KEY.pack(CONTROL_KEY_VERSION, control_type),
-                    value=TXN_MARKER_VALUE.pack(END_TXN_MARKER_VERSION, coordinator_epoch),
+    record = Record(key=control.CONTROL_KEY.pack(CONTROL_KEY_VERSION, control_type),
+                    value=control.END_TXN_VALUE.pack(END_TXN_MARKER_VERSION, coordinator_epoch),
                     timestamp=timestamp)
     built = build_v2_batch([record], base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
                            producer_id=producer_id, producer_epoch=producer_epoch, transactional=True,
@@ -398,15 +370,15 @@ def _legacy_message(magic: int, attributes: int, timestamp: int, key: bytes | No
     parts = [fields]
     for item in (key, value):
         if item is None:
-            parts.append(LEGACY_LENGTH.pack(-1))
+            parts.append(legacy.LENGTH.pack(-1))
         else:
-            parts += [LEGACY_LENGTH.pack(len(item)), item]
+            parts += [legacy.LENGTH.pack(len(item)), item]
     body = b"".join(parts)
     return LEGACY_CRC.pack(crc32(body)) + body
 
 
 def _log_entry(offset: int, message: bytes) -> bytes:
-    return LOG_ENTRY_PREFIX.pack(offset, len(message)) + message
+    return ENTRY.pack(offset, len(message)) + message
 
 
 def legacy_entry(magic: int, attributes: int, timestamp: int, key: bytes | None, value: bytes | None,
@@ -416,7 +388,7 @@ def legacy_entry(magic: int, attributes: int, timestamp: int, key: bytes | None,
 
 
 def _legacy_ts_attr(magic: int, timestamp_type: int) -> int:
-    return LEGACY_TIMESTAMP_TYPE_MASK if magic == MAGIC_V1 and timestamp_type == LOG_APPEND_TIME else 0
+    return TIMESTAMP_TYPE_MASK if magic == MAGIC_V1 and timestamp_type == LOG_APPEND_TIME else 0
 
 
 def build_legacy_messages(

@@ -22,7 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_format.storage.checkpoints import (
+from kafka_format.storage.checkpoints import (   # the file names re-exported (__all__)
+    CLEAN_SHUTDOWN,
+    CLEANER_OFFSET_CHECKPOINT,
+    LEADER_EPOCH_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    META_PROPERTIES,
+    PARTITION_METADATA,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    UUID_BYTES,
     format_clean_shutdown,
     format_leader_epoch_checkpoint,
     format_meta_properties,
@@ -30,6 +39,7 @@ from kafka_format.storage.checkpoints import (
     format_partition_metadata,
     uuid_to_string,
 )
+from kafka_format.storage.checkpoints import OFFSET_CHECKPOINT_VERSION as CHECKPOINT_VERSION   # re-exported
 from kafka_format.writer.segments import PartitionWriter
 
 __all__ = [
@@ -46,22 +56,9 @@ __all__ = [
     "uuid_to_base64",
 ]
 
-CHECKPOINT_VERSION = 0
-RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
-LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
-REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
-CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
-LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
-PARTITION_METADATA = "partition.metadata"
-META_PROPERTIES = "meta.properties"
-CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
-PARTITION_METADATA_VERSION = 0
-UUID_BYTES = 16
-
-
 def uuid_to_base64(uuid: bytes) -> str:
     """Kafka ``Uuid.toString``: URL-safe base64 of the 16 bytes without padding."""
-    if len(uuid) != UUID_BYTES:
+    if len(uuid) != UUID_BYTES.size:
         raise ValueError("a Kafka Uuid has 16 bytes")
     return uuid_to_string(uuid)
 

@@ -38,8 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from kafka_format.common.limits import INT32_MAX
 from kafka_format.storage.index import OFFSET_ENTRY, TIME_ENTRY
-from kafka_format.storage.snapshot import ProducerSnapshotEntry, encode_producer_snapshot
+from kafka_format.storage.partition_files import filename_prefix_from_offset
+from kafka_format.storage.snapshot import NO_TXN_OFFSET, ProducerSnapshotEntry, encode_producer_snapshot
 from kafka_format.storage.txnindex import AbortedTxn, encode_aborted_txn
 from kafka_format.writer.batches import CONTROL_ABORT, NO_SEQUENCE, BuiltBatch
 
@@ -63,20 +65,17 @@ __all__ = [
 # (snapshot.py, ProducerSnapshot.json).  This module only decides *what* goes into them.
 INDEX_ENTRY = OFFSET_ENTRY
 TIME_INDEX_ENTRY = TIME_ENTRY
-NO_TXN_OFFSET = -1
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024
-FILENAME_DIGITS = 20
-INT32_MAX = 2**31 - 1
 
 IndexRule = Literal["per-batch", "per-append"]
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
     """``00000000000000000042.log`` style name (``LogFileUtils.filenamePrefixFromOffset``)."""
-    return f"{base_offset:0{FILENAME_DIGITS}d}{suffix}"
+    return filename_prefix_from_offset(base_offset) + suffix
 
 
 def java_hashmap_order(keys: Sequence[int]) -> list[int]:

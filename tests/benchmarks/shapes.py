@@ -262,7 +262,7 @@ def _mapping(path: Path) -> Callable[[], int]:
     try:
         from kafka_format.records.file_source import FileSource
     except ImportError:                 # an older checkout measured with --before
-        from kafka_format.records.file_records import _Source as FileSource
+        from kafka_format.records.file_source import FileSource
 
     def run() -> int:
         src = FileSource(str(path))

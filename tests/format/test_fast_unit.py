@@ -20,6 +20,7 @@ import pytest
 from builders import build_v2, kafka_python_records, raw_v2, sample_records, varint
 from crc32c import crc32c as crc32c_oracle
 
+from kafka_format.common.extensions import reference_forced
 from kafka_format.records import implementation
 from kafka_format.records.decoder import Decoder
 from kafka_format.common.errors import CorruptRecordError, KafkaFormatError
@@ -89,7 +90,7 @@ def test_hardware_crc_on_x86_64() -> None:
 
 
 def test_normal_build_selects_the_compiled_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
-    if os.environ.get(implementation.ENV_VAR, "").strip().lower() == "reference":
+    if reference_forced():
         pytest.skip("reference decoder forced by the environment for this run")
     assert implementation.IMPLEMENTATION == "fast"
     assert isinstance(implementation.get_decoder(), FastDecoder)

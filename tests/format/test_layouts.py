@@ -1,6 +1,6 @@
-"""Byte layouts are declared once (records/entry.py, records/batch_v2.py, records/legacy.py, the codec
-framings in records/compression/, the index entries, the registry's wire header); the C units' constants
-must agree with those declarations."""
+"""Byte layouts and format values are declared once (records/entry.py, records/batch_v2.py,
+records/legacy.py, records/record_batch.py, the codec framings in records/compression/, the index
+entries, the registry's wire header); the C units' constants must agree with those declarations."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from kafka_format.log.cleaner import plan as cleaner_plan
-from kafka_format.records import batch_v2, entry, framing, legacy
-from kafka_format.records.compression import base as codecs, gzip, lz4, snappy
+from kafka_format.records import batch_v2, entry, framing, legacy, record_batch
+from kafka_format.records.compression import gzip, lz4, snappy
+from kafka_format.registry import columns as typed_columns
 from kafka_format.registry import wire
 from kafka_format.storage import partition_files
 from kafka_format.writer import batches as writer_batches
@@ -36,9 +37,9 @@ def test_entry_prefix_is_kafkas_records_layout() -> None:
             entry.HEADER_SIZE_UP_TO_MAGIC) == (0, 8, 12, 16, 17)
     assert entry.ENTRY.unpack(struct.pack(">qi", -5, 99)) == (-5, 99)
     # every module that frames entries uses that one declaration
-    assert legacy.ENTRY is framing.ENTRY is writer_batches.LOG_ENTRY_PREFIX is entry.ENTRY
+    assert legacy.ENTRY is framing.ENTRY is writer_batches.ENTRY is entry.ENTRY
     assert batch_v2.HEADER.format.startswith(entry.ENTRY.format)
-    assert writer_batches.V2_HEADER.format == batch_v2.HEADER.format
+    assert writer_batches.V2_HEADER is batch_v2.HEADER
     # DefaultRecordBatch: crc at 17, attributes (the CRC's start) at 21, RECORD_BATCH_OVERHEAD 61
     assert (batch_v2.CRC_OFFSET, batch_v2.ATTRIBUTES_OFFSET, batch_v2.HEADER_SIZE) == (17, 21, 61)
 
@@ -50,13 +51,15 @@ def test_c_decoder_constants_match_the_declared_layouts() -> None:
         "MAGIC_OFFSET": entry.MAGIC_OFFSET,
         "HEADER_SIZE_UP_TO_MAGIC": entry.HEADER_SIZE_UP_TO_MAGIC,
         "V2_HEADER_SIZE": batch_v2.HEADER_SIZE,
+        "MAGIC_V2": record_batch.MAGIC_V2,
+        "NO_SEQUENCE": record_batch.NO_SEQUENCE,
+        "V2_CODEC_MASK": record_batch.CODEC_MASK,
     }
     optional = {
         "MIN_ENTRY_SIZE": legacy.RECORD_OVERHEAD_V0,
         "V2_CRC_OFFSET": batch_v2.CRC_OFFSET,
         "V2_ATTRIBUTES_OFFSET": batch_v2.ATTRIBUTES_OFFSET,
         "V2_COUNT_OFFSET": batch_v2.HEADER_SIZE - struct.calcsize(">i"),   # recordsCount is the last field
-        "V2_CODEC_MASK": batch_v2.CODEC_MASK,
         "MIN_V2_RECORD_SIZE": batch_v2.MIN_RECORD_SIZE,
     }
     missing = sorted(set(want) - set(c))
@@ -66,9 +69,9 @@ def test_c_decoder_constants_match_the_declared_layouts() -> None:
 
 
 @pytest.mark.parametrize(("unit", "want"), [
-    ("records/_fastcodecs.h", {   # codec ids of the attributes (compression/base.py)
-        "KF_CODEC_GZIP": codecs.GZIP, "KF_CODEC_SNAPPY": codecs.SNAPPY, "KF_CODEC_LZ4": codecs.LZ4,
-        "KF_CODEC_ZSTD": codecs.ZSTD,
+    ("records/_fastcodecs.h", {   # codec ids of the attributes (records/record_batch.py)
+        "KF_CODEC_GZIP": record_batch.GZIP, "KF_CODEC_SNAPPY": record_batch.SNAPPY, "KF_CODEC_LZ4": record_batch.LZ4,
+        "KF_CODEC_ZSTD": record_batch.ZSTD,
     }),
     ("records/_fastcodecs.c", {   # the framings the C path accepts
         "LZ4_FRAME_MAGIC": lz4.LZ4_FRAME_MAGIC,
@@ -91,3 +94,18 @@ def test_other_c_units_constants_match_the_declared_layouts(unit: str, want: dic
     missing = sorted(set(want) - set(c))
     assert missing == [], f"{unit} no longer #defines {missing}: update this test"
     assert {k: c[k] for k in want} == want
+
+
+def test_c_codec_names_are_the_declared_ones() -> None:
+    """``_fastcodecs.c`` names the codecs (``KAFKA_FORMAT_C_CODECS``, ``CODEC_LIBRARIES``) by id as
+    ``CompressionType.name`` does."""
+    m = re.search(r"CODEC_NAMES\[\]\s*=\s*\{([^}]*)\}", (PACKAGE / "records" / "_fastcodecs.c").read_text())
+    assert m is not None, "_fastcodecs.c no longer declares CODEC_NAMES[]: update this test"
+    assert tuple(re.findall(r'"([^"]*)"', m.group(1))) == record_batch.CODEC_NAMES
+
+
+@pytest.mark.parametrize("unit", ["registry/_avrocolumns.c", "registry/_protocolumns.c"])
+def test_schema_compilers_stay_below_the_c_nesting_limit(unit: str) -> None:
+    """An Avro or Protobuf program compiled to ``registry.columns.MAX_DEPTH`` levels never reaches the
+    C loop's limit."""
+    assert typed_columns.MAX_DEPTH < _c_defines(PACKAGE / unit)["MAX_DEPTH"]

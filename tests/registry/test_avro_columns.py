@@ -462,7 +462,7 @@ def test_a_program_that_does_not_fit_its_columns_is_refused() -> None:
     column of the wrong kind, a child out of range, a cycle between columns is a ValueError)."""
     import numpy as np
 
-    from kafka_format.registry import _avrocolumns  # type: ignore[attr-defined]
+    from kafka_format.registry import _avrocolumns
     from kafka_format.registry import avro_columns as ac
     from kafka_format.registry.avro_layout import K_FIXED, K_LIST, K_STRUCT
 

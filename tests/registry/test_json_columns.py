@@ -372,7 +372,7 @@ def test_a_program_that_does_not_fit_its_columns_is_refused() -> None:
     """The C decoder checks every node against the columns before it runs one."""
     import numpy as np
 
-    from kafka_format.registry import _jsoncolumns  # type: ignore[attr-defined]
+    from kafka_format.registry import _jsoncolumns
     from kafka_format.registry import json_columns as jc
     from kafka_format.registry.columns import K_FIXED, K_STRUCT, K_VAR
 

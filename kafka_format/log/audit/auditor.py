@@ -63,6 +63,7 @@ from kafka_format.log.audit.segments import SegmentChecks
 from kafka_format.log.audit.state import StateChecks
 from kafka_format.log.audit.tables import sort_findings
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.common.topics import TRANSACTION_STATE_TOPIC
 from kafka_format.storage.logdir import PartitionLog
 
 if TYPE_CHECKING:
@@ -190,7 +191,7 @@ def coordinator_transactions(partitions: Iterable[PartitionLog]) -> CoordinatorT
     """
     from kafka_format.internal.transaction_log import decode_transaction_log_key, decode_transaction_log_value
 
-    chosen = [p for p in partitions if p.topic == "__transaction_state"]
+    chosen = [p for p in partitions if p.topic == TRANSACTION_STATE_TOPIC]
     if not chosen:
         return None
     latest: dict[str, dict[str, Any] | None] = {}

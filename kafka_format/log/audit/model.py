@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.common.topics import CONSUMER_OFFSETS_TOPIC, METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from kafka_format.records.file_records import SkippedRange
 from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage.fsio import redact
@@ -61,14 +62,12 @@ CHECKS = (
     "replica-divergence", "replica-lagging", "replica-ahead-of-leader", "replica-hw-above-leader",
 )
 
-INT32_MAX = (1 << 31) - 1
 MAX_PAIRS_PER_FILE = 100            # non-consecutive offset pairs reported per file (then a summary)
 MAX_DIVERGENCES = 20                # divergent batches reported per replica pair
 # transaction.max.timeout.ms default (TransactionStateManagerConfig): a transaction open longer
 # than this cannot be live any more; kafka-transactions find-hanging uses the same bound.
 TRANSACTION_MAX_TIMEOUT_MS = 900_000
-COMPACTED_INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
-METADATA_TOPIC = "__cluster_metadata"  # Topic.CLUSTER_METADATA_TOPIC_NAME: KRaft's metadata log
+COMPACTED_INTERNAL_TOPICS = (CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
 _V2 = 2
 _V2_CRC = struct.Struct(">I")       # DefaultRecordBatch: crc at byte 17, covers 21..end
 _V2_CRC_AT, _V2_CRC_FROM = batch_v2.CRC_OFFSET, batch_v2.ATTRIBUTES_OFFSET

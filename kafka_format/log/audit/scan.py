@@ -29,11 +29,10 @@ from kafka_format.log.audit.model import (
 )
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.records.control import ControlRecordType, parse_control_key, parse_end_txn_marker
+from kafka_format.records.record_batch import CODEC_MASK, CONTROL_MASK, MAGIC_V2, TRANSACTIONAL_MASK
 
 # ---------------------------------------------------------------------------------------------
 # reading one .log
-
-_MAGIC_V2 = 2
 
 
 @contextmanager
@@ -76,8 +75,8 @@ def batch_columns(table: BatchTable, base: int = 0, rows: slice = slice(None),
     its ``base_offset`` and ``count`` are -1 (unknown) again."""
     if rows != slice(None):
         table = table.take(rows)
-    v2 = table.magic == _MAGIC_V2
-    wrapper = ~v2 & ((table.attributes & batch_v2.CODEC_MASK) != 0)
+    v2 = table.magic == MAGIC_V2
+    wrapper = ~v2 & ((table.attributes & CODEC_MASK) != 0)
     low = table.attributes & 0xFF
     last_offset = table.last_offset.astype(np.int64)
     if data is not None:
@@ -94,8 +93,8 @@ def batch_columns(table: BatchTable, base: int = 0, rows: slice = slice(None),
         last_offset=last_offset,
         count=np.where(wrapper | (table.count < 0), -1, table.count).astype(np.int64),
         max_timestamp=table.max_timestamp.astype(np.int64),
-        is_transactional=v2 & ((low & batch_v2.TRANSACTIONAL_MASK) != 0),
-        is_control=v2 & ((low & batch_v2.CONTROL_MASK) != 0),
+        is_transactional=v2 & ((low & TRANSACTIONAL_MASK) != 0),
+        is_control=v2 & ((low & CONTROL_MASK) != 0),
         producer_id=v2_only(table.producer_id), producer_epoch=v2_only(table.producer_epoch),
         base_sequence=v2_only(table.base_sequence), last_sequence=v2_only(batch_v2.last_sequences(table)),
         leader_epoch=v2_only(table.leader_epoch), crc=table.crc.astype(np.int64),
@@ -138,7 +137,7 @@ class _RecordFacts:
         self.positions.append(positions[starts])
         self.max_ts.append(np.maximum.reduceat(ts, starts))
         self.min_offset.append(np.minimum.reduceat(offsets, starts))
-        control = (table.magic[rows] == _MAGIC_V2) & ((table.attributes[rows] & batch_v2.CONTROL_MASK) != 0)
+        control = (table.magic[rows] == MAGIC_V2) & ((table.attributes[rows] & CONTROL_MASK) != 0)
         for i in np.flatnonzero(control).tolist():
             self._marker(columns, table, i, int(offsets[i]), int(positions[i]), int(ts[i]))
 

@@ -19,7 +19,6 @@ from kafka_format.log.audit.model import (
     _V2_CRC_FROM,
     ERROR,
     INFO,
-    INT32_MAX,
     WARNING,
     LogScan,
     PartitionChecks,
@@ -28,6 +27,7 @@ from kafka_format.log.audit.scan import (
     _read_range,
 )
 from kafka_format.common.crc import crc32, crc32c
+from kafka_format.common.limits import INT32_MAX
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.storage.index import OffsetIndex, TimeIndex
 from kafka_format.storage.logdir import Segment

@@ -23,22 +23,19 @@ from kafka_format.records.compression import compress
 from kafka_format.records.control import parse_control_key
 from kafka_format.records.decoder import locate
 from kafka_format.records.file_records import DecodedChunk
-from kafka_format.storage.partition_state import ProducerEntry
-from kafka_format.writer.batches import (
+from kafka_format.records.record_batch import (
     CODEC_MASK,
     CONTROL_MASK,
     CREATE_TIME,
     DELETE_HORIZON_MASK,
-    LEGACY_TIMESTAMP_TYPE_MASK,
     LOG_APPEND_TIME,
     MAGIC_V1,
     MAGIC_V2,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
-    build_empty_batch,
-    frame_v2_batch,
-    legacy_entry,
 )
+from kafka_format.storage.partition_state import ProducerEntry
+from kafka_format.writer.batches import build_empty_batch, frame_v2_batch, legacy_entry
 
 __all__ = ["RoundRules", "ActiveProducers", "Outcome", "COPY", "REBUILD", "EMPTY", "DROP", "filter_chunk",
            "batch_flags", "control_types"]
@@ -263,7 +260,7 @@ def _rebuild_legacy(chunk: DecodedChunk, row: int, rows: np.ndarray) -> tuple[by
     t, c = chunk.table, chunk.columns
     magic = int(t.magic[row])
     codec = int(t.attributes[row]) & CODEC_MASK
-    lat = magic == MAGIC_V1 and bool(int(t.attributes[row]) & LEGACY_TIMESTAMP_TYPE_MASK)
+    lat = magic == MAGIC_V1 and bool(int(t.attributes[row]) & TIMESTAMP_TYPE_MASK)
     wrapper_max = int(t.max_timestamp[row])
 
     def blob(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray, i: int) -> bytes | None:
@@ -275,13 +272,13 @@ def _rebuild_legacy(chunk: DecodedChunk, row: int, rows: np.ndarray) -> tuple[by
     for r, o in zip(rows.tolist(), offsets, strict=True):
         ts = wrapper_max if lat else (int(c.timestamp[r]) if magic == MAGIC_V1 else -1)
         max_ts = max(max_ts, ts)
-        inner.append(legacy_entry(magic, LEGACY_TIMESTAMP_TYPE_MASK if lat else 0, ts,
+        inner.append(legacy_entry(magic, TIMESTAMP_TYPE_MASK if lat else 0, ts,
                                   blob(c.key_offsets, c.key_data, c.key_valid, r),
                                   blob(c.value_offsets, c.value_data, c.value_valid, r),
                                   o - first if magic == MAGIC_V1 else o))
     value = compress(codec, b"".join(inner), magic=magic)
     wrapper_ts = wrapper_max if lat else max_ts
-    attributes = codec | (LEGACY_TIMESTAMP_TYPE_MASK if lat else 0)
+    attributes = codec | (TIMESTAMP_TYPE_MASK if lat else 0)
     data = legacy_entry(magic, attributes, wrapper_ts, None, value, offsets[-1])
     return data, offsets[-1], (wrapper_ts if magic == MAGIC_V1 else -1)
 

@@ -4,30 +4,29 @@ encoding.
 The compiled kernels (``_kernels.c``: MD5 written from RFC 1321, Kafka's ``SkimpyOffsetMap``,
 ``DefaultRecord.writeTo``) are used when the extension was built; otherwise the plain-Python twins
 below give the same results (``hashlib``, a dict of digests, :func:`kafka_format.writer.batches.encode_record`).
-``KAFKA_FORMAT_DECODER=reference`` selects the twins too, so the whole reference path stays
-compiled-code free.  Keys are Arrow-style columns of :class:`kafka_format.records.columns.RecordColumns`
+``KAFKA_FORMAT_DECODER=reference`` selects the twins too (:func:`kafka_format.common.extensions.compiled`
+answers None), so the whole reference path stays compiled-code free.  Keys are Arrow-style columns of :class:`kafka_format.records.columns.RecordColumns`
 (``key_offsets`` int32[n+1], ``key_data`` uint8) and ``rows`` int64 picks records, in order.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
-import os
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from kafka_format.common.extensions import compiled
 from kafka_format.records.columns import RecordColumns
+
+if TYPE_CHECKING:
+    import kafka_format.log.cleaner._kernels as _native
+else:  # None without a C compiler or with the reference forced
+    _native = compiled("kafka_format.log.cleaner._kernels")
 
 __all__ = ["COMPILED", "OffsetMap", "md5", "digest_keys", "encode_v2_records", "new_offset_map"]
 
-try:  # by name: a "from kafka_format.log.cleaner import" would point this module at the package's entry points
-    _native: Any = importlib.import_module("kafka_format.log.cleaner._kernels")
-except ImportError:  # pragma: no cover - a build without a C compiler
-    _native = None
-
-COMPILED = _native is not None and os.environ.get("KAFKA_FORMAT_DECODER", "").lower() != "reference"
+COMPILED = _native is not None
 
 
 class OffsetMap(Protocol):

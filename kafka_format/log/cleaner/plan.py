@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kafka_format.common.limits import INT32_MAX, INT64_MAX   # INT32_MAX re-exported (__all__)
 from kafka_format.log.topicconfig import ConfigError, TopicConfig
 from kafka_format.storage import partition_state
 from kafka_format.storage.logdir import PartitionLog
@@ -21,8 +22,6 @@ from kafka_format.storage.partition_state import ProducerEntry
 __all__ = ["CleanerPlan", "PlanInputs", "SegmentStats", "plan_inputs", "plan_from", "plan_cleaning", "map_slots_for",
            "map_capacity", "segments_overlapping", "INT32_MAX"]
 
-INT32_MAX = (1 << 31) - 1
-LONG_MAX = (1 << 63) - 1
 MD5_BYTES = 16            # CleanerConfig.HASH_ALGORITHM digest size
 OFFSET_BYTES = 8          # SkimpyOffsetMap: hash + offset per slot
 
@@ -172,9 +171,9 @@ def plan_from(replica: PartitionLog, config: TopicConfig, now_ms: int, inp: Plan
     total = clean_bytes + cleanable_bytes
     ratio = cleanable_bytes / total if total > 0 else 0.0
     max_lag = max(config.max_compaction_lag_ms, 0)
-    firsts = [LONG_MAX if inp.seg_first_ts[i] is None else inp.seg_first_ts[i] for i in non_active_from(dirty)]
+    firsts = [INT64_MAX if inp.seg_first_ts[i] is None else inp.seg_first_ts[i] for i in non_active_from(dirty)]
     positive = [t for t in firsts if t is not None and t > 0]
-    earliest = min(positive) if positive else LONG_MAX
+    earliest = min(positive) if positive else INT64_MAX
     need_now = earliest < now_ms - max_lag
     compact = config.compact
     if not compact:

@@ -19,7 +19,8 @@ import numpy as np
 from kafka_format.log.cleaner import kernels
 from kafka_format.log.cleaner.filter import ActiveProducers, RoundRules, batch_flags, control_types, filter_chunk, \
     write_outcome
-from kafka_format.log.cleaner.plan import INT32_MAX, SegmentStats, segments_overlapping
+from kafka_format.common.limits import INT32_MAX
+from kafka_format.log.cleaner.plan import SegmentStats, segments_overlapping
 from kafka_format.log.cleaner.result import BASE_DTYPE, CTRL, NULLKEY, TOMB, Appender, Work
 from kafka_format.log.cleaner.segments import CleanedSegmentWriter, CleanerSegment, LogView
 from kafka_format.log.cleaner.transactions import TxnState, collect_aborted

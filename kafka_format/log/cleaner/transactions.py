@@ -12,13 +12,10 @@ import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from kafka_format.records.control import ControlRecordType
+from kafka_format.records.control import CONTROL_ABORT, CONTROL_COMMIT
 from kafka_format.storage.txnindex import AbortedTxn
 
 __all__ = ["CONTROL_ABORT", "CONTROL_COMMIT", "TxnState", "collect_aborted"]
-
-CONTROL_ABORT = int(ControlRecordType.ABORT)
-CONTROL_COMMIT = int(ControlRecordType.COMMIT)
 
 
 @dataclass

@@ -9,9 +9,10 @@ value of a legacy (magic 0/1) wrapper message.  The codec id is ``attributes & 0
 
 One module per codec declares its framing beside its code: :mod:`~kafka_format.records.compression.gzip`,
 :mod:`~kafka_format.records.compression.snappy`, :mod:`~kafka_format.records.compression.lz4`,
-:mod:`~kafka_format.records.compression.zstd`; :mod:`~kafka_format.records.compression.base` holds the codec
-ids, levels and error plumbing they share.  This module is the entry point: :func:`decompress` exactly as
-Kafka reads, :func:`compress` as Kafka writes.
+:mod:`~kafka_format.records.compression.zstd`; :mod:`~kafka_format.records.compression.base` holds the
+levels and error plumbing they share (the codec ids are :mod:`kafka_format.records.record_batch`'s).
+This module is the entry point: :func:`decompress` exactly as Kafka reads, :func:`compress` as Kafka
+writes.
 
 Every failure raises a :class:`~kafka_format.common.errors.CompressionError` (or its subclass
 :class:`~kafka_format.common.errors.DecompressionLimitError` when the output would exceed ``max_output``)
@@ -27,24 +28,16 @@ from types import ModuleType
 from kafka_format.common.errors import CompressionError, KafkaFormatError, UnsupportedFormatError
 from kafka_format.records.compression import gzip, lz4, snappy, zstd
 from kafka_format.records.compression.base import (
-    CODEC_MASK,
-    CODEC_NAMES,
     DEFAULT_LEVELS,
     DEFAULT_MAX_DECOMPRESSED,
-    GZIP,
     GZIP_LEVELS,
-    LZ4,
     LZ4_LEVELS,
-    MAGIC_V2,
-    MAGICS,
-    NONE,
-    SNAPPY,
-    ZSTD,
     ZSTD_LEVELS,
     Where,
     codec_name,
 )
 from kafka_format.records.compression.lz4 import xxhash32
+from kafka_format.records.record_batch import CODEC_MASK, CODEC_NAMES, GZIP, LZ4, MAGIC_V2, MAGICS, NONE, SNAPPY, ZSTD
 
 __all__ = [
     "NONE",

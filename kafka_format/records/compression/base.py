@@ -1,24 +1,13 @@
-"""What every codec module shares: codec ids and names, Kafka's levels, the decompression cap, and the
-error plumbing that places a codec's failure at its file position."""
+"""What every codec module shares: Kafka's levels, the decompression cap, the codec names of errors,
+and the error plumbing that places a codec's failure at its file position.  The codec ids and the
+magic values are the record formats' (:mod:`kafka_format.records.record_batch`)."""
 
 from __future__ import annotations
 
 from typing import cast
 
 from kafka_format.common.errors import CompressionError, DecompressionLimitError
-
-# codec ids (CompressionType.java)
-NONE = 0
-GZIP = 1
-SNAPPY = 2
-LZ4 = 3
-ZSTD = 4
-CODEC_NAMES: tuple[str, ...] = ("none", "gzip", "snappy", "lz4", "zstd")
-CODEC_MASK = 0x07  # attributes bits 0-2 (v2 batch and legacy message)
-
-MAGIC_V0 = 0
-MAGIC_V2 = 2
-MAGICS = (0, 1, 2)
+from kafka_format.records.record_batch import CODEC_NAMES, GZIP, LZ4, SNAPPY, ZSTD
 
 #: Cap on one payload's decompressed size: 256 MiB, i.e. about Kafka's default
 #: ``message.max.bytes`` (1048588) times a safety factor of 256.  Kafka itself has no such cap

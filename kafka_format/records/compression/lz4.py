@@ -23,7 +23,8 @@ import importlib
 import struct
 from typing import Any
 
-from kafka_format.records.compression.base import DEFAULT_LEVELS, LZ4, MAGIC_V0, U32, Where, join_parts
+from kafka_format.records.compression.base import DEFAULT_LEVELS, U32, Where, join_parts
+from kafka_format.records.record_batch import LZ4, MAGIC_V0
 
 _cramjam: Any
 _lz4_block: Any

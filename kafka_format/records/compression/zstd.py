@@ -13,7 +13,8 @@ import struct
 import threading
 from typing import Any
 
-from kafka_format.records.compression.base import DEFAULT_LEVELS, ZSTD, Where, join_parts
+from kafka_format.records.compression.base import DEFAULT_LEVELS, Where, join_parts
+from kafka_format.records.record_batch import ZSTD
 
 _zstandard: Any
 try:
