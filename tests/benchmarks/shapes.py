@@ -259,10 +259,7 @@ def _mapping(path: Path) -> Callable[[], int]:
     byte of every 4 KiB page (a mapping made without MAP_POPULATE pays its page-table work at the
     first access: the decode's)."""
     from kafka_format.records.file_records import DEFAULT_READ_SIZE
-    try:
-        from kafka_format.records.file_source import FileSource
-    except ImportError:                 # an older checkout measured with --before
-        from kafka_format.records.file_source import FileSource
+    from kafka_format.records.file_source import FileSource
 
     def run() -> int:
         src = FileSource(str(path))
