@@ -33,6 +33,8 @@ from kafka_format.internal.consumer_offsets import (
     encode_offset_commit_value,
     group_partition,
 )
+from kafka_format.output.ownership import MARKER, Owner, marker_bytes
+from kafka_format.output.publish import atomic_write_bytes, claim_output, staging_dir
 from kafka_format.writer.batches import (
     CODEC_GZIP,
     CODEC_LZ4,
@@ -50,8 +52,6 @@ from kafka_format.writer.batches import (
     build_legacy_wrapper,
     build_v2_batch,
 )
-from kafka_format.output.ownership import MARKER, Owner, marker_bytes
-from kafka_format.output.publish import atomic_write_bytes, claim_output, staging_dir
 from kafka_format.writer.logdir import LogDirWriter
 from kafka_format.writer.segments import PartitionWriter
 

@@ -28,7 +28,7 @@ from kafka_format.engine import one_blas_thread
 from kafka_format.jobs import JOBS, find_job
 from kafka_format.jobs.interrupts import EXIT_INTERRUPTED, interrupted, interrupts_handled
 
-__all__ = ["main", "build_parser", "find_job", "JOBS", "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE", "EXIT_INTERRUPTED"]
+__all__ = ["EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "JOBS", "build_parser", "find_job", "main"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1   # errors found in the input (dump) / findings at or above --fail-on (audit)

@@ -23,13 +23,14 @@ import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
 from kafka_format.cli.output import TextOutput, table
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.jobs.interrupts import EXIT_INTERRUPTED, take_interrupts
 from kafka_format.output.ownership import DEMO, new_run_id, write_marker
 from kafka_format.output.publish import claim_output
 
-__all__ = ["PartitionSummary", "add_arguments", "run", "summarize", "default_log_dirs", "mtime_note", "command_line"]
+__all__ = ["PartitionSummary", "add_arguments", "command_line", "default_log_dirs", "mtime_note", "run", "summarize"]
 
 SAMPLES_LOGDIRS = Path(__file__).resolve().parent.parent.parent / "data_samples" / "logdirs"
 DUMP_PREVIEW_LINES = 8

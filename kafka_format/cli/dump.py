@@ -82,14 +82,14 @@ from kafka_format.common.limits import INT32_MAX
 from kafka_format.common.redaction import redact
 
 __all__ = [
+    "RECORD_INDENT",
     "DumpOptions",
     "add_arguments",
-    "options_from_args",
-    "run",
     "dump",
     "format_batch_line",
     "format_record_metadata",
-    "RECORD_INDENT",
+    "options_from_args",
+    "run",
 ]
 
 

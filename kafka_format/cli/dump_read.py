@@ -7,15 +7,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from kafka_format.records import file_records as api, compression
-
-from kafka_format.log.audit import auditor as audit
-
-from kafka_format.storage import index, snapshot, txnindex
 from kafka_format.cli import dump_source as source
-from kafka_format.records.control import CONTROL_TYPE_NAMES
-from kafka_format.records.entry import ENTRY, HEADER_SIZE_UP_TO_MAGIC
-from kafka_format.records.legacy import LENGTH, RECORD_OVERHEAD_V0
 from kafka_format.cli.dump_format import (
     JAVA_CORRUPT_INDEX,
     JAVA_CORRUPT_RECORD,
@@ -36,7 +28,13 @@ from kafka_format.common.errors import KafkaFormatError
 from kafka_format.common.limits import INT32_MAX
 from kafka_format.common.redaction import redact
 from kafka_format.internal import cluster_metadata, consumer_offsets, kraft_control, transaction_log
-from kafka_format.records import control, legacy
+from kafka_format.log.audit import auditor as audit
+from kafka_format.records import compression, control, legacy
+from kafka_format.records import file_records as api
+from kafka_format.records.control import CONTROL_TYPE_NAMES
+from kafka_format.records.entry import ENTRY, HEADER_SIZE_UP_TO_MAGIC
+from kafka_format.records.legacy import LENGTH, RECORD_OVERHEAD_V0
+from kafka_format.storage import index, snapshot, txnindex
 
 # --- Kafka-style failures --------------------------------------------------------------------------
 
@@ -183,8 +181,7 @@ def _iter_log_range_json(path: str, start: int, end: int, limit: int,
         return
     bound = limit if end >= limit else end
     try:
-        for batch, rows in _iter_range(path, start, bound, deep, scan_end=end):
-            yield batch, rows
+        yield from _iter_range(path, start, bound, deep, scan_end=end)
     except KafkaFormatError:
         return  # the rest of the range is reported as skipped by the caller
 

@@ -25,8 +25,20 @@ from kafka_format.common.redaction import redact
 from kafka_format.records import file_records as api
 from kafka_format.storage import fsio
 
-__all__ = ["DumpIOError", "is_uri", "shown", "absolute", "name", "sibling", "is_file", "size",
-           "read_at", "decode_segment", "io_error", "is_io_failure"]
+__all__ = [
+    "DumpIOError",
+    "absolute",
+    "decode_segment",
+    "io_error",
+    "is_file",
+    "is_io_failure",
+    "is_uri",
+    "name",
+    "read_at",
+    "shown",
+    "sibling",
+    "size",
+]
 
 
 class DumpIOError(Exception):

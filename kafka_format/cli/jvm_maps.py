@@ -50,7 +50,7 @@ def _utf16(key: str) -> tuple[int, ...]:
 class _Entry:
     """One key of a :class:`JavaHashMap`: its bucket list link and, in a tree bucket, its tree links."""
 
-    __slots__ = ("key", "hash", "order", "next", "prev", "parent", "left", "right", "red", "tree")
+    __slots__ = ("hash", "key", "left", "next", "order", "parent", "prev", "red", "right", "tree")
 
     def __init__(self, key: str, hash_: int, next_: _Entry | None) -> None:
         self.key = key

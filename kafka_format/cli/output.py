@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from kafka_format.report.text import table
 
-__all__ = ["TextOutput", "JsonOutput", "Progress", "table"]
+__all__ = ["JsonOutput", "Progress", "TextOutput", "table"]
 
 
 class TextOutput:

@@ -18,7 +18,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["render_cli_reference", "command_parsers", "main"]
+__all__ = ["command_parsers", "main", "render_cli_reference"]
 
 USAGE_WIDTH = 96
 _NBSP = "\u00a0"   # keeps "--flag VALUE" together while wrapping the usage line

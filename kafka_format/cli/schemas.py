@@ -45,8 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the listing; returns the exit code."""
     from kafka_format.cli.output import table
-    from kafka_format.storage.logdir import open_log_dirs
     from kafka_format.registry.sources import schemas_from_log_dirs
+    from kafka_format.storage.logdir import open_log_dirs
 
     try:
         if args.schemas_topic not in open_log_dirs(list(args.logdirs)).topics():

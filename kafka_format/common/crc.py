@@ -19,7 +19,7 @@ import zlib
 from functools import cache
 from typing import Any
 
-__all__ = ["crc32c", "crc32", "crc32c_py", "crc32_py", "use_accelerated_crc32c", "CRC32C_ACCELERATED"]  # noqa: F822 (module __getattr__)
+__all__ = ["CRC32C_ACCELERATED", "crc32", "crc32_py", "crc32c", "crc32c_py", "use_accelerated_crc32c"]  # noqa: F822 (module __getattr__)
 
 _CASTAGNOLI_REFLECTED = 0x82F63B78
 _IEEE_REFLECTED = 0xEDB88320

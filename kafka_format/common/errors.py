@@ -18,17 +18,17 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "KafkaFormatError",
-    "CorruptRecordError",
+    "CheckpointFormatError",
     "ChecksumError",
     "CompressionError",
+    "CorruptRecordError",
     "DecompressionLimitError",
-    "UnsupportedFormatError",
     "IndexFormatError",
-    "CheckpointFormatError",
-    "SnapshotFormatError",
-    "LogDirError",
     "InternalTopicFormatError",
+    "KafkaFormatError",
+    "LogDirError",
+    "SnapshotFormatError",
+    "UnsupportedFormatError",
 ]
 
 

@@ -25,7 +25,7 @@ import importlib
 import os
 from types import ModuleType
 
-__all__ = ["ENV_VAR", "REFERENCE", "EXTENSIONS", "reference_forced", "compiled", "extension", "require"]
+__all__ = ["ENV_VAR", "EXTENSIONS", "REFERENCE", "compiled", "extension", "reference_forced", "require"]
 
 ENV_VAR = "KAFKA_FORMAT_DECODER"
 #: The value of :data:`ENV_VAR` that forces the reference implementations (and the reference

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-__all__ = ["INT32_MIN", "INT32_MAX", "INT64_MIN", "INT64_MAX"]
+__all__ = ["INT32_MAX", "INT32_MIN", "INT64_MAX", "INT64_MIN"]
 
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["redact", "REDACTED", "URI_CREDENTIALS_REGEX"]
+__all__ = ["REDACTED", "URI_CREDENTIALS_REGEX", "redact"]
 
 REDACTED = "***"
 # ``scheme://user:secret@``: the secret runs to the last '@' of the authority.  A secret that

@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
-__all__ = ["CONSUMER_OFFSETS_TOPIC", "TRANSACTION_STATE_TOPIC", "SHARE_GROUP_STATE_TOPIC", "METADATA_TOPIC",
-           "REMOTE_LOG_METADATA_TOPIC"]
+__all__ = [
+           "CONSUMER_OFFSETS_TOPIC",
+           "METADATA_TOPIC",
+           "REMOTE_LOG_METADATA_TOPIC",
+           "SHARE_GROUP_STATE_TOPIC",
+           "TRANSACTION_STATE_TOPIC",
+]
 
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"        # Topic.GROUP_METADATA_TOPIC_NAME
 TRANSACTION_STATE_TOPIC = "__transaction_state"      # Topic.TRANSACTION_STATE_TOPIC_NAME

@@ -7,7 +7,7 @@ configs do (``segment.bytes=1073741824`` is 1.0 GiB); a year is 365.25 days.
 
 from __future__ import annotations
 
-__all__ = ["human_bytes", "human_duration", "human_count", "utc_text", "utc_text_ms"]
+__all__ = ["human_bytes", "human_count", "human_duration", "utc_text", "utc_text_ms"]
 
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 _SECOND = 1000

@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from kafka_format.common.errors import KafkaFormatError, LogDirError
+from kafka_format.common.topics import TRANSACTION_STATE_TOPIC
+from kafka_format.engine import task_work
 from kafka_format.log.audit.auditor import (
     ACCOUNTING_COLUMNS,
     FINDING_COLUMNS,
@@ -31,18 +34,24 @@ from kafka_format.log.audit.auditor import (
     replica_groups,
 )
 from kafka_format.log.audit.tables import ResultCollector
-from kafka_format.common.errors import KafkaFormatError, LogDirError
-from kafka_format.common.topics import TRANSACTION_STATE_TOPIC
-from kafka_format.engine import task_work
-from kafka_format.storage.logdir import LogDir, open_log_dirs
 from kafka_format.read.planning import longest_replicas
+from kafka_format.storage.logdir import LogDir, open_log_dirs
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
 if TYPE_CHECKING:
     from kafka_format.engine.runtime import Executor
 
-__all__ = ["AuditJob", "AuditTask", "audit_job", "audit_run", "audit_tasks", "run_audit_task", "task_rows",
-           "slice_tables", "audit_local"]
+__all__ = [
+    "AuditJob",
+    "AuditTask",
+    "audit_job",
+    "audit_local",
+    "audit_run",
+    "audit_tasks",
+    "run_audit_task",
+    "slice_tables",
+    "task_rows",
+]
 
 SLICES_PER_CORE = 4     # slices of about equal work per core: a long partition does not hold up the rest
 

@@ -22,24 +22,36 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from kafka_format.storage.fsio import redact
 from kafka_format.common.errors import KafkaFormatError
-from kafka_format.common.topics import METADATA_TOPIC   # re-exported (__all__)
+from kafka_format.common.topics import METADATA_TOPIC  # re-exported (__all__)
 from kafka_format.engine import task_work
-from kafka_format.storage.logdir import LogDirSet, PartitionLog, open_log_dirs
+from kafka_format.log.topicconfig import TopicConfig, TopicConfigs
 from kafka_format.output.ownership import Owner
 from kafka_format.records.schema import RECORD_SCHEMA
-from kafka_format.log.topicconfig import TopicConfig, TopicConfigs
+from kafka_format.storage.fsio import redact
+from kafka_format.storage.logdir import LogDirSet, PartitionLog, open_log_dirs
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
 if TYPE_CHECKING:
     from kafka_format.engine.runtime import Executor
 
 __all__ = [
-    "DECISION_FIELDS", "CLEANER_RECORD_SCHEMA", "SUMMARY_SCHEMA", "METADATA_TOPIC", "SEGMENTS_ATTEMPT_OWNER",
-    "ReplicaTaskError", "CleanerTask", "cleaner_tasks", "run_cleaner_task", "run_cleaner_file_task",
-    "finish_segments_dir", "without_clean_shutdown", "finish_records_dir", "topic_selector", "cleaner_pass",
+    "CLEANER_RECORD_SCHEMA",
+    "DECISION_FIELDS",
+    "METADATA_TOPIC",
+    "SEGMENTS_ATTEMPT_OWNER",
+    "SUMMARY_SCHEMA",
+    "CleanerTask",
+    "ReplicaTaskError",
+    "cleaner_pass",
     "cleaner_pass_local",
+    "cleaner_tasks",
+    "finish_records_dir",
+    "finish_segments_dir",
+    "run_cleaner_file_task",
+    "run_cleaner_task",
+    "topic_selector",
+    "without_clean_shutdown",
 ]
 
 # KRaft's metadata log is a Raft log, not a LogManager log: the log cleaner never touches it.
@@ -402,9 +414,9 @@ def _joined_records(replica: PartitionLog, result: Any, log_start_offset: int,
 
     Both streams are in offset order: every decoded record at or above ``log_start_offset`` must
     meet its own decision row (the core decides every record there, control records included)."""
-    from kafka_format.records.file_records import decode_segment
     from kafka_format.read.planning import open_input
     from kafka_format.records.columns import FileContext
+    from kafka_format.records.file_records import decode_segment
 
     cursor = _DecisionCursor(result.iter_decisions())
     name = f"{replica.topic}-{replica.partition} ({redact(replica.log_dir)})"

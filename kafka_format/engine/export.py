@@ -36,24 +36,52 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from kafka_format.storage.fsio import redact
 from kafka_format.common.errors import KafkaFormatError
-from kafka_format.records.record_batch import NO_TIMESTAMP
 from kafka_format.output.attempts import AttemptFiles, AttemptRoot, WrittenFile
-from kafka_format.output.ownership import Owner, OutputRefused
+from kafka_format.output.ownership import OutputRefused, Owner
 from kafka_format.output.parquet import write_options, write_row_groups
-from kafka_format.output.publish import CRASH_ENV, claim_output, crash_point, local_path, read_point, staging_dir
+from kafka_format.output.publish import (
+    CRASH_ENV,
+    claim_output,
+    crash_point,
+    local_path,
+    read_point,
+    staging_dir,
+)
 from kafka_format.output.store import claim, is_store
+from kafka_format.records.record_batch import NO_TIMESTAMP
+from kafka_format.storage.fsio import redact
 
 if TYPE_CHECKING:
     from kafka_format.engine.runtime import Executor
 
 __all__ = [
-    "FORMATS", "PARTITION_LAYOUTS", "TYPED_AS", "KEY_AS", "VALUE_AS", "ExportError", "ExportResult", "source_options",
-    "parse_partition_by", "PARQUET_OWNER", "INCREMENTAL_OWNER", "DELTA_OWNER", "CHECKPOINT_OWNER", "BATCH_OWNER",
-    "output_owner", "hold_outputs", "check_location", "needs_spark", "export_parquet", "export_local", "export_split",
+    "BATCH_OWNER",
+    "CHECKPOINT_OWNER",
+    "DELTA_OWNER",
+    "FORMATS",
+    "INCREMENTAL_OWNER",
+    "KEY_AS",
+    "PARQUET_OWNER",
+    "PARTITION_LAYOUTS",
+    "TYPED_AS",
+    "VALUE_AS",
+    "ExportError",
+    "ExportResult",
+    "check_location",
     "convert_table",
-    "decode_table", "merge_skipped", "read_mode", "skip_reading_options",
+    "decode_table",
+    "export_local",
+    "export_parquet",
+    "export_split",
+    "hold_outputs",
+    "merge_skipped",
+    "needs_spark",
+    "output_owner",
+    "parse_partition_by",
+    "read_mode",
+    "skip_reading_options",
+    "source_options",
 ]
 
 FORMATS = ("parquet", "delta")

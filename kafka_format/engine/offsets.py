@@ -26,8 +26,19 @@ from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 if TYPE_CHECKING:
     from kafka_format.engine.runtime import Executor
 
-__all__ = ["COLUMNS", "REPLICA_COLUMNS", "SCHEMA", "REPLICA_SCHEMA", "OffsetsJob", "Target", "lookup_group",
-           "offsets_job", "group_targets", "list_offsets", "list_offsets_local"]
+__all__ = [
+    "COLUMNS",
+    "REPLICA_COLUMNS",
+    "REPLICA_SCHEMA",
+    "SCHEMA",
+    "OffsetsJob",
+    "Target",
+    "group_targets",
+    "list_offsets",
+    "list_offsets_local",
+    "lookup_group",
+    "offsets_job",
+]
 
 # The output, declared once: one row per partition (per copy with replicas="all") and timestamp spec.
 SCHEMA = pa.schema([

@@ -17,19 +17,19 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from kafka_format.read.planning import Split
 import pyarrow as pa
 
+from kafka_format.read.planning import Split
 from kafka_format.read.split_reader import arrow_schema, plan_read, read_split
 
-__all__ = ["compiled_decoders", "read_table", "read_splits", "split_bytes", "split_weights", "split_work"]
+__all__ = ["compiled_decoders", "read_splits", "read_table", "split_bytes", "split_weights", "split_work"]
 
 
 def read_splits(options: Mapping[str, str], *, cores: int | None = None) -> tuple[Any, list[Split]]:
     """Parsed options (``paths``: a JSON list) and the planned splits, sized for ``cores`` (default:
     this machine's) as Spark's file sources size theirs for ``defaultParallelism``."""
     from kafka_format.engine import workers
-    from kafka_format.read.options import parse_options     # pyspark-free
+    from kafka_format.read.options import parse_options  # pyspark-free
 
     opts = parse_options(dict(options))
     opts = replace(opts, plan=replace(opts.plan, default_parallelism=cores or workers()))

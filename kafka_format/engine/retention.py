@@ -26,8 +26,15 @@ from kafka_format.storage.fsio import redact
 if TYPE_CHECKING:
     from kafka_format.engine.runtime import Executor
 
-__all__ = ["REPLICA_SCHEMA", "Group", "RetentionJob", "evaluate_groups", "retention_job", "retention_rows",
-           "retention_local"]
+__all__ = [
+    "REPLICA_SCHEMA",
+    "Group",
+    "RetentionJob",
+    "evaluate_groups",
+    "retention_job",
+    "retention_local",
+    "retention_rows",
+]
 
 # replicas="all": one row per segment of every copy, told apart by these.
 REPLICA_SCHEMA = pa.schema([*SEGMENT_SCHEMA, pa.field("logDir", pa.string(), nullable=False),

@@ -35,9 +35,25 @@ from kafka_format.storage.fsio import redact
 if TYPE_CHECKING:
     from kafka_format.engine.runtime import Executor
 
-__all__ = ["FULL_GROUP", "COUNTS_SCHEMA", "FULL_SUMMARY_COLUMNS", "FULL_SUMMARY_INPUT", "COUNT_COLUMNS", "SORT_BUFFER",
-           "decide_sorted", "decided_schema", "sorted_by_key", "summary_counts", "merge_counts",
-           "full_read_options", "FullTask", "full_tasks", "run_full_task", "full_pass", "full_local"]
+__all__ = [
+    "COUNTS_SCHEMA",
+    "COUNT_COLUMNS",
+    "FULL_GROUP",
+    "FULL_SUMMARY_COLUMNS",
+    "FULL_SUMMARY_INPUT",
+    "SORT_BUFFER",
+    "FullTask",
+    "decide_sorted",
+    "decided_schema",
+    "full_local",
+    "full_pass",
+    "full_read_options",
+    "full_tasks",
+    "merge_counts",
+    "run_full_task",
+    "sorted_by_key",
+    "summary_counts",
+]
 
 FULL_GROUP = ("topic", "partition", "logDir")
 COUNT_COLUMNS = ("recordsBefore", "recordsAfter", "keys", "keysDeleted", "recordsSuperseded", "nullKeyRecords")

@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal.protocol import (
@@ -42,31 +43,31 @@ from kafka_format.internal.protocol import (
     Reader,
     compile_spec,
     message_spec,
-    write_uvarint,
     read_message,
     to_json,
     write_message,
+    write_uvarint,
 )
 from kafka_format.internal.schemas import SCHEMAS
 from kafka_format.internal.schemas.releases import metadata_schemas
 
 __all__ = [
-    "METADATA_RECORD_TYPES",
     "FRAME_VERSION",
-    "RESOURCE_TYPE_TOPIC",
+    "METADATA_RECORD_TYPES",
     "RESOURCE_TYPE_BROKER",
-    "record_type_name",
-    "decode_metadata_record",
-    "format_metadata_record",
-    "encode_metadata_record",
-    "encode_topic_record",
-    "encode_partition_record",
-    "encode_config_record",
-    "PartitionState",
+    "RESOURCE_TYPE_TOPIC",
     "ClusterMetadataView",
+    "PartitionState",
+    "decode_metadata_record",
+    "encode_config_record",
+    "encode_metadata_record",
+    "encode_partition_record",
+    "encode_topic_record",
+    "format_metadata_record",
+    "load_cluster_metadata",
+    "record_type_name",
     "replay_cluster_metadata",
     "replay_record_batches",
-    "load_cluster_metadata",
 ]
 
 FRAME_VERSION = 1  # AbstractApiMessageSerde.DEFAULT_FRAME_VERSION
@@ -88,7 +89,7 @@ for _name in SCHEMAS:
 VARIANT_KEY = "_schemaVariant"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def record_type_name(schema_name: str) -> str:
     """``MetadataRecordType`` enum name: ``MessageGenerator.toSnakeCase(name).toUpperCase()``."""
     out = []
@@ -205,7 +206,7 @@ def _read_as_kafka(value: bytes | bytearray | memoryview, release: tuple[int, in
     return {"type": record_type_name(name), "version": version, "data": data}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _release_record(api_key: int, release: tuple[int, int] | None) -> tuple[str, MessageSpec | None]:
     """(schema name, its compiled schema in ``release``; None when the release has no such record)."""
     if release is None:

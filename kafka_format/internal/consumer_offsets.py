@@ -33,25 +33,25 @@ from kafka_format.internal.protocol import (
 )
 
 __all__ = [
-    "RECORD_TYPES",
-    "OFFSETS_TOPIC_PARTITIONS",
     "CONSUMER_PROTOCOL_TYPE",
+    "OFFSETS_TOPIC_PARTITIONS",
+    "RECORD_TYPES",
     "UnknownRecordTypeError",
     "decode_consumer_offsets_key",
-    "decode_consumer_offsets_value",
     "decode_consumer_offsets_record",
-    "decode_consumer_protocol_subscription",
+    "decode_consumer_offsets_value",
     "decode_consumer_protocol_assignment",
-    "format_offsets_record",
-    "group_partition",
+    "decode_consumer_protocol_subscription",
     "encode_consumer_offsets_key",
     "encode_consumer_offsets_value",
-    "encode_offset_commit_key",
-    "encode_offset_commit_value",
+    "encode_consumer_protocol_assignment",
+    "encode_consumer_protocol_subscription",
     "encode_group_metadata_key",
     "encode_group_metadata_value",
-    "encode_consumer_protocol_subscription",
-    "encode_consumer_protocol_assignment",
+    "encode_offset_commit_key",
+    "encode_offset_commit_value",
+    "format_offsets_record",
+    "group_partition",
 ]
 
 #: record type (key version) → (key message, value message)

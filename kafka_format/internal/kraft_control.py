@@ -21,17 +21,20 @@ from typing import Any
 
 from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal.protocol import read_message, to_json, write_message
-from kafka_format.records.control import CONTROL_TYPE_NAMES, ControlRecordType   # CONTROL_TYPE_NAMES re-exported
+from kafka_format.records.control import (  # CONTROL_TYPE_NAMES re-exported
+    CONTROL_TYPE_NAMES,
+    ControlRecordType,
+)
 
 __all__ = [
-    "CONTROL_VALUE_SCHEMAS",
-    "CONTROL_TYPE_NAMES",
     "CONTROL_READ_VERSION",
+    "CONTROL_TYPE_NAMES",
+    "CONTROL_VALUE_SCHEMAS",
     "decode_kraft_control_value",
-    "decode_leader_change",
-    "decode_snapshot_header",
-    "decode_snapshot_footer",
     "decode_kraft_version",
+    "decode_leader_change",
+    "decode_snapshot_footer",
+    "decode_snapshot_header",
     "decode_voters",
     "encode_kraft_control_value",
     "format_kraft_control",

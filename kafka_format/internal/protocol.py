@@ -46,36 +46,36 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_format.common.errors import InternalTopicFormatError
-from kafka_format.common.kafka_uuid import ZERO_UUID   # re-exported (__all__)
-from kafka_format.common.kafka_uuid import uuid_to_string as uuid_to_str   # re-exported (__all__)
+from kafka_format.common.kafka_uuid import ZERO_UUID  # re-exported (__all__)
+from kafka_format.common.kafka_uuid import uuid_to_string as uuid_to_str  # re-exported (__all__)
 from kafka_format.internal.schemas import SCHEMAS
 from kafka_format.internal.schemas import newer as _newer_schemas
 
 _newer_schemas.apply(SCHEMAS)   # fields of Kafka 4.4.0 newer than the generated set
 
 __all__ = [
-    "MessageSpec",
-    "StructSpec",
-    "FieldSpec",
-    "UNKNOWN_TAGS_KEY",
     "DELETE_TEXT",
-    "ZERO_UUID",
-    "message_spec",
-    "compile_spec",
-    "read_message",
-    "write_message",
-    "read_version_prefixed",
-    "write_version_prefixed",
-    "to_json",
-    "java_string_hash",
-    "java_abs",
-    "partition_for",
-    "uuid_to_str",
-    "uuid_from_str",
-    "Reader",
-    "write_uvarint",
     "INT16",
+    "UNKNOWN_TAGS_KEY",
     "VERSION_MAX",
+    "ZERO_UUID",
+    "FieldSpec",
+    "MessageSpec",
+    "Reader",
+    "StructSpec",
+    "compile_spec",
+    "java_abs",
+    "java_string_hash",
+    "message_spec",
+    "partition_for",
+    "read_message",
+    "read_version_prefixed",
+    "to_json",
+    "uuid_from_str",
+    "uuid_to_str",
+    "write_message",
+    "write_uvarint",
+    "write_version_prefixed",
 ]
 
 # ``ByteBufferAccessor`` primitive reads (big-endian, Java types).
@@ -285,7 +285,7 @@ def _java_int(v: int) -> int:
 class Reader:
     """Bounded cursor over one buffer; every read checks the remaining bytes first."""
 
-    __slots__ = ("data", "pos", "end", "what")
+    __slots__ = ("data", "end", "pos", "what")
 
     def __init__(self, data: bytes | bytearray | memoryview, pos: int = 0, what: str = "message") -> None:
         self.data = bytes(data)

@@ -15,7 +15,8 @@ versions.  :func:`format_transaction_log_record` renders the text of
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal.protocol import (
@@ -34,11 +35,11 @@ __all__ = [
     "TRANSACTION_STATE_PARTITIONS",
     "decode_transaction_log_key",
     "decode_transaction_log_value",
-    "format_transaction_log_record",
-    "format_transaction_log_json",
-    "transactional_id_partition",
     "encode_transaction_log_key",
     "encode_transaction_log_value",
+    "format_transaction_log_json",
+    "format_transaction_log_record",
+    "transactional_id_partition",
 ]
 
 #: ``TransactionState.fromId`` (``TransactionMetadata.scala``)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from importlib import import_module
 from types import ModuleType
 
-__all__ = ["JOBS", "job_module", "find_job"]
+__all__ = ["JOBS", "find_job", "job_module"]
 
 # name -> one-line summary (``klogs --help``)
 JOBS: dict[str, str] = {

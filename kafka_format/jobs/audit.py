@@ -25,8 +25,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_format.log.audit.auditor import at_or_above, format_finding
-from kafka_format.log.audit.tables import findings_table, iter_rows
 from kafka_format.jobs.jobargs import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -38,6 +36,8 @@ from kafka_format.jobs.jobargs import (
     job_context,
     run_main,
 )
+from kafka_format.log.audit.auditor import at_or_above, format_finding
+from kafka_format.log.audit.tables import findings_table, iter_rows
 from kafka_format.report.audit_page import summary_line
 from kafka_format.report.audit_report import REPORT_OWNER, write_outputs
 from kafka_format.storage.fsio import redact

@@ -20,8 +20,7 @@ import json
 import os
 import sys
 
-from kafka_format.output import publish
-from kafka_format.report.compaction_page import render_compaction_page, summary_line
+from kafka_format.common.redaction import redact
 from kafka_format.jobs.jobargs import (
     EXIT_OK,
     JobContext,
@@ -33,10 +32,11 @@ from kafka_format.jobs.jobargs import (
     job_context,
     run_main,
 )
-from kafka_format.report.text import table
+from kafka_format.output import publish
 from kafka_format.output.ownership import Owner
-from kafka_format.common.redaction import redact
 from kafka_format.output.store import is_store, output_dir
+from kafka_format.report.compaction_page import render_compaction_page, summary_line
+from kafka_format.report.text import table
 
 PROG = "compaction"
 OWNER = Owner(PROG, "results")          # the marker of DIR

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from kafka_format.engine.export import ExportResult
     from kafka_format.registry.typed import TypedPlan
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 PROG = "export"
 # The data source's FAILFAST hint (kafka_format.read.split_reader.SKIP_HINT) in this job's flags.

@@ -33,12 +33,33 @@ if TYPE_CHECKING:
     from kafka_format.output.ownership import Owner
     from kafka_format.output.publish import Claim
 
-__all__ = ["add_common_arguments", "JobContext", "job_context", "check_inputs", "session_for", "jvm_log_path",
-           "engine_for", "executor_for",
-           "run_job", "run_main", "parse_args", "describe", "claim_out", "locations", "redacting_excepthook",
-           "install_redacting_hooks",
-           "UsageError", "interrupted", "interrupts_handled", "missing_extra", "SPARK_EXTRA_HINT",
-           "EXIT_OK", "EXIT_FINDINGS", "EXIT_USAGE", "EXIT_INTERRUPTED"]
+__all__ = [
+    "EXIT_FINDINGS",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "SPARK_EXTRA_HINT",
+    "JobContext",
+    "UsageError",
+    "add_common_arguments",
+    "check_inputs",
+    "claim_out",
+    "describe",
+    "engine_for",
+    "executor_for",
+    "install_redacting_hooks",
+    "interrupted",
+    "interrupts_handled",
+    "job_context",
+    "jvm_log_path",
+    "locations",
+    "missing_extra",
+    "parse_args",
+    "redacting_excepthook",
+    "run_job",
+    "run_main",
+    "session_for",
+]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -359,7 +380,6 @@ def run_job(body: Callable[[], int], *, prog: str) -> int:
     Anything else is a bug and goes through as itself; its traceback, when Python prints it, has
     URI credentials redacted like every other line (:func:`redacting_excepthook`)."""
     from kafka_format.jobs.sparkerrors import spark_failure
-
     from kafka_format.storage.fsio import listing_cache
 
     install_redacting_hooks()

@@ -19,6 +19,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from kafka_format.common.units import utc_text_ms
+from kafka_format.engine.offsets import COLUMNS
 from kafka_format.jobs.jobargs import (
     EXIT_OK,
     JobContext,
@@ -28,8 +30,6 @@ from kafka_format.jobs.jobargs import (
     job_context,
     run_main,
 )
-from kafka_format.common.units import utc_text_ms
-from kafka_format.engine.offsets import COLUMNS
 from kafka_format.log.list_offsets import ISOLATION_LEVELS, SPEC_NAMES, parse_timestamp_spec
 from kafka_format.output.ownership import Owner
 from kafka_format.report.text import table

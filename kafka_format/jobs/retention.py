@@ -17,11 +17,11 @@ import sys
 
 from kafka_format.jobs.jobargs import (
     EXIT_OK,
+    JobContext,
     add_common_arguments,
     claim_out,
     describe,
     executor_for,
-    JobContext,
     job_context,
     run_main,
 )

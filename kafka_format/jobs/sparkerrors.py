@@ -12,7 +12,7 @@ import re
 import time
 from typing import Any
 
-__all__ = ["SparkFailure", "spark_failure", "JVM_OOM_EXIT", "DRIVER_MEMORY_KNOB", "PYTHON_MEMORY_KNOB"]
+__all__ = ["DRIVER_MEMORY_KNOB", "JVM_OOM_EXIT", "PYTHON_MEMORY_KNOB", "SparkFailure", "spark_failure"]
 
 JVM_OOM_EXIT = 52   # SparkExitCode.OOM: SparkUncaughtExceptionHandler's exit on OutOfMemoryError
 

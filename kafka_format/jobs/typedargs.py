@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kafka_format.registry.typed import TypedPlan
 
-__all__ = ["add_typed_arguments", "wants_typed", "typed_from_args", "TYPED_AS"]
+__all__ = ["TYPED_AS", "add_typed_arguments", "typed_from_args", "wants_typed"]
 
 TYPED_AS = ("avro", "protobuf", "json-schema", "auto")
 

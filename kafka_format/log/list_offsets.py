@@ -63,14 +63,14 @@ from kafka_format.storage.partition_state import (
 )
 
 __all__ = [
-    "LATEST_TIMESTAMP",
-    "EARLIEST_TIMESTAMP",
-    "MAX_TIMESTAMP",
     "EARLIEST_LOCAL_TIMESTAMP",
-    "LATEST_TIERED_TIMESTAMP",
     "EARLIEST_PENDING_UPLOAD_TIMESTAMP",
-    "SPEC_NAMES",
+    "EARLIEST_TIMESTAMP",
     "ISOLATION_LEVELS",
+    "LATEST_TIERED_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "SPEC_NAMES",
     "OffsetAnswer",
     "PartitionLookup",
     "TimestampLocation",
@@ -217,7 +217,7 @@ class _Index:
         return self._end
 
     def key(self, i: int) -> int:
-        a, b = self._raw(i)
+        a, _b = self._raw(i)
         return self.base + a if self.kind == "offset" else a
 
     def entry(self, i: int) -> OffsetPosition | TimestampOffset:

@@ -72,26 +72,26 @@ from kafka_format.storage.logdir import LogDirSet, PartitionLog, Segment, open_l
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
 __all__ = [
+    "INTERNAL_TOPICS",
     "REASON_LOG_START_OFFSET",
     "REASON_RETENTION_BYTES",
     "REASON_RETENTION_MS",
     "SEGMENT_FIELDS",
     "SEGMENT_SCHEMA",
     "SUMMARY_SCHEMA",
-    "RetentionPolicy",
-    "SegmentFacts",
     "PartitionFacts",
-    "SegmentDecision",
+    "RetentionPolicy",
     "RetentionTask",
-    "retention_walk",
-    "segment_largest_timestamp",
+    "SegmentDecision",
+    "SegmentFacts",
+    "disk_usage_steps",
     "partition_facts",
     "plan_retention",
+    "retention_walk",
     "run_task",
+    "segment_largest_timestamp",
     "segment_rows",
     "summarize",
-    "disk_usage_steps",
-    "INTERNAL_TOPICS",
 ]
 
 REASON_LOG_START_OFFSET = "log-start-offset"

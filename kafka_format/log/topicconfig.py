@@ -25,7 +25,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
@@ -33,8 +33,17 @@ from kafka_format.common.limits import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MI
 from kafka_format.common.topics import METADATA_TOPIC
 
 __all__ = [
-    "KAFKA_DEFAULTS", "BROKER_DEFAULTS", "BROKER_SYNONYMS", "ConfigError", "TopicConfig", "TopicConfigs",
-    "load_topic_configs", "parse_time", "parse_config_flag", "read_config_file", "metadata_configs",
+    "BROKER_DEFAULTS",
+    "BROKER_SYNONYMS",
+    "KAFKA_DEFAULTS",
+    "ConfigError",
+    "TopicConfig",
+    "TopicConfigs",
+    "load_topic_configs",
+    "metadata_configs",
+    "parse_config_flag",
+    "parse_time",
+    "read_config_file",
 ]
 
 # Kafka's topic-level defaults (LogConfig / ServerLogConfigs), as the strings a user would write.
@@ -174,8 +183,8 @@ def _iso_ms(text: str | int, s: str) -> int:
         raise ValueError(f"not a time: {text!r} (expected milliseconds since the epoch or ISO-8601, "
                          "e.g. 2023-11-14T22:13:20Z)") from None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    delta = when - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    delta = when - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
@@ -518,9 +527,13 @@ def metadata_configs(log_dirs: Any) -> tuple[dict[str, dict[str, str]], dict[str
     """(topic configs, cluster-wide broker configs) replayed from the most advanced
     ``__cluster_metadata-0`` replica in ``log_dirs`` (a :class:`~kafka_format.storage.logdir.LogDirSet`);
     None when there is none.  Snapshot first, then the log records at or after its end offset."""
+    from kafka_format.internal.cluster_metadata import (
+        RESOURCE_TYPE_BROKER,
+        RESOURCE_TYPE_TOPIC,
+        ClusterMetadataView,
+        replay_record_batches,
+    )
     from kafka_format.records.file_records import decode_segment
-    from kafka_format.internal.cluster_metadata import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC, \
-        ClusterMetadataView, replay_record_batches
 
     replicas = [p for p in log_dirs.all_partitions() if p.topic == METADATA_TOPIC and p.kind == "live"]
     best: ClusterMetadataView | None = None

@@ -38,10 +38,30 @@ from kafka_format.common.errors import KafkaFormatError
 from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage.fsio import local_path
 
-__all__ = ["MARKER", "MARKER_TAG", "MAX_MARKER_BYTES", "Owner", "Marker", "OutputRefused", "TargetState", "check_target",
-           "check_inputs", "read_marker", "parse_marker", "dir_marker", "write_marker", "marker_bytes", "is_klogs_temp",
-           "remove_tree", "sidecar_path", "read_sidecar", "write_sidecar", "file_digest", "new_run_id",
-           "describe_path"]
+__all__ = [
+    "MARKER",
+    "MARKER_TAG",
+    "MAX_MARKER_BYTES",
+    "Marker",
+    "OutputRefused",
+    "Owner",
+    "TargetState",
+    "check_inputs",
+    "check_target",
+    "describe_path",
+    "dir_marker",
+    "file_digest",
+    "is_klogs_temp",
+    "marker_bytes",
+    "new_run_id",
+    "parse_marker",
+    "read_marker",
+    "read_sidecar",
+    "remove_tree",
+    "sidecar_path",
+    "write_marker",
+    "write_sidecar",
+]
 
 MARKER = ".klogs-output"
 MARKER_TAG = "klogs-output"

@@ -35,7 +35,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from kafka_format.storage.fsio import local_path
 from kafka_format.output.ownership import (
     GENERIC,
     MARKER,
@@ -53,10 +52,27 @@ from kafka_format.output.ownership import (
     write_sidecar,
 )
 from kafka_format.output.runlock import hold
+from kafka_format.storage.fsio import local_path
 
-__all__ = ["crash_point", "atomic_write_bytes", "atomic_write_text", "staging_dir", "publish_dir", "is_temp_name",
-           "cleanup_stale", "local_path", "CRASH_ENV", "STOP_ENV", "read_point", "claim_output", "Claim", "publish_file", "ensure_output_dir",
-           "Owner", "OutputRefused"]
+__all__ = [
+    "CRASH_ENV",
+    "STOP_ENV",
+    "Claim",
+    "OutputRefused",
+    "Owner",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "claim_output",
+    "cleanup_stale",
+    "crash_point",
+    "ensure_output_dir",
+    "is_temp_name",
+    "local_path",
+    "publish_dir",
+    "publish_file",
+    "read_point",
+    "staging_dir",
+]
 
 CRASH_ENV = "KLA_CRASH_AT"
 STOP_ENV = "KLA_STOP_AT"
@@ -319,7 +335,7 @@ def publish_file(target: str | os.PathLike[str], data: bytes, owner: Owner) -> N
     tmp = _temp_sibling(final, "tmp")
     new = hashlib.sha256(data).hexdigest()
     old = [d for d in [file_digest(final)] if d is not None] if state == "own" else []
-    write_sidecar(final, owner, run, old + [new], [os.path.basename(tmp)])
+    write_sidecar(final, owner, run, [*old, new], [os.path.basename(tmp)])
     try:
         with open(tmp, "xb") as f:
             f.write(data)

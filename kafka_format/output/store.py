@@ -37,17 +37,43 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from kafka_format.common.errors import LogDirError
+from kafka_format.common.redaction import redact
+from kafka_format.output.ownership import (
+    MARKER,
+    MAX_MARKER_BYTES,
+    Marker,
+    OutputRefused,
+    Owner,
+    marker_bytes,
+    new_run_id,
+    parse_marker,
+)
+from kafka_format.output.publish import crash_point, staging_dir
 from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage import s3a
-from kafka_format.common.errors import LogDirError
 from kafka_format.storage.fsio import IO_ERROR
-from kafka_format.output.ownership import MARKER, MAX_MARKER_BYTES, Marker, OutputRefused, Owner, marker_bytes, new_run_id, parse_marker
-from kafka_format.output.publish import crash_point, staging_dir
-from kafka_format.common.redaction import redact
 
-__all__ = ["STAGING", "SUCCESS", "FIRST_FILE_PUBLISHED", "StoreTarget", "is_store", "target", "claim", "ensure",
-           "ensure_publishing", "write_marker", "read_marker", "publish_local", "publish_staged", "staged_locally", "output_dir",
-           "staging_uri", "remove_prefix", "cleanup"]
+__all__ = [
+    "FIRST_FILE_PUBLISHED",
+    "STAGING",
+    "SUCCESS",
+    "StoreTarget",
+    "claim",
+    "cleanup",
+    "ensure",
+    "ensure_publishing",
+    "is_store",
+    "output_dir",
+    "publish_local",
+    "publish_staged",
+    "read_marker",
+    "remove_prefix",
+    "staged_locally",
+    "staging_uri",
+    "target",
+    "write_marker",
+]
 
 STAGING = "_klogs_staging"          # hidden from Spark and pyarrow readers (leading '_')
 SUCCESS = "_SUCCESS"

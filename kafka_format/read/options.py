@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from kafka_format.read.planning import DEFAULT_MAX_BYTES_PER_PARTITION, Bounds, PlanOptions
 
-__all__ = ["KafkaLogOptionError", "ReadOptions", "parse_options", "KNOWN_OPTIONS"]
+__all__ = ["KNOWN_OPTIONS", "KafkaLogOptionError", "ReadOptions", "parse_options"]
 
 EARLIEST = -2
 LATEST = -1

@@ -49,12 +49,12 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from kafka_format.storage import fsio
 from kafka_format.common.bulk import no_cyclic_gc
 from kafka_format.common.errors import LogDirError
+from kafka_format.log.list_offsets import PartitionLookup
+from kafka_format.storage import fsio
 from kafka_format.storage.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
 from kafka_format.storage.partition_files import SegmentTable
-from kafka_format.log.list_offsets import PartitionLookup
 from kafka_format.storage.partition_state import (
     BatchHead,
     high_watermark_on_load,
@@ -65,20 +65,20 @@ from kafka_format.storage.partition_state import (
 
 __all__ = [
     "DEFAULT_MAX_BYTES_PER_PARTITION",
-    "SegmentRange",
-    "Split",
+    "BatchHead",
     "Bounds",
     "PlanOptions",
-    "open_partitions",
-    "plan_splits",
-    "pack_splits",
+    "SegmentRange",
+    "Split",
     "check_assignment",
-    "resolve_timestamp",
-    "log_end_offset",
-    "last_stable_offset",
-    "BatchHead",
     "iter_batch_heads",
+    "last_stable_offset",
+    "log_end_offset",
     "open_input",
+    "open_partitions",
+    "pack_splits",
+    "plan_splits",
+    "resolve_timestamp",
 ]
 
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024

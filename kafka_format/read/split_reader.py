@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from kafka_format.storage.fsio import redact
 from kafka_format.common.errors import CorruptRecordError, KafkaFormatError
 from kafka_format.read.planning import SegmentRange, Split
 from kafka_format.records.control import ControlRecordType, parse_control_key
-from kafka_format.records.entry import ENTRY   # baseOffset int64, size int32 of every entry (Records)
+from kafka_format.records.entry import ENTRY  # baseOffset int64, size int32 of every entry (Records)
 from kafka_format.records.schema import BATCH_SCHEMA, CORRUPT_TYPE, RECORD_SCHEMA
+from kafka_format.storage.fsio import redact
 
 if TYPE_CHECKING:
     from kafka_format.read.options import ReadOptions
@@ -168,9 +168,9 @@ def read_split(split: Split, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
     """Decode one split (executor side): bounds, isolation and control-record rules applied."""
     import pyarrow.compute as pc
 
-    from kafka_format.records.file_records import SkippedRange, decode_segment
     from kafka_format.read.planning import open_input
     from kafka_format.records.columns import FileContext
+    from kafka_format.records.file_records import SkippedRange, decode_segment
 
     schema = arrow_schema(opts)
     state: dict[str, Any] = {}
@@ -266,9 +266,8 @@ def plan_read(opts: ReadOptions, *, selects: Any = None, bounds: Any = None, imp
     bounds that do not name exactly the selected partitions are a ``KafkaLogOptionError``."""
     from dataclasses import replace
 
+    from kafka_format.read.options import KafkaLogOptionError  # pyspark-free
     from kafka_format.read.planning import check_assignment, open_partitions, plan_splits
-
-    from kafka_format.read.options import KafkaLogOptionError     # pyspark-free
 
     replicas = open_partitions(list(opts.paths))
     try:

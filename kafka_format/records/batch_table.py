@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from typing import ClassVar
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class BatchTable:
     end: int = 0
     zero_tail: bool = False
 
-    DTYPES = {
+    DTYPES: ClassVar[dict[str, type]] = {
         "position": np.int64, "size": np.int32, "magic": np.int8, "base_offset": np.int64,
         "last_offset": np.int64, "count": np.int32, "attributes": np.int16,
         "base_timestamp": np.int64, "max_timestamp": np.int64, "producer_id": np.int64,

@@ -36,11 +36,10 @@ never an error, it becomes U+FFFD (see :func:`java_utf8`).
 
 from __future__ import annotations
 
+import codecs
 import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
-
-import codecs
 
 import numpy as np
 
@@ -48,7 +47,7 @@ from kafka_format.common.errors import CorruptRecordError
 from kafka_format.common.limits import INT32_MAX
 from kafka_format.records.columns import RecordColumns, RecordColumnsBuilder
 from kafka_format.records.entry import ENTRY
-from kafka_format.records.record_batch import (   # the attribute bits and NO_SEQUENCE re-exported (__all__)
+from kafka_format.records.record_batch import (  # the attribute bits and NO_SEQUENCE re-exported (__all__)
     CODEC_MASK,
     CONTROL_MASK,
     CREATE_TIME,
@@ -64,27 +63,27 @@ if TYPE_CHECKING:
     from kafka_format.records.batch_table import BatchTable
 
 __all__ = [
+    "ATTRIBUTES_OFFSET",
+    "CODEC_MASK",
+    "CONTROL_MASK",
+    "CRC_OFFSET",
+    "DELETE_HORIZON_MASK",
     "HEADER",
     "HEADER_SIZE",
-    "CRC_OFFSET",
-    "ATTRIBUTES_OFFSET",
+    "MIN_RECORD_SIZE",
+    "NO_SEQUENCE",
     "RECORDS_OFFSET",
-    "CODEC_MASK",
     "TIMESTAMP_TYPE_MASK",
     "TRANSACTIONAL_MASK",
-    "CONTROL_MASK",
-    "DELETE_HORIZON_MASK",
-    "NO_SEQUENCE",
-    "MIN_RECORD_SIZE",
+    "decode_batches",
+    "decode_records",
     "increment_sequence",
+    "java_utf8",
     "last_sequences",
     "read_varint",
     "read_varlong",
-    "decode_records",
-    "decode_batches",
-    "wrap_int64",
     "wrap_int32",
-    "java_utf8",
+    "wrap_int64",
 ]
 
 # UTF-8 lead byte of the encoded surrogates U+D800..U+DFFF (ED A0..BF xx) and its continuations.

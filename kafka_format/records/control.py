@@ -25,8 +25,17 @@ from dataclasses import dataclass
 
 from kafka_format.common.errors import CorruptRecordError
 
-__all__ = ["ControlRecordType", "EndTransactionMarker", "CONTROL_KEY", "END_TXN_VALUE", "CONTROL_ABORT",
-           "CONTROL_COMMIT", "CONTROL_TYPE_NAMES", "parse_control_key", "parse_end_txn_marker"]
+__all__ = [
+    "CONTROL_ABORT",
+    "CONTROL_COMMIT",
+    "CONTROL_KEY",
+    "CONTROL_TYPE_NAMES",
+    "END_TXN_VALUE",
+    "ControlRecordType",
+    "EndTransactionMarker",
+    "parse_control_key",
+    "parse_end_txn_marker",
+]
 
 CONTROL_KEY = struct.Struct(
     ">"

@@ -21,7 +21,7 @@ from kafka_format.records.columns import RecordColumns
 from kafka_format.records.framing import BatchTable
 from kafka_format.records.record_batch import MAX_CODEC
 
-__all__ = ["Decoder", "decompress", "locate", "REFERENCE"]
+__all__ = ["REFERENCE", "Decoder", "decompress", "locate"]
 
 
 

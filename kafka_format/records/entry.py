@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["ENTRY", "OFFSET_OFFSET", "SIZE_OFFSET", "LOG_OVERHEAD", "MAGIC_OFFSET", "HEADER_SIZE_UP_TO_MAGIC"]
+__all__ = ["ENTRY", "HEADER_SIZE_UP_TO_MAGIC", "LOG_OVERHEAD", "MAGIC_OFFSET", "OFFSET_OFFSET", "SIZE_OFFSET"]
 
 ENTRY = struct.Struct(
     ">"

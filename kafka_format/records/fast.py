@@ -37,9 +37,9 @@ import numpy as np
 
 from kafka_format.common.crc import crc32, use_accelerated_crc32c
 from kafka_format.common.extensions import require
-from kafka_format.records.decoder import Decoder
 from kafka_format.records import batch_v2, framing, legacy
 from kafka_format.records.columns import RecordColumns
+from kafka_format.records.decoder import Decoder
 from kafka_format.records.framing import BatchTable
 from kafka_format.records.record_batch import CODEC_MASK, MAGIC_V0, MAGIC_V1, MAGIC_V2, TIMESTAMP_TYPE_MASK
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 else:   # a build without it raises ImportError here: records/implementation.py then uses the reference
     _fastdecode = require("kafka_format.records._fastdecode")
 
-__all__ = ["FastDecoder", "CRC32C_IMPLEMENTATION", "crc32c"]
+__all__ = ["CRC32C_IMPLEMENTATION", "FastDecoder", "crc32c"]
 
 CRC32C_IMPLEMENTATION: str = _fastdecode.CRC32C_IMPLEMENTATION
 crc32c = _fastdecode.crc32c

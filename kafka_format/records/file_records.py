@@ -48,19 +48,19 @@ from kafka_format.records.implementation import get_decoder
 from kafka_format.records.walker import SkippedRange, Walker
 
 __all__ = [
+    "DEFAULT_READ_SIZE",
+    "MODES",
+    "BatchHeader",
+    "DecodedChunk",
     "FileContext",
     "SkippedRange",
-    "BatchHeader",
-    "decode_segment",
-    "decode_file",
-    "decode_bytes",
-    "iter_batches",
-    "DecodedChunk",
-    "decoded_chunks",
     "batch_tables",
     "context_from_path",
-    "MODES",
-    "DEFAULT_READ_SIZE",
+    "decode_bytes",
+    "decode_file",
+    "decode_segment",
+    "decoded_chunks",
+    "iter_batches",
 ]
 
 MODES = ("FAILFAST", "PERMISSIVE", "DROPMALFORMED")

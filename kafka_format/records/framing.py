@@ -29,13 +29,13 @@ from kafka_format.records.entry import ENTRY, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERH
 
 __all__ = [
     "ENTRY",
+    "HEADER_SIZE_UP_TO_MAGIC",
     "LOG_OVERHEAD",
     "MAGIC_OFFSET",
-    "HEADER_SIZE_UP_TO_MAGIC",
     "MIN_ENTRY_SIZE",
     "BatchTable",
-    "scan_entries",
     "check_entry",
+    "scan_entries",
 ]
 
 MIN_ENTRY_SIZE = legacy.RECORD_OVERHEAD_V0  # 14: smallest legal ``size`` of any entry

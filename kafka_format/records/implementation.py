@@ -15,7 +15,7 @@ from typing import Any
 from kafka_format.common.extensions import ENV_VAR, reference_forced
 from kafka_format.records.decoder import REFERENCE, Decoder
 
-__all__ = ["get_decoder", "crc32c", "IMPLEMENTATION", "ENV_VAR"]  # noqa: F822 (IMPLEMENTATION: module __getattr__)
+__all__ = ["ENV_VAR", "IMPLEMENTATION", "crc32c", "get_decoder"]  # noqa: F822 (IMPLEMENTATION: module __getattr__)
 
 FAST = "fast"
 

@@ -43,7 +43,7 @@ from kafka_format.common.errors import (
 )
 from kafka_format.records.columns import RecordColumns, RecordColumnsBuilder
 from kafka_format.records.entry import ENTRY, MAGIC_OFFSET
-from kafka_format.records.record_batch import (   # CODEC_MASK re-exported (__all__)
+from kafka_format.records.record_batch import (  # CODEC_MASK re-exported (__all__)
     CODEC_MASK,
     CREATE_TIME,
     LOG_APPEND_TIME,
@@ -59,15 +59,15 @@ if TYPE_CHECKING:
     from kafka_format.records.batch_table import BatchTable
 
 __all__ = [
+    "CODEC_MASK",
     "ENTRY",
     "MAGIC_OFFSET",
     "MESSAGE_V0",
     "MESSAGE_V1",
     "RECORD_OVERHEAD_V0",
     "RECORD_OVERHEAD_V1",
-    "CODEC_MASK",
-    "read_message_header",
     "decode_entries",
+    "read_message_header",
 ]
 
 MESSAGE_V0 = struct.Struct(
@@ -128,7 +128,7 @@ def _key_value(buf: bytes, start: int, end: int, magic: int) -> tuple[bytes | No
 
 
 class _Inner:
-    __slots__ = ("offset", "magic", "attributes", "timestamp", "key", "value")
+    __slots__ = ("attributes", "key", "magic", "offset", "timestamp", "value")
 
     def __init__(self, offset: int, magic: int, attributes: int, timestamp: int,
                  key: bytes | None, value: bytes | None) -> None:
@@ -182,7 +182,7 @@ def _decode_entry(buf: memoryview, table: BatchTable, row: int, out: RecordColum
     entry_offset = int(table.last_offset[row])
     data = bytes(buf[pos:pos + size])
     crc_start = ENTRY.size
-    crc, attributes, timestamp = read_message_header(data, 0, magic)
+    _crc, attributes, timestamp = read_message_header(data, 0, magic)
     key, value = _key_value(data, crc_start, size, magic)
     codec = attributes & CODEC_MASK
     if codec == 0:

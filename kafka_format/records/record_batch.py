@@ -15,11 +15,30 @@ log rules import them from here; this module imports nothing, so the lowest of t
 from __future__ import annotations
 
 __all__ = [
-    "MAGIC_V0", "MAGIC_V1", "MAGIC_V2", "MAGICS",
-    "NO_TIMESTAMP", "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH",
-    "NO_TIMESTAMP_TYPE", "CREATE_TIME", "LOG_APPEND_TIME",
-    "CODEC_MASK", "TIMESTAMP_TYPE_MASK", "TRANSACTIONAL_MASK", "CONTROL_MASK", "DELETE_HORIZON_MASK",
-    "NONE", "GZIP", "SNAPPY", "LZ4", "ZSTD", "CODEC_NAMES", "MAX_CODEC",
+    "CODEC_MASK",
+    "CODEC_NAMES",
+    "CONTROL_MASK",
+    "CREATE_TIME",
+    "DELETE_HORIZON_MASK",
+    "GZIP",
+    "LOG_APPEND_TIME",
+    "LZ4",
+    "MAGICS",
+    "MAGIC_V0",
+    "MAGIC_V1",
+    "MAGIC_V2",
+    "MAX_CODEC",
+    "NONE",
+    "NO_PARTITION_LEADER_EPOCH",
+    "NO_PRODUCER_EPOCH",
+    "NO_PRODUCER_ID",
+    "NO_SEQUENCE",
+    "NO_TIMESTAMP",
+    "NO_TIMESTAMP_TYPE",
+    "SNAPPY",
+    "TIMESTAMP_TYPE_MASK",
+    "TRANSACTIONAL_MASK",
+    "ZSTD",
 ]
 
 # magic values (RecordBatch.MAGIC_VALUE_V*)

@@ -29,12 +29,12 @@ from __future__ import annotations
 import pyarrow as pa
 
 __all__ = [
-    "TIMESTAMP_TYPE",
-    "HEADER_TYPE",
-    "RECORD_SCHEMA",
-    "KAFKA_SOURCE_COLUMNS",
     "BATCH_SCHEMA",
     "CORRUPT_TYPE",
+    "HEADER_TYPE",
+    "KAFKA_SOURCE_COLUMNS",
+    "RECORD_SCHEMA",
+    "TIMESTAMP_TYPE",
 ]
 
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")

@@ -31,11 +31,11 @@ from kafka_format.registry.store import RegisteredSchema, SchemaReference, Schem
 
 __all__ = [
     "RegisteredSchema",
+    "RegistryUrlSource",
     "SchemaReference",
-    "SchemaStore",
     "SchemaSource",
     "SchemaSourceError",
-    "RegistryUrlSource",
+    "SchemaStore",
     "open_schema_source",
     "schemas_from_directory",
     "schemas_from_log_dirs",

@@ -25,7 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["parse_avro", "avro_arrow_type", "AvroCodec"]
+__all__ = ["AvroCodec", "avro_arrow_type", "parse_avro"]
 
 _PRIMITIVE: dict[str, pa.DataType] = {
     "null": pa.null(),

@@ -45,8 +45,19 @@ from kafka_format.registry.columns import (
     decode_rows,
 )
 
-__all__ = ["AvroColumns", "Program", "compile_table", "available", "ST_OK", "ST_NULL", "ST_SHORT",
-           "ST_BAD_MAGIC", "ST_NO_PROGRAM", "ST_FAILED", "ST_BAD_OFFSETS"]
+__all__ = [
+    "ST_BAD_MAGIC",
+    "ST_BAD_OFFSETS",
+    "ST_FAILED",
+    "ST_NO_PROGRAM",
+    "ST_NULL",
+    "ST_OK",
+    "ST_SHORT",
+    "AvroColumns",
+    "Program",
+    "available",
+    "compile_table",
+]
 
 if TYPE_CHECKING:
     from kafka_format.registry import _avrocolumns
@@ -180,7 +191,7 @@ class _Compiler(_Resolution, ProgramBuilder):
             if m is None:
                 return self.node(ERROR)
         w, r = self._wdef(w), self._rdef(r)
-        if isinstance(w, str) and w not in _AVRO_TYPES or isinstance(r, str) and r not in _AVRO_TYPES:
+        if (isinstance(w, str) and w not in _AVRO_TYPES) or (isinstance(r, str) and r not in _AVRO_TYPES):
             return self.node(ERROR)  # a name that does not resolve
         if isinstance(target, UnionView) or target is None:
             return self.node(ERROR)
@@ -302,7 +313,7 @@ class _Compiler(_Resolution, ProgramBuilder):
             if wt == "double" and kind == "float64":
                 return self.node(F64, col)
             if wt in ("bytes", "string") and t.size < 0:
-                if kind == "binary" and (rt == "bytes" or not self.resolve and wt == "bytes"):
+                if kind == "binary" and (rt == "bytes" or (not self.resolve and wt == "bytes")):
                     return self.node(BYTES, col, int(wt == "string"))
                 if kind == "string" and t.logical in (None, "string-uuid") and rt in ("string", "bytes"):
                     return self.node(BYTES, col, 1)

@@ -29,8 +29,19 @@ from kafka_format.registry.columns import (
     col_of,
 )
 
-__all__ = ["K_STRUCT", "K_FIXED", "K_VAR", "K_LIST", "Target", "UnionView", "Unsupported", "Layout",
-           "col_of", "arrow_of", "assemble"]
+__all__ = [
+    "K_FIXED",
+    "K_LIST",
+    "K_STRUCT",
+    "K_VAR",
+    "Layout",
+    "Target",
+    "UnionView",
+    "Unsupported",
+    "arrow_of",
+    "assemble",
+    "col_of",
+]
 
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 

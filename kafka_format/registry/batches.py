@@ -25,8 +25,15 @@ import pyarrow as pa
 
 from kafka_format.registry.typed import MODES, ColumnDecoder, ColumnPlan, DecodeProblem, TypedDecodeError
 
-__all__ = ["ERROR_COLUMNS", "ERROR_TYPE", "MODES", "RecordDecodeError", "typed_schema", "decode_batch",
-           "segment_path"]
+__all__ = [
+    "ERROR_COLUMNS",
+    "ERROR_TYPE",
+    "MODES",
+    "RecordDecodeError",
+    "decode_batch",
+    "segment_path",
+    "typed_schema",
+]
 
 ERROR_COLUMNS = {"key": "_keyDecodeError", "value": "_valueDecodeError"}
 ERROR_TYPE = pa.struct(

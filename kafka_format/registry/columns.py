@@ -20,9 +20,30 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["K_STRUCT", "K_FIXED", "K_VAR", "K_LIST", "ST_OK", "ST_NULL", "ST_SHORT", "ST_BAD_MAGIC",
-           "ST_NO_PROGRAM", "ST_FAILED", "ST_BAD_OFFSETS", "MAX_DEPTH", "Target", "Program", "ProgramBuilder", "Columns", "Unsupported", "col_of",
-           "arrow_of", "arrow_layout", "assemble", "decode_rows"]
+__all__ = [
+    "K_FIXED",
+    "K_LIST",
+    "K_STRUCT",
+    "K_VAR",
+    "MAX_DEPTH",
+    "ST_BAD_MAGIC",
+    "ST_BAD_OFFSETS",
+    "ST_FAILED",
+    "ST_NO_PROGRAM",
+    "ST_NULL",
+    "ST_OK",
+    "ST_SHORT",
+    "Columns",
+    "Program",
+    "ProgramBuilder",
+    "Target",
+    "Unsupported",
+    "arrow_layout",
+    "arrow_of",
+    "assemble",
+    "col_of",
+    "decode_rows",
+]
 
 K_STRUCT, K_FIXED, K_VAR, K_LIST = range(4)  # column kinds of _columns.h
 # row status: decoded; null input; shorter than the header; magic byte not 0; no program for the

@@ -26,9 +26,17 @@ import numpy as np
 import pyarrow as pa
 
 from kafka_format.common.extensions import extension
-from kafka_format.registry.columns import Program, ProgramBuilder, Target, Unsupported, arrow_layout, arrow_of, decode_rows
+from kafka_format.registry.columns import (
+    Program,
+    ProgramBuilder,
+    Target,
+    Unsupported,
+    arrow_layout,
+    arrow_of,
+    decode_rows,
+)
 
-__all__ = ["JsonColumns", "Program", "compile_table", "available"]
+__all__ = ["JsonColumns", "Program", "available", "compile_table"]
 
 if TYPE_CHECKING:
     from kafka_format.registry import _jsoncolumns

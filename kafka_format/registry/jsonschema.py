@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from kafka_format.common.limits import INT64_MAX, INT64_MIN
 
-__all__ = ["json_arrow_type", "json_shape", "JsonShape", "JsonCodec", "JsonSchemaError"]
+__all__ = ["JsonCodec", "JsonSchemaError", "JsonShape", "json_arrow_type", "json_shape"]
 
 Convert = Callable[[Any], Any]
 

@@ -33,7 +33,7 @@ from kafka_format.common.extensions import extension
 from kafka_format.registry import columns
 from kafka_format.registry.columns import MAX_DEPTH, Target, Unsupported, arrow_layout, arrow_of, decode_rows
 
-__all__ = ["ProtoColumns", "Program", "compile_table", "available", "message_path"]
+__all__ = ["Program", "ProtoColumns", "available", "compile_table", "message_path"]
 
 if TYPE_CHECKING:
     from kafka_format.registry import _protocolumns
@@ -224,8 +224,8 @@ def message_path(file: Any, full_name: str) -> list[int] | None:
     def walk(messages: Sequence[Any], prefix: list[int]) -> list[int] | None:
         for i, m in enumerate(messages):
             if m.full_name == full_name:
-                return prefix + [i]
-            found = walk(list(m.nested_types), prefix + [i])
+                return [*prefix, i]
+            found = walk(list(m.nested_types), [*prefix, i])
             if found is not None:
                 return found
         return None

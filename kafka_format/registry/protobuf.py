@@ -34,7 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["compile_proto", "ProtoSchema", "read_message_indexes", "ProtobufSchemaError"]
+__all__ = ["ProtoSchema", "ProtobufSchemaError", "compile_proto", "read_message_indexes"]
 
 
 class ProtobufSchemaError(ValueError):
@@ -292,7 +292,7 @@ def _identity(v: Any) -> Any:
     return v
 
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 def _timestamp(ts: Any) -> Any:

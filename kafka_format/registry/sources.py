@@ -41,12 +41,12 @@ from kafka_format.registry.store import (
 
 __all__ = [
     "SCHEMAS_TOPIC",
+    "RegistryUrlSource",
     "SchemaSource",
     "SchemaSourceError",
-    "schemas_from_log_dirs",
-    "RegistryUrlSource",
-    "schemas_from_directory",
     "open_schema_source",
+    "schemas_from_directory",
+    "schemas_from_log_dirs",
 ]
 
 SCHEMAS_TOPIC = "_schemas"  # the registry's kafkastore.topic default
@@ -73,9 +73,9 @@ class SchemaSource(Protocol):
 def schemas_from_log_dirs(paths: str | Sequence[str], *, topic: str = SCHEMAS_TOPIC) -> SchemaStore:
     """The registry state held by ``topic`` in the log dirs under ``paths`` (an empty store when
     the topic is not there).  Raises :class:`~kafka_format.common.errors.KafkaFormatError` for bad bytes."""
+    from kafka_format.read.planning import longest_replicas
     from kafka_format.records.file_records import decode_segment
     from kafka_format.storage.logdir import open_log_dirs
-    from kafka_format.read.planning import longest_replicas
 
     dirs = open_log_dirs([paths] if isinstance(paths, str) else list(paths))
     replicas = [p for p in dirs.all_partitions() if p.topic == topic and p.kind == "live"]

@@ -39,12 +39,12 @@ from typing import Any
 
 __all__ = [
     "AVRO",
-    "PROTOBUF",
-    "JSON",
-    "SCHEMA_TYPES",
     "DEFAULT_CONTEXT",
-    "SchemaReference",
+    "JSON",
+    "PROTOBUF",
+    "SCHEMA_TYPES",
     "RegisteredSchema",
+    "SchemaReference",
     "SchemaStore",
     "StoreEvent",
     "context_of",

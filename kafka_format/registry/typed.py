@@ -25,22 +25,22 @@ import pyarrow as pa
 
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.common.extensions import reference_forced
-from kafka_format.records.file_records import MODES   # the read modes, re-exported (__all__)
+from kafka_format.records.file_records import MODES  # the read modes, re-exported (__all__)
 from kafka_format.registry.store import AVRO, DEFAULT_CONTEXT, JSON, PROTOBUF, RegisteredSchema
 
 __all__ = [
-    "TYPED_FORMATS",
     "AS_TYPES",
     "MODES",
-    "TypedPlan",
-    "plan_columns",
-    "SchemaBundle",
-    "ColumnPlan",
+    "TYPED_FORMATS",
     "ColumnDecoder",
+    "ColumnPlan",
     "DecodeProblem",
+    "SchemaBundle",
     "TypedDecodeError",
-    "plan_column",
+    "TypedPlan",
     "bundle_of",
+    "plan_column",
+    "plan_columns",
 ]
 
 TYPED_FORMATS = {"avro": AVRO, "protobuf": PROTOBUF, "json-schema": JSON}

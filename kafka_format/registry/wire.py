@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["MAGIC_BYTE", "HEADER_SIZE", "WireHeaders", "wire_headers"]
+__all__ = ["HEADER_SIZE", "MAGIC_BYTE", "WireHeaders", "wire_headers"]
 
 MAGIC_BYTE = 0
 HEADER_SIZE = 5

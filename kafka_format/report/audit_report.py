@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kafka_format.output.ownership import Owner
 from kafka_format.log.audit.tables import files_table, findings_table
+from kafka_format.output.ownership import Owner
 from kafka_format.output.publish import crash_point
 from kafka_format.output.store import output_dir
 from kafka_format.report.audit_page import render_audit_page

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kafka_format.common.units import utc_text
 
-__all__ = ["bar_chart_svg", "step_chart_svg", "timeline_svg", "Mark", "TimeAxis"]
+__all__ = ["Mark", "TimeAxis", "bar_chart_svg", "step_chart_svg", "timeline_svg"]
 
 _e = html.escape
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kafka_format.report.charts import bar_chart_svg, step_chart_svg, timeline_svg
 
-__all__ = ["ROW_LIMIT", "Cell", "Card", "Page", "details_list", "bar_chart_svg", "step_chart_svg", "timeline_svg"]
+__all__ = ["ROW_LIMIT", "Card", "Cell", "Page", "bar_chart_svg", "details_list", "step_chart_svg", "timeline_svg"]
 
 _e = html.escape
 

@@ -11,7 +11,7 @@ import io
 import json
 import os
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from kafka_format.common.units import human_bytes, utc_text
@@ -72,7 +72,7 @@ def render_chart_png(steps: Sequence[tuple[int, int]], *, title: str = "bytes on
         span = points[-1][0] - points[0][0]
         points.append((points[-1][0] + max(span // 20, 1), points[-1][1]))
     last_ms = 253_402_300_799_000          # 9999-12-31T23:59:59Z, the last instant datetime holds
-    times = [datetime.fromtimestamp(min(max(t, 0), last_ms) / 1000, tz=timezone.utc) for t, _ in points]
+    times = [datetime.fromtimestamp(min(max(t, 0), last_ms) / 1000, tz=UTC) for t, _ in points]
     fig = Figure(figsize=(9, 4), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()

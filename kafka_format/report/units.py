@@ -3,4 +3,4 @@ messages with them and the pages that show them), re-exported here."""
 
 from kafka_format.common.units import human_bytes, human_count, human_duration, utc_text, utc_text_ms
 
-__all__ = ["human_bytes", "human_duration", "human_count", "utc_text", "utc_text_ms"]
+__all__ = ["human_bytes", "human_count", "human_duration", "utc_text", "utc_text_ms"]

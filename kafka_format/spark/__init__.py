@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from kafka_format.spark.datasource import KafkaLogDataSource
 
-__all__ = ["register", "register_derived", "FORMAT", "ALWAYS", "PUSHDOWN_CONF"]
+__all__ = ["ALWAYS", "FORMAT", "PUSHDOWN_CONF", "register", "register_derived"]
 
 FORMAT = "kafka-log"
 # Set on every session the product builds or registers with: Spark's own plan/UI texts redact URI

@@ -61,7 +61,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, Filter, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    Filter,
+    InputPartition,
+)
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -72,7 +78,8 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from kafka_format.storage.logdir import PartitionLog
+from kafka_format.output.publish import read_point
+from kafka_format.read.options import KafkaLogOptionError, ReadOptions, parse_options
 from kafka_format.read.planning import (
     DEFAULT_OPEN_COST_BYTES,
     Bounds,
@@ -83,14 +90,22 @@ from kafka_format.read.planning import (
     pack_splits,
     plan_splits,
 )
-from kafka_format.output.publish import read_point
 from kafka_format.read.split_reader import CORRUPT_COLUMN, arrow_schema, plan_read, read_split
 from kafka_format.spark.filters import Pushed, push_filters
-from kafka_format.read.options import KafkaLogOptionError, ReadOptions, parse_options
+from kafka_format.storage.logdir import PartitionLog
 
-__all__ = ["KafkaLogDataSource", "KafkaLogReader", "PushingKafkaLogReader", "FilterPushdown",
-           "KafkaLogStreamReader", "SplitPartition", "arrow_schema",
-           "bind_session_sizing", "read_split", "CORRUPT_COLUMN"]
+__all__ = [
+    "CORRUPT_COLUMN",
+    "FilterPushdown",
+    "KafkaLogDataSource",
+    "KafkaLogReader",
+    "KafkaLogStreamReader",
+    "PushingKafkaLogReader",
+    "SplitPartition",
+    "arrow_schema",
+    "bind_session_sizing",
+    "read_split",
+]
 
 
 @dataclass

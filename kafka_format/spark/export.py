@@ -126,7 +126,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_format.common.errors import KafkaFormatError
-from kafka_format.output.ownership import OutputRefused, remove_tree
 from kafka_format.engine.export import (  # shared with the local engine (no pyspark there)
     BATCH_OWNER,
     CHECKPOINT_OWNER,
@@ -153,6 +152,7 @@ from kafka_format.engine.export import (  # shared with the local engine (no pys
     source_options,
 )
 from kafka_format.output import store as store_output
+from kafka_format.output.ownership import OutputRefused, remove_tree
 from kafka_format.output.publish import cleanup_stale, crash_point, ensure_output_dir, local_path, staging_dir
 from kafka_format.output.store import is_store
 from kafka_format.read.split_reader import CORRUPT_COLUMN
@@ -161,11 +161,35 @@ from kafka_format.spark.delta import session_jvm
 from kafka_format.spark.s3a import spark_path
 
 __all__ = [
-    "FORMATS", "PARTITION_LAYOUTS", "KEY_AS", "VALUE_AS", "BATCH_COLUMN", "BATCH_MARKER", "STAGING_DIR",
-    "ExportError", "ExportResult", "convert_columns", "export", "export_incremental", "source_options",
-    "delta_spark_available", "parse_partition_by", "read_source", "write_conf", "WRITE_CONF",
-    "PARQUET_OWNER", "INCREMENTAL_OWNER", "DELTA_OWNER", "CHECKPOINT_OWNER", "BATCH_OWNER", "output_owner",
-    "hold_outputs", "OutputRefused", "DROPPED_COLUMN", "observe_skipped", "skipped_values",
+    "BATCH_COLUMN",
+    "BATCH_MARKER",
+    "BATCH_OWNER",
+    "CHECKPOINT_OWNER",
+    "DELTA_OWNER",
+    "DROPPED_COLUMN",
+    "FORMATS",
+    "INCREMENTAL_OWNER",
+    "KEY_AS",
+    "PARQUET_OWNER",
+    "PARTITION_LAYOUTS",
+    "STAGING_DIR",
+    "VALUE_AS",
+    "WRITE_CONF",
+    "ExportError",
+    "ExportResult",
+    "OutputRefused",
+    "convert_columns",
+    "delta_spark_available",
+    "export",
+    "export_incremental",
+    "hold_outputs",
+    "observe_skipped",
+    "output_owner",
+    "parse_partition_by",
+    "read_source",
+    "skipped_values",
+    "source_options",
+    "write_conf",
 ]
 
 BATCH_COLUMN = "exportBatch"            # incremental Parquet: one published directory per micro-batch

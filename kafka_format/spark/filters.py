@@ -71,7 +71,7 @@ def _ms_lower_bound(v: Any) -> int | None:
     their time zone is the Python worker's, which need not be the session's)."""
     if isinstance(v, dt.datetime):
         if v.tzinfo is None:
-            return math.floor(v.replace(tzinfo=dt.timezone.utc).timestamp() * 1000) - _MS_PER_DAY
+            return math.floor(v.replace(tzinfo=dt.UTC).timestamp() * 1000) - _MS_PER_DAY
         return math.floor(v.timestamp() * 1000)
     return None
 

@@ -155,11 +155,11 @@ def compaction_full_decisions(df: DataFrame) -> DataFrame:
     ``compaction`` job reads and decides each partition in one task instead
     (:func:`kafka_format.engine.table_view.full_pass`)."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
 
     from kafka_format.engine.compaction import DECISION_FIELDS
     from kafka_format.engine.table_view import FULL_GROUP, decide_sorted
     from kafka_format.spark.executor import spark_schema
-    from pyspark.sql.types import StructType
 
     out = StructType([*df.schema.fields, *spark_schema(pa.schema(list(DECISION_FIELDS))).fields])
     return (df.repartition(*[F.col(c) for c in (*FULL_GROUP, "key")])

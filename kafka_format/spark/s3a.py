@@ -34,8 +34,16 @@ from kafka_format.storage import s3a
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["HADOOP_AWS_SDK", "SDK_MODULES", "EXCLUDES", "hadoop_version", "packages", "prepare",
-           "share_settings", "spark_path"]
+__all__ = [
+    "EXCLUDES",
+    "HADOOP_AWS_SDK",
+    "SDK_MODULES",
+    "hadoop_version",
+    "packages",
+    "prepare",
+    "share_settings",
+    "spark_path",
+]
 
 # hadoop-aws version -> the AWS SDK v2 version its pom names (hadoop-project's aws-java-sdk-v2.version);
 # tests/spark/test_s3a_jars.py checks it against the resolved pom.

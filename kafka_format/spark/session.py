@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 from kafka_format.spark import ALWAYS
 from kafka_format.spark.jars import with_jars
 
-__all__ = ["build_session", "read_profile", "conf_dir", "ALWAYS", "stop_spark_work", "INTERRUPT_WAIT_S"]
+__all__ = ["ALWAYS", "INTERRUPT_WAIT_S", "build_session", "conf_dir", "read_profile", "stop_spark_work"]
 
 
 def conf_dir() -> Path:

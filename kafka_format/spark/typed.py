@@ -52,13 +52,13 @@ from kafka_format.registry.typed import ColumnDecoder, ColumnPlan, TypedDecodeEr
 from kafka_format.spark.typed_source import MARK
 
 __all__ = [
+    "ERROR_COLUMNS",
+    "ERROR_TYPE",
+    "MODES",
     "TypedColumns",
     "decode_typed",
     "typed_columns",
     "typed_error",
-    "ERROR_COLUMNS",
-    "ERROR_TYPE",
-    "MODES",
 ]
 
 _MARK_RE = re.compile(

@@ -28,9 +28,14 @@ from pyspark.sql.types import StructType
 from kafka_format.read.split_reader import arrow_schema
 from kafka_format.registry.batches import RecordDecodeError, decode_batch, typed_schema
 from kafka_format.registry.typed import ColumnPlan
-from kafka_format.spark.datasource import FilterPushdown, KafkaLogDataSource, KafkaLogReader, KafkaLogStreamReader
+from kafka_format.spark.datasource import (
+    FilterPushdown,
+    KafkaLogDataSource,
+    KafkaLogReader,
+    KafkaLogStreamReader,
+)
 
-__all__ = ["typed_source_class", "source_name", "failfast_marker"]
+__all__ = ["failfast_marker", "source_name", "typed_source_class"]
 
 MARK = "klogs-typed-decode"
 

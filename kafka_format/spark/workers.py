@@ -30,8 +30,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["NEEDED", "WorkerPythonError", "worker_python", "source_python", "is_local_master",
-           "quiet_closed_sockets"]
+__all__ = [
+    "NEEDED",
+    "WorkerPythonError",
+    "is_local_master",
+    "quiet_closed_sockets",
+    "source_python",
+    "worker_python",
+]
 
 NEEDED = ("numpy", "pyarrow", "kafka_format")
 SQL_PYTHON_CONF = "spark.sql.execution.pyspark.python"

@@ -17,7 +17,7 @@ from kafka_format.common.errors import CorruptRecordError
 from kafka_format.records import batch_v2, legacy
 from kafka_format.records.entry import ENTRY, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_OFFSET
 from kafka_format.records.framing import MIN_ENTRY_SIZE, MIN_V2_BATCH_SIZE
-from kafka_format.records.record_batch import (   # the sentinels re-exported (__all__)
+from kafka_format.records.record_batch import (  # the sentinels re-exported (__all__)
     CONTROL_MASK,
     NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_ID,
@@ -26,15 +26,15 @@ from kafka_format.records.record_batch import (   # the sentinels re-exported (_
 )
 
 __all__ = [
-    "BatchHead",
-    "ReadAt",
-    "SCAN_CHUNK",
-    "NO_TIMESTAMP",
     "NO_PARTITION_LEADER_EPOCH",
     "NO_PRODUCER_ID",
+    "NO_TIMESTAMP",
+    "SCAN_CHUNK",
+    "BatchHead",
+    "ReadAt",
+    "next_offset_after",
     "parse_batch_head",
     "walk_batch_heads",
-    "next_offset_after",
 ]
 
 SCAN_CHUNK = 1 << 20              # read size of a walk over a whole segment

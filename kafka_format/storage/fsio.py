@@ -35,24 +35,24 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from kafka_format.common.redaction import REDACTED, redact
 from kafka_format.common.errors import LogDirError
+from kafka_format.common.redaction import REDACTED, redact
 from kafka_format.storage import s3a
 
 __all__ = [
+    "IO_ERROR",
+    "REDACTED",
     "DirRow",
     "FileStat",
     "FileSystemHandle",
-    "resolve",
-    "local_handle",
-    "read_bytes",
-    "open_input_file",
-    "IO_ERROR",
-    "local_path",
-    "redact",
-    "REDACTED",
-    "listing_cache",
     "forget_run_memo",
+    "listing_cache",
+    "local_handle",
+    "local_path",
+    "open_input_file",
+    "read_bytes",
+    "redact",
+    "resolve",
     "run_memo",
 ]
 

@@ -40,34 +40,34 @@ from typing import Any, BinaryIO, ClassVar, NamedTuple
 
 import numpy as np
 
-from kafka_format.storage import fsio
 from kafka_format.common.errors import IndexFormatError, KafkaFormatError
 from kafka_format.common.limits import INT32_MAX
-from kafka_format.records.record_batch import NO_TIMESTAMP   # re-exported (__all__): the time index's "none"
+from kafka_format.records.record_batch import NO_TIMESTAMP  # re-exported (__all__): the time index's "none"
+from kafka_format.storage import fsio
 
 __all__ = [
-    "OFFSET_ENTRY",
-    "TIME_ENTRY",
-    "OFFSET_ENTRY_SIZE",
-    "TIME_ENTRY_SIZE",
-    "OFFSET_DTYPE",
-    "TIME_DTYPE",
+    "MAX_INDEX_FILE_BYTES",
     "NO_TIMESTAMP",
+    "OFFSET_DTYPE",
+    "OFFSET_ENTRY",
+    "OFFSET_ENTRY_SIZE",
+    "TIME_DTYPE",
+    "TIME_ENTRY",
+    "TIME_ENTRY_SIZE",
     "IndexAnomaly",
-    "OffsetPosition",
-    "TimestampOffset",
-    "SanityCheckResult",
+    "IndexFileReader",
     "OffsetIndex",
+    "OffsetPosition",
+    "SanityCheckResult",
     "TimeIndex",
+    "TimestampOffset",
+    "base_offset_from_name",
+    "offset_index_sanity_check",
     "parse_offset_index",
     "parse_time_index",
     "read_offset_index",
     "read_time_index",
-    "offset_index_sanity_check",
     "time_index_sanity_check",
-    "IndexFileReader",
-    "base_offset_from_name",
-    "MAX_INDEX_FILE_BYTES",
 ]
 
 # OffsetIndex.java: ENTRY_SIZE = 8, relativeOffset(n) = getInt(n*8), physical(n) = getInt(n*8 + 4)

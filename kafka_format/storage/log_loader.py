@@ -43,7 +43,7 @@ from kafka_format.storage.partition_files import (
 )
 from kafka_format.storage.partition_log import PartitionLog
 
-__all__ = ["DirWalk", "NextOffsetFn", "list_dir", "record_problem", "read_partition"]
+__all__ = ["DirWalk", "NextOffsetFn", "list_dir", "read_partition", "record_problem"]
 
 NextOffsetFn = Callable[["Segment", FileSystemHandle], int]
 
@@ -184,7 +184,7 @@ def _read_partition_reconciled(walk: DirWalk, fs_path: str, topic: str, partitio
                 hi = nxt if hi is None else max(hi, nxt)
         for name in sorted(live):
             off = offset_from_name(name)
-            if off is not None and off >= lo and (hi is None and off == lo or hi is not None and off < hi):
+            if off is not None and off >= lo and ((hi is None and off == lo) or (hi is not None and off < hi)):
                 notes.append(f"ignored {name} (replaced by swap segment)")
                 del live[name]
     for name, st in swaps.items():

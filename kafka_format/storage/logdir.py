@@ -63,25 +63,25 @@ from kafka_format.storage.partition_files import (  # noqa: F401  (suffixes and 
 from kafka_format.storage.partition_log import IndexSummary, PartitionLog  # noqa: F401  (re-exported)
 
 __all__ = [
-    "LOG_SUFFIX",
+    "CLEANED_SUFFIX",
+    "DEFAULT_MAX_DEPTH",
+    "DELETED_SUFFIX",
     "INDEX_SUFFIX",
+    "LOG_SUFFIX",
+    "SNAPSHOT_SUFFIX",
+    "SWAP_SUFFIX",
     "TIME_INDEX_SUFFIX",
     "TXN_INDEX_SUFFIX",
-    "SNAPSHOT_SUFFIX",
-    "DELETED_SUFFIX",
-    "CLEANED_SUFFIX",
-    "SWAP_SUFFIX",
-    "Segment",
-    "SnapshotFile",
-    "MetadataSnapshotFile",
-    "PartitionLog",
+    "IndexSummary",
     "LogDir",
     "LogDirSet",
-    "IndexSummary",
+    "MetadataSnapshotFile",
+    "PartitionLog",
+    "Segment",
+    "SnapshotFile",
+    "filename_prefix_from_offset",
     "open_log_dirs",
     "parse_partition_dir_name",
-    "filename_prefix_from_offset",
-    "DEFAULT_MAX_DEPTH",
 ]
 
 # LocalLog.scala suffixes of special partition dirs

@@ -26,16 +26,27 @@ from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
-from kafka_format.storage import checkpoints as ckpt
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.common.extensions import extension
 from kafka_format.common.limits import INT64_MAX
+from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage.fsio import DirRow, FileStat, FileSystemHandle
 
 __all__ = [
-    "FILE_KINDS", "MISSING", "Listing", "PartitionFiles", "Segment", "SegmentTable", "SnapshotFile",
-    "MetadataSnapshotFile", "classify_files", "filename_prefix_from_offset", "offset_from_name",
-    "suffix_of", "table_from_listing", "take_rows",
+    "FILE_KINDS",
+    "MISSING",
+    "Listing",
+    "MetadataSnapshotFile",
+    "PartitionFiles",
+    "Segment",
+    "SegmentTable",
+    "SnapshotFile",
+    "classify_files",
+    "filename_prefix_from_offset",
+    "offset_from_name",
+    "suffix_of",
+    "table_from_listing",
+    "take_rows",
 ]
 
 # LogFileUtils.java suffixes
@@ -138,7 +149,7 @@ def _canonical(base: int, kind: str) -> str:
 class SegmentTable(Sequence["Segment"]):
     """Immutable sequence of a partition's segments, stored as columns (see the module doc)."""
 
-    __slots__ = ("_columns", "_head", "_tail", "_paths", "_from_swap")
+    __slots__ = ("_columns", "_from_swap", "_head", "_paths", "_tail")
 
     def __init__(self, columns: np.ndarray, head: str, tail: str = "",
                  paths: dict[tuple[int, str], str] | None = None, from_swap: frozenset[int] = frozenset()) -> None:

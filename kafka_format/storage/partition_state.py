@@ -28,7 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafka_format.common.errors import KafkaFormatError, LogDirError
-from kafka_format.storage.logdir import PartitionLog, Segment, open_log_dirs
 from kafka_format.records.entry import HEADER_SIZE_UP_TO_MAGIC
 from kafka_format.storage.batch_heads import (  # the one header walker, re-exported
     NO_TIMESTAMP,
@@ -38,26 +37,31 @@ from kafka_format.storage.batch_heads import (  # the one header walker, re-expo
     parse_batch_head,
     walk_batch_heads,
 )
-from kafka_format.storage.watermarks import MISSING_HIGH_WATERMARK, high_watermark_on_load, last_stable_offset_from
+from kafka_format.storage.logdir import PartitionLog, Segment, open_log_dirs
+from kafka_format.storage.watermarks import (
+    MISSING_HIGH_WATERMARK,
+    high_watermark_on_load,
+    last_stable_offset_from,
+)
 
 __all__ = [
-    "PartitionRef",
-    "TopicSelection",
-    "BatchHead",
+    "MISSING_HIGH_WATERMARK",
     "SCAN_CHUNK",
-    "parse_batch_head",
-    "walk_batch_heads",
-    "iter_batch_heads",
-    "next_offset_after",
-    "log_end_offset",
-    "high_watermark",
+    "BatchHead",
+    "PartitionRef",
     "ProducerEntry",
     "ProducerReplay",
-    "replay_open_transactions",
-    "last_stable_offset",
+    "TopicSelection",
+    "high_watermark",
     "high_watermark_on_load",
+    "iter_batch_heads",
+    "last_stable_offset",
     "last_stable_offset_from",
-    "MISSING_HIGH_WATERMARK",
+    "log_end_offset",
+    "next_offset_after",
+    "parse_batch_head",
+    "replay_open_transactions",
+    "walk_batch_heads",
 ]
 
 @dataclass(frozen=True)

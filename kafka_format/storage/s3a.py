@@ -35,8 +35,20 @@ from urllib.parse import unquote
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
-__all__ = ["SCHEME", "CONF_ENV", "SETTINGS", "S3aUri", "is_s3a", "parse", "hadoop_settings", "use_settings",
-           "setting", "filesystem", "for_hadoop", "store_uri"]
+__all__ = [
+    "CONF_ENV",
+    "SCHEME",
+    "SETTINGS",
+    "S3aUri",
+    "filesystem",
+    "for_hadoop",
+    "hadoop_settings",
+    "is_s3a",
+    "parse",
+    "setting",
+    "store_uri",
+    "use_settings",
+]
 
 SCHEME = "s3a"
 CONF_ENV = "KLOGS_S3A_CONF"

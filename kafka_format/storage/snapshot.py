@@ -26,24 +26,24 @@ from typing import Any
 
 import numpy as np
 
-from kafka_format.storage import fsio
-from kafka_format.records.implementation import crc32c   # the compiled decoder's where it runs
 from kafka_format.common.errors import KafkaFormatError, SnapshotFormatError
 from kafka_format.common.limits import INT32_MAX
+from kafka_format.records.implementation import crc32c  # the compiled decoder's where it runs
+from kafka_format.storage import fsio
 from kafka_format.storage.index import base_offset_from_name
 
 __all__ = [
-    "SNAPSHOT_HEADER",
-    "PRODUCER_ENTRY",
-    "SNAPSHOT_VERSION",
-    "NO_TXN_OFFSET",
     "DEFAULT_PRODUCER_ID_EXPIRATION_MS",
-    "ProducerSnapshotEntry",
+    "NO_TXN_OFFSET",
+    "PRODUCER_ENTRY",
+    "SNAPSHOT_HEADER",
+    "SNAPSHOT_VERSION",
     "ProducerSnapshot",
-    "parse_producer_snapshot",
-    "read_producer_snapshot",
+    "ProducerSnapshotEntry",
     "encode_producer_snapshot",
     "is_producer_expired",
+    "parse_producer_snapshot",
+    "read_producer_snapshot",
 ]
 
 SNAPSHOT_HEADER = struct.Struct(

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from kafka_format.storage import fsio
 from kafka_format.common.errors import IndexFormatError, KafkaFormatError
+from kafka_format.storage import fsio
 from kafka_format.storage.index import SanityCheckResult, base_offset_from_name
 
 __all__ = [
@@ -33,13 +33,13 @@ __all__ = [
     "ABORTED_TXN_SIZE",
     "CURRENT_VERSION",
     "AbortedTxn",
-    "TxnIndexAnomaly",
     "TransactionIndex",
+    "TxnIndexAnomaly",
+    "TxnIndexSearchResult",
+    "collect_aborted_txns",
+    "encode_aborted_txn",
     "parse_transaction_index",
     "read_transaction_index",
-    "collect_aborted_txns",
-    "TxnIndexSearchResult",
-    "encode_aborted_txn",
 ]
 
 ABORTED_TXN = struct.Struct(

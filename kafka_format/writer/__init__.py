@@ -32,9 +32,23 @@ from kafka_format.writer.logdir import LogDirWriter
 from kafka_format.writer.segments import PartitionWriter, SegmentWriter
 
 __all__ = [
-    "CODEC_NONE", "CODEC_GZIP", "CODEC_SNAPPY", "CODEC_LZ4", "CODEC_ZSTD",
-    "CONTROL_ABORT", "CONTROL_COMMIT", "CREATE_TIME", "LOG_APPEND_TIME",
-    "Record", "BuiltBatch", "build_v2_batch", "build_control_batch", "build_empty_batch",
-    "build_legacy_messages", "build_legacy_wrapper",
-    "SegmentWriter", "PartitionWriter", "LogDirWriter",
+    "CODEC_GZIP",
+    "CODEC_LZ4",
+    "CODEC_NONE",
+    "CODEC_SNAPPY",
+    "CODEC_ZSTD",
+    "CONTROL_ABORT",
+    "CONTROL_COMMIT",
+    "CREATE_TIME",
+    "LOG_APPEND_TIME",
+    "BuiltBatch",
+    "LogDirWriter",
+    "PartitionWriter",
+    "Record",
+    "SegmentWriter",
+    "build_control_batch",
+    "build_empty_batch",
+    "build_legacy_messages",
+    "build_legacy_wrapper",
+    "build_v2_batch",
 ]

@@ -37,13 +37,14 @@ lz4 frame with the broken header checksum for magic 0, zstd without content size
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kafka_format.common.crc import crc32, crc32c
 from kafka_format.records import batch_v2, control, legacy
-from kafka_format.records.batch_v2 import HEADER as V2_HEADER   # re-exported under the writer's names
+from kafka_format.records.batch_v2 import HEADER as V2_HEADER  # re-exported under the writer's names
 from kafka_format.records.batch_v2 import HEADER_SIZE as V2_HEADER_SIZE
 from kafka_format.records.compression import compress
 from kafka_format.records.control import CONTROL_ABORT, CONTROL_COMMIT
@@ -73,33 +74,33 @@ from kafka_format.records.record_batch import SNAPPY as CODEC_SNAPPY
 from kafka_format.records.record_batch import ZSTD as CODEC_ZSTD
 
 __all__ = [
-    "CODEC_NONE",
     "CODEC_GZIP",
-    "CODEC_SNAPPY",
     "CODEC_LZ4",
-    "CODEC_ZSTD",
     "CODEC_NAMES",
-    "CREATE_TIME",
-    "LOG_APPEND_TIME",
-    "NO_TIMESTAMP",
-    "NO_PRODUCER_ID",
-    "NO_PRODUCER_EPOCH",
-    "NO_SEQUENCE",
-    "NO_PARTITION_LEADER_EPOCH",
+    "CODEC_NONE",
+    "CODEC_SNAPPY",
+    "CODEC_ZSTD",
     "CONTROL_ABORT",
     "CONTROL_COMMIT",
-    "Record",
+    "CREATE_TIME",
+    "LOG_APPEND_TIME",
+    "NO_PARTITION_LEADER_EPOCH",
+    "NO_PRODUCER_EPOCH",
+    "NO_PRODUCER_ID",
+    "NO_SEQUENCE",
+    "NO_TIMESTAMP",
     "BuiltBatch",
-    "compress",
-    "encode_varint",
-    "encode_record",
-    "build_v2_batch",
-    "frame_v2_batch",
-    "legacy_entry",
+    "Record",
     "build_control_batch",
     "build_empty_batch",
     "build_legacy_messages",
     "build_legacy_wrapper",
+    "build_v2_batch",
+    "compress",
+    "encode_record",
+    "encode_varint",
+    "frame_v2_batch",
+    "legacy_entry",
 ]
 
 # Kafka's ids, sentinels, attribute bits and layouts are the record formats' (records/record_batch.py,
@@ -278,7 +279,7 @@ def build_v2_batch(
     if timestamp_type == LOG_APPEND_TIME and log_append_time is None:
         raise ValueError("LogAppendTime batches need log_append_time")
     deltas = [r.offset_delta if r.offset_delta is not None else i for i, r in enumerate(records)]
-    if any(b <= a for a, b in zip(deltas, deltas[1:])) or deltas[0] < 0:
+    if any(b <= a for a, b in itertools.pairwise(deltas)) or deltas[0] < 0:
         raise ValueError("offset deltas must be non-negative and increasing")
     lod = deltas[-1] if last_offset_delta is None else last_offset_delta
     if lod < deltas[-1]:
@@ -465,4 +466,4 @@ def build_legacy_wrapper(
                       codec=codec, records=tuple(records))
 
 
-__all__ += ["V2_HEADER", "V2_HEADER_SIZE", "MAGIC_V0", "MAGIC_V1", "MAGIC_V2"]
+__all__ += ["MAGIC_V0", "MAGIC_V1", "MAGIC_V2", "V2_HEADER", "V2_HEADER_SIZE"]

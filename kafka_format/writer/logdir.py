@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_format.storage.checkpoints import (   # the file names re-exported (__all__)
+from kafka_format.storage.checkpoints import (  # the file names re-exported (__all__)
     CLEAN_SHUTDOWN,
     CLEANER_OFFSET_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
@@ -39,19 +39,19 @@ from kafka_format.storage.checkpoints import (   # the file names re-exported (_
     format_partition_metadata,
     uuid_to_string,
 )
-from kafka_format.storage.checkpoints import OFFSET_CHECKPOINT_VERSION as CHECKPOINT_VERSION   # re-exported
+from kafka_format.storage.checkpoints import OFFSET_CHECKPOINT_VERSION as CHECKPOINT_VERSION  # re-exported
 from kafka_format.writer.segments import PartitionWriter
 
 __all__ = [
     "CHECKPOINT_VERSION",
-    "RECOVERY_POINT_CHECKPOINT",
-    "LOG_START_OFFSET_CHECKPOINT",
-    "REPLICATION_OFFSET_CHECKPOINT",
     "CLEANER_OFFSET_CHECKPOINT",
+    "LOG_START_OFFSET_CHECKPOINT",
+    "RECOVERY_POINT_CHECKPOINT",
+    "REPLICATION_OFFSET_CHECKPOINT",
     "LogDirWriter",
     "PartitionState",
-    "encode_offset_checkpoint",
     "encode_leader_epoch_checkpoint",
+    "encode_offset_checkpoint",
     "encode_partition_metadata",
     "uuid_to_base64",
 ]

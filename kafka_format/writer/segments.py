@@ -46,18 +46,18 @@ from kafka_format.storage.txnindex import AbortedTxn, encode_aborted_txn
 from kafka_format.writer.batches import CONTROL_ABORT, NO_SEQUENCE, BuiltBatch
 
 __all__ = [
-    "INDEX_ENTRY",
-    "TIME_INDEX_ENTRY",
     "DEFAULT_INDEX_INTERVAL_BYTES",
     "DEFAULT_SEGMENT_BYTES",
     "DEFAULT_SEGMENT_INDEX_BYTES",
-    "segment_file_name",
-    "SegmentWriter",
+    "INDEX_ENTRY",
+    "TIME_INDEX_ENTRY",
+    "AbortedTxn",
     "PartitionWriter",
     "ProducerEntry",
-    "AbortedTxn",
+    "SegmentWriter",
     "encode_snapshot",
     "java_hashmap_order",
+    "segment_file_name",
 ]
 
 # Layouts are declared once, in the reader modules: OFFSET_ENTRY (index.py, OffsetIndex.java),

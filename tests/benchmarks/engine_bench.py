@@ -64,7 +64,7 @@ LARGE_JOBS: dict[str, tuple[str, list[str]]] = {
     "export": ("export", ["--out", "{out}"]),
 }
 
-__all__ = ["sample_times", "throughput", "markdown", "main"]
+__all__ = ["main", "markdown", "sample_times", "throughput"]
 
 
 def _env() -> dict[str, str]:
@@ -293,7 +293,7 @@ def markdown(samples: dict[str, tuple[float, float]], rows: list[dict[str, Any]]
         lines += ["", f"A job with less than {MIN_WORK_CPU_S} s of CPU on either engine beyond the one-batch run "
                   "is not compared: CPU time comes in 10 ms ticks, and the one-batch run's own variation is of "
                   "that order, so its MB/s would be noise (use a larger `--size-mib`)."]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def main(argv: list[str] | None = None) -> int:

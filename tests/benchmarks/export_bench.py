@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from spark_scan import _timed, make_log_dir  # noqa: E402  (benchmark-local module beside this file)
 
-__all__ = ["run_export_benchmark", "markdown", "main"]
+__all__ = ["main", "markdown", "run_export_benchmark"]
 
 BAR = 2.0                                   # target: export within 2x of Parquet -> Parquet
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from aiokafka.record._crecords import DefaultRecordBatchBuilder
 
-__all__ = ["CODECS", "make_log", "corpus_path"]
+__all__ = ["CODECS", "corpus_path", "make_log"]
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 BASE_OFFSET = struct.Struct(">q")  # first field of every log entry (Records.OFFSET_OFFSET = 0)

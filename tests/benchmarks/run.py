@@ -42,9 +42,9 @@ import gen  # noqa: E402  (benchmark-local modules beside this file)
 import shapes  # noqa: E402
 
 from kafka_format.records import implementation as decoder_module  # noqa: E402
-from kafka_format.records.file_records import decode_segment  # noqa: E402
-from kafka_format.records.decoder import Decoder  # noqa: E402
 from kafka_format.records.columns import FileContext  # noqa: E402
+from kafka_format.records.decoder import Decoder  # noqa: E402
+from kafka_format.records.file_records import decode_segment  # noqa: E402
 
 MIB = 1 << 20
 # Rows of a compressed corpus's table besides the readers: the floor's two parts.

@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE))
 from spark_scan import make_log_dir  # noqa: E402  (benchmark-local modules beside this file)
 from treecpu import measure  # noqa: E402
 
-__all__ = ["SHAPES", "run", "markdown", "main"]
+__all__ = ["SHAPES", "main", "markdown", "run"]
 
 REPO = HERE.parents[1]
 PLAIN_SESSION = ("from pyspark.sql import SparkSession; "

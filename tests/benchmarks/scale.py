@@ -178,7 +178,7 @@ def markdown(runs: list[Run], sizes: list[str], notes: list[str]) -> str:
              "(driver JVM; sum of the PySpark daemon and workers). Records/s/core = records in the log dir "
              "/ wall / 2; CPU s = user + system of the whole process tree (klogs, JVM, Python workers), "
              "records/CPU s = records / CPU s: the figure to compare on a shared machine.", ""]
-    lines += notes + [""]
+    lines += [*notes, ""]
     lines += ["| size | job | wall s | CPU s | records/s/core | records/CPU s | JVM peak MB | Python workers peak MB | exit |",
               "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in runs:
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.standalone:
         notes.append("- on a standalone cluster (master + one worker with 2 cores, executor memory 1 GB, 127.0.0.1); "
                      "memory columns: the driver JVM plus the executor JVM, the executor's Python workers")
-    from shapes import update_section       # the section it replaces goes to the history
+    from shapes import update_section  # the section it replaces goes to the history
 
     update_section(Path(args.out), [*markdown(runs, sizes, notes).strip("\n").splitlines(), ""], before=None)
     if not args.keep and args.data is None:

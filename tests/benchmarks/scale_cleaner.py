@@ -22,11 +22,11 @@ import threading
 import time
 
 import pyarrow as pa
+from peak_memory import peak_rss_bytes  # benchmark-local module beside this script
 
 from kafka_format.log.cleaner import clean_partition, write_cleaned_partition
-from kafka_format.storage.logdir import open_log_dirs
 from kafka_format.log.topicconfig import load_topic_configs
-from peak_memory import peak_rss_bytes  # benchmark-local module beside this script
+from kafka_format.storage.logdir import open_log_dirs
 
 STAGE = {"name": "start"}
 

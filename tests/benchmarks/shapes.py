@@ -42,6 +42,7 @@ columns.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import struct
@@ -159,9 +160,9 @@ def _best(fns: dict[str, Callable[[], int]], repeats: int) -> dict[str, tuple[in
 
 def _ours(path: Path, source: Path | bytes | None = None) -> Callable[[], int]:
     """``decode_segment`` of ``source`` (default: the file at ``path``; bytes: in memory)."""
-    from kafka_format.records.file_records import decode_segment
-    from kafka_format.records.fast import FastDecoder
     from kafka_format.records.columns import FileContext
+    from kafka_format.records.fast import FastDecoder
+    from kafka_format.records.file_records import decode_segment
 
     dec = FastDecoder()
     src = str(path) if source is None else source if isinstance(source, bytes) else str(source)
@@ -207,8 +208,7 @@ def _aiokafka_decompress(data: bytes, codec: str) -> Callable[[], int]:
 
 def chunk_meta(data: bytes) -> np.ndarray:
     """decode_v2_chunk meta of every batch of ``data`` (no CRC check requested)."""
-    from kafka_format.records import fast
-    from kafka_format.records import batch_v2
+    from kafka_format.records import batch_v2, fast
 
     table = fast.FastDecoder().scan(data, verify_crc=False)
     rows = np.arange(len(table.position))
@@ -231,7 +231,7 @@ def chunk_pass(data: bytes, meta: np.ndarray, options: int) -> Callable[[], int]
     cap = 256 * MIB
     part = (meta[:, _CHUNK_START] // (16 * MIB)).astype(np.int64)
     cuts = [0, *(np.flatnonzero(np.diff(part)) + 1).tolist(), len(meta)]
-    groups = [np.ascontiguousarray(meta[a:b]) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    groups = [np.ascontiguousarray(meta[a:b]) for a, b in itertools.pairwise(cuts) if b > a]
 
     def run() -> int:
         n = 0

@@ -43,6 +43,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import itertools
+
 import gen  # noqa: E402  (benchmark-local module beside this file)
 
 MIB = 1 << 20
@@ -52,7 +54,7 @@ ENTRY = struct.Struct(">qi")     # baseOffset int64, length int32 (Records.LOG_O
 STAT_PPID, STAT_CPU = 1, slice(11, 15)
 TINY_BATCH_RECORDS = 10
 
-__all__ = ["make_log_dir", "spark_scan", "spark_scans", "markdown", "main"]
+__all__ = ["main", "make_log_dir", "markdown", "spark_scan", "spark_scans"]
 
 Result = dict[str, Any]
 
@@ -71,7 +73,7 @@ def make_log_dir(root: Path, codec: str, size_mib: int, partitions: int) -> Path
         if pos >= target * len(cuts) and pos < len(data):
             cuts.append(pos)
     cuts.append(len(data))
-    for p, (lo, hi) in enumerate(zip(cuts, cuts[1:])):
+    for p, (lo, hi) in enumerate(itertools.pairwise(cuts)):
         d = log_dir / f"bench-{p}"
         d.mkdir(parents=True, exist_ok=True)
         base, _ = ENTRY.unpack_from(data, lo)

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.benchmarks.run import BEGIN, C_DECOMPRESSION, END, SAME_RECORDS_PLAIN, Result, _bars, _write, publish
+from tests.benchmarks.run import (
+    BEGIN,
+    C_DECOMPRESSION,
+    END,
+    SAME_RECORDS_PLAIN,
+    Result,
+    _bars,
+    _write,
+    publish,
+)
 
 
 def test_a_run_replaces_its_own_block_and_keeps_the_rest(tmp_path: Path) -> None:

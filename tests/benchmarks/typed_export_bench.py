@@ -364,7 +364,7 @@ def decoding_alone(fmt: str, payloads: list[bytes], rounds: int, shape: Shape) -
     from kafka_format.registry.store import RegisteredSchema, SchemaStore
     from kafka_format.registry.typed import TYPED_FORMATS, ColumnDecoder, plan_column
 
-    stype, *texts = shape.schemas(fmt)
+    _stype, *texts = shape.schemas(fmt)
     store = SchemaStore.from_schemas(
         [RegisteredSchema("events-value", v, v, t, TYPED_FORMATS[fmt]) for v, t in ((1, texts[0]), (2, texts[1]))]
     )

@@ -179,7 +179,7 @@ def _kp_batches(data: bytes) -> list[tuple[int, Any, bytes]]:
 def _expected_batch_fields(position: int, batch: Any, raw: bytes) -> dict[str, str]:
     bool_text = {True: "true", False: "false"}
     if batch.magic >= 2:
-        horizon = ("OptionalLong[%d]" % batch.first_timestamp if batch.attributes & DELETE_HORIZON_FLAG
+        horizon = (f"OptionalLong[{batch.first_timestamp}]" if batch.attributes & DELETE_HORIZON_FLAG
                    else "OptionalLong.empty")
         return {
             "baseOffset": str(batch.base_offset), "lastOffset": str(batch.last_offset),

@@ -23,10 +23,12 @@ from typing import Any
 import pytest
 
 pytest.importorskip("kafka")
+import itertools
+
 from kafka.record import MemoryRecords, MemoryRecordsBuilder  # noqa: E402
+from test_dump import expected_batch_json  # noqa: E402  (tests/cli helper)
 
 from kafka_format.cli import main  # noqa: E402
-from test_dump import expected_batch_json  # noqa: E402  (tests/cli helper)
 
 CODEC_IDS = {"none": 0, "gzip": 1}
 T0 = 1_700_000_000_000
@@ -198,7 +200,7 @@ class TestJsonAccountsForEveryByte:
                 assert set(o) == ERROR_KEYS and o["file"] == str(log) and o["message"]
         # deep iteration: the end-of-run report names the offset gaps the skipped batches leave
         offsets = [o["offset"] for o in expected if isinstance(o, dict) and o["type"] == "record"]
-        gaps = [(a, b) for a, b in zip(offsets, offsets[1:]) if b != a + 1]
+        gaps = [(a, b) for a, b in itertools.pairwise(offsets) if b != a + 1]
         assert [(o["type"], o["offset"], o["nextOffset"]) for o in reports] == [
             ("nonConsecutiveOffsets", a, b) for a, b in reversed(gaps)]
 

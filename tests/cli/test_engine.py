@@ -237,7 +237,7 @@ def test_many_small_segments_weigh_enough_for_the_pool(tmp_path: Path, monkeypat
     tree = _small_segments(tmp_path / "many", 200)
     assert len(list((tree / "small-0").glob("*.log"))) == 200
     seen = _weights(monkeypatch)
-    findings, files = audit_local([str(tree)], now_ms=1_700_000_200_000)
+    _findings, files = audit_local([str(tree)], now_ms=1_700_000_200_000)
     assert len([f for f in files.to_pylist() if f["file"].endswith(".log")]) == 200
     assert seen[-1] >= PARALLEL_MIN_BYTES
     few = _small_segments(tmp_path / "few", 3)
@@ -299,13 +299,14 @@ def test_an_export_with_the_reference_decoders_stays_off_threads(tmp_path: Path,
     """The reference decoders are Python: an export that uses them (``KAFKA_FORMAT_DECODER=reference``,
     no compiled build, or typed columns whose table type does not lay out) keeps the pool, where
     threads would take turns on the GIL, and ``read_table`` one thread."""
+    from testhelpers import load_module
+
     import kafka_format.engine as engine
     from kafka_format.engine.export import export_local
     from kafka_format.engine.read import read_table
     from kafka_format.records import implementation
     from kafka_format.registry import schemas_from_log_dirs
     from kafka_format.registry.typed import ColumnDecoder, plan_columns
-    from testhelpers import load_module
 
     wide = _small_segments(tmp_path / "wide", 3, value=bytes(3_000_000))
     seen = _weights(monkeypatch)
@@ -370,12 +371,12 @@ def test_a_typed_export_on_threads_writes_what_one_thread_writes(tmp_path: Path,
     thresholds lowered to reach them with a small topic) and by this thread alone: the same rows,
     every value as the serializer wrote it, no row failed."""
     import pyarrow.dataset as ds
+    from testhelpers import load_module
 
     import kafka_format.engine as engine
     import kafka_format.engine.export as export
     from kafka_format.registry import schemas_from_log_dirs
     from kafka_format.registry.typed import plan_columns
-    from testhelpers import load_module
 
     corpus = load_module("registry_corpus", REPO / "tests" / "registry" / "registry_corpus.py")
     c = corpus.make_corpus(tmp_path / "logs", "avro", n1=1500, n2=1500)

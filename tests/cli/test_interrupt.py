@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from testhelpers import own_spark_env
 
 REPO = Path(__file__).resolve().parents[2]

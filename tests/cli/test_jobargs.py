@@ -8,9 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from kafka_format.jobs.jobargs import (EXIT_USAGE, UsageError, add_common_arguments, check_inputs, job_context,
-                                      parse_args, run_job)
 from kafka_format.common.errors import CorruptRecordError
+from kafka_format.jobs.jobargs import (
+    EXIT_USAGE,
+    UsageError,
+    add_common_arguments,
+    check_inputs,
+    job_context,
+    parse_args,
+    run_job,
+)
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data_samples" / "logdirs"
 

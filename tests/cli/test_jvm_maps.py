@@ -38,11 +38,11 @@ CASES = {
     # 13 keys: the 13th passes the threshold (12), but Java grows only at the next call
     "thirteen": (P[:13], _t(10, 2, 8, 5, 7, 12, 0, 9, 3, 1, 6, 4, 11),
                  _t(2, 8, 7, 12, 3, 4, 10, 5, 0, 9, 1, 6, 11)),
-    "thirteen and a lookup": (P[:13] + [P[0]], _t(2, 8, 7, 12, 3, 4, 10, 5, 0, 9, 1, 6, 11),
+    "thirteen and a lookup": ([*P[:13], P[0]], _t(2, 8, 7, 12, 3, 4, 10, 5, 0, 9, 1, 6, 11),
                               _t(2, 8, 7, 12, 3, 4, 10, 5, 0, 9, 1, 6, 11)),
     # 11 keys: Scala grows at the next put, even one that only replaces a value
     "eleven": (P[:11], _t(10, 2, 8, 5, 7, 0, 9, 3, 1, 6, 4), _t(10, 2, 8, 5, 7, 0, 9, 1, 3, 4, 6)),
-    "eleven and a replace": (P[:11] + [P[3]], _t(10, 2, 8, 5, 7, 0, 9, 3, 1, 6, 4),
+    "eleven and a replace": ([*P[:11], P[3]], _t(10, 2, 8, 5, 7, 0, 9, 3, 1, 6, 4),
                              _t(2, 8, 7, 3, 4, 10, 5, 0, 9, 1, 6)),
     # equal hashes: Java puts each new key first and grows a small table at 8 in a bucket; Scala
     # keeps a bucket sorted by hash, equal hashes in insertion order

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from testhelpers import REPO, load_module
 
 from kafka_format.cli import main
-from testhelpers import REPO, load_module
 
 corpus_mod = load_module("registry_corpus", REPO / "tests" / "registry" / "registry_corpus.py")
 

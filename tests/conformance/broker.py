@@ -39,8 +39,14 @@ from typing import Any, TypeVar
 
 import kafka_dist
 
-__all__ = ["KafkaBroker", "BrokerError", "free_port", "wait_until", "DEFAULT_TOPIC_CONFIG",
-           "DEFAULT_BROKER_CONFIG"]
+__all__ = [
+    "DEFAULT_BROKER_CONFIG",
+    "DEFAULT_TOPIC_CONFIG",
+    "BrokerError",
+    "KafkaBroker",
+    "free_port",
+    "wait_until",
+]
 
 T = TypeVar("T")
 

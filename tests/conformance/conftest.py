@@ -29,9 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import kafka_dist
+import pytest
 from broker import KafkaBroker
 
 REPO = Path(__file__).resolve().parents[2]

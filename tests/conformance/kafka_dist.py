@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["KAFKA_VERSIONS", "versions", "classpath", "unavailable_reason", "java", "cache_dir"]
+__all__ = ["KAFKA_VERSIONS", "cache_dir", "classpath", "java", "unavailable_reason", "versions"]
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "pom.xml"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import kafka_dist
 
-__all__ = ["Run", "Case", "tool_class", "run_kafka", "run_ours", "compare_run", "jvm_map_orders"]
+__all__ = ["Case", "Run", "compare_run", "jvm_map_orders", "run_kafka", "run_ours", "tool_class"]
 
 HERE = Path(__file__).resolve().parent
 DRIVER_SOURCE = HERE / "DumpDriver.java"

@@ -33,9 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import kafka_dist
+import pytest
 import workloads
 from broker import KafkaBroker, wait_until
 from kafka_dump import run_kafka

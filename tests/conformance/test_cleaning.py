@@ -40,9 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import cleaning_workloads as wl
+import pytest
 
 pytestmark = pytest.mark.conformance
 
@@ -87,8 +86,8 @@ def _predict_partition(logdir: Path, topic: str, now_ms: int, out: Path) -> tupl
     """The cleaner model on one partition of a log-dir copy at ``now_ms``: (checkpoint after, the
     written partition dir).  Same code the job runs per partition."""
     from kafka_format.log.cleaner import clean_partition, write_cleaned_partition
-    from kafka_format.storage.logdir import open_log_dirs
     from kafka_format.log.topicconfig import load_topic_configs
+    from kafka_format.storage.logdir import open_log_dirs
 
     dirs = open_log_dirs([str(logdir)])
     configs = load_topic_configs(dirs, overrides=[*BROKER_FLAGS, *wl.topic_flags({topic: wl.COMPACTED_TOPICS[topic]})])
@@ -194,9 +193,9 @@ def _drm(topic: str) -> int:
 def _predict_retention(logdir: Path, now_ms: int) -> list[dict[str, Any]]:
     """What ``klogs retention LOGDIR --now T --topic rt-...`` prints (its jsonl rows), from the
     module the job runs per partition (no Spark here: the retention window is timed)."""
-    from kafka_format.storage.logdir import open_log_dirs
     from kafka_format.log.retention import plan_retention, run_task, segment_rows
     from kafka_format.log.topicconfig import load_topic_configs
+    from kafka_format.storage.logdir import open_log_dirs
 
     dirs = open_log_dirs([str(logdir)])
     configs = load_topic_configs(dirs, overrides=wl.topic_flags(wl.RETENTION_TOPICS))

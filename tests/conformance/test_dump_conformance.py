@@ -48,9 +48,9 @@ import random
 import shutil
 import struct
 from collections import defaultdict
-from typing import Any
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import kafka_dist
 import kafka_dump

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from broker import KafkaBroker
 
 pytestmark = pytest.mark.conformance
@@ -45,7 +44,10 @@ def _read_topics(spark, copy: Path, topics: list[str]) -> dict[str, list[Any]]:
 def committed_offsets_from_log(rows: list[Any]) -> dict[tuple[str, str, int], tuple[int, str, int]]:
     """{(group, topic, partition): (offset, metadata, leaderEpoch)} replayed from the records of
     ``__consumer_offsets`` (offset order per partition; a tombstone deletes)."""
-    from kafka_format.internal.consumer_offsets import decode_consumer_offsets_key, decode_consumer_offsets_value
+    from kafka_format.internal.consumer_offsets import (
+        decode_consumer_offsets_key,
+        decode_consumer_offsets_value,
+    )
 
     out: dict[tuple[str, str, int], tuple[int, str, int]] = {}
     for r in rows:

@@ -22,7 +22,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from broker import KafkaBroker
 
 pytestmark = pytest.mark.conformance
@@ -126,9 +125,8 @@ def test_list_offsets_equal_the_broker(kafka_broker: KafkaBroker, standard_workl
     partitions = _partitions(standard_workload, kafka_broker)
     _compare_phase("initial", kafka_broker, spark, conformance, kafka_version, partitions, tmp_path)
 
-    from kafka import TopicPartition
-
     from broker import wait_until
+    from kafka import TopicPartition
 
     targets = {("w-retention", 0): 0, ("w-codecs", 1): 0}
     for (t, p) in targets:

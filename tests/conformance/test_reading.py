@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from broker import KafkaBroker, wait_until
 
 pytestmark = pytest.mark.conformance

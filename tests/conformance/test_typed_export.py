@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from broker import KafkaBroker, wait_until
 from testhelpers import REPO, load_module
 
@@ -73,9 +72,8 @@ def _deserializer(fmt: str, client: Any) -> Any:
 
         d = JSONDeserializer(None, schema_registry_client=client)
         return lambda b, t: d(b, SerializationContext(t, MessageField.VALUE))
-    from google.protobuf.json_format import MessageToDict
-
     from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
+    from google.protobuf.json_format import MessageToDict
 
     cls = corpus_mod._protoc_classes(
         {"shop/money.proto": corpus_mod.PROTO_MONEY, "shop/order.proto": corpus_mod.PROTO_V2}

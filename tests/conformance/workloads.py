@@ -20,9 +20,24 @@ from typing import Any
 
 from broker import KafkaBroker, wait_until
 
-__all__ = ["CODECS", "Workload", "producer", "produce", "codecs", "confluent", "log_append_time", "idempotent",
-           "transactions", "stale_open_transaction", "consumer_groups", "compacted", "retention", "standard", "records",
-           "open_transaction"]
+__all__ = [
+    "CODECS",
+    "Workload",
+    "codecs",
+    "compacted",
+    "confluent",
+    "consumer_groups",
+    "idempotent",
+    "log_append_time",
+    "open_transaction",
+    "produce",
+    "producer",
+    "records",
+    "retention",
+    "stale_open_transaction",
+    "standard",
+    "transactions",
+]
 
 log = logging.getLogger("conformance")
 

@@ -39,7 +39,7 @@ def test_reference_covers_every_command_and_flag() -> None:
 
 def test_a_new_flag_changes_the_page() -> None:
     commands = command_parsers()
-    name, summary, parser = commands[-1]
+    _name, _summary, parser = commands[-1]
     before = render_cli_reference(commands)
     parser.add_argument("--brand-new-flag", metavar="X", default="7", help="added by the test")
     after = render_cli_reference(commands)

@@ -33,10 +33,10 @@ def test_every_data_source_option_and_column_is_documented() -> None:
 
 
 def _output_columns() -> dict[str, tuple[str, ...]]:
-    from kafka_format.log.audit.auditor import ACCOUNTING_COLUMNS, FINDING_COLUMNS
     from kafka_format.engine.compaction import DECISION_FIELDS, SUMMARY_SCHEMA
     from kafka_format.engine.offsets import COLUMNS as OFFSET_COLUMNS
     from kafka_format.engine.table_view import FULL_SUMMARY_COLUMNS
+    from kafka_format.log.audit.auditor import ACCOUNTING_COLUMNS, FINDING_COLUMNS
     from kafka_format.log.retention import SEGMENT_FIELDS
 
     return {

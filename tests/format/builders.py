@@ -18,12 +18,11 @@ import pyarrow as pa
 
 with warnings.catch_warnings():  # kafka-python's package import emits DeprecationWarnings
     warnings.simplefilter("ignore")
+    from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
     from kafka.record.default_records import DefaultRecordBatchBuilder
     from kafka.record.legacy_records import LegacyRecordBatchBuilder
     from kafka.record.memory_records import MemoryRecords as KpMemoryRecords
     from kafka.record.util import calc_crc32, calc_crc32c
-
-    from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
 
 from kafka_format.records.decoder import Decoder
 
@@ -50,21 +49,21 @@ _give_kafka_python_snappy()
 
 __all__ = [
     "CODECS",
-    "LEGACY_CODECS",
     "DECODERS",
-    "build_v2",
-    "build_legacy",
-    "patch_v2",
-    "kafka_python_records",
+    "DECODER_IDS",
+    "LEGACY_CODECS",
     "aiokafka_records",
     "arrow_records",
-    "sample_records",
-    "need_codec",
-    "raw_v2",
-    "varint",
+    "build_legacy",
+    "build_v2",
     "comparable",
+    "kafka_python_records",
     "legacy_crc",
-    "DECODER_IDS",
+    "need_codec",
+    "patch_v2",
+    "raw_v2",
+    "sample_records",
+    "varint",
 ]
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}

@@ -22,9 +22,17 @@ from builders import (
     sample_records,
 )
 
-from kafka_format.records import decoder as decoder_module, file_records as api, file_source, implementation
-from kafka_format.records.file_records import FileContext, decode_bytes, decode_file, decode_segment, iter_batches
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.records import decoder as decoder_module
+from kafka_format.records import file_records as api
+from kafka_format.records import file_source, implementation
+from kafka_format.records.file_records import (
+    FileContext,
+    decode_bytes,
+    decode_file,
+    decode_segment,
+    iter_batches,
+)
 from kafka_format.records.schema import BATCH_SCHEMA, RECORD_SCHEMA
 
 

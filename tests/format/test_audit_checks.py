@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from kafka_format.cli.dump import DumpOptions, dump
 from kafka_format.log.audit.auditor import (
     CHECKS,
     FINDING_COLUMNS,
@@ -31,10 +32,9 @@ from kafka_format.log.audit.auditor import (
     audit_replicas,
     replica_groups,
 )
-from kafka_format.cli.dump import DumpOptions, dump
-from kafka_format.storage.logdir import open_log_dirs
 from kafka_format.records.entry import ENTRY
 from kafka_format.report.audit_report import render_html
+from kafka_format.storage.logdir import open_log_dirs
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data_samples" / "logdirs"
 NOW = 1_700_100_000_000          # a day after the samples' first record (2023-11-14T22:13:20Z)

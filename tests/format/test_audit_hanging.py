@@ -16,8 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from kafka_format.log.audit.auditor import TRANSACTION_MAX_TIMEOUT_MS, audit_partition, coordinator_transactions
 from kafka_format.internal.transaction_log import encode_transaction_log_key, encode_transaction_log_value
+from kafka_format.log.audit.auditor import (
+    TRANSACTION_MAX_TIMEOUT_MS,
+    audit_partition,
+    coordinator_transactions,
+)
 from kafka_format.storage.logdir import open_log_dirs
 from kafka_format.writer.batches import Record, build_v2_batch
 from kafka_format.writer.segments import PartitionWriter

@@ -5,6 +5,7 @@ the columns, each against a plain Python computation over the same rows."""
 from __future__ import annotations
 
 import html
+import itertools
 import re
 from typing import Any
 
@@ -61,7 +62,7 @@ def test_the_collector_orders_findings_as_a_stable_sort_over_the_rows(
     rows = _numbered(rows)
     bounds = sorted({0, len(rows), *(min(c, len(rows)) for c in cuts)})
     collector = tables.ResultCollector()
-    for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+    for k, (lo, hi) in enumerate(itertools.pairwise(bounds)):
         part = [tuple(r[c] for c in FINDING_COLUMNS) for r in rows[lo:hi]]
         files = [tuple(_file_row(lo + j).values()) for j in range(hi - lo)]
         if k == as_table:

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_format.storage import checkpoints as C
 from kafka_format.common.errors import CheckpointFormatError, KafkaFormatError
+from kafka_format.storage import checkpoints as C
 
 
 def log_end_and_epochs(part_dir: Path) -> tuple[int | None, list[tuple[int, int]]]:
@@ -144,7 +144,7 @@ def test_real_meta_properties_zk_and_kraft(realdata: Path) -> None:
 
 @pytest.mark.realdata
 def test_real_clean_shutdown_and_quorum_state(realdata: Path) -> None:
-    epochs = {f.parent.parent.name if f.parent.name != "kafka-data" else f.parent.parent.name:
+    epochs = {f.parent.parent.name:
               C.read_clean_shutdown(str(f)).broker_epoch for f in realdata.rglob(C.CLEAN_SHUTDOWN)}
     assert epochs["ArthurArutunyan04__Backend_labs"] == 7118
     assert epochs["rjmfernandes__flink-on-prem"] is None  # older brokers: empty file

@@ -183,7 +183,7 @@ def _keyed_columns(seed: int, n: int) -> tuple[list[bytes], np.ndarray, np.ndarr
 
 def _map_of(seed: int, n: int) -> tuple[int, list[int], bytes]:
     """One thread's work: its keys put in a map of its own, all of them read back, and digested."""
-    keys, off, col, rows = _keyed_columns(seed, n)
+    _keys, off, col, rows = _keyed_columns(seed, n)
     m = native.OffsetMap(n)
     put = m.put_keys(off, col, rows, rows * 2, n)
     out = np.empty(n, np.int64)

@@ -25,8 +25,8 @@ from kafka_format.log.cleaner import (
     map_capacity,
     plan_cleaning,
 )
-from kafka_format.storage.logdir import open_log_dirs
 from kafka_format.log.topicconfig import load_topic_configs
+from kafka_format.storage.logdir import open_log_dirs
 from kafka_format.writer import (
     CODEC_GZIP,
     CODEC_LZ4,

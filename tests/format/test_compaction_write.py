@@ -28,8 +28,9 @@ from test_compaction_cleaner import (
     v,
 )
 
-from kafka_format.records.file_records import decode_file
 from kafka_format.log.cleaner import clean_partition, write_cleaned_partition
+from kafka_format.log.topicconfig import load_topic_configs
+from kafka_format.records.file_records import decode_file
 from kafka_format.storage.index import (
     offset_index_sanity_check,
     read_offset_index,
@@ -37,7 +38,6 @@ from kafka_format.storage.index import (
     time_index_sanity_check,
 )
 from kafka_format.storage.logdir import open_log_dirs
-from kafka_format.log.topicconfig import load_topic_configs
 from kafka_format.storage.txnindex import read_transaction_index
 from kafka_format.writer import (
     CODEC_GZIP,

@@ -30,15 +30,15 @@ with warnings.catch_warnings():  # kafka-python's package import uses deprecated
     warnings.simplefilter("ignore", DeprecationWarning)
     import kafka.codec as kp_codec
 
-from kafka_format.records import compression as comp
-from kafka_format.records.compression import gzip as gzip_codec
-from kafka_format.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, compress, decompress
 from kafka_format.common.errors import (
     CompressionError,
     DecompressionLimitError,
     KafkaFormatError,
     UnsupportedFormatError,
 )
+from kafka_format.records import compression as comp
+from kafka_format.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, compress, decompress
+from kafka_format.records.compression import gzip as gzip_codec
 
 CODECS = (GZIP, SNAPPY, LZ4, ZSTD)
 CODEC_MAGICS = [(codec, magic) for codec in CODECS for magic in (0, 1, 2)

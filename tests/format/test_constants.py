@@ -107,8 +107,17 @@ def test_the_public_names_that_moved_are_still_there() -> None:
     from kafka_format.engine import compaction as engine_compaction
     from kafka_format.internal import kraft_control, protocol
     from kafka_format.log.cleaner import plan, transactions
-    from kafka_format.records import batch_v2, compression, control, decoder, entry, file_records, implementation
-    from kafka_format.records import legacy, record_batch
+    from kafka_format.records import (
+        batch_v2,
+        compression,
+        control,
+        decoder,
+        entry,
+        file_records,
+        implementation,
+        legacy,
+        record_batch,
+    )
     from kafka_format.registry import typed
     from kafka_format.storage import batch_heads, checkpoints, index, partition_state
     from kafka_format.writer import batches, logdir

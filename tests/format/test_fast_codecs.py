@@ -23,11 +23,11 @@ from builders import CODECS, build_v2, raw_v2, sample_records
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kafka_format.records import compression
-from kafka_format.records.file_records import decode_segment
-from kafka_format.records.decoder import Decoder
 from kafka_format.common.errors import DecompressionLimitError, KafkaFormatError
+from kafka_format.records import compression
 from kafka_format.records.columns import FileContext
+from kafka_format.records.decoder import Decoder
+from kafka_format.records.file_records import decode_segment
 from kafka_format.records.schema import RECORD_SCHEMA
 
 pytest.importorskip("kafka_format.records._fastdecode", reason="compiled decoder not built")
@@ -342,7 +342,7 @@ def test_lz4_block_checksums_verified_in_groups_decode_identically(damage: int |
     if damage is None:
         _decoded_in_c_alone(data, monkeypatch)
         return
-    kind, outcome = _assert_same(data)
+    kind, _outcome = _assert_same(data)
     assert kind == "error"
     kind, table = _assert_same(data, mode="PERMISSIVE")
     assert kind == "ok" and table.num_rows == sum(110 + i % 7 for i in range(len(layout)) if i != damage)
@@ -353,7 +353,7 @@ def _room_first() -> bytes:
     the call's value column far beyond its values: the compressed batches after it are
     decompressed straight into that column (their codecs ask for up to 256 KiB of room)."""
     record = {"timestamp": 1_700_000_000_000, "key": b"k", "value": None,
-              "headers": [("h%d" % i, bytes([i % 251]) * 4000) for i in range(300)]}
+              "headers": [(f"h{i}", bytes([i % 251]) * 4000) for i in range(300)]}
     return build_v2([record], base_offset=0)
 
 

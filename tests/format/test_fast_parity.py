@@ -38,10 +38,10 @@ from builders import (
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kafka_format.records.file_records import decode_segment
-from kafka_format.records.decoder import Decoder
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.records.columns import FileContext
+from kafka_format.records.decoder import Decoder
+from kafka_format.records.file_records import decode_segment
 from kafka_format.records.schema import RECORD_SCHEMA
 
 pytest.importorskip("kafka_format.records._fastdecode", reason="compiled decoder not built")

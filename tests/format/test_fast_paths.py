@@ -25,12 +25,12 @@ import pyarrow as pa
 import pytest
 from builders import CODECS, build_legacy, build_v2, kafka_python_records, patch_v2, sample_records
 
-from kafka_format.records import chunk_records, file_records as api
-from kafka_format.records.file_records import decode_segment
-from kafka_format.records.decoder import Decoder
 from kafka_format.common.errors import ChecksumError, KafkaFormatError
-from kafka_format.records import assembly
+from kafka_format.records import assembly, chunk_records
+from kafka_format.records import file_records as api
 from kafka_format.records.columns import FileContext, codec_name
+from kafka_format.records.decoder import Decoder
+from kafka_format.records.file_records import decode_segment
 from kafka_format.records.schema import RECORD_SCHEMA
 
 native = pytest.importorskip("kafka_format.records._fastdecode", reason="compiled decoder not built")

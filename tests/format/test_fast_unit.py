@@ -20,10 +20,10 @@ import pytest
 from builders import build_v2, kafka_python_records, raw_v2, sample_records, varint
 from crc32c import crc32c as crc32c_oracle
 
+from kafka_format.common.errors import CorruptRecordError, KafkaFormatError
 from kafka_format.common.extensions import reference_forced
 from kafka_format.records import implementation
 from kafka_format.records.decoder import Decoder
-from kafka_format.common.errors import CorruptRecordError, KafkaFormatError
 
 fastdecode = pytest.importorskip("kafka_format.records._fastdecode", reason="compiled decoder not built")
 from kafka_format.records.fast import FastDecoder  # noqa: E402  (after the importorskip)

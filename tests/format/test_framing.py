@@ -16,8 +16,8 @@ from builders import (
 )
 from kafka.record.util import calc_crc32c
 
-from kafka_format.records.file_records import decode_segment
 from kafka_format.common.errors import ChecksumError, CorruptRecordError, UnsupportedFormatError
+from kafka_format.records.file_records import decode_segment
 
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.fs as pafs
 import pytest
+from conftest import REALDATA  # the root the `realdata` fixture serves
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,8 +28,6 @@ from kafka_format.storage.index import (
     read_offset_index,
     read_time_index,
 )
-
-from conftest import REALDATA  # the root the `realdata` fixture serves
 
 
 def _realdata_index_files() -> list[Path]:

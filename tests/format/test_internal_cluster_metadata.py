@@ -51,7 +51,7 @@ KpBatch = collections.namedtuple("KpBatch", "is_control_batch leader_epoch")
 KpRecord = collections.namedtuple("KpRecord", "offset key value")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kp_records(path: Path) -> list[tuple[KpBatch, KpRecord]]:
     """(batch, record) pairs decoded by kafka-python, cached: several tests read the same logs."""
     out = []
@@ -112,7 +112,7 @@ def _node_id(log_dir: Path) -> int | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _replay(md: Path) -> tuple[cm.ClusterMetadataView, list[tuple[int, int]]]:
     """Replay a metadata log from offset 0, or the latest snapshot when the log is gone."""
     logs = sorted(md.glob("*.log"))

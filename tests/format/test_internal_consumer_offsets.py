@@ -37,7 +37,7 @@ KpBatch = collections.namedtuple("KpBatch", "is_control_batch")
 KpRecord = collections.namedtuple("KpRecord", "offset timestamp key value")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kp_records(path: Path) -> list[tuple[KpBatch, KpRecord]]:
     """(batch, record) pairs of a .log, decoded by kafka-python (the independent oracle); cached."""
     out = []

@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import struct
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -21,6 +21,8 @@ with warnings.catch_warnings():  # kafka-python's package import emits Deprecati
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka.record import MemoryRecords
 
+import itertools
+
 from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal import transaction_log as tl
 from kafka_format.internal.protocol import INT16
@@ -76,7 +78,7 @@ def test_every_record_decodes_into_its_partition(txn_records: list) -> None:
 def test_states_follow_kafka_transitions_and_match_data_partition(txn_records: list) -> None:
     values = [tl.decode_transaction_log_value(r.value)["data"] for r in txn_records]  # type: ignore[index]
     states = [tl.TRANSACTION_STATES[v["transactionStatus"]] for v in values]
-    for prev, cur in zip(states, states[1:]):
+    for prev, cur in itertools.pairwise(states):
         assert prev in VALID_PREVIOUS[cur], (prev, cur)
     # The data partitions the coordinator tracked hold this producer's transactional
     # batches and, because the transaction completed with a commit, a COMMIT marker.

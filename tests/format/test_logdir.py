@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_format.storage import checkpoints as C
 from kafka_format.common.errors import CheckpointFormatError, KafkaFormatError, LogDirError
+from kafka_format.storage import checkpoints as C
 from kafka_format.storage.index import read_offset_index
 from kafka_format.storage.logdir import (
     LogDirSet,

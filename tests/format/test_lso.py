@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_format.storage import partition_state
-
 from kafka_format.read import planning
 from kafka_format.records.file_records import decode_file
+from kafka_format.storage import partition_state
 from kafka_format.storage.logdir import open_log_dirs
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data_samples" / "logdirs"

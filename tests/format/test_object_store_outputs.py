@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from kafka_format.storage import s3a
-from kafka_format.output.ownership import Owner, OutputRefused
 from s3store import KEY, SECRET, SECRET_IN_URI
+
+from kafka_format.output.ownership import OutputRefused, Owner
+from kafka_format.storage import s3a
 
 BUCKET = "store-outputs"
 OWNER = Owner("retention", "report")

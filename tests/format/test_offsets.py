@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 import kafka_format as kf
-from kafka_format.storage.logdir import PartitionLog
 from kafka_format.log.list_offsets import OffsetAnswer, PartitionLookup, list_offsets, parse_timestamp_spec
 from kafka_format.read.planning import open_partitions
+from kafka_format.storage.logdir import PartitionLog
 from kafka_format.writer import (
     CODEC_GZIP,
     CODEC_NONE,

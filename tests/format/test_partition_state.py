@@ -19,14 +19,13 @@ from pathlib import Path
 import pytest
 
 from kafka_format import iter_batches
-
-from kafka_format.storage import partition_state
-from kafka_format.log.cleaner import plan_cleaning
 from kafka_format.common.errors import CorruptRecordError
-from kafka_format.storage.logdir import PartitionLog, open_log_dirs
+from kafka_format.log.cleaner import plan_cleaning
 from kafka_format.log.list_offsets import list_offsets
 from kafka_format.log.retention import partition_facts
 from kafka_format.log.topicconfig import load_topic_configs
+from kafka_format.storage import partition_state
+from kafka_format.storage.logdir import PartitionLog, open_log_dirs
 from kafka_format.storage.watermarks import high_watermark_on_load, last_stable_offset_from
 from kafka_format.writer import LogDirWriter, Record, build_v2_batch
 

@@ -11,8 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from kafka_format.output.publish import (CRASH_ENV, atomic_write_text, cleanup_stale, crash_point, is_temp_name,
-                                  local_path, publish_dir, staging_dir)
+from kafka_format.output.publish import (
+    CRASH_ENV,
+    atomic_write_text,
+    cleanup_stale,
+    crash_point,
+    is_temp_name,
+    local_path,
+    publish_dir,
+    staging_dir,
+)
 
 
 def _visible(parent: Path) -> list[str]:

@@ -3,6 +3,7 @@ CRCs and equals kafka-python's decode of the same file, record for record."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,7 +31,7 @@ def test_decodes_like_kafka_python_with_valid_crcs(realdata, log):
     assert all(h.crc_valid for h in headers)
     # MANIFEST: no bytes after the last complete batch in any set; batches are contiguous.
     assert headers[-1].position + headers[-1].size == len(data)
-    assert all(a.position + a.size == b.position for a, b in zip(headers, headers[1:]))
+    assert all(a.position + a.size == b.position for a, b in itertools.pairwise(headers))
 
     ours = arrow_records(list(decode_file(log)))
     assert comparable(ours) == kafka_python_records(data)

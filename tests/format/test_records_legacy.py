@@ -20,8 +20,8 @@ from builders import (
     sample_records,
 )
 
-from kafka_format.records.file_records import decode_segment
 from kafka_format.common.errors import ChecksumError, CorruptRecordError, KafkaFormatError
+from kafka_format.records.file_records import decode_segment
 
 GZIP = 1
 

@@ -27,9 +27,9 @@ from builders import (
     varint,
 )
 
-from kafka_format.records.file_records import decode_segment
 from kafka_format.common.errors import CorruptRecordError
 from kafka_format.records.control import ControlRecordType, parse_control_key, parse_end_txn_marker
+from kafka_format.records.file_records import decode_segment
 from kafka_format.records.schema import RECORD_SCHEMA
 
 INT32_MAX = 2**31 - 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -245,7 +246,7 @@ def deleted(rows: list[dict[str, Any]]) -> dict[int, str]:
 def test_future_timestamp_blocks_later_segments(tmp_path: Path) -> None:
     now = T0 + 10 * DAY
     part = Part("t", [[T0, T0 + 1], [T0 + HOUR], [now + 30 * DAY], [T0 + 2 * HOUR], [T0 + 3 * HOUR]])
-    rows = check_against_oracle(write_logdir(tmp_path, [part]), ["t:retention.ms=%d" % DAY], now,
+    rows = check_against_oracle(write_logdir(tmp_path, [part]), [f"t:retention.ms={DAY}"], now,
                                 retention_ms=DAY)
     # hand-derived: segments 0 and 2 expired; 3 is in the future and stops the walk.
     assert deleted(rows) == {0: "retention.ms", 2: "retention.ms"}
@@ -255,7 +256,7 @@ def test_future_timestamp_blocks_later_segments(tmp_path: Path) -> None:
 
 def test_strictly_greater_and_deletable_at(tmp_path: Path) -> None:
     logdir = write_logdir(tmp_path, [Part("t", [[T0], [T0 + 5 * HOUR], [T0 + 2 * HOUR], [T0 + 9 * HOUR]])])
-    flags = ["t:retention.ms=%d" % HOUR]
+    flags = [f"t:retention.ms={HOUR}"]
     rows = tool_rows(logdir, flags, T0 + HOUR)        # now - largest == retention: not yet
     assert deleted(rows) == {}
     # a later, older segment waits for the newer one before it: max over the prefix.
@@ -407,7 +408,7 @@ def test_legacy_v0_mtime_fallback(tmp_path: Path) -> None:
     mt = {0: T0 - 10 * DAY, 3: T0 - 2 * DAY, 5: T0}
     part = Part("old", [[-1] * 3, [-1] * 2, [-1] * 2], magic=0, mtimes=mt)
     logdir = write_logdir(tmp_path, [part])
-    rows = check_against_oracle(logdir, ["old:retention.ms=%d" % (3 * DAY)], T0, retention_ms=3 * DAY)
+    rows = check_against_oracle(logdir, [f"old:retention.ms={3 * DAY}"], T0, retention_ms=3 * DAY)
     assert [r["largestTimestamp"] for r in rows] == [mt[0], mt[3], mt[5]]
     assert deleted(rows) == {0: "retention.ms"}
     assert [r["deletableAtMs"] for r in rows] == [T0, T0 + DAY + 1, T0 + 3 * DAY + 1]
@@ -461,8 +462,8 @@ def test_summary_and_disk_usage(tmp_path: Path) -> None:
 def test_output_lines(tmp_path: Path) -> None:
     import json
 
-    from kafka_format.report.retention_report import format_segments
     from kafka_format.log.retention import SEGMENT_FIELDS
+    from kafka_format.report.retention_report import format_segments
 
     logdir = write_logdir(tmp_path, [Part("t", [[T0], [T0 + DAY]], hw=1)])
     rows = tool_rows(logdir, [], T0 + 8 * DAY)
@@ -471,10 +472,10 @@ def test_output_lines(tmp_path: Path) -> None:
     assert objs == [{k: r[k] for k in SEGMENT_FIELDS} for r in rows]
     lines = format_segments(rows, "table").splitlines()
     assert lines[0].split() == list(SEGMENT_FIELDS) and len(lines) == 2 + len(rows)
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     def iso(ms: int) -> str:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     size = rows[0]["sizeBytes"]
     assert size < 1024                                  # below 1 KiB the table shows the exact count
@@ -489,7 +490,7 @@ def test_data_samples(tmp_path: Path) -> None:
     now = T0 + 7 * DAY + 100_000
     seen = 0
     for task in plan_retention(str(logdir), configs, now):
-        facts, decisions = run_task(task)
+        _facts, decisions = run_task(task)
         broker_dir = Path(task.log_dir)
         f = gather(broker_dir, task.topic, task.partition)
         cfg = configs[task.topic]
@@ -534,7 +535,7 @@ def test_realdata_consistent_with_oracle(realdata: Path) -> None:
         for task in plan_retention(str(logdir), configs, now, topics=sorted({t for t, _ in tps})):
             if (task.topic, task.partition) not in tps:
                 continue
-            facts, decisions = run_task(task)
+            _facts, decisions = run_task(task)
             f = gather(Path(task.log_dir), task.topic, task.partition)
             cfg = configs[task.topic]
             expected = oracle(f, policy=",".join(sorted(cfg.cleanup_policy)), retention_ms=cfg.retention_ms,

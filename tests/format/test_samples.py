@@ -162,7 +162,7 @@ def test_every_sample_batch_decodes_with_valid_crc(lib: str, log: Path) -> None:
             offsets = [r.offset for r in records]
             last = batch.base_offset + batch.last_offset_delta
             assert all(batch.base_offset <= o <= last for o in offsets)
-            offsets = offsets + [last]
+            offsets = [*offsets, last]
         assert offsets == sorted(offsets) and offsets[0] > previous_last
         previous_last = offsets[-1]
 

@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from kafka_format.internal.cluster_metadata import (RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC,
-                                                    encode_config_record, encode_topic_record)
+from kafka_format.internal.cluster_metadata import (
+    RESOURCE_TYPE_BROKER,
+    RESOURCE_TYPE_TOPIC,
+    encode_config_record,
+    encode_topic_record,
+)
 from kafka_format.log.topicconfig import ConfigError, load_topic_configs, parse_time, read_config_file
 from kafka_format.writer.batches import Record, build_v2_batch
 

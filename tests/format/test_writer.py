@@ -24,6 +24,8 @@ with warnings.catch_warnings():  # kafka-python's package import uses deprecated
     import kafka.codec as kp_codec
     from kafka.record import MemoryRecords as KpMemoryRecords
 
+import itertools
+
 from kafka_format.writer.batches import (
     CODEC_GZIP,
     CODEC_LZ4,
@@ -389,8 +391,8 @@ def test_offset_and_time_index_follow_the_broker_rule(tmp_path: Path, interval: 
         for rel, pos in index:
             assert pos != 0 and starts[pos] == base + rel       # batch start, carrying its last offset
         positions = [0] + [p for _, p in index]
-        assert all(b - a > interval for a, b in zip(positions, positions[1:]))
-        assert all(b[0] > a[0] and b[1] >= a[1] for a, b in zip(tindex, tindex[1:]))
+        assert all(b - a > interval for a, b in itertools.pairwise(positions))
+        assert all(b[0] > a[0] and b[1] >= a[1] for a, b in itertools.pairwise(tindex))
         assert tindex[-1][0] == max(_max_ts(b[4]) for b in batches)
 
 
@@ -528,7 +530,7 @@ def test_producer_snapshots(tmp_path: Path) -> None:
     w, log = _txn_log(tmp_path)
     snaps = sorted(tmp_path.glob("*.snapshot"))
     bases = _segments(tmp_path)
-    assert [int(p.name.split(".")[0]) for p in snaps] == bases[1:] + [w.log_end_offset]
+    assert [int(p.name.split(".")[0]) for p in snaps] == [*bases[1:], w.log_end_offset]
     for snap in snaps:
         data = snap.read_bytes()
         version, crc, count = struct.unpack_from(">hIi", data)
@@ -542,7 +544,7 @@ def test_producer_snapshots(tmp_path: Path) -> None:
             prev = state.get(b.producer_id, (b.producer_id, 0, -1, -1, 0, -1, -1, -1))
             if b.control_type is not None:
                 txn.pop(b.producer_id, None)
-                state[b.producer_id] = prev[:5] + (b.max_timestamp, b.coordinator_epoch, -1)
+                state[b.producer_id] = (*prev[:5], b.max_timestamp, b.coordinator_epoch, -1)
             else:
                 if b.transactional:
                     txn.setdefault(b.producer_id, b.base_offset)

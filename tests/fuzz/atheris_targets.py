@@ -71,11 +71,11 @@ def _load() -> None:
     """Import the library (called inside ``atheris.instrument_imports`` when fuzzing)."""
     if _modules:
         return
-    from kafka_format.records import file_records as api, compression, decoder
-    from kafka_format.storage import checkpoints, index, snapshot, txnindex
     from kafka_format.common import errors
     from kafka_format.internal import cluster_metadata, consumer_offsets, kraft_control, transaction_log
-    from kafka_format.records import columns, control
+    from kafka_format.records import columns, compression, control, decoder
+    from kafka_format.records import file_records as api
+    from kafka_format.storage import checkpoints, index, snapshot, txnindex
 
     _modules.update(api=api, checkpoints=checkpoints, compression=compression, decoder=decoder,
                     errors=errors, index=index, snapshot=snapshot, txnindex=txnindex,
@@ -788,7 +788,7 @@ def mutate(data: bytes, ops: list[tuple]) -> bytes:  # type: ignore[type-arg]
             entries = entry_positions(bytes(buf))
             if not entries:
                 continue
-            pos, total = entries[op[1] % len(entries)]
+            pos, _total = entries[op[1] % len(entries)]
             field = {"length": _SIZE_OFFSET, "count": V2_COUNT_OFFSET,
                      "delta": V2_LAST_OFFSET_DELTA_OFFSET}[kind]
             if pos + field + _SIZE.size <= len(buf):

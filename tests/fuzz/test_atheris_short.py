@@ -13,9 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import atheris_targets as harness
+import pytest
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"

@@ -18,13 +18,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import atheris_targets as harness
 import pyarrow as pa
 import pytest
 
-import atheris_targets as harness
-from kafka_format.records.file_records import decode_segment
-from kafka_format.records.decoder import Decoder
 from kafka_format.common.errors import KafkaFormatError
+from kafka_format.records.decoder import Decoder
+from kafka_format.records.file_records import decode_segment
 
 with warnings.catch_warnings():  # kafka-python's package import emits DeprecationWarnings
     warnings.simplefilter("ignore")

@@ -14,11 +14,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import atheris_targets as harness
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import atheris_targets as harness
 
 pytestmark = pytest.mark.property
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import atheris_targets as harness
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import atheris_targets as harness
 
 pytest.importorskip("kafka_format.records.fast", reason="compiled decoder not built")
 

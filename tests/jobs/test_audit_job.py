@@ -35,8 +35,8 @@ from kafka_format.log.audit.auditor import (  # noqa: E402
     audit_replicas,
     replica_groups,
 )
-from kafka_format.storage.logdir import open_log_dirs  # noqa: E402
 from kafka_format.output.publish import is_temp_name  # noqa: E402
+from kafka_format.storage.logdir import open_log_dirs  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data_samples" / "logdirs"

@@ -19,9 +19,15 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from test_compaction_full import (
+    committed_records,
+    oracle_decisions,
+    oracle_table,
+    read_checkpoint,
+    write_table_topic,
+)
 
 from kafka_format.output import publish
-from test_compaction_full import committed_records, oracle_decisions, oracle_table, read_checkpoint, write_table_topic
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -174,8 +180,8 @@ def test_cleaning_keeps_the_table_view(spark, cleaner_run) -> None:  # type: ign
     sees, as the input (aborted data must not resurface, markers must not vanish too early)."""
     from chispa import assert_df_equality
 
-    from kafka_format.storage.logdir import open_log_dirs
     from kafka_format.spark.frames import compaction_full, read_full_input
+    from kafka_format.storage.logdir import open_log_dirs
 
     written = cleaner_run["segments"] / "broker-1"
     for p in open_log_dirs(str(written)).all_partitions():
@@ -450,8 +456,8 @@ def test_real_cleaned_consumer_offsets(spark, realdata: Path, tmp_path: Path) ->
     the records frame is the decoded log, the written segments hold exactly the kept records, the
     table view matches the oracle and does not change under cleaning."""
     from kafka_format.engine.compaction import finish_segments_dir
-    from kafka_format.spark.frames import compaction_cleaner, compaction_full, read_full_input
     from kafka_format.log.topicconfig import load_topic_configs
+    from kafka_format.spark.frames import compaction_cleaner, compaction_full, read_full_input
 
     logs = realdata / "DonaldY__kafka-2.7.1" / "kafka-logs"
     pdirs = [logs / f"__consumer_offsets-{p}" for p in (17, 28, 39)]

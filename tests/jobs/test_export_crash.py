@@ -23,10 +23,17 @@ from pathlib import Path
 
 import pyspark
 import pytest
-
+from test_export_job import (
+    REPO,
+    append_records,
+    assert_exactly,
+    oracle,
+    read_delta,
+    read_parquet_dir,
+    run_export,
+    write_log_dir,
+)
 from testhelpers import own_spark_env
-from test_export_job import (REPO, append_records, assert_exactly, oracle, read_delta, read_parquet_dir, run_export,
-                             write_log_dir)
 
 pytestmark = pytest.mark.spark
 

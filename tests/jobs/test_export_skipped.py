@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testhelpers import REPO, load_module
 
 from kafka_format.writer import LogDirWriter, Record, build_v2_batch
-from testhelpers import REPO, load_module
 
 with warnings.catch_warnings():   # aiokafka imports deprecated importlib.resources APIs
     warnings.simplefilter("ignore", DeprecationWarning)

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from testhelpers import REPO, load_module
 
 pytestmark = pytest.mark.spark

@@ -10,7 +10,7 @@ import importlib
 import json
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -91,7 +91,7 @@ def test_job_jsonl_to_out_and_table_to_stdout(spark, tmp_path: Path, capsys: pyt
     names = {-1: "latest", -3: "max-timestamp", -4: "earliest-local"}     # a person reads names and UTC dates
 
     def utc(ms: int) -> str:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")[:-6] + "Z"
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
     assert rows == [[r["topic"], str(r["partition"]), names.get(r["timestamp"]) or utc(r["timestamp"]),
                      "-" if r["offset"] is None else str(r["offset"]),         # no answer: "-" (null in jsonl)

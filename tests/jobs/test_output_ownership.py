@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from test_export_job import write_log_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -570,7 +569,7 @@ def test_remove_tree_unlinks_links_without_following(tmp_path: Path) -> None:
 def test_user_files_at_the_lock_or_marker_paths_are_not_taken_over(tmp_path: Path) -> None:
     """A user's file that happens to sit where klogs would put its lock or a file's marker is
     neither rewritten nor deleted."""
-    from kafka_format.output.ownership import Owner, OutputRefused
+    from kafka_format.output.ownership import OutputRefused, Owner
     from kafka_format.output.publish import claim_output
 
     lock = tmp_path / ".out.klogs-lock"

@@ -36,8 +36,8 @@ def test_dataframe_types_replicas_and_oracle(spark: Any, tmp_path: Path) -> None
     pytest.importorskip("pyspark")
     from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType
 
-    from kafka_format.spark.frames import retention_candidates, retention_summary
     from kafka_format.log.topicconfig import load_topic_configs
+    from kafka_format.spark.frames import retention_candidates, retention_summary
 
     logdirs = tmp_path / "logdirs"
     shutil.copytree(SAMPLES, logdirs)
@@ -136,10 +136,10 @@ def test_cli_exit_code_2(tmp_path: Path, argv: list[str], message: str) -> None:
 def test_report_crash_keeps_previous_output(tmp_path: Path) -> None:
     """SIGKILL between staging and publishing: the previous report stays whole and the only leftover
     is a temporary name that ``cleanup_stale`` removes."""
-    from kafka_format.output.publish import cleanup_stale, is_temp_name
-    from kafka_format.report.retention_report import write_report
     from kafka_format.log.retention import plan_retention, run_task, segment_rows, summarize
     from kafka_format.log.topicconfig import load_topic_configs
+    from kafka_format.output.publish import cleanup_stale, is_temp_name
+    from kafka_format.report.retention_report import write_report
 
     logdir = oracle_mod.write_logdir(tmp_path / "broker", [Part("t", [[T0], [T0 + DAY]])])
     out = tmp_path / "report"

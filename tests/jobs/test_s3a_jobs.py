@@ -18,12 +18,19 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from s3store import KEY, SECRET_IN_URI, use_s3a
+from test_compaction_job import CONFIG_FILE, NOW, OVERRIDES
+from test_export_job import (
+    append_records,
+    assert_exactly,
+    oracle,
+    read_delta,
+    read_parquet_dir,
+    write_log_dir,
+)
+from testhelpers import own_spark_env
 
 from kafka_format.storage.s3a import CONF_ENV as S3A_CONF_ENV
-from s3store import KEY, SECRET_IN_URI, use_s3a
-from testhelpers import own_spark_env
-from test_compaction_job import CONFIG_FILE, NOW, OVERRIDES
-from test_export_job import append_records, assert_exactly, oracle, read_delta, read_parquet_dir, write_log_dir
 
 pytestmark = pytest.mark.spark
 

@@ -21,10 +21,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from s3store import KEY, SECRET
-from testhelpers import own_spark_env
 from test_export_job import assert_exactly, oracle, read_delta, write_log_dir
+from testhelpers import own_spark_env
 
 pytestmark = pytest.mark.spark
 

@@ -19,12 +19,12 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from parity import check_parity
+from registry_corpus import make_corpus
 
 from kafka_format.registry.avro_columns import available
 from kafka_format.registry.store import RegisteredSchema, SchemaStore
 from kafka_format.registry.typed import ColumnDecoder, TypedDecodeError, plan_column
-from parity import check_parity
-from registry_corpus import make_corpus
 
 pytestmark = pytest.mark.skipif(not available(), reason="the compiled Avro decoder is not built")
 
@@ -326,7 +326,7 @@ def sink_values() -> list[dict[str, Any]]:
         out.append({
             "flag": i % 2 == 0, "i": i - 20, "l": i * 10**12, "f": i / 3, "d": -i / 7, "b": bytes([i]) * (i % 3),
             "s": "é" * (i % 4), "e": "XY"[i % 2], "fx": bytes(4), "day": dt.date(2020, 1, 1) + dt.timedelta(days=i),
-            "ts": dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=i),
+            "ts": dt.datetime(2024, 5, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=i),
             "lts": dt.datetime(2024, 5, 1) + dt.timedelta(microseconds=i), "tm": dt.time(1, 2, 3, i * 1000),
             "id": uuid.UUID(int=i), "amount": Decimal(i) / 4, "tags": ["t"] * (i % 3),
             "attrs": {f"k{j}": (None if j % 2 else j) for j in range(i % 4)},
@@ -433,7 +433,7 @@ def test_longs_of_every_varint_length_equal_fastavro(last: bool) -> None:
     payloads += [p + b"\x10abcdefgh" + zigzag_varint(0) for p in bad] if not last else []
     arr = pa.array([b"\x00\x00\x00\x00\x01" + p for p in payloads], pa.binary())
     got, problems = check_parity(fast, ref, arr)
-    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
     fits = [-62135596800000 <= millis[i % len(millis)] <= 253402300799999 for i in range(len(LONG_EDGES))]
     assert got[: len(LONG_EDGES)] == [
         {"l": v, "s": "abcdefgh", "ts": epoch + datetime.timedelta(milliseconds=millis[i % len(millis)])}

@@ -19,12 +19,12 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from parity import check_parity
+from registry_corpus import make_corpus
 
 from kafka_format.registry.json_columns import available
 from kafka_format.registry.store import RegisteredSchema, SchemaStore
 from kafka_format.registry.typed import ColumnDecoder, TypedDecodeError, plan_column
-from parity import check_parity
-from registry_corpus import make_corpus
 
 pytestmark = pytest.mark.skipif(not available(), reason="the compiled JSON Schema decoder is not built")
 

@@ -19,12 +19,12 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from parity import check_parity
+from registry_corpus import make_corpus
 
 from kafka_format.registry.proto_columns import available
 from kafka_format.registry.store import RegisteredSchema, SchemaStore
 from kafka_format.registry.typed import ColumnDecoder, TypedDecodeError, plan_column
-from parity import check_parity
-from registry_corpus import make_corpus
 
 pytestmark = pytest.mark.skipif(not available(), reason="the compiled Protobuf decoder is not built")
 
@@ -101,8 +101,7 @@ NUMBERS = st.one_of(st.integers(1, 40), st.sampled_from([127, 128, 2047, 5000, 1
 
 @st.composite
 def enums(draw: Any, name: str) -> list[tuple[str, int]]:
-    numbers = [0] + draw(st.lists(st.integers(-5, 40), min_size=0, max_size=4, unique=True).map(
-        lambda ns: [n for n in ns if n != 0]))
+    numbers = [0, *draw(st.lists(st.integers(-5, 40), min_size=0, max_size=4, unique=True).map(lambda ns: [n for n in ns if n != 0]))]
     if draw(st.integers(0, 5)) == 0 and len(numbers) > 1:
         numbers.append(numbers[-1])  # an alias
     return [(f"{name}_V{i}", n) for i, n in enumerate(numbers)]
@@ -191,7 +190,7 @@ def evolved(draw: Any, reader: ProtoFile) -> ProtoFile:
         number = draw(NUMBERS.filter(lambda n: n not in used))
         used.add(number)
         label = "" if reader.syntax == "proto3" else "optional"
-        out.append(Field(f"new{j}", number, draw(st.sampled_from(SCALARS + [TS])), label))
+        out.append(Field(f"new{j}", number, draw(st.sampled_from([*SCALARS, TS])), label))
     if len(out) >= 2 and draw(st.integers(0, 5)) == 0:  # two numbers swapped
         a, b = draw(st.permutations(range(len(out))))[:2]
         out[a].number, out[b].number = out[b].number, out[a].number
@@ -292,7 +291,7 @@ def salt(draw: Any, numbers: list[int]) -> bytes:
     unknown enum numbers, bad UTF-8, nested garbage, groups, malformed wire types."""
     out = b""
     for _ in range(draw(st.integers(1, 3))):
-        fn = draw(st.sampled_from(numbers + [99, 1500]))
+        fn = draw(st.sampled_from([*numbers, 99, 1500]))
         wt = draw(st.sampled_from([0, 0, 0, 1, 2, 2, 2, 2, 5, 3, 6]))
         out += _varint(fn << 3 | wt)
         if wt == 0:
@@ -453,7 +452,7 @@ def test_every_type_takes_the_compiled_path() -> None:
     assert fast.rows == {"compiled": len(msgs), "reference": 0}
     first = values[1]
     assert first["u64"] == 2**64 - 2 and first["f64"] == 2**63 + 1 and first["color"] == "GREEN"
-    at = dt.datetime.fromtimestamp(1_700_000_001, tz=dt.timezone.utc) - dt.timedelta(microseconds=2)  # nanos -1001
+    at = dt.datetime.fromtimestamp(1_700_000_001, tz=dt.UTC) - dt.timedelta(microseconds=2)  # nanos -1001
     assert first["at"] == at and first["nested"] == {"name": "n", "xs": [], "c": "RED"}
 
 

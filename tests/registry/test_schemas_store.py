@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from registry_corpus import FORMATS, make_corpus, write_log_dir
 
 from kafka_format.registry import SchemaStore, schemas_from_log_dirs
-from registry_corpus import FORMATS, make_corpus, write_log_dir
 
 
 def k(subject: str, version: int, magic: int = 1) -> bytes:

@@ -7,10 +7,11 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pytest
+from registry_corpus import AVRO_V1, FORMATS, make_corpus
 
 from kafka_format.registry import (
     RegistryUrlSource,
@@ -19,7 +20,6 @@ from kafka_format.registry import (
     schemas_from_log_dirs,
 )
 from kafka_format.registry.typed import ColumnDecoder, TypedDecodeError, plan_column
-from registry_corpus import AVRO_V1, FORMATS, make_corpus
 
 
 def expected(values: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
@@ -46,7 +46,7 @@ def test_every_version_decodes_into_the_latest_table_type(corpus: Any) -> None:
 
 
 def test_auto_takes_the_subjects_type(corpus: Any) -> None:
-    got, problems = decode(corpus, corpus.wire[:2])
+    _got, _problems = decode(corpus, corpus.wire[:2])
     store = schemas_from_log_dirs([str(corpus.root)])
     plan = plan_column(store, "value", "auto", topic="orders")
     assert plan is not None and plan.schema_type == store.latest("orders-value").schema_type
@@ -189,8 +189,8 @@ def test_unknown_subject_is_one_clear_error(corpus: Any) -> None:
 
 
 class _Registry(BaseHTTPRequestHandler):
-    answers: dict[str, Any] = {}
-    auth: list[str | None] = []
+    answers: ClassVar[dict[str, Any]] = {}
+    auth: ClassVar[list[str | None]] = []
 
     def do_GET(self) -> None:  # noqa: N802
         self.auth.append(self.headers.get("Authorization"))

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from registry_corpus import FORMATS, make_corpus
 
 from kafka_format.registry import schemas_from_log_dirs
 from kafka_format.registry.typed import TypedDecodeError
 from kafka_format.spark.typed import decode_typed
-from registry_corpus import FORMATS, make_corpus
 
 pytestmark = pytest.mark.spark
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from html.parser import HTMLParser
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from typing import Any
 
 from kafka_format.report.audit_page import render_audit_page, replica_label

@@ -21,10 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from chispa import assert_df_equality
-
 from clusters import StandaloneCluster, run_driver, summarize
-from kafka_format.records.file_records import decode_segment
+
 from kafka_format.records.columns import FileContext
+from kafka_format.records.file_records import decode_segment
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)

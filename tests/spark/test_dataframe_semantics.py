@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from semantics_driver import WHERE
 
 pytestmark = pytest.mark.spark
@@ -36,7 +35,7 @@ LOGDIR = REPO / "data_samples" / "logdirs"
 # exhaustive orderings (they plan on the driver alone, the same JVM code either way).
 MASTERS = {"local[2]": "all", "local-cluster[2,1,1024]": "compositions"}
 
-_TS = int(dt.datetime(2023, 11, 14, 22, 15, tzinfo=dt.timezone.utc).timestamp() * 1000)
+_TS = int(dt.datetime(2023, 11, 14, 22, 15, tzinfo=dt.UTC).timestamp() * 1000)
 
 # The WHERE clauses of the driver as Python predicates over (topic, partition, offset, ts_ms, value).
 PREDICATES: dict[str, Callable[[dict[str, Any]], bool]] = {

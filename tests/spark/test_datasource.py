@@ -10,11 +10,12 @@ import re
 import struct
 import warnings
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
+from test_planning import BatchSpec, Row, list_offsets_oracle, simple_specs, write_partition
 
 from kafka_format.read.split_reader import SKIP_HINT
-from test_planning import BatchSpec, Row, list_offsets_oracle, simple_specs, write_partition
 
 with warnings.catch_warnings():   # both clients import deprecated importlib.resources APIs
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -117,8 +118,9 @@ def two_partitions(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_whole_read_and_split_count(spark, two_partitions: Path) -> None:  # type: ignore[no-untyped-def]
-    from kafka_format.read.planning import PlanOptions, plan_splits
     from pyspark.sql import functions as F
+
+    from kafka_format.read.planning import PlanOptions, plan_splits
 
     df = load(spark, two_partitions, maxBytesPerPartition="20000")
     assert spark_rows(df) == oracle_rows(two_partitions)
@@ -152,7 +154,7 @@ def test_starting_and_ending_timestamp(spark, two_partitions: Path) -> None:  # 
 
     class W:   # adapter for list_offsets_oracle over oracle rows of partition 0
         segments = sorted({int(p.stem) for p in (two_partitions / "orders-0").glob("*.log")})
-        rows = [Row(r[2], r[3], None, None) for r in p0]
+        rows: ClassVar[list[Row]] = [Row(r[2], r[3], None, None) for r in p0]
 
     lo, hi = list_offsets_oracle(W, t_start), list_offsets_oracle(W, t_end)  # type: ignore[arg-type]
     assert spark_rows(df) == [r for r in p0 if lo <= r[2] < hi]
@@ -246,7 +248,7 @@ def test_failfast_names_file_and_position(spark, corrupted) -> None:  # type: ig
     _, root, pos, _, _, _ = corrupted
     with pytest.raises(Exception) as e:
         load(spark, root, maxBytesPerPartition="8000").count()
-    assert re.search(r"00000000000000000000\.log\b.*\b%d\b" % pos, str(e.value), re.S), str(e.value)[:2000]
+    assert re.search(rf"00000000000000000000\.log\b.*\b{pos}\b", str(e.value), re.S), str(e.value)[:2000]
     assert SKIP_HINT in str(e.value)            # and the modes that would skip the damage
 
 

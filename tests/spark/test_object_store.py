@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from chispa import assert_df_equality
-
 from s3store import KEY, SECRET_IN_URI
 from test_acceptance import segment_digest
 from test_planning import simple_specs, write_partition

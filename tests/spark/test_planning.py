@@ -12,10 +12,9 @@ from __future__ import annotations
 import os
 import pickle
 import struct
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import warnings
 
 import pytest
 
@@ -23,8 +22,8 @@ with warnings.catch_warnings():      # kafka-python 3 imports importlib.resource
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from kafka_format.read import planning
 from kafka_format.common.crc import crc32c
+from kafka_format.read import planning
 from kafka_format.read.planning import Bounds, PlanOptions, Split, open_partitions, plan_splits
 
 INDEX_INTERVAL = 4096
@@ -139,7 +138,7 @@ def write_partition(root: Path, topic: str, partition: int, specs: list[BatchSpe
         cp = root / "replication-offset-checkpoint"
         lines = cp.read_text().splitlines()[2:] if cp.exists() else []
         lines.append(f"{topic} {partition} {hw}")
-        cp.write_text("0\n%d\n%s\n" % (len(lines), "\n".join(lines)))
+        cp.write_text("0\n{}\n{}\n".format(len(lines), "\n".join(lines)))
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 from pyspark.sql.datasource import (
@@ -22,9 +23,9 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
     StringStartsWith,
 )
+from test_planning import simple_specs, write_partition
 
 from kafka_format.spark.datasource import KafkaLogDataSource, SplitPartition
-from test_planning import simple_specs, write_partition
 
 pytestmark = pytest.mark.spark
 
@@ -60,8 +61,8 @@ class TestWithoutPushdown:
     """The source unbound, or bound on a Spark that keeps pushdown reads on the provider: every
     filter is returned (the same objects) and the plan is the plan of no filter at all."""
 
-    FILTERS = [EqualTo(("topic",), "orders"), In(("partition",), (0, 2)), GreaterThanOrEqual(("offset",), 100),
-               LessThan(("offset",), 150), GreaterThan(("timestamp",), dt.datetime(2023, 11, 14, tzinfo=dt.timezone.utc)),
+    FILTERS: ClassVar[list[Any]] = [EqualTo(("topic",), "orders"), In(("partition",), (0, 2)), GreaterThanOrEqual(("offset",), 100),
+               LessThan(("offset",), 150), GreaterThan(("timestamp",), dt.datetime(2023, 11, 14, tzinfo=dt.UTC)),
                In(("offset",), (5, 500)), GreaterThan(("offset",), 10), LessThanOrEqual(("offset",), 10)]
 
     def test_every_filter_is_returned_and_the_plan_is_unfiltered(self, logs: Path) -> None:
@@ -87,7 +88,7 @@ class TestAcceptedFilters:
     """The reader alone (driver side): which filters come back, what planning does with the rest."""
 
     def test_handled_filters_are_not_returned(self, logs: Path) -> None:
-        ts = dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.timezone.utc)
+        ts = dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.UTC)
         f_topic = EqualTo(("topic",), "orders")
         f_part = In(("partition",), (0, 2))
         f_lo = GreaterThanOrEqual(("offset",), 100)
@@ -111,7 +112,7 @@ class TestAcceptedFilters:
 
     def test_timestamp_lower_bound_prunes_closed_segments_but_is_returned(self, logs: Path) -> None:
         # orders-p record timestamps are 1_700_000_000_000 + offset * 10 ms; keep offsets >= 400
-        f = GreaterThanOrEqual(("timestamp",), dt.datetime.fromtimestamp(1_700_000_004_000 / 1000, dt.timezone.utc))
+        f = GreaterThanOrEqual(("timestamp",), dt.datetime.fromtimestamp(1_700_000_004_000 / 1000, dt.UTC))
         r = reader(logs, topics="orders")
         assert list(r.pushFilters([f])) == [f]
         pruned = [s for p in r.partitions() for s in p.splits]

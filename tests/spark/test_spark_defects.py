@@ -82,8 +82,8 @@ def test_pushdown_read_leaks_into_later_scans_of_the_relation(toy) -> None:  # t
 
 def test_the_session_and_the_source_agree_on_pushdown(spark) -> None:  # type: ignore[no-untyped-def]
     """``register`` turned filter pushdown on for the kafka-log source only if reads are scan-scoped."""
-    from kafka_format.spark.compat import read_is_scan_scoped
     from kafka_format.spark import PUSHDOWN_CONF
+    from kafka_format.spark.compat import read_is_scan_scoped
 
     assert (spark.conf.get(PUSHDOWN_CONF) == "true") is read_is_scan_scoped(spark)
     df = spark.read.format("kafka-log").load(str(SAMPLES))

@@ -22,7 +22,6 @@ import venv
 from pathlib import Path
 
 import pytest
-
 from clusters import SPARK_HOME
 
 pytestmark = pytest.mark.spark

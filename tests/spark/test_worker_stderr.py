@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from aiokafka.record.memory_records import MemoryRecords
-
 from testhelpers import own_spark_env
 
 pytestmark = pytest.mark.spark

@@ -29,7 +29,7 @@ from typing import Any
 
 from kafka_format.internal.schemas import SCHEMAS, newer
 
-__all__ = ["OLDEST_RELEASE", "METADATA_CHANGES", "metadata_schemas"]
+__all__ = ["METADATA_CHANGES", "OLDEST_RELEASE", "metadata_schemas"]
 
 Release = tuple[int, int]
 

@@ -34,7 +34,8 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from kafka_format.records.file_records import decode_segment
+from kafka_format.common.errors import KafkaFormatError
+from kafka_format.common.topics import TRANSACTION_STATE_TOPIC
 from kafka_format.log.audit.model import (
     ACCOUNTING_COLUMNS,
     CHECKS,
@@ -62,44 +63,43 @@ from kafka_format.log.audit.scan import _source, merge_skipped_ranges, scan_log
 from kafka_format.log.audit.segments import SegmentChecks
 from kafka_format.log.audit.state import StateChecks
 from kafka_format.log.audit.tables import sort_findings
-from kafka_format.common.errors import KafkaFormatError
-from kafka_format.common.topics import TRANSACTION_STATE_TOPIC
+from kafka_format.records.file_records import decode_segment
 from kafka_format.storage.logdir import PartitionLog
 
 if TYPE_CHECKING:
     from kafka_format.log.topicconfig import TopicConfig
 
 __all__ = [
-    "Finding",
-    "FileAccounting",
-    "PartitionAudit",
-    "LogScan",
-    "CHECKS",
-    "FINDING_COLUMNS",
     "ACCOUNTING_COLUMNS",
+    "CHECKS",
+    "COMPACTED_INTERNAL_TOPICS",
+    "ERROR",
+    "FINDING_COLUMNS",
+    "INFO",
+    "MAX_DIVERGENCES",
+    "MAX_PAIRS_PER_FILE",
+    "SENTINEL_TOPIC_IDS",
     "SEVERITY_RANK",
-    "scan_log",
-    "merge_skipped_ranges",
+    "TRANSACTION_MAX_TIMEOUT_MS",
+    "WARNING",
+    "BatchColumns",
+    "CoordinatorTransactions",
+    "FileAccounting",
+    "Finding",
+    "LogScan",
+    "Marker",
+    "PartitionAudit",
+    "at_or_above",
+    "audit_log_dir",
     "audit_partition",
     "audit_partition_report",
-    "coordinator_transactions",
-    "audit_log_dir",
     "audit_replicas",
-    "replica_groups",
-    "at_or_above",
-    "sort_findings",
+    "coordinator_transactions",
     "format_finding",
-    "ERROR",
-    "WARNING",
-    "INFO",
-    "TRANSACTION_MAX_TIMEOUT_MS",
-    "COMPACTED_INTERNAL_TOPICS",
-    "MAX_PAIRS_PER_FILE",
-    "MAX_DIVERGENCES",
-    "SENTINEL_TOPIC_IDS",
-    "BatchColumns",
-    "Marker",
-    "CoordinatorTransactions",
+    "merge_skipped_ranges",
+    "replica_groups",
+    "scan_log",
+    "sort_findings",
 ]
 
 

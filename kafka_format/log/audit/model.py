@@ -17,12 +17,12 @@ import pyarrow.compute as pc
 
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.common.topics import CONSUMER_OFFSETS_TOPIC, METADATA_TOPIC, TRANSACTION_STATE_TOPIC
+from kafka_format.records import batch_v2
+from kafka_format.records.entry import LOG_OVERHEAD, MAGIC_OFFSET
 from kafka_format.records.file_records import SkippedRange
 from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage.fsio import redact
 from kafka_format.storage.logdir import PartitionLog, Segment
-from kafka_format.records import batch_v2
-from kafka_format.records.entry import LOG_OVERHEAD, MAGIC_OFFSET
 
 if TYPE_CHECKING:
     from kafka_format.log.topicconfig import TopicConfig

@@ -13,11 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from kafka_format.records import batch_v2, framing
-from kafka_format.records.assembly import MAX_TIMESTAMP_MS
-from kafka_format.records.batch_table import BatchTable
-from kafka_format.records.columns import RecordColumns
-from kafka_format.records.file_records import DecodedChunk, SkippedRange, batch_tables, decoded_chunks
+from kafka_format.common.errors import KafkaFormatError
 from kafka_format.log.audit.model import (
     _CRC_REASON,
     _ZERO_CHUNK,
@@ -27,8 +23,12 @@ from kafka_format.log.audit.model import (
     LogScan,
     Marker,
 )
-from kafka_format.common.errors import KafkaFormatError
+from kafka_format.records import batch_v2, framing
+from kafka_format.records.assembly import MAX_TIMESTAMP_MS
+from kafka_format.records.batch_table import BatchTable
+from kafka_format.records.columns import RecordColumns
 from kafka_format.records.control import ControlRecordType, parse_control_key, parse_end_txn_marker
+from kafka_format.records.file_records import DecodedChunk, SkippedRange, batch_tables, decoded_chunks
 from kafka_format.records.record_batch import CODEC_MASK, CONTROL_MASK, MAGIC_V2, TRANSACTIONAL_MASK
 
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,9 @@ import struct
 
 import numpy as np
 
+from kafka_format.common.crc import crc32, crc32c
+from kafka_format.common.errors import KafkaFormatError
+from kafka_format.common.limits import INT32_MAX
 from kafka_format.log.audit.model import (
     _INCOMPLETE_TAIL,
     _LEGACY_CRC_AT,
@@ -26,9 +29,6 @@ from kafka_format.log.audit.model import (
 from kafka_format.log.audit.scan import (
     _read_range,
 )
-from kafka_format.common.crc import crc32, crc32c
-from kafka_format.common.limits import INT32_MAX
-from kafka_format.common.errors import KafkaFormatError
 from kafka_format.storage.index import OffsetIndex, TimeIndex
 from kafka_format.storage.logdir import Segment
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from kafka_format.storage import checkpoints as ckpt
+from kafka_format.common.errors import KafkaFormatError
+from kafka_format.common.units import human_duration
 from kafka_format.log.audit.model import (
     _V2,
     ERROR,
@@ -18,9 +19,8 @@ from kafka_format.log.audit.model import (
     Marker,
     PartitionChecks,
 )
-from kafka_format.common.errors import KafkaFormatError
+from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage.logdir import Segment
-from kafka_format.common.units import human_duration
 
 
 class StateChecks(PartitionChecks):

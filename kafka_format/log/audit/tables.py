@@ -18,9 +18,20 @@ import pyarrow.compute as pc
 
 from kafka_format.log.audit.model import ACCOUNTING_SCHEMA, FINDING_SCHEMA
 
-__all__ = ["FINDING_SCHEMA", "ACCOUNTING_SCHEMA", "ResultCollector", "findings_table", "files_table",
-           "order_findings", "order_files", "sort_findings", "iter_rows", "place_keys", "severity_rank",
-           "SEVERITY_ORDER"]
+__all__ = [
+    "ACCOUNTING_SCHEMA",
+    "FINDING_SCHEMA",
+    "SEVERITY_ORDER",
+    "ResultCollector",
+    "files_table",
+    "findings_table",
+    "iter_rows",
+    "order_files",
+    "order_findings",
+    "place_keys",
+    "severity_rank",
+    "sort_findings",
+]
 
 
 #: severities, worst first (any other text sorts with "info", as SEVERITY_RANK.get(s, 0) ranks it)

@@ -17,7 +17,7 @@ import numpy as np
 
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.log.cleaner import kernels
-from kafka_format.log.cleaner.result import DEC_DTYPE, KEEP, REMOVE, R, CleanerError
+from kafka_format.log.cleaner.result import DEC_DTYPE, KEEP, REMOVE, CleanerError, R
 from kafka_format.log.cleaner.transactions import TxnState
 from kafka_format.records.compression import compress
 from kafka_format.records.control import parse_control_key
@@ -37,8 +37,18 @@ from kafka_format.records.record_batch import (
 from kafka_format.storage.partition_state import ProducerEntry
 from kafka_format.writer.batches import build_empty_batch, frame_v2_batch, legacy_entry
 
-__all__ = ["RoundRules", "ActiveProducers", "Outcome", "COPY", "REBUILD", "EMPTY", "DROP", "filter_chunk",
-           "batch_flags", "control_types"]
+__all__ = [
+    "COPY",
+    "DROP",
+    "EMPTY",
+    "REBUILD",
+    "ActiveProducers",
+    "Outcome",
+    "RoundRules",
+    "batch_flags",
+    "control_types",
+    "filter_chunk",
+]
 
 COPY, REBUILD, EMPTY, DROP = 0, 1, 2, 3
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 else:  # None without a C compiler or with the reference forced
     _native = compiled("kafka_format.log.cleaner._kernels")
 
-__all__ = ["COMPILED", "OffsetMap", "md5", "digest_keys", "encode_v2_records", "new_offset_map"]
+__all__ = ["COMPILED", "OffsetMap", "digest_keys", "encode_v2_records", "md5", "new_offset_map"]
 
 COMPILED = _native is not None
 

@@ -13,14 +13,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kafka_format.common.limits import INT32_MAX, INT64_MAX   # INT32_MAX re-exported (__all__)
+from kafka_format.common.limits import INT32_MAX, INT64_MAX  # INT32_MAX re-exported (__all__)
 from kafka_format.log.topicconfig import ConfigError, TopicConfig
 from kafka_format.storage import partition_state
 from kafka_format.storage.logdir import PartitionLog
 from kafka_format.storage.partition_state import ProducerEntry
 
-__all__ = ["CleanerPlan", "PlanInputs", "SegmentStats", "plan_inputs", "plan_from", "plan_cleaning", "map_slots_for",
-           "map_capacity", "segments_overlapping", "INT32_MAX"]
+__all__ = [
+    "INT32_MAX",
+    "CleanerPlan",
+    "PlanInputs",
+    "SegmentStats",
+    "map_capacity",
+    "map_slots_for",
+    "plan_cleaning",
+    "plan_from",
+    "plan_inputs",
+    "segments_overlapping",
+]
 
 MD5_BYTES = 16            # CleanerConfig.HASH_ALGORITHM digest size
 OFFSET_BYTES = 8          # SkimpyOffsetMap: hash + offset per slot

@@ -27,9 +27,26 @@ import pyarrow as pa
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.log.cleaner.plan import CleanerPlan
 
-__all__ = ["DECISIONS", "KEEP_REASONS", "REMOVE_REASONS", "REASONS", "DECISION_SCHEMA", "CleanerError",
-           "CleanResult", "Work", "Appender", "BASE_DTYPE", "DEC_DTYPE", "KEEP", "REMOVE", "R", "TOMB", "CTRL",
-           "NULLKEY", "decision_chunks"]
+__all__ = [
+    "BASE_DTYPE",
+    "CTRL",
+    "DECISIONS",
+    "DECISION_SCHEMA",
+    "DEC_DTYPE",
+    "KEEP",
+    "KEEP_REASONS",
+    "NULLKEY",
+    "REASONS",
+    "REMOVE",
+    "REMOVE_REASONS",
+    "TOMB",
+    "Appender",
+    "CleanResult",
+    "CleanerError",
+    "R",
+    "Work",
+    "decision_chunks",
+]
 
 DECISIONS = ("keep", "remove")
 KEEP_REASONS = ("latest", "not-in-map", "uncleanable", "null-key-uncleanable", "tombstone-horizon",

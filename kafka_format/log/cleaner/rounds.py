@@ -16,10 +16,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kafka_format.log.cleaner import kernels
-from kafka_format.log.cleaner.filter import ActiveProducers, RoundRules, batch_flags, control_types, filter_chunk, \
-    write_outcome
 from kafka_format.common.limits import INT32_MAX
+from kafka_format.log.cleaner import kernels
+from kafka_format.log.cleaner.filter import (
+    ActiveProducers,
+    RoundRules,
+    batch_flags,
+    control_types,
+    filter_chunk,
+    write_outcome,
+)
 from kafka_format.log.cleaner.plan import SegmentStats, segments_overlapping
 from kafka_format.log.cleaner.result import BASE_DTYPE, CTRL, NULLKEY, TOMB, Appender, Work
 from kafka_format.log.cleaner.segments import CleanedSegmentWriter, CleanerSegment, LogView
@@ -28,7 +34,7 @@ from kafka_format.log.topicconfig import TopicConfig
 from kafka_format.records.file_records import DecodedChunk
 from kafka_format.storage.logdir import PartitionLog
 
-__all__ = ["group_segments_by_size", "load", "write_base", "base_rows", "clean_round"]
+__all__ = ["base_rows", "clean_round", "group_segments_by_size", "load", "write_base"]
 
 
 def group_segments_by_size(sizes: Sequence[int], index_sizes: Sequence[int], timeindex_sizes: Sequence[int],

@@ -31,7 +31,7 @@ from kafka_format.storage.logdir import PartitionLog, Segment
 from kafka_format.storage.txnindex import AbortedTxn, encode_aborted_txn
 from kafka_format.writer.segments import segment_file_name
 
-__all__ = ["CleanerSegment", "LogView", "CleanedSegmentWriter", "copy_segment_files", "write_partition_files"]
+__all__ = ["CleanedSegmentWriter", "CleanerSegment", "LogView", "copy_segment_files", "write_partition_files"]
 
 
 @dataclass

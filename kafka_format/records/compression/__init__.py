@@ -37,21 +37,31 @@ from kafka_format.records.compression.base import (
     codec_name,
 )
 from kafka_format.records.compression.lz4 import xxhash32
-from kafka_format.records.record_batch import CODEC_MASK, CODEC_NAMES, GZIP, LZ4, MAGIC_V2, MAGICS, NONE, SNAPPY, ZSTD
+from kafka_format.records.record_batch import (
+    CODEC_MASK,
+    CODEC_NAMES,
+    GZIP,
+    LZ4,
+    MAGIC_V2,
+    MAGICS,
+    NONE,
+    SNAPPY,
+    ZSTD,
+)
 
 __all__ = [
-    "NONE",
-    "GZIP",
-    "SNAPPY",
-    "LZ4",
-    "ZSTD",
-    "CODEC_NAMES",
     "CODEC_MASK",
-    "DEFAULT_MAX_DECOMPRESSED",
+    "CODEC_NAMES",
     "DEFAULT_LEVELS",
-    "decompress",
-    "compress",
+    "DEFAULT_MAX_DECOMPRESSED",
+    "GZIP",
+    "LZ4",
+    "NONE",
+    "SNAPPY",
+    "ZSTD",
     "codec_name",
+    "compress",
+    "decompress",
     "xxhash32",
 ]
 

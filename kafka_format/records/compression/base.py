@@ -35,7 +35,7 @@ def codec_name(codec: int) -> str:
 class Where:
     """Codec name + file location of a payload; builds located errors."""
 
-    __slots__ = ("codec", "path", "base")
+    __slots__ = ("base", "codec", "path")
 
     def __init__(self, codec: str, path: str | None, position: int | None) -> None:
         self.codec = codec
