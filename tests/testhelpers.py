@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import sys
@@ -28,3 +29,15 @@ def own_spark_env(*drop: str) -> dict[str, str]:
     JVM options (``SPARK_SUBMIT_OPTS``, tests/conftest.py)."""
     gone = ("PYSPARK_GATEWAY", "SPARK_", *drop)
     return {k: v for k, v in os.environ.items() if not k.startswith(gone) or k == "SPARK_SUBMIT_OPTS"}
+
+
+def imported_from(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a ``from ... import`` names, its relative levels resolved against
+    ``package`` (the importing module's package)."""
+    base = node.module or ""
+    if not node.level:
+        return base
+    pkg = package
+    for _ in range(node.level - 1):
+        pkg = pkg.rpartition(".")[0]
+    return f"{pkg}.{base}" if base else pkg

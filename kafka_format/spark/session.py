@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -150,14 +151,31 @@ def stop_spark_work(wait_s: float = INTERRUPT_WAIT_S) -> None:
     handler): the work is stopped from a thread of its own, with a Py4J connection of its own,
     because the interrupted thread's connection is waiting for the answer of the call the Ctrl-C
     interrupted -- PySpark's own handler cancels on it, which fails, and raises at once, so a run's
-    clean-up would delete a staged output while Spark's tasks still write into it."""
+    clean-up would delete a staged output while Spark's tasks still write into it.
+
+    Then the interrupted thread's Py4J connection is closed, before the ``KeyboardInterrupt``
+    reaches Py4J: Py4J (0.10.9.9) cleans up after an interrupted call by sending the JVM, on that
+    connection, a request to shut its socket down, which the JVM reads only once the interrupted
+    call has returned -- by then the run's clean-up has opened the thread's next connection, and
+    the JVM closes that one as well ("Answer from Java side is empty").  A closed connection is
+    one Py4J leaves alone; the thread's next call opens a new one."""
     sc = SparkContext._active_spark_context
     if sc is None:
         return
+    interrupted = _thread_connection(sc)
     stopper = threading.Thread(target=_stop_all, args=(sc, time.monotonic() + wait_s), name="klogs-interrupt",
                                daemon=True)
     stopper.start()
     stopper.join(wait_s)
+    if interrupted is not None:
+        interrupted.close()
+
+
+def _thread_connection(sc: SparkContext) -> Any:
+    """The calling thread's Py4J connection to Spark's JVM (PySpark's pinned-thread client), if any."""
+    client = getattr(getattr(sc, "_gateway", None), "_gateway_client", None)
+    get = getattr(client, "get_thread_connection", None)
+    return get() if get is not None else None
 
 
 def _stop_all(sc: SparkContext, deadline: float) -> None:

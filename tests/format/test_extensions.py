@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from testhelpers import imported_from
 
 from kafka_format.common import extensions
 
@@ -90,12 +91,7 @@ def test_only_the_chooser_reads_the_variable_and_imports_the_extensions() -> Non
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    pkg = package
-                    for _ in range(node.level - 1):
-                        pkg = pkg.rpartition(".")[0]
-                    base = f"{pkg}.{base}" if base else pkg
+                base = imported_from(node, package)
                 names = [base, *(f"{base}.{a.name}" for a in node.names)]
             elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
                 func = node.func

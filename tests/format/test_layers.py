@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from testhelpers import imported_from
+
 PACKAGE = Path(__file__).resolve().parents[2] / "kafka_format"
 
 # Lowest first: each layer is a folder of the package (its ``__init__`` docstring says what it owns and
@@ -72,12 +74,7 @@ def _imports(module: str, path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(filter(None, (_owner(a.name) for a in node.names if a.name.startswith("kafka_format"))))
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                pkg = package
-                for _ in range(node.level - 1):
-                    pkg = pkg.rpartition(".")[0]
-                base = f"{pkg}.{base}" if base else pkg
+            base = imported_from(node, package)
             if base.startswith("kafka_format"):
                 for alias in node.names:
                     full = f"{base}.{alias.name}"
