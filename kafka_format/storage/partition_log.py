@@ -30,7 +30,12 @@ from kafka_format.storage.snapshot import ProducerSnapshot, read_producer_snapsh
 from kafka_format.storage.txnindex import TransactionIndex, read_transaction_index
 from kafka_format.storage.watermarks import high_watermark_on_load
 
-__all__ = ["IndexSummary", "PartitionLog"]
+__all__ = ["REMOTE_KIND", "IndexSummary", "PartitionLog"]
+
+#: :attr:`PartitionLog.kind` of remote-tier filesets seen as a log (:mod:`kafka_format.storage.remote_tier`;
+#: a log dir's kinds are ``live``, ``delete``, ``future``, ``stray``): closed, immutable segments,
+#: none of them an active segment.
+REMOTE_KIND = "remote"
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,7 @@ class PartitionLog:
 
     def read_snapshot(self, snapshot: SnapshotFile, *, verify_crc: bool = True) -> ProducerSnapshot:
         return read_producer_snapshot(self.filesystem.fs_path(snapshot.path), filesystem=self.filesystem,
-                                      verify_crc=verify_crc)
+                                      verify_crc=verify_crc, offset=snapshot.offset)
 
     def index_summary(self, segment: Segment) -> IndexSummary:
         """Last offset-index entry and time-index last entry (``readMaxTimestampAndOffsetSoFar``

@@ -205,14 +205,18 @@ def parse_producer_snapshot(data: bytes | bytearray | memoryview, *, path: str |
 
 
 def read_producer_snapshot(source: str | os.PathLike[str], *, filesystem: Any = None,
-                           verify_crc: bool = True, max_bytes: int = MAX_SNAPSHOT_BYTES) -> ProducerSnapshot:
-    """Read a ``.snapshot`` (path or URI); ``offset`` from the file name."""
+                           verify_crc: bool = True, max_bytes: int = MAX_SNAPSHOT_BYTES,
+                           offset: int | None = None) -> ProducerSnapshot:
+    """Read a ``.snapshot`` (path or URI); ``offset`` (the end offset it covers) from the file name
+    unless given (a remote fileset's snapshot is named after its segment's start offset, but covers
+    the offsets up to the next segment's base)."""
     handle, fs_path = fsio.resolve(source, filesystem)
     location = handle.location(fs_path)
-    try:
-        offset: int | None = base_offset_from_name(fs_path)
-    except KafkaFormatError:
-        offset = None
+    if offset is None:
+        try:
+            offset = base_offset_from_name(fs_path)
+        except KafkaFormatError:
+            offset = None
     try:
         data = handle.read_bytes(fs_path, max_bytes=max_bytes)
     except KafkaFormatError as err:
