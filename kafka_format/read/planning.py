@@ -55,6 +55,7 @@ from kafka_format.log.list_offsets import PartitionLookup
 from kafka_format.storage import fsio
 from kafka_format.storage.logdir import LogDirSet, PartitionLog, Segment, open_log_dirs
 from kafka_format.storage.partition_files import SegmentTable
+from kafka_format.storage.partition_log import REMOTE_KIND
 from kafka_format.storage.partition_state import (
     BatchHead,
     high_watermark_on_load,
@@ -62,6 +63,7 @@ from kafka_format.storage.partition_state import (
     last_stable_offset,
     log_end_offset,
 )
+from kafka_format.storage.tiered_history import REMOTE_TIER, TieredHistory
 
 __all__ = [
     "DEFAULT_MAX_BYTES_PER_PARTITION",
@@ -78,6 +80,7 @@ __all__ = [
     "open_partitions",
     "pack_splits",
     "plan_splits",
+    "plan_tiered_splits",
     "resolve_timestamp",
 ]
 
@@ -584,7 +587,9 @@ def _splits(plan: _ReplicaPlan, options: PlanOptions, target: int) -> list[Split
     bases = plan.columns[0]
     base_list = bases.tolist()
     paths = _log_locations(replica)
-    last = len(bases) - 1
+    # the partition's last segment may be active (a crash tail is not corruption there); a remote
+    # tier's segments are closed, immutable copies: none is
+    last = len(bases) - 1 if replica.kind != REMOTE_KIND else -1
     log_start = replica.log_start_offset
     hit_segment = int(bases[bound.start_hit.segment_index]) if bound.start_hit is not None else None
     splits = []
@@ -696,6 +701,35 @@ def _plan_splits(logdirs: Any, options: PlanOptions, bounds: Bounds) -> list[Spl
                                                         plan.columns)
         target = smaller
     return [s for plan in plans for s in _splits(plan, options, target)]
+
+
+def plan_tiered_splits(history: TieredHistory, options: PlanOptions | None = None, *,
+                       skip_unreadable: bool = False) -> list[Split]:
+    """The splits of a tiered partition's whole history (:class:`~kafka_format.storage.tiered_history.TieredHistory`),
+    in offset order: each of its logs (:meth:`~kafka_format.storage.tiered_history.TieredHistory.read_logs`:
+    runs of remote filesets, then the local replica) planned by :func:`plan_splits` within the
+    offsets it serves, so that every offset is read from the segment the broker serves it from,
+    once.  ``options`` size the splits; ``upTo=highWatermark`` caps the local log as it does
+    there; ``read_committed`` is refused (aborted transactions are not yet joined across the
+    logs).  A remote segment the store cannot serve raises unless ``skip_unreadable``."""
+    from dataclasses import replace
+
+    options = options or PlanOptions()
+    if options.read_committed:
+        raise ValueError("read_committed over a tiered history is not planned: the aborted transactions of "
+                         "one tier's transaction indexes are not joined with the other's")
+    whole = replace(options, topics=None, topic_pattern=None, assign=None, partition_filter=None, replicas="all",
+                    require_all_partitions=False)
+    remote_options = replace(whole, up_to="logEnd")
+    out: list[Split] = []
+    for unit in history.read_logs(skip_unreadable=skip_unreadable):
+        tp = (unit.log.topic, unit.log.partition)
+        if unit.tier == REMOTE_TIER:
+            bounds = Bounds(start={tp: unit.start_offset}, end={tp: unit.end_offset})
+            out.extend(plan_splits([unit.log], remote_options, bounds))
+        else:
+            out.extend(plan_splits([unit.log], whole, Bounds(start={tp: unit.start_offset})))
+    return out
 
 
 def splits_to_json(splits: Iterable[Split]) -> str:

@@ -20,7 +20,13 @@ and ``storage.internals.checkpoint``).
   arithmetic; :mod:`~kafka_format.storage.batch_heads` — the one batch-header walker
   (``FileLogInputStream.nextBatch``, header bytes only); :mod:`~kafka_format.storage.partition_state`
   — a replica's LEO, HW, LSO, transaction replay and its segments' headers (``UnifiedLog``,
-  ``ProducerStateManager``).
+  ``ProducerStateManager``);
+* :mod:`~kafka_format.storage.remote_tier` — the remote tier's files as Kafka's ``LocalTieredStorage``
+  lays them out (partition dirs, segment filesets), and filesets as a partition log;
+  :mod:`~kafka_format.storage.tiered_history` — one history per tiered partition: which remote or
+  local segment serves each offset (``RemoteLogManager``, ``RemoteLogMetadataCache``), and the
+  findings where the tiers disagree.
 
-May import: :mod:`kafka_format.common`, :mod:`kafka_format.records`.
+May import: :mod:`kafka_format.common`, :mod:`kafka_format.records`, :mod:`kafka_format.internal` (the
+remote log metadata values).
 """
