@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pyarrow.fs as pafs
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -41,3 +43,47 @@ def imported_from(node: ast.ImportFrom, package: str) -> str:
     for _ in range(node.level - 1):
         pkg = pkg.rpartition(".")[0]
     return f"{pkg}.{base}" if base else pkg
+
+
+class CountingLocalFS(pafs.FileSystemHandler):
+    """The local filesystem through ``pyarrow.fs.PyFileSystem``, read-only, counting what an object
+    store would answer as requests: ``stats`` (paths given to ``get_file_info``), ``listings``
+    (``(base dir, recursive)`` of each ``FileSelector``), ``opened`` (files opened for reading).
+    Discovery and planning only read: every write raises."""
+
+    def __init__(self) -> None:
+        self.fs = pafs.LocalFileSystem()
+        self.stats = 0
+        self.listings: list[tuple[str, bool]] = []
+        self.opened: list[str] = []
+
+    def get_type_name(self) -> str:
+        return "counting"
+
+    def equals(self, other: object) -> bool:
+        return other is self
+
+    def normalize_path(self, path: str) -> str:
+        return path
+
+    def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
+        self.stats += len(paths)
+        return self.fs.get_file_info(paths)
+
+    def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
+        self.listings.append((selector.base_dir, selector.recursive))
+        return self.fs.get_file_info(selector)
+
+    def open_input_file(self, path: str) -> object:
+        self.opened.append(path)
+        return self.fs.open_input_file(path)
+
+    def open_input_stream(self, path: str) -> object:
+        self.opened.append(path)
+        return self.fs.open_input_stream(path)
+
+    def _no_writes(self, *args: object, **kwargs: object) -> None:
+        raise NotImplementedError
+
+    create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = delete_file = _no_writes
+    move = copy_file = open_output_stream = open_append_stream = _no_writes

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))     # tests/: the suite's testhelpers
 
 from peak_memory import peak_rss_bytes, reset_peak_rss  # noqa: E402  (benchmark-local module beside this file)
 
@@ -126,48 +127,17 @@ def object_store_requests(tree: Path) -> dict[str, int]:
     ``pyarrow.fs.PyFileSystem`` that counts the calls its handler gets (each would be a round trip
     to an object store): listings (one recursive listing per log dir), single stats, file opens."""
     import pyarrow.fs as pafs
+    from testhelpers import CountingLocalFS
 
     from kafka_format.read.planning import PlanOptions, plan_splits
     from kafka_format.storage.logdir import open_log_dirs
 
-    counts = {"listings": 0, "recursive listings": 0, "stats": 0, "opens": 0}
-    local = pafs.LocalFileSystem()
-
-    class Counting(pafs.FileSystemHandler):
-        def get_type_name(self) -> str:
-            return "counting"
-
-        def equals(self, other: object) -> bool:
-            return other is self
-
-        def normalize_path(self, path: str) -> str:
-            return path
-
-        def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
-            counts["stats"] += len(paths)
-            return local.get_file_info(paths)
-
-        def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
-            counts["recursive listings" if selector.recursive else "listings"] += 1
-            return local.get_file_info(selector)
-
-        def open_input_file(self, path: str) -> object:
-            counts["opens"] += 1
-            return local.open_input_file(path)
-
-        def open_input_stream(self, path: str) -> object:
-            counts["opens"] += 1
-            return local.open_input_stream(path)
-
-        def _no_writes(self, *args: object, **kwargs: object) -> None:   # discovery and planning only read
-            raise NotImplementedError
-
-        create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = delete_file = _no_writes
-        move = copy_file = open_output_stream = open_append_stream = _no_writes
-
-    found = open_log_dirs(str(tree.resolve()), filesystem=pafs.PyFileSystem(Counting()))
+    handler = CountingLocalFS()
+    found = open_log_dirs(str(tree.resolve()), filesystem=pafs.PyFileSystem(handler))
     plan_splits(found, PlanOptions(default_parallelism=2))
-    return counts
+    deep = sum(1 for _base, recursive in handler.listings if recursive)
+    return {"listings": len(handler.listings) - deep, "recursive listings": deep, "stats": handler.stats,
+            "opens": len(handler.opened)}
 
 
 def reopen(parts: list[PartitionLog], sample: int = 2_000) -> float:

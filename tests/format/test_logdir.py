@@ -18,6 +18,7 @@ import pyarrow.fs as pafs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from testhelpers import CountingLocalFS
 
 from kafka_format.common.errors import CheckpointFormatError, KafkaFormatError, LogDirError
 from kafka_format.storage import checkpoints as C
@@ -435,12 +436,8 @@ def test_arbitrary_trees_never_crash(tree: list[tuple[str, str, bytes]]) -> None
                     pass
 
 
-class _DenyListing(pafs.FileSystemHandler):
+class _DenyListing(CountingLocalFS):
     """Local filesystem that refuses to list directories named ``denied``: an I/O failure on demand."""
-
-    def __init__(self) -> None:
-        self.fs = pafs.LocalFileSystem()
-        self.listings: list[tuple[str, bool]] = []
 
     def get_type_name(self) -> str:
         return "deny-listing"
@@ -448,51 +445,12 @@ class _DenyListing(pafs.FileSystemHandler):
     def equals(self, other: object) -> bool:
         return isinstance(other, _DenyListing)
 
-    def normalize_path(self, path: str) -> str:
-        return path
-
-    def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
-        return self.fs.get_file_info(paths)
-
     def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
-        self.listings.append((selector.base_dir, selector.recursive))
         base = selector.base_dir.rstrip("/")
         if base.endswith("/denied-0") or (selector.recursive and Path(base, "denied-0").exists()):
+            self.listings.append((selector.base_dir, selector.recursive))
             raise PermissionError(f"listing {selector.base_dir} denied")
-        return self.fs.get_file_info(selector)
-
-    def open_input_file(self, path: str) -> object:
-        return self.fs.open_input_file(path)
-
-    def open_input_stream(self, path: str) -> object:
-        return self.fs.open_input_stream(path)
-
-    def create_dir(self, path: str, recursive: bool) -> None:
-        raise NotImplementedError
-
-    def delete_dir(self, path: str) -> None:
-        raise NotImplementedError
-
-    def delete_dir_contents(self, path: str, missing_dir_ok: bool = False) -> None:
-        raise NotImplementedError
-
-    def delete_root_dir_contents(self) -> None:
-        raise NotImplementedError
-
-    def delete_file(self, path: str) -> None:
-        raise NotImplementedError
-
-    def move(self, src: str, dest: str) -> None:
-        raise NotImplementedError
-
-    def copy_file(self, src: str, dest: str) -> None:
-        raise NotImplementedError
-
-    def open_output_stream(self, path: str, metadata: object) -> object:
-        raise NotImplementedError
-
-    def open_append_stream(self, path: str, metadata: object) -> object:
-        raise NotImplementedError
+        return super().get_file_info_selector(selector)
 
 
 def test_unlistable_partition_dir_is_a_problem(tmp_path: Path) -> None:

@@ -207,11 +207,11 @@ def test_discovery_is_one_listing_per_partition_dir(tmp_path: Path) -> None:
     assert [len(p.filesets) for p in store.partitions] == [40, 40, 40]
     assert all(f.complete for p in store.partitions for f in p.filesets)
     assert handler.stats == 1 and handler.opened == []
-    assert handler.listings == [root, *(f"{root}/orders-{p}-{TOPIC_ID}" for p in range(3))]
+    assert handler.listed == [root, *(f"{root}/orders-{p}-{TOPIC_ID}" for p in range(3))]
     # the same through the dir itself, and listing only the selected partition
     handler = Counting()
     store = open_remote_storage(root, filesystem=pafs.PyFileSystem(handler), select=lambda tp: tp.partition == 1)
     assert [p.partition.partition for p in store.partitions] == [1]
-    assert handler.stats == 1 and handler.listings == [root, f"{root}/orders-1-{TOPIC_ID}"]
+    assert handler.stats == 1 and handler.listed == [root, f"{root}/orders-1-{TOPIC_ID}"]
     assert store.partitions[0].filesets[0].location(RemoteFileType.SEGMENT) == (
         f"{root}/orders-1-{TOPIC_ID}/00000000000000000000-{segment_uuid(100)}.log")

@@ -392,13 +392,13 @@ def test_planning_a_history_reads_no_file_per_segment(tmp_path: Path) -> None:
     follower.delete_below(395, log_start=0)
     handler = Counting()
     store = open_remote_storage(str(tmp_path / "remote"), filesystem=pafs.PyFileSystem(handler))
-    assert handler.stats == 1 and len(handler.listings) == 2 and handler.opened == []
+    assert handler.stats == 1 and len(handler.listed) == 2 and handler.opened == []
     history = tiered_history(follower.open(), given, store)
     assert history.findings == () and len(history.remote_pieces) == 40
     assert (history.remote_pieces[-1].start_offset, history.remote_pieces[-1].end_offset) == (390, 395)
     splits = plan_tiered_splits(history)
     assert handler.opened == [f"{remote_dir(tmp_path / 'remote')}/00000000000000000390-{segment_uuid(390)}.index"]
-    assert len(handler.listings) == 2 and handler.stats == 1
+    assert len(handler.listed) == 2 and handler.stats == 1
     opts = ReadOptions(paths=(), plan=PlanOptions(), bounds=Bounds())
     offsets = [o for sp in splits for b in read_split(sp, opts) for o in b.column("offset").to_pylist()]
     assert offsets == list(range(410))

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow.fs as pafs
+from testhelpers import CountingLocalFS
 
 from kafka_format.common.kafka_uuid import uuid_to_string
 from kafka_format.internal.remote_log_metadata import (
@@ -192,64 +192,10 @@ def metadata(segment_id: str, start: int, end: int, epochs: dict[int, int], *, s
         segment_leader_epochs=epochs, segment_size_in_bytes=size, custom_metadata=None, state=state)
 
 
-class Counting(pafs.FileSystemHandler):
-    """The local filesystem through ``PyFileSystem``, counting what an object store would answer
-    as requests: stats (``get_file_info`` of paths), listings, opened files."""
+class Counting(CountingLocalFS):
+    """The local filesystem counting store requests (:class:`testhelpers.CountingLocalFS`);
+    ``listed`` the base dirs listed, in order."""
 
-    def __init__(self) -> None:
-        self.fs = pafs.LocalFileSystem()
-        self.stats = 0
-        self.listings: list[str] = []
-        self.opened: list[str] = []
-
-    def get_type_name(self) -> str:
-        return "counting"
-
-    def equals(self, other: object) -> bool:
-        return other is self
-
-    def normalize_path(self, path: str) -> str:
-        return path
-
-    def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
-        self.stats += len(paths)
-        return self.fs.get_file_info(paths)
-
-    def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
-        self.listings.append(selector.base_dir)
-        return self.fs.get_file_info(selector)
-
-    def open_input_file(self, path: str) -> object:
-        self.opened.append(path)
-        return self.fs.open_input_file(path)
-
-    def open_input_stream(self, path: str) -> object:
-        self.opened.append(path)
-        return self.fs.open_input_stream(path)
-
-    def create_dir(self, path: str, recursive: bool) -> None:
-        raise NotImplementedError
-
-    def delete_dir(self, path: str) -> None:
-        raise NotImplementedError
-
-    def delete_dir_contents(self, path: str, missing_dir_ok: bool = False) -> None:
-        raise NotImplementedError
-
-    def delete_root_dir_contents(self) -> None:
-        raise NotImplementedError
-
-    def delete_file(self, path: str) -> None:
-        raise NotImplementedError
-
-    def move(self, src: str, dest: str) -> None:
-        raise NotImplementedError
-
-    def copy_file(self, src: str, dest: str) -> None:
-        raise NotImplementedError
-
-    def open_output_stream(self, path: str, metadata: object) -> object:
-        raise NotImplementedError
-
-    def open_append_stream(self, path: str, metadata: object) -> object:
-        raise NotImplementedError
+    @property
+    def listed(self) -> list[str]:
+        return [base for base, _recursive in self.listings]
