@@ -116,6 +116,9 @@ TIERED_BROKER_CONFIG: dict[str, str] = {
     "remote.log.metadata.manager.listener.name": "PLAINTEXT",
     "rlmm.config.remote.log.metadata.topic.replication.factor": "1",
     "rlmm.config.remote.log.metadata.topic.num.partitions": "2",
+    # the RLMM creates __remote_log_metadata with min.insync.replicas 2 by default, whatever its
+    # replication factor
+    "rlmm.config.remote.log.metadata.topic.min.isr": "1",
     "remote.log.manager.task.interval.ms": "500",
     "remote.log.manager.thread.pool.size": "2",
     "remote.log.manager.copier.thread.pool.size": "2",
