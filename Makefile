@@ -12,7 +12,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 STAMP := $(VENV)/.installed
 SOURCES_FOR_INSTALL := pyproject.toml setup.py $(wildcard kafka_format/records/*.c kafka_format/records/*.h kafka_format/log/cleaner/*.c kafka_format/registry/*.c kafka_format/registry/*.h)
 
-.PHONY: help setup lint test test-reference test-cluster conformance demo bench bench-scale fuzz sanitize sanitize-threads package samples clean docs docs-cli
+.PHONY: help setup lint test test-reference test-cluster conformance conformance-tiered demo bench bench-scale fuzz sanitize sanitize-threads package samples clean docs docs-cli
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-16s %s\n", $$1, $$2}'
@@ -39,8 +39,11 @@ test-reference: $(STAMP) ## Run the format tests with the reference decoder forc
 test-cluster: $(STAMP) ## Distributed tests: local-cluster and a standalone cluster started from the pyspark install
 	$(PY) -m pytest -m cluster tests/spark $(PYTEST_ARGS)
 
-conformance: $(STAMP) ## Compare with real Apache Kafka brokers (jars fetched by Maven on first run); writes CONFORMANCE.md
+conformance: $(STAMP) ## Compare with real Apache Kafka brokers, a tiered-storage one among them (jars fetched by Maven on first run); writes CONFORMANCE.md
 	$(PY) -m pytest -m conformance tests/conformance $(PYTEST_ARGS)
+
+conformance-tiered: $(STAMP) ## Only the tiered-storage broker (Kafka 4.3.1, LocalTieredStorage) and its tests, about 30 s with the jars in ~/.m2; writes CONFORMANCE.md
+	$(PY) -m pytest -m conformance tests/conformance/test_tiered.py $(PYTEST_ARGS)
 
 demo: $(STAMP) ## Run the product on data_samples/ on the local engine and local Spark; print times and where results are
 	$(VENV)/bin/klogs demo --out build/demo

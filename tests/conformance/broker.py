@@ -22,6 +22,22 @@ the internal topic config ``internal.segment.bytes`` (``LogConfig`` in ``storage
 ``transaction.state.log.segment.bytes`` (8 KiB on 3.9; on 4.x they become the topics'
 ``segment.bytes`` and so take the 1 MiB floor).  The KRaft metadata log keeps Kafka's
 default segment size (its floor is 8 MiB).
+
+Tiered storage (KIP-405)::
+
+    b = KafkaBroker.tiered("4.3.1", tmp_path)    # same as KafkaBroker(..., remote_storage=True)
+    b.start()
+    b.create_topic("t", 3, {"remote.storage.enable": "true", "local.retention.bytes": "16384"})
+    b.remote_storage_dir      # <workdir>/rsm/kafka-tiered-storage: <topic>-<partition>-<topic id>/...
+
+A ``remote_storage`` broker runs with the classpath ``kafka_dist.classpath(version, tiered=True)``
+(Kafka's reference remote storage manager ``LocalTieredStorage``, from kafka-storage's test jar)
+and :data:`TIERED_BROKER_CONFIG` over the defaults: the remote log manager's tasks every 500 ms,
+``LocalTieredStorage`` writing under ``<workdir>/rsm`` (its ``rsm.config.dir``; it adds the
+``kafka-tiered-storage`` directory itself), the topic-based remote log metadata manager on the
+PLAINTEXT listener with a one-replica, two-partition ``__remote_log_metadata``.  Segments are
+copied to remote storage once they are rolled and wholly below the last stable offset; the local
+copies go once uploaded and past ``local.retention.bytes`` / ``local.retention.ms``.
 """
 
 from __future__ import annotations
@@ -42,6 +58,7 @@ import kafka_dist
 __all__ = [
     "DEFAULT_BROKER_CONFIG",
     "DEFAULT_TOPIC_CONFIG",
+    "TIERED_BROKER_CONFIG",
     "BrokerError",
     "KafkaBroker",
     "free_port",
@@ -87,6 +104,31 @@ DEFAULT_BROKER_CONFIG: dict[str, str] = {
     "background.threads": "2",
 }
 
+#: What a ``remote_storage`` broker adds to DEFAULT_BROKER_CONFIG (``rsm.config.dir`` is added
+#: per broker).  ``rsm.config.`` / ``rlmm.config.`` are the default prefixes under which the remote
+#: storage manager and the remote log metadata manager take their own keys
+#: (``remote.log.storage.manager.impl.prefix`` / ``remote.log.metadata.manager.impl.prefix``).
+TIERED_BROKER_CONFIG: dict[str, str] = {
+    "remote.log.storage.system.enable": "true",
+    "remote.log.storage.manager.class.name":
+        "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+    "rsm.config.delete.on.close": "false",
+    "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+    "rlmm.config.remote.log.metadata.topic.replication.factor": "1",
+    "rlmm.config.remote.log.metadata.topic.num.partitions": "2",
+    # the RLMM creates __remote_log_metadata with min.insync.replicas 2 by default, whatever its
+    # replication factor
+    "rlmm.config.remote.log.metadata.topic.min.isr": "1",
+    "remote.log.manager.task.interval.ms": "500",
+    "remote.log.manager.thread.pool.size": "2",
+    "remote.log.manager.copier.thread.pool.size": "2",
+    "remote.log.manager.expiration.thread.pool.size": "2",
+    "remote.log.reader.threads": "2",
+    "log.retention.check.interval.ms": "500",
+    # the log manager's retention (local deletion) runs first this long after start (default 30 s)
+    "log.initial.task.delay.ms": "1000",
+}
+
 JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             "-Djava.awt.headless=true"]
 
@@ -127,6 +169,19 @@ def _tail(path: Path, lines: int = 30) -> str:
     return "\n".join(text[-lines:])
 
 
+def _copy_live_tree(src: Path, dest: Path) -> Path:
+    """Copy ``src`` to ``dest`` file by file, skipping files that vanish mid-copy (a broker deleting
+    segments); returns ``dest``."""
+    def copy(a: str, b: str) -> None:
+        try:
+            shutil.copy2(a, b)
+        except FileNotFoundError:
+            pass
+
+    shutil.copytree(src, dest, copy_function=copy, ignore_dangling_symlinks=True, dirs_exist_ok=True)
+    return dest
+
+
 def _write_properties(path: Path, props: Mapping[str, str]) -> None:
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
@@ -140,10 +195,11 @@ class KafkaBroker:
     """One Kafka broker process (node id 1, combined roles) in ``workdir``; see the module doc."""
 
     def __init__(self, version: str, workdir: Path, broker_config: Mapping[str, str] | None = None,
-                 node_id: int = 1) -> None:
-        cp = kafka_dist.classpath(version)
+                 node_id: int = 1, remote_storage: bool = False) -> None:
+        cp = kafka_dist.classpath(version, tiered=remote_storage)
         if cp is None:
-            raise BrokerError(f"Kafka {version} unavailable: {kafka_dist.unavailable_reason(version)}")
+            reason = kafka_dist.unavailable_reason(version, tiered=remote_storage)
+            raise BrokerError(f"Kafka {version} unavailable: {reason}")
         java = kafka_dist.java()
         assert java is not None  # classpath() is None without java
         self.version = version
@@ -155,6 +211,7 @@ class KafkaBroker:
         self.port = free_port()
         self.controller_port = free_port()
         self.log_dir = self.workdir / "kafka-logs"
+        self.remote_storage = remote_storage
         self.cluster_id = ""
         self.overrides: dict[str, str] = dict(broker_config or {})
         self.process: subprocess.Popen[bytes] | None = None
@@ -163,6 +220,12 @@ class KafkaBroker:
         self._admin: Any = None
 
     # ----------------------------------------------------------------------------- properties
+
+    @classmethod
+    def tiered(cls, version: str, workdir: Path, broker_config: Mapping[str, str] | None = None
+               ) -> KafkaBroker:
+        """A broker with tiered storage (``LocalTieredStorage``); see the module doc."""
+        return cls(version, workdir, broker_config, remote_storage=True)
 
     @classmethod
     def on_log_dir(cls, version: str, workdir: Path, log_dir: Path,
@@ -197,6 +260,21 @@ class KafkaBroker:
         return [self.log_dir]
 
     @property
+    def rsm_dir(self) -> Path:
+        """``LocalTieredStorage``'s ``dir`` (``rsm.config.dir``) on a ``remote_storage`` broker."""
+        return self.workdir / "rsm"
+
+    @property
+    def remote_storage_dir(self) -> Path:
+        """The remote storage's root, ``<rsm_dir>/kafka-tiered-storage``: a directory per partition,
+        ``<topic>-<partition>-<topic id>``, holding each uploaded segment's files
+        ``<base offset, 20 digits>-<segment uuid>.{log,index,timeindex,snapshot,leader_epoch_checkpoint}``
+        (and ``.txnindex`` when the segment has aborted transactions)."""
+        if not self.remote_storage:
+            raise BrokerError("not a remote_storage broker")
+        return self.rsm_dir / "kafka-tiered-storage"
+
+    @property
     def broker_log(self) -> Path:
         """Kafka's own log4j output for this broker."""
         return self.workdir / "broker.log"
@@ -223,6 +301,9 @@ class KafkaBroker:
             # 4.x creates the internal topics with these as segment.bytes, whose floor is 1 MiB.
             for key in ("offsets.topic.segment.bytes", "transaction.state.log.segment.bytes"):
                 props[key] = str(max(int(props[key]), 1 << 20))
+        if self.remote_storage:
+            props.update(TIERED_BROKER_CONFIG)
+            props["rsm.config.dir"] = str(self.rsm_dir)
         props.update(self.overrides)
         return props
 
@@ -386,17 +467,12 @@ class KafkaBroker:
         """Copy the log dir to ``dest`` (created) as a user would with the broker running:
         file by file, skipping files that vanish mid-copy (deleted segments); returns ``dest``.
         Call :meth:`flush_checkpoints`-style waits or stop() first when the copy must be stable."""
-        dest = Path(dest)
+        return _copy_live_tree(self.log_dir, Path(dest) / self.log_dir.name)
 
-        def copy(src: str, dst: str) -> None:
-            try:
-                shutil.copy2(src, dst)
-            except FileNotFoundError:
-                pass
-
-        shutil.copytree(self.log_dir, dest / self.log_dir.name, copy_function=copy,
-                        ignore_dangling_symlinks=True, dirs_exist_ok=True)
-        return dest / self.log_dir.name
+    def copy_remote_storage(self, dest: Path) -> Path:
+        """Copy :attr:`remote_storage_dir` to ``dest/kafka-tiered-storage`` (created), as
+        :meth:`copy_log_dirs` copies the log dir; returns the copy."""
+        return _copy_live_tree(self.remote_storage_dir, Path(dest) / self.remote_storage_dir.name)
 
     def read_checkpoint(self, name: str) -> dict[tuple[str, int], int]:
         """An offset checkpoint file of the log dir (``replication-offset-checkpoint``,

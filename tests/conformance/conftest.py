@@ -11,6 +11,11 @@ Fixtures (all session-scoped; pytest groups tests by version so one broker JVM r
 * ``broker_factory`` -- ``make(name, broker_config=None)`` for a dedicated broker of
   ``kafka_version`` (started; stopped at the end of the version's tests).
 * ``conformance`` -- the :class:`Recorder`.
+* ``tiered_version`` -- each release of ``kafka_dist.tiered_versions()`` (4.3.1: the one whose
+  tiered-storage test jars Maven Central serves); skips with the reason when Java, Maven or those
+  jars cannot be had, or when ``$KLA_KAFKA_VERSIONS`` names no tiered release.
+* ``tiered_capture`` -- :func:`tiered.run` once on a tiered broker of that version (stopped
+  when it returns): the copies and ``capture.json`` it leaves, loaded (:class:`tiered.Capture`).
 
 Recorder use::
 
@@ -19,6 +24,7 @@ Recorder use::
         ...
         conformance.assert_equal("offsets", kafka_version)   # fails listing every difference
         conformance.fixed("offsets", "what differed, the fix, the Kafka file deciding it")
+        conformance.note("offsets", "how this comparison runs, when it differs from the others")
 """
 
 from __future__ import annotations
@@ -56,6 +62,13 @@ class Recorder:
 
     cases: list[Case] = field(default_factory=list)
     fixed_notes: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)
+
+    def note(self, comparison: str, text: str) -> None:
+        """Say how a comparison runs (a broker unlike the others, what it leaves out); listed in
+        the report's notes, once per text."""
+        if (comparison, text) not in self.notes:
+            self.notes.append((comparison, text))
 
     def fixed(self, comparison: str, text: str) -> None:
         """Note a difference this comparison found earlier and the product now fixes (with the
@@ -108,6 +121,9 @@ class Recorder:
             lines.append("None.")
         for c in diffs:
             lines.append(f"- **{c.comparison}** (Kafka {c.version}) `{c.case}`: {c.detail}")
+        if self.notes:
+            lines += ["", "## Notes", ""]
+            lines += [f"- **{comp}**: {text}" for comp, text in self.notes]
         if self.fixed_notes:
             lines += ["", "## Differences found earlier and fixed in the product", ""]
             lines += [f"- **{comp}**: {text}" for comp, text in self.fixed_notes]
@@ -167,6 +183,32 @@ def broker_factory(kafka_version: str, tmp_path_factory: pytest.TempPathFactory
     finally:
         for b in started:
             b.stop()
+
+
+@pytest.fixture(scope="session", params=kafka_dist.tiered_versions() or [None])
+def tiered_version(request: pytest.FixtureRequest) -> str:
+    """A release to run a tiered-storage broker on (its tiered classpath resolved), else a skip."""
+    version: str | None = request.param
+    if version is None:
+        pytest.skip(f"KLA_KAFKA_VERSIONS={os.environ.get('KLA_KAFKA_VERSIONS')} names no release with "
+                    f"tiered storage's test jars ({', '.join(kafka_dist.TIERED_KAFKA_VERSIONS)})")
+    if kafka_dist.classpath(version, tiered=True) is None:
+        pytest.skip(f"no tiered-storage broker: {kafka_dist.unavailable_reason(version, tiered=True)}")
+    return version
+
+
+@pytest.fixture(scope="session")
+def tiered_capture(tiered_version: str, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """:func:`tiered.run` on a tiered broker of ``tiered_version``, once per session."""
+    import tiered
+
+    work = tmp_path_factory.mktemp(f"tiered-{tiered_version}")
+    broker = KafkaBroker.tiered(tiered_version, work / "broker")
+    try:
+        broker.start()
+        return tiered.run(broker, work)
+    finally:
+        broker.stop()
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,13 @@ this repo; the resolved classpath of each version is cached under ``$KLA_CACHE_D
 ``KAFKA_VERSIONS`` lists the releases compared, newest first; ``$KLA_KAFKA_VERSIONS`` (comma list)
 narrows it.  :func:`classpath` returns ``None`` with the reason in :func:`unavailable_reason` when
 Java or Maven is missing, or when Maven cannot resolve the release.
+
+Tiered storage (KIP-405): ``classpath(version, tiered=True)`` adds the jars of the pom's ``tiered``
+profile (Kafka's reference remote storage manager ``LocalTieredStorage``, which ships only in
+kafka-storage's test jar, and kafka-clients' test jar it refers to), cached apart from the plain
+classpath.  Maven Central serves those test jars for 4.3.1 but not for 4.4.0, so
+``TIERED_KAFKA_VERSIONS`` is 4.3.1; :func:`tiered_versions` is the tiered releases to run
+(``$KLA_KAFKA_VERSIONS``, when set, narrows them too: a list without 4.3.1 runs no tiered broker).
 """
 
 from __future__ import annotations
@@ -17,11 +24,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["KAFKA_VERSIONS", "cache_dir", "classpath", "java", "unavailable_reason", "versions"]
+__all__ = ["KAFKA_VERSIONS", "TIERED_KAFKA_VERSIONS", "cache_dir", "classpath", "java", "tiered_versions",
+           "unavailable_reason", "versions"]
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "pom.xml"
 KAFKA_VERSIONS = ("4.4.0", "3.9.1")
+#: releases whose tiered-storage test jars Maven Central serves (see the module doc)
+TIERED_KAFKA_VERSIONS = ("4.3.1",)
 
 _reasons: dict[str, str] = {}
 
@@ -32,6 +42,14 @@ def versions() -> list[str]:
     if not wanted:
         return list(KAFKA_VERSIONS)
     return [v.strip() for v in wanted.split(",") if v.strip()]
+
+
+def tiered_versions() -> list[str]:
+    """The releases a tiered-storage broker runs on: ``TIERED_KAFKA_VERSIONS``, narrowed by
+    ``$KLA_KAFKA_VERSIONS`` when it is set."""
+    if not os.environ.get("KLA_KAFKA_VERSIONS"):
+        return list(TIERED_KAFKA_VERSIONS)
+    return [v for v in versions() if v in TIERED_KAFKA_VERSIONS]
 
 
 def cache_dir() -> Path:
@@ -49,37 +67,46 @@ def java() -> str | None:
     return shutil.which("java")
 
 
-def unavailable_reason(version: str) -> str:
+def _key(version: str, tiered: bool) -> str:
+    return f"{version}-tiered" if tiered else version
+
+
+def unavailable_reason(version: str, tiered: bool = False) -> str:
     """Why :func:`classpath` gave None for ``version`` (empty when it did not)."""
-    return _reasons.get(version, "")
+    return _reasons.get(_key(version, tiered), "")
 
 
-def classpath(version: str) -> str | None:
+def classpath(version: str, tiered: bool = False) -> str | None:
     """The runtime classpath of Kafka ``version`` (broker, storage tool, DumpLogSegments), fetching the
-    jars with Maven on first use; None when Java or Maven is missing or the release cannot be had."""
+    jars with Maven on first use; None when Java or Maven is missing or the release cannot be had.
+    ``tiered``: with the pom's ``tiered`` profile (LocalTieredStorage and the test jars it needs)."""
+    key = _key(version, tiered)
     if java() is None:
-        _reasons[version] = "java not found (JAVA_HOME unset and no java on PATH)"
+        _reasons[key] = "java not found (JAVA_HOME unset and no java on PATH)"
         return None
     digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:12]  # a changed pom resolves again
-    cached = cache_dir() / f"kafka-{version}-{digest}.classpath"
+    cached = cache_dir() / f"kafka-{key}-{digest}.classpath"
     if cached.exists():
         text = cached.read_text().strip()
         if text and all(Path(p).exists() for p in text.split(os.pathsep)):
             return text
     mvn = shutil.which("mvn")
     if mvn is None:
-        _reasons[version] = "mvn not found on PATH (Maven fetches Kafka's jars)"
+        _reasons[key] = "mvn not found on PATH (Maven fetches Kafka's jars)"
         return None
     out = cached.with_suffix(".tmp")
     cmd = [mvn, "-q", "-B", "-f", str(POM), f"-Dkafka.version={version}",
            "dependency:build-classpath", f"-Dmdep.outputFile={out}"]
+    if tiered:
+        cmd.insert(-2, "-Dkafka.tiered=true")
     repo = os.environ.get("KLA_MAVEN_REPO")
     if repo:
         cmd.insert(1, f"-Dmaven.repo.local={repo}")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0 or not out.exists():
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-        _reasons[version] = f"Maven could not resolve Kafka {version}: {' | '.join(tail)}"
+        what = f"Kafka {version} with tiered storage's test jars" if tiered else f"Kafka {version}"
+        _reasons[key] = f"Maven could not resolve {what}: {' | '.join(tail)}"
         return None
     os.replace(out, cached)
     return cached.read_text().strip()
