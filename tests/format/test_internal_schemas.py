@@ -57,9 +57,14 @@ def test_each_area_holds_its_own_kind_of_message() -> None:
 
 def test_api_keys_are_looked_up_per_area() -> None:
     from kafka_format.internal.cluster_metadata import METADATA_RECORD_TYPES
+    from kafka_format.internal.remote_log_metadata import REMOTE_LOG_METADATA_RECORD_TYPES
     from kafka_format.internal.schemas.releases import area_schemas, metadata_schemas, storage_schemas
 
     assert METADATA_RECORD_TYPES[0] == "RegisterBrokerRecord" and METADATA_RECORD_TYPES[2] == "TopicRecord"
+    assert REMOTE_LOG_METADATA_RECORD_TYPES == {0: "RemoteLogSegmentMetadataRecord",
+                                                1: "RemoteLogSegmentMetadataUpdateRecord",
+                                                2: "RemotePartitionDeleteMetadataRecord",
+                                                3: "RemoteLogSegmentMetadataSnapshotRecord"}
     assert not set(metadata_schemas((4, 4))) & set(storage_schemas((4, 4)))
     assert "ClearElrRecord" in area_schemas("metadata") and "ClearElrRecord" not in area_schemas("storage")
     # TxnIndexEmpty (KIP-1058) came with 4.0; 3.9 has no ProducerSnapshot schema either
