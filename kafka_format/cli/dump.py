@@ -20,6 +20,8 @@ What differs (all else is identical in both):
   (``The following indexed offsets are not found in :<path>``), the Scala tool's does not;
 * a file name without a '.': the Java tool ignores the file, the Scala tool dies
   (``StringIndexOutOfBoundsException``);
+* a decoded payload with ``--skip-record-metadata`` and no key: the Java tool prints it after the
+  record indent (``| payload: ...``), the Scala tool after a space (`` payload: ...``);
 * ``--cluster-metadata-decoder``: each release reads with its own metadata schemas
   (:mod:`kafka_format.internal.schemas.releases`).
 

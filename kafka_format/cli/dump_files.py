@@ -296,8 +296,8 @@ class LogDump(DumpBase):
             if key is not None:
                 text += f"{prefix}key: {key}"
                 prefix = " "
-            if payload is not None:
-                text += f" payload: {payload}"
+            if payload is not None:   # the Java tool prints it after the prefix, the Scala one after a space
+                text += f"{prefix if opts.java_tool else ' '}payload: {payload}"
         return text
 
     # -- .index ------------------------------------------------------------------------------------
