@@ -20,14 +20,20 @@ What differs (all else is identical in both):
   (``The following indexed offsets are not found in :<path>``), the Scala tool's does not;
 * a file name without a '.': the Java tool ignores the file, the Scala tool dies
   (``StringIndexOutOfBoundsException``);
+* a decoded payload with ``--skip-record-metadata`` and no key: the Java tool prints it after the
+  record indent (``| payload: ...``), the Scala tool after a space (`` payload: ...``);
 * ``--cluster-metadata-decoder``: each release reads with its own metadata schemas
-  (:mod:`kafka_format.internal.schemas.releases`).
+  (:mod:`kafka_format.internal.schemas.releases`);
+* ``--remote-log-metadata-decoder``: from 4.0 a remote segment's text ends ``txnIdxEmpty=...``, and a
+  record without a value fails with the JVM's text naming the tool's ``Record`` class
+  (``org.apache.kafka.common.record.internal.Record`` in the Java tool).
 
 The order in which the end-of-run reports list *files* is that of each tool's hash map
 (``java.util.HashMap`` / Scala ``mutable.HashMap``, keyed by absolute path), reproduced by
 :mod:`kafka_format.cli.jvm_maps`.  ``--json`` writes one object per line instead (docs/jobs/):
-``batch``, ``record`` (deep iteration) and ``error`` objects, plus entries of
-index / snapshot / txn-index files (its report objects come in dump order).
+``batch``, ``record`` (deep iteration; with a decoder each gains the decoded ``payload`` text,
+and ``--remote-log-metadata-decoder`` adds the value as a ``remoteLogMetadata`` object) and ``error``
+objects, plus entries of index / snapshot / txn-index files (its report objects come in dump order).
 
 Files are local paths or URIs of any store the jobs read (:mod:`kafka_format.cli.dump_source`;
 credentials inside a URI are never shown).  They are dispatched by suffix as Kafka does
@@ -130,6 +136,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           const="transaction-log", help="decode __transaction_state records")
     decoders.add_argument("--cluster-metadata-decoder", dest="decoder", action="store_const",
                           const="cluster-metadata", help="decode KRaft __cluster_metadata records")
+    decoders.add_argument("--remote-log-metadata-decoder", dest="decoder", action="store_const",
+                          const="remote-log-metadata",
+                          help="decode tiered storage's __remote_log_metadata records (TopicBasedRemoteLogMetadataManager)")
     parser.add_argument("--skip-record-metadata", action="store_true",
                         help="omit per-record metadata in deep iteration")
     parser.add_argument("--max-message-size", type=_positive_int, default=DEFAULT_MAX_MESSAGE_SIZE,

@@ -26,6 +26,7 @@ from kafka_format.cli.dump_read import (
     _all_zero,
     _base_offset_of,
     _control_suffix,
+    _decoded_json,
     _first_batch_last_offset,
     _framing_abort,
     _good_ranges,
@@ -225,7 +226,10 @@ class LogDump(DumpBase):
                     self.json.obj(_batch_json(path, batch, records))
                     for record in records:
                         gaps.see(record["offset"])
-                        self.json.obj(_record_json(record))
+                        obj = _record_json(record)
+                        if self._parser is not None and self.opts.decoder is not None and not batch["isControl"]:
+                            obj.update(_decoded_json(self._parser, record, self.opts))
+                        self.json.obj(obj)
                     batches += 1
                     valid_bytes += batch["size"]
                     done = batch["position"] + batch["size"]
@@ -296,8 +300,8 @@ class LogDump(DumpBase):
             if key is not None:
                 text += f"{prefix}key: {key}"
                 prefix = " "
-            if payload is not None:
-                text += f" payload: {payload}"
+            if payload is not None:   # the Java tool prints it after the prefix, the Scala one after a space
+                text += f"{prefix if opts.java_tool else ' '}payload: {payload}"
         return text
 
     # -- .index ------------------------------------------------------------------------------------

@@ -94,7 +94,7 @@ class DumpOptions:
     print_data_log: bool = False
     verify_index_only: bool = False
     index_sanity_check: bool = False
-    decoder: str | None = None            # "offsets" | "transaction-log" | "cluster-metadata"
+    decoder: str | None = None   # "offsets" | "transaction-log" | "cluster-metadata" | "remote-log-metadata"
     skip_record_metadata: bool = False
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     max_bytes: int = INT32_MAX

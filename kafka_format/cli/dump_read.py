@@ -27,7 +27,13 @@ from kafka_format.common.crc import crc32
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.common.limits import INT32_MAX
 from kafka_format.common.redaction import redact
-from kafka_format.internal import cluster_metadata, consumer_offsets, kraft_control, transaction_log
+from kafka_format.internal import (
+    cluster_metadata,
+    consumer_offsets,
+    kraft_control,
+    remote_log_metadata,
+    transaction_log,
+)
 from kafka_format.log.audit import auditor as audit
 from kafka_format.records import compression, control, legacy
 from kafka_format.records import file_records as api
@@ -361,10 +367,39 @@ def _message_parser(decoder: str | None, opts: DumpOptions) -> _Parser:
             return transaction_log.format_transaction_log_record(
                 record["key"], record["value"])
         return parse_txn
+    if decoder == "remote-log-metadata":
+        def parse_remote(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
+            # RemoteMetadataLogMessageParser: no key; the value's toString() or an error text
+            return None, remote_log_metadata.format_remote_log_metadata(
+                record["value"], record["offset"], opts.release, java_tool=opts.java_tool)
+        return parse_remote
     def parse_metadata(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
         # ClusterMetadataLogMessageParser: no key; the value as {"type","version","data"} or an error text
         return None, cluster_metadata.format_metadata_record(record["value"], record["offset"], opts.release)
     return parse_metadata
+
+
+def _decoded_json(parser: _Parser, record: Mapping[str, Any], opts: DumpOptions) -> dict[str, Any]:
+    """What a decoder adds to a ``--json`` record object: ``payload`` (and ``keyText``) as the text
+    mode prints them, ``decodeError`` where Kafka's parser throws (the text dump dies there), and for
+    ``--remote-log-metadata-decoder`` the value as a ``remoteLogMetadata`` object (null: unreadable)."""
+    out: dict[str, Any] = {}
+    try:
+        key, payload = parser(record)
+    except KafkaFormatError as exc:
+        return {"payload": None, "decodeError": exc.reason}
+    if key is not None:
+        out["keyText"] = key
+    out["payload"] = payload
+    if opts.decoder == "remote-log-metadata":
+        value = record["value"]
+        try:
+            decoded = None if value is None else remote_log_metadata.decode_remote_log_metadata(
+                value, release=opts.release)
+        except KafkaFormatError:
+            decoded = None
+        out["remoteLogMetadata"] = None if decoded is None else remote_log_metadata.as_json_object(decoded)
+    return out
 
 
 def _read_offset_index(path: str, base: int) -> Any:

@@ -10,6 +10,11 @@
   (topics, partitions, topic and broker configs).
 * :mod:`.kraft_control`: values of KRaft control records (LeaderChange, snapshot
   header/footer, KRaftVersion, Voters).
+* :mod:`.api_message`: the ``AbstractApiMessageSerde`` framing (frame version, api key,
+  version) the KRaft records and the remote log metadata records share, read and written once.
+* :mod:`.remote_log_metadata`: tiered storage's ``__remote_log_metadata`` records as values
+  (``--remote-log-metadata-decoder``); :mod:`.remote_log_metadata_cache`: their replay as
+  ``RemoteLogMetadataCache`` / ``RemotePartitionMetadataStore`` build it.
 
 Every malformed input raises :class:`kafka_format.common.errors.InternalTopicFormatError`
 (position = byte offset inside the key or value).
@@ -47,6 +52,12 @@ from kafka_format.internal.consumer_offsets import (
 )
 from kafka_format.internal.kraft_control import decode_kraft_control_value, format_kraft_control
 from kafka_format.internal.protocol import partition_for, to_json
+from kafka_format.internal.remote_log_metadata import (
+    decode_remote_log_metadata,
+    encode_remote_log_metadata,
+    format_remote_log_metadata,
+)
+from kafka_format.internal.remote_log_metadata_cache import RemoteLogMetadataView, replay_remote_log_metadata
 from kafka_format.internal.transaction_log import (
     decode_transaction_log_key,
     decode_transaction_log_value,
@@ -59,12 +70,14 @@ from kafka_format.internal.transaction_log import (
 __all__ = [
     "ClusterMetadataView",
     "PartitionState",
+    "RemoteLogMetadataView",
     "UnknownRecordTypeError",
     "decode_consumer_offsets_key",
     "decode_consumer_offsets_record",
     "decode_consumer_offsets_value",
     "decode_kraft_control_value",
     "decode_metadata_record",
+    "decode_remote_log_metadata",
     "decode_transaction_log_key",
     "decode_transaction_log_value",
     "encode_config_record",
@@ -74,18 +87,21 @@ __all__ = [
     "encode_offset_commit_key",
     "encode_offset_commit_value",
     "encode_partition_record",
+    "encode_remote_log_metadata",
     "encode_topic_record",
     "encode_transaction_log_key",
     "encode_transaction_log_value",
     "format_kraft_control",
     "format_metadata_record",
     "format_offsets_record",
+    "format_remote_log_metadata",
     "format_transaction_log_record",
     "group_partition",
     "load_cluster_metadata",
     "partition_for",
     "replay_cluster_metadata",
     "replay_record_batches",
+    "replay_remote_log_metadata",
     "to_json",
     "transactional_id_partition",
 ]

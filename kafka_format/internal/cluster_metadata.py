@@ -1,13 +1,9 @@
 """KRaft ``__cluster_metadata`` records and a replay into a metadata view.
 
-Record value framing (``server-common/.../serialization/AbstractApiMessageSerde.java``,
-``metadata/.../MetadataRecordSerde.java``); metadata records have no key::
-
-    frame version   unsigned varint   must be 1 (0 = the 2.8 preview format, rejected)
-    api key         unsigned varint   record type (``apiKey`` of the schema), <= 0x7fff
-    version         unsigned varint   record version, <= 0x7fff
-    message         the record at that version (all metadata records are flexible)
-    (no trailing bytes allowed)
+Record values are framed by ``AbstractApiMessageSerde`` (``metadata/.../MetadataRecordSerde.java``;
+:mod:`kafka_format.internal.api_message`: frame version 1, api key, version, the record); metadata
+records have no key.  The api keys are those of the ``metadata`` area's schemas
+(:func:`~kafka_format.internal.schemas.releases.area_schemas`): tiered storage's records reuse 0 to 3.
 
 :func:`decode_metadata_record` returns DumpLogSegments' ``--cluster-metadata-decoder``
 shape ``{"type": "TOPIC_RECORD", "version": 0, "data": {...}}`` (the type is the
@@ -37,19 +33,22 @@ from pathlib import Path
 from typing import Any
 
 from kafka_format.common.errors import InternalTopicFormatError
+from kafka_format.internal.api_message import (
+    FRAME_VERSION,
+    ApiMessageSerdeError,
+    read_frame_header,
+    read_framed,
+    write_framed,
+)
 from kafka_format.internal.protocol import (
-    VERSION_MAX,
     MessageSpec,
-    Reader,
     compile_spec,
     message_spec,
     read_message,
     to_json,
-    write_message,
-    write_uvarint,
 )
 from kafka_format.internal.schemas import SCHEMAS
-from kafka_format.internal.schemas.releases import metadata_schemas
+from kafka_format.internal.schemas.releases import area_schemas, metadata_schemas
 
 __all__ = [
     "FRAME_VERSION",
@@ -70,7 +69,6 @@ __all__ = [
     "replay_record_batches",
 ]
 
-FRAME_VERSION = 1  # AbstractApiMessageSerde.DEFAULT_FRAME_VERSION
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.Leader default
 RESOURCE_TYPE_TOPIC = 2  # ConfigResource.Type.TOPIC
 RESOURCE_TYPE_BROKER = 4  # ConfigResource.Type.BROKER
@@ -78,7 +76,7 @@ UNKNOWN_TYPE = "UNKNOWN"
 
 #: api key → schema name, for every metadata record schema shipped
 METADATA_RECORD_TYPES: dict[int, str] = {
-    int(doc["apiKey"]): name for name, doc in SCHEMAS.items()
+    int(doc["apiKey"]): name for name, doc in area_schemas("metadata").items()
     if doc.get("type") == "metadata" and "apiKey" in doc and "@" not in name
 }
 #: schema name → pre-release variants ("Name@variant") tried when the released schema fails
@@ -108,20 +106,7 @@ def record_type_name(schema_name: str) -> str:
 
 def decode_metadata_record(value: bytes | bytearray | memoryview) -> dict[str, Any]:
     """Value bytes of a metadata record → ``{"type", "version", "data"}`` (see module doc)."""
-    r = Reader(value, 0, "metadata record")
-    start = r.pos
-    frame = r.uvarint("frame version")
-    if frame != FRAME_VERSION:
-        raise r.fail("unsupported metadata record frame version", f"frame version {FRAME_VERSION}",
-                     str(frame), start)
-    fields = []
-    for what in ("type", "version"):
-        pos = r.pos
-        v = r.uvarint(what)
-        if v > VERSION_MAX or v < 0:
-            raise r.fail(f"value for {what} was too large", f"{what} <= {VERSION_MAX}", str(v), pos)
-        fields.append(v)
-    api_key, version = fields
+    r, api_key, version, _ = read_frame_header(value, "metadata record")
     name = METADATA_RECORD_TYPES.get(api_key)
     if name is None:
         return {"type": UNKNOWN_TYPE, "apiKey": api_key, "version": version, "data": None,
@@ -160,50 +145,19 @@ def format_metadata_record(value: bytes | bytearray | memoryview | None, offset:
         return f"Error at {offset}, skipping. metadata record without a value"
     try:
         return to_json(_read_as_kafka(value, release))
-    except _SerdeError as e:
-        return f"Error at {offset}, skipping. {e}"
-
-
-class _SerdeError(Exception):
-    """``MetadataParseException`` with its message."""
-
-
-def _serde_short(r: Reader, entity: str) -> int:
-    """``AbstractApiMessageSerde.unsignedIntToShort``."""
-    try:
-        value = r.uvarint(entity)
-    except InternalTopicFormatError:
-        raise _SerdeError(f"Error while reading {entity}") from None
-    if value > VERSION_MAX:
-        raise _SerdeError(f"Value for {entity} was too large.")
-    value &= 0xFFFF
-    return value - 0x10000 if value & 0x8000 else value
+    except ApiMessageSerdeError as e:
+        return f"Error at {offset}, skipping. {e.kafka_message}"
 
 
 def _read_as_kafka(value: bytes | bytearray | memoryview, release: tuple[int, int] | None) -> dict[str, Any]:
     """``MetadataRecordSerde.read`` of one record value (see :func:`format_metadata_record`)."""
-    r = Reader(value, 0, "metadata record")
-    frame = _serde_short(r, "frame version")
-    if frame == 0:
-        raise _SerdeError("Could not deserialize metadata record with frame version 0. Note that upgrades "
-                          "from the preview release of KRaft in 2.8 to newer versions are not supported.")
-    if frame != FRAME_VERSION:
-        raise _SerdeError(f"Could not deserialize metadata record due to unknown frame version {frame}"
-                          f"(only frame version {FRAME_VERSION} is supported)")
-    api_key = _serde_short(r, "type")
-    version = _serde_short(r, "version")
+    rec = read_framed(value, "metadata record", functools.partial(_release_lookup, release=release))
+    return {"type": record_type_name(rec.name), "version": rec.version, "data": rec.data}
+
+
+def _release_lookup(api_key: int, release: tuple[int, int] | None) -> tuple[str, MessageSpec] | None:
     name, spec = _release_record(api_key, release)
-    if spec is None:   # MetadataRecordType.fromId, wrapped: new MetadataParseException(cause)
-        raise _SerdeError(f"org.apache.kafka.common.errors.UnsupportedVersionException: "
-                          f"Unknown metadata id {api_key}")
-    try:
-        # the generated record class checks no version of its own (its nested structs do)
-        data, end = read_message(name, r.data, version, offset=r.pos, spec=spec, any_version=True)
-    except InternalTopicFormatError:
-        raise _SerdeError(f"Failed to deserialize record with type {api_key}") from None
-    if end != r.end:
-        raise _SerdeError(f"Found {r.end - end} byte(s) of garbage after {api_key}")
-    return {"type": record_type_name(name), "version": version, "data": data}
+    return None if spec is None else (name, spec)
 
 
 @functools.cache
@@ -220,9 +174,7 @@ def _release_record(api_key: int, release: tuple[int, int] | None) -> tuple[str,
 
 def encode_metadata_record(schema_name: str, data: dict[str, Any], version: int = 0) -> bytes:
     """Frame + record bytes (``AbstractApiMessageSerde.write``)."""
-    api_key = int(SCHEMAS[schema_name]["apiKey"])
-    return (write_uvarint(FRAME_VERSION) + write_uvarint(api_key) + write_uvarint(version)
-            + write_message(schema_name, data, version))
+    return write_framed(schema_name, data, version, int(SCHEMAS[schema_name]["apiKey"]))
 
 
 def encode_topic_record(name: str, topic_id: str) -> bytes:
@@ -382,10 +334,7 @@ def _api_key(value: bytes | bytearray | memoryview) -> int | None:
     """The record type (apiKey) of a metadata record value (after its frame version), or None
     when the header is unreadable (the full decode then reports it)."""
     try:
-        r = Reader(value, 0, "metadata record")
-        if r.uvarint("frame version") != FRAME_VERSION:
-            return None
-        return int(r.uvarint("type"))
+        return read_frame_header(value, "metadata record")[1]
     except InternalTopicFormatError:
         return None
 

@@ -50,6 +50,7 @@ from kafka_format.common.kafka_uuid import ZERO_UUID  # re-exported (__all__)
 from kafka_format.common.kafka_uuid import uuid_to_string as uuid_to_str  # re-exported (__all__)
 from kafka_format.internal.schemas import SCHEMAS
 from kafka_format.internal.schemas import newer as _newer_schemas
+from kafka_format.records.batch_v2 import java_utf8
 
 _newer_schemas.apply(SCHEMAS)   # fields of Kafka 4.4.0 newer than the generated set
 
@@ -67,6 +68,7 @@ __all__ = [
     "java_abs",
     "java_string_hash",
     "message_spec",
+    "murmur2",
     "partition_for",
     "read_message",
     "read_version_prefixed",
@@ -264,6 +266,32 @@ def java_string_hash(text: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+def murmur2(data: bytes) -> int:
+    """Kafka's ``Utils.murmur2`` (the partitioners' hash; seed 0x9747b28c), as a Java int."""
+    m, mask = 0x5BD1E995, 0xFFFFFFFF
+    length = len(data)
+    h = (0x9747B28C ^ length) & mask
+    for i in range(0, length - length % 4, 4):
+        k = int.from_bytes(data[i:i + 4], "little")
+        k = (k * m) & mask
+        k ^= k >> 24
+        k = (k * m) & mask
+        h = ((h * m) & mask) ^ k
+    rest = length % 4
+    tail = length - rest
+    if rest == 3:
+        h ^= data[tail + 2] << 16
+    if rest >= 2:
+        h ^= data[tail + 1] << 8
+    if rest >= 1:
+        h ^= data[tail]
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return _java_int(h)
+
+
 def java_abs(n: int) -> int:
     """Kafka ``Utils.abs``: ``abs`` with ``abs(Integer.MIN_VALUE) == 0``."""
     return 0 if n == -(1 << 31) else abs(n)
@@ -358,7 +386,7 @@ def _read_length(r: Reader, flexible: bool, what: str, kind: str) -> int:
 def _read_string(r: Reader, length: int, what: str) -> str:
     if length > MAX_STRING_LENGTH:
         raise r.fail(f"string field {what} had invalid length", f"length <= {MAX_STRING_LENGTH}", str(length))
-    return r.raw(length, f"string {what}").decode("utf-8", "replace")
+    return java_utf8(r.raw(length, f"string {what}")).decode("utf-8")   # Java's U+FFFD for malformed bytes
 
 
 def _read_varlen(r: Reader, base: str, flexible: bool, nullable: bool, what: str) -> Any:
@@ -431,8 +459,9 @@ def _read_scalar(r: Reader, t: str, what: str) -> Any:
 
 
 def _read_struct(r: Reader, s: StructSpec, version: int, msg_flexible: Versions,
-                 check_version: bool = True) -> dict[str, Any]:
-    """``generateClassReader``: fields in order, then the tagged-field section."""
+                 check_version: bool = True, positions: dict[str, int] | None = None) -> dict[str, Any]:
+    """``generateClassReader``: fields in order, then the tagged-field section (``positions``: where
+    each field read starts, by name)."""
     if check_version and not _contains(s.versions, version):
         raise InternalTopicFormatError(f"Can't read version {version} of {s.name}", position=r.pos,
                                        expected=f"versions {s.versions}", found=str(version))
@@ -441,6 +470,8 @@ def _read_struct(r: Reader, s: StructSpec, version: int, msg_flexible: Versions,
     for f in s.fields:
         if not _contains(f.versions, version) or _contains(f.tagged, version):
             continue
+        if positions is not None:
+            positions[f.name] = r.pos
         out[f.name] = _read_value(r, f, version, msg_flexible, False)
     if _contains(msg_flexible, version):
         by_tag = {f.tag: f for f in s.fields if f.tag is not None and f.tagged is not None}
@@ -459,6 +490,8 @@ def _read_struct(r: Reader, s: StructSpec, version: int, msg_flexible: Versions,
             if not (_contains(spec.versions, version) and _contains(spec.tagged, version)):
                 raise r.fail(f"tag {tag} is not valid for version {version}", "a tag of this version",
                              str(tag), tag_pos)
+            if positions is not None:
+                positions[spec.name] = r.pos
             tagged_values[spec.name] = _read_value(r, spec, version, msg_flexible, True)
         for f in s.fields:  # JSON order = schema order; tagged fields only when not default
             if f.name in tagged_values and not _is_default(f, tagged_values[f.name], version, msg_flexible):
@@ -504,8 +537,9 @@ def _is_default(f: FieldSpec, value: Any, version: int, msg_flexible: Versions) 
 
 
 def read_message(name: str, data: bytes | bytearray | memoryview, version: int, *,
-                 offset: int = 0, require_end: bool = False,
-                 spec: MessageSpec | None = None, any_version: bool = False) -> tuple[dict[str, Any], int]:
+                 offset: int = 0, require_end: bool = False, spec: MessageSpec | None = None,
+                 any_version: bool = False, positions: dict[str, int] | None = None
+                 ) -> tuple[dict[str, Any], int]:
     """Decode message ``name`` at ``version`` from ``data[offset:]``.
 
     Returns ``(dict, end position)``.  ``require_end`` rejects trailing bytes
@@ -513,13 +547,15 @@ def read_message(name: str, data: bytes | bytearray | memoryview, version: int, 
     compiled schema instead of ``name``'s in :data:`SCHEMAS` (a release's own, for example).
     ``any_version``: as a generated class's ``read(readable, version)`` itself does, read a version
     outside the valid ones too (fields by their ``N+`` ranges, unknown tags kept aside); its
-    nested structs still accept only the valid versions.
+    nested structs still accept only the valid versions.  ``positions``: filled with the byte
+    position where each top-level field starts (tagged ones: where their value starts).
     """
     if spec is None:
         spec = message_spec(name)
     r = Reader(data, offset, name)
     try:
-        out = _read_struct(r, spec.root, version, spec.flexible, check_version=not any_version)
+        out = _read_struct(r, spec.root, version, spec.flexible, check_version=not any_version,
+                           positions=positions)
     except RecursionError as e:  # pragma: no cover - schemas are not deeply nested
         raise r.fail("nesting too deep", "a bounded message", "recursion") from e
     if require_end and r.pos != r.end:

@@ -316,18 +316,20 @@ def test_print_data_log_prints_key_and_payload(tmp_path: Path, capsys: pytest.Ca
 def test_skip_record_metadata(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = b"".join(_v2_batches("none"))
     log = _write_log(tmp_path / "t-0", data)
-    code, out, _ = _dump(capsys, "--print-data-log", "--skip-record-metadata", str(log))
-    assert code == 0
     kp_records = [r for _, b, _ in _kp_batches(data) for r in b]
-    record_lines = [line for line in out[2:] if not V2_BATCH.match(line)]
-    expected = []
-    for r in kp_records:
-        # DumpLogSegments: prefix "| " is printed only before a key; the payload always gets " payload: "
-        text = f"| key: {r.key.decode()}" if r.key is not None else ""
-        if r.value is not None:
-            text += f" payload: {r.value.decode()}"
-        expected.append(text)
-    assert record_lines == expected
+    for version, first_payload in (("4.4", "| payload: "), ("3.9", " payload: ")):
+        code, out, _ = _dump(capsys, "--print-data-log", "--skip-record-metadata", "--kafka-version", version, str(log))
+        assert code == 0
+        record_lines = [line for line in out[2:] if not V2_BATCH.match(line)]
+        expected = []
+        for r in kp_records:
+            # DumpLogSegments: the prefix "| " goes before the first of key and payload in the Java tool
+            # (4.3+: prefix + "payload: "), before the key only in the Scala tool (" payload: ")
+            text = f"| key: {r.key.decode()}" if r.key is not None else ""
+            if r.value is not None:
+                text += (" payload: " if r.key is not None else first_payload) + r.value.decode()
+            expected.append(text)
+        assert record_lines == expected, version
 
 
 def test_control_batch_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -27,11 +27,13 @@ from pathlib import Path
 
 import kafka_dist
 
-__all__ = ["Case", "Run", "compare_run", "jvm_map_orders", "run_kafka", "run_ours", "tool_class"]
+__all__ = ["Case", "Run", "compare_run", "jvm_map_orders", "remote_log_metadata_serde", "run_kafka", "run_ours",
+           "tool_class"]
 
 HERE = Path(__file__).resolve().parent
 DRIVER_SOURCE = HERE / "DumpDriver.java"
 MAP_DRIVER_SOURCE = HERE / "MapOrderDriver.java"
+SERDE_DRIVER_SOURCE = HERE / "RemoteLogMetadataSerdeDriver.java"
 RUN_MARK = "##KLOGS-RUN "
 EXIT_MARK = "##KLOGS-EXIT "
 NOISE = re.compile(r"^(SLF4J|log4j):")   # the JVM's logging noise on stderr, not the tool's output
@@ -91,6 +93,26 @@ def jvm_map_orders(version: str, call_lists: Sequence[Sequence[str]]) -> list[tu
     lines = proc.stdout.decode("utf-8").splitlines()
     assert len(lines) == 2 * len(call_lists), proc.stderr.decode("utf-8", "replace")[-2000:]
     return [(lines[2 * i].split("\t")[1:], lines[2 * i + 1].split("\t")[1:]) for i in range(len(call_lists))]
+
+
+def remote_log_metadata_serde(version: str, values: Sequence[bytes]) -> list[tuple[str, str, str]]:
+    """For each record value: Kafka ``version``'s ``RemoteLogMetadataSerde`` on it
+    (``RemoteLogMetadataSerdeDriver.java``): ``("OK", serialize(deserialize(value)) as hex, toString())``
+    or ``("ERROR", exception class, message)``."""
+    classpath = kafka_dist.classpath(version)
+    java = kafka_dist.java()
+    assert classpath is not None and java is not None
+    driver = _driver_dir(SERDE_DRIVER_SOURCE, classpath)
+    proc = subprocess.run([java, "-cp", f"{driver}{os.pathsep}{classpath}", "RemoteLogMetadataSerdeDriver"],
+                          input="".join(v.hex() + "\n" for v in values).encode("ascii"), capture_output=True,
+                          timeout=JVM_TIMEOUT_S, check=True)
+    lines = [line for line in proc.stdout.decode("utf-8").splitlines() if line.startswith(("OK\t", "ERROR\t"))]
+    assert len(lines) == len(values), proc.stderr.decode("utf-8", "replace")[-2000:]
+    out: list[tuple[str, str, str]] = []
+    for line in lines:
+        kind, first, rest = line.split("\t", 2)
+        out.append((kind, first, rest))
+    return out
 
 
 def _split_runs(text: str, mark: str, count: int, *, newline_before_mark: bool = False) -> list[list[str]]:

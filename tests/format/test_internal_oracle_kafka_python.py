@@ -244,6 +244,10 @@ def _valid_versions(name: str) -> range:
     return range(int(lo), int(hi or lo) + 1)
 
 
+def _field_types(fields: list[dict[str, Any]]) -> set[str]:
+    return {f["type"].removeprefix("[]") for f in fields} | {t for f in fields for t in _field_types(f.get("fields", []))}
+
+
 ALL_VERSIONS = [(name, v) for name in sorted(SCHEMAS) if "@" not in name for v in _valid_versions(name)]
 
 
@@ -259,5 +263,7 @@ def test_every_schema_version_round_trips_through_kafka_python(oracle: Any, name
     assert ours == value  # every field is non-default, so every field is reported
     if not SCHEMAS[name]["fields"]:
         return
+    if "uint32" in _field_types(SCHEMAS[name]["fields"]):   # ProducerSnapshot's Crc
+        pytest.skip("kafka-python's schema interpreter has no uint32")
     theirs = oracle(name).decode(raw, version=version, header=False)
     assert_same(ours, theirs, f"{name}v{version}")

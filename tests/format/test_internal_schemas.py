@@ -46,6 +46,32 @@ def test_each_area_holds_its_own_kind_of_message() -> None:
         assert all(name.endswith(("Key", "Value")) for name in by_module[module]), module
     assert {"ConsumerProtocolSubscription", "ConsumerProtocolAssignment", "LeaderChangeMessage"} <= set(
         by_module["clients"])
+    # tiered storage's __remote_log_metadata records are "metadata" records too, with api keys 0 to 3
+    # that the KRaft records also use: an area of their own, looked up apart
+    remote = {name: doc["apiKey"] for name, doc in by_module["storage"].items() if "apiKey" in doc}
+    assert remote == {"RemoteLogSegmentMetadataRecord": 0, "RemoteLogSegmentMetadataUpdateRecord": 1,
+                      "RemotePartitionDeleteMetadataRecord": 2, "RemoteLogSegmentMetadataSnapshotRecord": 3}
+    assert all(by_module["storage"][name]["type"] == "metadata" for name in remote)
+    assert {doc["apiKey"] for doc in by_module["metadata"].values()} >= set(remote.values())
+
+
+def test_api_keys_are_looked_up_per_area() -> None:
+    from kafka_format.internal.cluster_metadata import METADATA_RECORD_TYPES
+    from kafka_format.internal.remote_log_metadata import REMOTE_LOG_METADATA_RECORD_TYPES
+    from kafka_format.internal.schemas.releases import area_schemas, metadata_schemas, storage_schemas
+
+    assert METADATA_RECORD_TYPES[0] == "RegisterBrokerRecord" and METADATA_RECORD_TYPES[2] == "TopicRecord"
+    assert REMOTE_LOG_METADATA_RECORD_TYPES == {0: "RemoteLogSegmentMetadataRecord",
+                                                1: "RemoteLogSegmentMetadataUpdateRecord",
+                                                2: "RemotePartitionDeleteMetadataRecord",
+                                                3: "RemoteLogSegmentMetadataSnapshotRecord"}
+    assert not set(metadata_schemas((4, 4))) & set(storage_schemas((4, 4)))
+    assert "ClearElrRecord" in area_schemas("metadata") and "ClearElrRecord" not in area_schemas("storage")
+    # TxnIndexEmpty (KIP-1058) came with 4.0; 3.9 has no ProducerSnapshot schema either
+    fields = {r: [f["name"] for f in storage_schemas(r)["RemoteLogSegmentMetadataRecord"]["fields"]]
+              for r in ((3, 9), (4, 0))}
+    assert "TxnIndexEmpty" not in fields[(3, 9)] and fields[(4, 0)][-1] == "TxnIndexEmpty"
+    assert "ProducerSnapshot" not in storage_schemas((3, 9)) and "ProducerSnapshot" in storage_schemas((4, 0))
 
 
 def test_generated_modules_equal_a_fresh_generation(tmp_path: Path) -> None:

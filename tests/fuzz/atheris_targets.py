@@ -17,7 +17,8 @@ Targets (``TARGETS``):
 * ``checkpoints``: offset / leader-epoch checkpoints, partition.metadata, meta.properties,
   .kafka_cleanshutdown, quorum-state;
 * ``internal``: __consumer_offsets / __transaction_state key+value, __cluster_metadata records,
-  KRaft control values and control-record keys (first byte picks the decoder);
+  KRaft control values and control-record keys, __remote_log_metadata records and their replay
+  (first byte picks the decoder);
 * ``decompress_<codec>``: ``compression.decompress`` per codec with a small output cap
   (the output must never exceed the cap);
 * ``typed``: a key or value in the Schema Registry wire format (byte 0 picks Avro, Protobuf or JSON
@@ -72,7 +73,14 @@ def _load() -> None:
     if _modules:
         return
     from kafka_format.common import errors
-    from kafka_format.internal import cluster_metadata, consumer_offsets, kraft_control, transaction_log
+    from kafka_format.internal import (
+        cluster_metadata,
+        consumer_offsets,
+        kraft_control,
+        remote_log_metadata,
+        remote_log_metadata_cache,
+        transaction_log,
+    )
     from kafka_format.records import columns, compression, control, decoder
     from kafka_format.records import file_records as api
     from kafka_format.storage import checkpoints, index, snapshot, txnindex
@@ -81,7 +89,8 @@ def _load() -> None:
                     errors=errors, index=index, snapshot=snapshot, txnindex=txnindex,
                     cluster_metadata=cluster_metadata, consumer_offsets=consumer_offsets,
                     kraft_control=kraft_control, transaction_log=transaction_log, columns=columns,
-                    control=control)
+                    control=control, remote_log_metadata=remote_log_metadata,
+                    remote_log_metadata_cache=remote_log_metadata_cache)
     try:
         from kafka_format.records import fast
     except ImportError:  # no compiled decoder in this build: decode_fast runs the reference
@@ -341,6 +350,8 @@ def internal(data: bytes) -> None:
     cm = _m("cluster_metadata")
     kc = _m("kraft_control")
     ctl = _m("control")
+    rlm = _m("remote_log_metadata")
+    cache = _m("remote_log_metadata_cache")
     calls: tuple[Callable[[], object], ...] = (
         lambda: co.decode_consumer_offsets_record(key, value),
         lambda: co.decode_consumer_offsets_record(key, None),
@@ -353,6 +364,9 @@ def internal(data: bytes) -> None:
         lambda: kc.decode_kraft_control_value(2 + which % 6, value),
         lambda: kc.format_kraft_control(2 + which % 6, value),
         lambda: ctl.parse_end_txn_marker(key, value),
+        lambda: rlm.decode_remote_log_metadata(value, release=(3, 9) if which & 0x80 else None),
+        lambda: rlm.format_remote_log_metadata(value, 0),
+        lambda: cache.replay_remote_log_metadata([(0, 0, key), (0, 1, value)], stop_at_failure=False),
     )
     try:
         calls[which % len(calls)]()

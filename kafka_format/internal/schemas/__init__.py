@@ -13,17 +13,27 @@ One module per source area of Kafka's tree (each lists its source files):
   coordinator's ``__consumer_offsets`` records;
 - :mod:`~kafka_format.internal.schemas.metadata` (``metadata/``): the KRaft ``__cluster_metadata``
   records;
+- :mod:`~kafka_format.internal.schemas.storage` (``storage/``): the tiered-storage
+  ``__remote_log_metadata`` records (their apiKeys overlap the KRaft records': look them up per
+  area) and the producer-state snapshot;
 - :mod:`~kafka_format.internal.schemas.transaction_coordinator` (``transaction-coordinator/``): the
   transaction coordinator's ``__transaction_state`` records.
 
-``SCHEMAS`` merges them by message name (names are unique across areas).
+``SCHEMAS`` merges them by message name (names are unique across areas; apiKeys are unique only
+within one).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kafka_format.internal.schemas import clients, group_coordinator, metadata, transaction_coordinator
+from kafka_format.internal.schemas import (
+    clients,
+    group_coordinator,
+    metadata,
+    storage,
+    transaction_coordinator,
+)
 
 SOURCE_COMMIT = '1eb7644349cb07139d6a3c1ad1986979647cac99'
 
@@ -31,5 +41,6 @@ SCHEMAS: dict[str, dict[str, Any]] = dict(sorted({
     **clients.SCHEMAS,
     **group_coordinator.SCHEMAS,
     **metadata.SCHEMAS,
+    **storage.SCHEMAS,
     **transaction_coordinator.SCHEMAS,
 }.items()))

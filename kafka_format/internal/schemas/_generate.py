@@ -24,6 +24,7 @@ PATTERN = re.compile(
     r"(group-coordinator/src/main/resources/common/message/.*\.json"
     r"|transaction-coordinator/src/main/resources/common/message/.*\.json"
     r"|metadata/src/main/resources/common/metadata/.*\.json"
+    r"|storage/src/main/resources/message/.*\.json"
     r"|clients/src/main/resources/common/message/"
     r"(ConsumerProtocolSubscription|ConsumerProtocolAssignment|LeaderChangeMessage"
     r"|SnapshotHeaderRecord|SnapshotFooterRecord|KRaftVersionRecord|VotersRecord)\.json)$")
@@ -42,6 +43,8 @@ AREAS = [
      "the KRaft control records"),
     ("group-coordinator", "group_coordinator", "the group coordinator's ``__consumer_offsets`` records"),
     ("metadata", "metadata", "the KRaft ``__cluster_metadata`` records"),
+    ("storage", "storage", "the tiered-storage ``__remote_log_metadata`` records (their apiKeys overlap the "
+     "KRaft records': look them up per area) and the producer-state snapshot"),
     ("transaction-coordinator", "transaction_coordinator",
      "the transaction coordinator's ``__transaction_state`` records"),
 ]
@@ -105,9 +108,10 @@ def _package_module(commit: str) -> str:
         lines += _fill(f"- :mod:`~kafka_format.internal.schemas.{module}` (``{directory}/``): {about}{end}", "  ")
     lines += [
         "",
-        "``SCHEMAS`` merges them by message name (names are unique across areas).",
+        *_fill("``SCHEMAS`` merges them by message name (names are unique across areas; apiKeys are "
+               "unique only within one)."),
         '"""', "", "from __future__ import annotations", "", "from typing import Any", "",
-        f"from kafka_format.internal.schemas import {', '.join(modules)}", "",
+        "from kafka_format.internal.schemas import (", *[f"    {module}," for module in modules], ")", "",
         f"SOURCE_COMMIT = {commit!r}", "",
         "SCHEMAS: dict[str, dict[str, Any]] = dict(sorted({",
         *[f"    **{module}.SCHEMAS," for module in modules],

@@ -13,9 +13,12 @@ because the JSON definitions of that release are not in the mirror ``_generate.p
 * ``ClearElrRecord`` (metadata api key 28, v0, flexible): ``TopicName`` string --
   ``ClearElrRecord.SCHEMA_0`` (``topic_name``);
 * ``UnregisterControllerRecord`` (metadata api key 29, v0, flexible): ``ControllerId`` int32 --
-  ``metadata/src/main/resources/common/metadata/UnregisterControllerRecord.json`` of 4.4.0.
+  ``metadata/src/main/resources/common/metadata/UnregisterControllerRecord.json`` of 4.4.0;
+* ``RemoteLogSegmentMetadataRecord`` and ``RemoteLogSegmentMetadataSnapshotRecord`` v0 (tiered
+  storage, since 4.0.0: KIP-1058): tagged field 0 ``TxnIndexEmpty`` (bool, "Flag to indicate if the
+  transaction index is empty.") -- ``message/*.json`` of the 4.0.0 and 4.4.0 ``kafka-storage`` jars.
 
-Which release brought each metadata change: :mod:`kafka_format.internal.schemas.releases`.
+Which release brought each change: :mod:`kafka_format.internal.schemas.releases`.
 
 :func:`apply` is idempotent; ``protocol`` applies it once at import.
 """
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["apply"]
+__all__ = ["added_to_area", "apply"]
 
 _ADDED_FIELDS: dict[str, tuple[str, dict[str, Any]]] = {
     "OffsetCommitValue": ("0-4", {"name": "topicId", "type": "uuid", "versions": "4+",
@@ -35,9 +38,15 @@ _ADDED_FIELDS: dict[str, tuple[str, dict[str, Any]]] = {
     "BrokerRegistrationChangeRecord": ("0-3", {"name": "CordonedLogDirs", "type": "[]uuid", "versions": "3+",
                                                "nullableVersions": "3+", "taggedVersions": "3+", "tag": 3,
                                                "default": "null"}),
+    "RemoteLogSegmentMetadataRecord": ("0", {"name": "TxnIndexEmpty", "type": "bool", "versions": "0+",
+                                             "taggedVersions": "0+", "tag": 0}),
+    "RemoteLogSegmentMetadataSnapshotRecord": ("0", {"name": "TxnIndexEmpty", "type": "bool", "versions": "0+",
+                                                     "taggedVersions": "0+", "tag": 0}),
 }
 
 
+#: the area (a module of ``_generate.AREAS``) the added schemas belong to
+_ADDED_SCHEMAS_AREA = "metadata"
 _ADDED_SCHEMAS: dict[str, dict[str, Any]] = {
     "ClearElrRecord": {"apiKey": 28, "type": "metadata", "name": "ClearElrRecord", "validVersions": "0",
                        "flexibleVersions": "0+",
@@ -46,6 +55,11 @@ _ADDED_SCHEMAS: dict[str, dict[str, Any]] = {
                                    "validVersions": "0", "flexibleVersions": "0+",
                                    "fields": [{"name": "ControllerId", "type": "int32", "versions": "0+"}]},
 }
+
+
+def added_to_area(module: str) -> frozenset[str]:
+    """The names of the schemas :func:`apply` adds to the area ``module`` (none but KRaft's yet)."""
+    return frozenset(_ADDED_SCHEMAS) if module == _ADDED_SCHEMAS_AREA else frozenset()
 
 
 def apply(schemas: dict[str, dict[str, Any]]) -> None:

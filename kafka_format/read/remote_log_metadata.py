@@ -1,0 +1,72 @@
+"""Tiered storage's ``__remote_log_metadata`` read from broker log dirs the way the remote log
+metadata manager's consumer reads it, and replayed
+(:func:`kafka_format.internal.remote_log_metadata_cache.replay_remote_log_metadata`).
+
+``TopicBasedRemoteLogMetadataManagerConfig`` gives its consumer no ``isolation.level``: it reads
+``read_uncommitted`` (the consumer's default; ``remote.log.metadata.consumer.isolation.level`` can
+change it, hence ``isolation_level``), from the earliest offset, and never sees control records.  The
+records come from this package's read path (:func:`kafka_format.read.split_reader.plan_read` and
+``read_split``: the longest replica of each partition among the log dirs, ``read_committed`` as
+``CompletedFetch`` applies it with the ``.txnindex`` aborted transactions, bounded by ``up_to``), one
+``__remote_log_metadata-<n>`` partition after the other, each in offset order.  Records without a
+value are passed on as such (the consumer task fails on them, and the replay says so).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+
+from kafka_format.common.topics import REMOTE_LOG_METADATA_TOPIC
+from kafka_format.internal.remote_log_metadata_cache import RemoteLogMetadataView, replay_remote_log_metadata
+
+__all__ = ["load_remote_log_metadata", "read_remote_log_metadata"]
+
+Paths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+def _path_list(log_dirs: Paths) -> list[str]:
+    if isinstance(log_dirs, (str, os.PathLike)):
+        return [os.fspath(log_dirs)]
+    return [os.fspath(p) for p in log_dirs]
+
+
+def read_remote_log_metadata(log_dirs: Paths, *, isolation_level: str = "read_uncommitted",
+                             up_to: str = "logEnd", mode: str = "FAILFAST",
+                             topic: str = REMOTE_LOG_METADATA_TOPIC) -> Iterator[tuple[int, int, bytes | None]]:
+    """(partition, offset, value) of every record a consumer of ``topic`` would get from the log dirs
+    (broker log dirs, parents of them, or partition dirs), partition by partition in offset order.
+
+    ``isolation_level``: ``read_uncommitted`` (the manager's) or ``read_committed``; ``up_to``:
+    ``logEnd`` or ``highWatermark`` (from ``replication-offset-checkpoint``); ``mode``: the read path's
+    (``FAILFAST`` raises on bad bytes, ``DROPMALFORMED`` skips them).  No partition of ``topic``: no
+    records.
+    """
+    from kafka_format.read.options import parse_options
+    from kafka_format.read.split_reader import plan_read, read_split
+
+    opts = parse_options({"paths": json.dumps(_path_list(log_dirs)), "topics": topic,
+                          "isolationLevel": isolation_level, "upTo": up_to, "mode": mode,
+                          "includeHeaders": "false"})
+    splits = sorted((s for s in plan_read(opts) if s.topic == topic),
+                    key=lambda s: (s.partition, s.ranges[0].first_offset if s.ranges else -1))
+    for split in splits:
+        for batch in read_split(split, opts):
+            if "_corrupt" in batch.schema.names:
+                batch = batch.filter(batch.column("_corrupt").is_null())
+            yield from zip(batch.column("partition").to_pylist(), batch.column("offset").to_pylist(),
+                           batch.column("value").to_pylist(), strict=True)
+
+
+def load_remote_log_metadata(log_dirs: Paths, *, isolation_level: str = "read_uncommitted",
+                             up_to: str = "logEnd", stop_at_failure: bool = True,
+                             num_metadata_partitions: int | None = None,
+                             release: tuple[int, int] | None = None) -> RemoteLogMetadataView:
+    """The remote log metadata of the log dirs' ``__remote_log_metadata`` partitions, replayed as the
+    broker's ``TopicBasedRemoteLogMetadataManager`` builds it (see :func:`read_remote_log_metadata` for
+    the reading, :func:`~kafka_format.internal.remote_log_metadata_cache.replay_remote_log_metadata` for
+    ``stop_at_failure``, ``num_metadata_partitions`` and ``release``)."""
+    return replay_remote_log_metadata(
+        read_remote_log_metadata(log_dirs, isolation_level=isolation_level, up_to=up_to),
+        stop_at_failure=stop_at_failure, num_metadata_partitions=num_metadata_partitions, release=release)
