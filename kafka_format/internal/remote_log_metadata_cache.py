@@ -13,7 +13,11 @@ The classes follow Kafka's (``storage/src/main/java/.../remote/metadata/storage/
   its epochs' states; ``addCopyInProgressSegment``, ``updateRemoteLogSegmentMetadata`` (state
   transitions checked with ``RemoteLogSegmentState.isValidTransition``, an invalid one dropped),
   ``remoteLogSegmentMetadata(leaderEpoch, offset)``, ``highestOffsetForEpoch``,
-  ``listRemoteLogSegments``;
+  ``listRemoteLogSegments``; and, for :mod:`kafka_format.storage.tiered_history` (the broker's remote
+  reads offline), what Kafka does not expose: whether a segment is referenced by some epoch, the
+  segments that replaced one, the offsets at which a lookup's answer can change, and a cache built
+  from COPY_SEGMENT_FINISHED segments in the order their copies finished
+  (:meth:`RemoteLogMetadataCache.from_finished_segments`);
 * :class:`RemoteLogMetadataView` -- ``RemotePartitionMetadataStore`` (the caches by partition and the
   partition-delete states; ``DELETE_PARTITION_FINISHED`` drops a partition's cache) with
   ``ConsumerTask.processConsumerRecord`` in front (``shouldProcess``: a record at or below the offset
@@ -46,7 +50,7 @@ from __future__ import annotations
 import bisect
 import struct
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafka_format.internal.api_message import ApiMessageSerdeError
 from kafka_format.internal.protocol import murmur2, uuid_from_str
@@ -162,18 +166,33 @@ class RemoteLogLeaderEpochState:
         """``handleSegmentWithCopySegmentStartedState``."""
         self._unreferenced[sid] = None
 
-    def copy_finished(self, start_offset: int, sid: RemoteLogSegmentId, epoch_end_offset: int) -> None:
+    def is_referenced(self, sid: RemoteLogSegmentId) -> bool:
+        """Whether ``offsetToId`` maps some offset to ``sid`` (only then can :meth:`floor_entry` return it)."""
+        return sid in self._ids.values()
+
+    def copy_finished(self, start_offset: int, sid: RemoteLogSegmentId,
+                      epoch_end_offset: int) -> list[RemoteLogSegmentId]:
         """``handleSegmentWithCopySegmentFinishedState``: earlier uploads from ``start_offset`` on whose
-        epoch ended at or below this one's are replaced (unreferenced), then this one is mapped."""
+        epoch ended at or below this one's are replaced (unreferenced), then this one is mapped.
+
+        Returns the other ids this upload took out of ``offsetToId``: those the loop unreferenced and
+        the one mapped at ``start_offset`` that ``offsetToId.put`` overwrote (Kafka does not add that
+        one to the unreferenced ids: it is in no list of the epoch any more)."""
+        replaced: list[RemoteLogSegmentId] = []
         while (self._offsets and self._offsets[-1] >= start_offset and self.highest_log_offset is not None
                and self.highest_log_offset <= epoch_end_offset):
             last = self._offsets[-1]
             self._unreferenced[self._ids[last]] = None
+            replaced.append(self._ids[last])
             self._remove(last)
+        overwritten = self._ids.get(start_offset)
+        if overwritten is not None:
+            replaced.append(overwritten)
         self._put(start_offset, sid)
         self._unreferenced.pop(sid, None)
         if self.highest_log_offset is None or epoch_end_offset > self.highest_log_offset:
             self.highest_log_offset = epoch_end_offset
+        return [r for r in dict.fromkeys(replaced) if r != sid]
 
     def delete_started(self, start_offset: int, sid: RemoteLogSegmentId) -> None:
         """``handleSegmentWithDeleteSegmentStartedState``: unmapped (if it is the one mapped there),
@@ -192,10 +211,11 @@ class RemoteLogLeaderEpochState:
 
 
 def _epoch_end_offset(leader_epoch: int, metadata: RemoteLogSegmentMetadata) -> int:
-    """``RemoteLogMetadataCache.highestOffsetForEpoch(epoch, segment)``: the next epoch's start offset
-    in the segment - 1, or the segment's end offset."""
-    later = [o for e, o in metadata.segment_leader_epochs.items() if e > leader_epoch]
-    return later[0] - 1 if later else metadata.end_offset
+    """``RemoteLogMetadataCache.highestOffsetForEpoch(epoch, segment)``: the start offset of the
+    segment's next epoch (``higherEntry``: the least epoch above ``leader_epoch``) - 1, or the
+    segment's end offset."""
+    later = [e for e in metadata.segment_leader_epochs if e > leader_epoch]
+    return metadata.segment_leader_epochs[min(later)] - 1 if later else metadata.end_offset
 
 
 class RemoteLogMetadataCache:
@@ -206,6 +226,30 @@ class RemoteLogMetadataCache:
         self.segments: dict[RemoteLogSegmentId, RemoteLogSegmentMetadata] = {}
         #: the leader epochs' states (an epoch stays once seen, as in Kafka: KAFKA-12641)
         self.leader_epochs: dict[int, RemoteLogLeaderEpochState] = {}
+        #: not Kafka's: segment id -> the ids whose COPY_SEGMENT_FINISHED took it out of an epoch's
+        #: offset map (see :meth:`replaced_by`)
+        self._replaced_by: dict[RemoteLogSegmentId, list[RemoteLogSegmentId]] = {}
+
+    @classmethod
+    def from_finished_segments(cls, segments: Iterable[RemoteLogSegmentMetadata]) -> RemoteLogMetadataCache:
+        """A cache of segments in COPY_SEGMENT_FINISHED, given in the order their copies finished: each
+        replayed as its ``addCopyInProgressSegment`` (the metadata in COPY_SEGMENT_STARTED) and its
+        ``updateRemoteLogSegmentMetadata`` to COPY_SEGMENT_FINISHED (with the metadata's broker, event
+        time and custom metadata, so the cache holds the metadata given).  A segment in another state,
+        or given twice, raises ValueError."""
+        cache = cls()
+        for metadata in segments:
+            if metadata.state != RemoteLogSegmentState.COPY_SEGMENT_FINISHED:
+                raise ValueError(f"segment {metadata.segment_id} is {metadata.state.name}, "
+                                 "only COPY_SEGMENT_FINISHED segments are readable")
+            if metadata.remote_log_segment_id in cache.segments:
+                raise ValueError(f"segment {metadata.segment_id} given twice: pass each segment once, "
+                                 "in its latest state")
+            cache.add_copy_in_progress_segment(replace(metadata, state=RemoteLogSegmentState.COPY_SEGMENT_STARTED))
+            cache.update_remote_log_segment_metadata(RemoteLogSegmentMetadataUpdate(
+                metadata.partition, metadata.segment_id, metadata.custom_metadata,
+                RemoteLogSegmentState.COPY_SEGMENT_FINISHED, metadata.event_timestamp_ms, metadata.broker_id))
+        return cache
 
     def _epoch(self, leader_epoch: int) -> RemoteLogLeaderEpochState:
         state = self.leader_epochs.get(leader_epoch)
@@ -246,6 +290,28 @@ class RemoteLogMetadataCache:
             found.sort(key=lambda m: m.start_offset)
         return found
 
+    def is_referenced(self, segment_id: RemoteLogSegmentId) -> bool:
+        """Whether some leader epoch's offset map holds the segment (else no
+        :meth:`remote_log_segment_metadata` lookup returns it)."""
+        return any(state.is_referenced(segment_id) for state in self.leader_epochs.values())
+
+    def replaced_by(self, segment_id: RemoteLogSegmentId) -> list[RemoteLogSegmentId]:
+        """Not Kafka's: the segments whose COPY_SEGMENT_FINISHED took ``segment_id`` out of the offset
+        map of one of its epochs (unreferenced it, or overwrote its entry), in the order that happened;
+        empty once the segment itself is mapped again (its COPY_SEGMENT_FINISHED repeated) or deleted."""
+        return list(self._replaced_by.get(segment_id, ()))
+
+    def lookup_breakpoints(self) -> set[int]:
+        """The offsets at which the answer of :meth:`remote_log_segment_metadata` can change, for any
+        epoch: each epoch's mapped start offsets and the offset after each mapped segment's range in
+        that epoch (between two consecutive breakpoints every offset gets the same answer)."""
+        out: set[int] = set()
+        for epoch, state in self.leader_epochs.items():
+            for offset, sid in state.referenced():
+                out.add(offset)
+                out.add(_epoch_end_offset(epoch, self.segments[sid]) + 1)
+        return out
+
     def segments_in_state(self, state: RemoteLogSegmentState) -> list[RemoteLogSegmentMetadata]:
         """The segments now in ``state``, by start offset (DELETE_SEGMENT_FINISHED: none, Kafka forgets them)."""
         return [m for m in self.list_remote_log_segments() if m.state == state]
@@ -281,16 +347,22 @@ class RemoteLogMetadataCache:
             raise _Rejected("update-to-copy-started",
                             f"metadataUpdate: {update} with state {target.name} can not be updated", CONSUMER_STOPPED)
         metadata = existing.create_with_updates(update)
+        if target == RemoteLogSegmentState.COPY_SEGMENT_FINISHED:
+            self._replaced_by.pop(sid, None)   # mapped in each of its epochs again
         for epoch, start in metadata.segment_leader_epochs.items():
             state = self._epoch(epoch)
             if target == RemoteLogSegmentState.COPY_SEGMENT_FINISHED:
-                state.copy_finished(start, sid, _epoch_end_offset(epoch, metadata))
+                for old in state.copy_finished(start, sid, _epoch_end_offset(epoch, metadata)):
+                    by = self._replaced_by.setdefault(old, [])
+                    if sid not in by:
+                        by.append(sid)
             elif target == RemoteLogSegmentState.DELETE_SEGMENT_STARTED:
                 state.delete_started(start, sid)
             else:
                 state.delete_finished(sid)
         if target == RemoteLogSegmentState.DELETE_SEGMENT_FINISHED:
             del self.segments[sid]
+            self._replaced_by.pop(sid, None)
         else:
             self.segments[sid] = metadata
 

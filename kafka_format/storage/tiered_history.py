@@ -9,7 +9,10 @@ local log start:
 * the remote segments readable by the broker are those in ``COPY_SEGMENT_FINISHED``, registered
   per leader epoch in the order their copies finished (``RemoteLogMetadataCache`` /
   ``RemoteLogLeaderEpochState.handleSegmentWithCopySegmentFinishedState``: a segment uploaded
-  again by a new leader for the same epoch range unreferences the older one);
+  again by a new leader for the same epoch range unreferences the older one).  The cache is
+  :class:`~kafka_format.internal.remote_log_metadata_cache.RemoteLogMetadataCache`, the one
+  implementation of Kafka's: the replay of ``__remote_log_metadata``'s cache of the partition, or one
+  built from the finished segments in finish order (``RemoteLogMetadataCache.from_finished_segments``);
 * an offset is served by ``remoteLogSegmentMetadata(epochForOffset(offset), offset)``
   (``RemoteLogManager.read`` / ``findNextSegmentMetadata``): the epoch that owns the offset in the
   local replica's leader epoch cache (``leader-epoch-checkpoint``, ``LeaderEpochFileCache.epochForOffset``),
@@ -28,7 +31,6 @@ gives the pieces as partition logs the planner and the split reader read where t
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -40,6 +42,7 @@ from kafka_format.internal.remote_log_metadata import (
     RemoteLogSegmentState,
     TopicIdPartition,
 )
+from kafka_format.internal.remote_log_metadata_cache import RemoteLogMetadataCache
 from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage.partition_files import Segment
 from kafka_format.storage.partition_log import PartitionLog
@@ -67,7 +70,6 @@ __all__ = [
     "PartlyServedSegment",
     "Piece",
     "RemotePiece",
-    "RemoteSegmentCache",
     "RemoteSizeMismatch",
     "TierFinding",
     "TierLog",
@@ -115,107 +117,6 @@ def epoch_for_offset(lineage: Sequence[tuple[int, int]], offset: int) -> int | N
     return previous
 
 
-def _epochs(metadata: RemoteLogSegmentMetadata) -> list[tuple[int, int]]:
-    """A segment's (epoch, start offset) pairs in epoch order (its ``NavigableMap``)."""
-    return sorted((int(e), int(o)) for e, o in metadata.segment_leader_epochs.items())
-
-
-def _epoch_end(metadata: RemoteLogSegmentMetadata, epoch: int) -> int:
-    """``RemoteLogMetadataCache.highestOffsetForEpoch(epoch, segment)``: the next epoch's start
-    offset in the segment minus one, else the segment's end offset."""
-    higher = [o for e, o in _epochs(metadata) if e > epoch]
-    return higher[0] - 1 if higher else metadata.end_offset
-
-
-@dataclass
-class _EpochState:
-    """``RemoteLogLeaderEpochState``: one epoch's start offset -> segment id, and its unreferenced ids."""
-
-    keys: list[int] = field(default_factory=list)          # offsetToId's keys, ascending
-    ids: list[str] = field(default_factory=list)           # offsetToId's values
-    unreferenced: set[str] = field(default_factory=set)
-    highest: int | None = None                             # highestLogOffset
-
-
-class RemoteSegmentCache:
-    """``RemoteLogMetadataCache`` of the segments that reached ``COPY_SEGMENT_FINISHED``, added in
-    the order their copies finished (:meth:`add`), and its lookup :meth:`segment_for`."""
-
-    def __init__(self, segments: Iterable[RemoteLogSegmentMetadata] = ()) -> None:
-        self.by_id: dict[str, RemoteLogSegmentMetadata] = {}
-        self.states: dict[int, _EpochState] = {}
-        #: segment id -> the ids whose registration unreferenced it
-        self.replaced_by: dict[str, list[str]] = {}
-        for s in segments:
-            self.add(s)
-
-    def add(self, metadata: RemoteLogSegmentMetadata) -> None:
-        """``handleSegmentWithCopySegmentFinishedState``: for each of the segment's epochs, the
-        entries at or above its start offset for that epoch are unreferenced while the epoch's highest
-        offset is at most the segment's end offset for the epoch; then the segment is registered."""
-        if metadata.state is not RemoteLogSegmentState.COPY_SEGMENT_FINISHED:
-            raise ValueError(f"segment {metadata.segment_id} is {metadata.state.name}, "
-                             "only COPY_SEGMENT_FINISHED segments are readable")
-        sid = metadata.segment_id
-        if sid in self.by_id:
-            raise ValueError(f"segment {sid} given twice: pass each segment once, in its latest state")
-        for epoch, start in _epochs(metadata):
-            state = self.states.setdefault(epoch, _EpochState())
-            end = _epoch_end(metadata, epoch)
-            while state.keys and state.keys[-1] >= start and state.highest is not None and state.highest <= end:
-                state.keys.pop()
-                old = state.ids.pop()
-                state.unreferenced.add(old)
-                self.replaced_by.setdefault(old, []).append(sid)
-            i = bisect.bisect_left(state.keys, start)
-            if i < len(state.keys) and state.keys[i] == start:
-                old = state.ids[i]                        # offsetToId.put replaces the value
-                state.ids[i] = sid
-                if old != sid:
-                    state.unreferenced.add(old)
-                    self.replaced_by.setdefault(old, []).append(sid)
-            else:
-                state.keys.insert(i, start)
-                state.ids.insert(i, sid)
-            state.unreferenced.discard(sid)
-            if state.highest is None or end > state.highest:
-                state.highest = end
-        self.by_id[sid] = metadata
-
-    def segment_for(self, epoch: int, offset: int) -> RemoteLogSegmentMetadata | None:
-        """``remoteLogSegmentMetadata(leaderEpoch, offset)``: the segment of the epoch's floor entry,
-        when the offset lies within the epoch's range in it."""
-        state = self.states.get(epoch)
-        if state is None:
-            return None
-        i = bisect.bisect_right(state.keys, offset) - 1
-        if i < 0:
-            return None
-        metadata = self.by_id[state.ids[i]]
-        return None if offset > _epoch_end(metadata, epoch) else metadata
-
-    def referenced(self, segment_id: str) -> bool:
-        """Whether some epoch's offset map holds the segment (else no lookup returns it)."""
-        return any(segment_id in s.ids for s in self.states.values())
-
-    def list_segments(self, epoch: int) -> list[RemoteLogSegmentMetadata]:
-        """``listRemoteLogSegments(epoch)``: referenced and unreferenced segments of the epoch by start offset."""
-        state = self.states.get(epoch)
-        if state is None:
-            return []
-        ids = [*state.ids, *(i for i in state.unreferenced if i not in state.ids)]
-        return sorted((self.by_id[i] for i in ids), key=lambda m: m.start_offset)
-
-    def breakpoints(self) -> set[int]:
-        """Every offset at which a lookup's answer can change: each epoch's registered start offsets
-        and the offset after each registered segment's range in that epoch."""
-        out: set[int] = set()
-        for epoch, state in self.states.items():
-            out.update(state.keys)
-            out.update(_epoch_end(self.by_id[i], epoch) + 1 for i in state.ids)
-        return out
-
-
 def _filtered_lineage(lineage: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """``RemoteLogManager.buildFilteredLeaderEpochMap``: epochs followed by one with the same start
     offset (no records of their own) left out."""
@@ -231,7 +132,7 @@ def within_leader_epochs(metadata: RemoteLogSegmentMetadata, log_end_offset: int
     offsets agree with the lineage and its end offset lies below the epoch's successor and the log
     end offset."""
     leader = dict(_filtered_lineage(_lineage(lineage)))
-    seg = _filtered_lineage(_epochs(metadata))
+    seg = _filtered_lineage(list(metadata.segment_leader_epochs.items()))   # in epoch order
     if not leader or not seg:
         return False
     leader_keys = sorted(leader)
@@ -264,11 +165,11 @@ def within_leader_epochs(metadata: RemoteLogSegmentMetadata, log_end_offset: int
     return metadata.end_offset < log_end_offset
 
 
-def find_log_start_offset(lineage: Sequence[tuple[int, int]], cache: RemoteSegmentCache) -> int | None:
+def find_log_start_offset(lineage: Sequence[tuple[int, int]], cache: RemoteLogMetadataCache) -> int | None:
     """``RemoteLogManager.findLogStartOffset``: from the earliest epoch of the lineage on, the start
-    offset of the first segment listed for an epoch (None when no epoch lists one)."""
+    offset of the first segment ``listRemoteLogSegments(epoch)`` lists (None when no epoch lists one)."""
     for epoch, _ in _lineage(lineage):
-        listed = cache.list_segments(epoch)
+        listed = cache.list_remote_log_segments(epoch)
         if listed:
             return listed[0].start_offset
     return None
@@ -593,27 +494,36 @@ def _fmt(ranges: Sequence[tuple[int, int]]) -> str:
     return ", ".join(f"{s}..{e - 1}" for s, e in ranges)
 
 
-def tiered_history(local: PartitionLog, metadata: Iterable[RemoteLogSegmentMetadata],
+def tiered_history(local: PartitionLog, metadata: Iterable[RemoteLogSegmentMetadata] | RemoteLogMetadataCache,
                    remote: RemoteStorage | None, *,
                    leader_epochs: Sequence[tuple[int, int]] | None = None,
                    log_end_offset: int | None = None) -> TieredHistory:
     """The partition's history from its log start to its log end (see the module doc).
 
     ``local``: the replica (its segments, ``log-start-offset-checkpoint`` entry, leader epochs,
-    topic id).  ``metadata``: the partition's remote segments as the metadata says, each once in its
-    latest state, in the order their copies finished (only ``COPY_SEGMENT_FINISHED`` ones are read
-    from; the others account for filesets).  ``remote``: the discovered store (None: no store, every
-    named segment missing).  ``leader_epochs`` replaces the replica's ``leader-epoch-checkpoint``;
+    topic id).  ``metadata``: the partition's remote metadata, either its
+    :class:`~kafka_format.internal.remote_log_metadata_cache.RemoteLogMetadataCache` as replayed from
+    ``__remote_log_metadata`` (``RemoteLogMetadataView.cache(partition)``), or its remote segments,
+    each once in its latest state, in the order their copies finished (the ``COPY_SEGMENT_FINISHED``
+    ones are replayed into a cache in that order: ``RemoteLogMetadataCache.from_finished_segments``;
+    the others account for filesets).  ``remote``: the discovered store (None: no store, every named
+    segment missing).  ``leader_epochs`` replaces the replica's ``leader-epoch-checkpoint``;
     ``log_end_offset`` the replica's (``LogSegment.readNextOffset`` of its last segment).
     """
-    given = list(metadata)
-    partition, remote_dir = _identity(local, given, remote)
-    ids = [m.segment_id for m in given]
-    if len(set(ids)) != len(ids):
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        raise ValueError(f"segments given twice: {twice} (pass each once, in its latest state)")
-    finished = [m for m in given if m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED]
-    cache = RemoteSegmentCache(finished)
+    if isinstance(metadata, RemoteLogMetadataCache):
+        cache = metadata
+        given = cache.list_remote_log_segments()             # every segment not yet deleted
+        partition, remote_dir = _identity(local, given, remote)
+        finished = [m for m in given if m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED]
+    else:
+        given = list(metadata)
+        partition, remote_dir = _identity(local, given, remote)
+        ids = [m.segment_id for m in given]
+        if len(set(ids)) != len(ids):
+            twice = sorted({i for i in ids if ids.count(i) > 1})
+            raise ValueError(f"segments given twice: {twice} (pass each once, in its latest state)")
+        finished = [m for m in given if m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED]
+        cache = RemoteLogMetadataCache.from_finished_segments(finished)
     if leader_epochs is not None:
         lineage = _lineage(leader_epochs)
     else:
@@ -644,10 +554,10 @@ def tiered_history(local: PartitionLog, metadata: Iterable[RemoteLogSegmentMetad
                         f"find no epoch (epochForOffset), offsets {log_start}..{local_start - 1} are not served"))
         # epochForOffset changes at an entry's start offset and, for entries sharing a start
         # offset, one past it (the exact match is the first of them, later offsets the last)
-        points = cache.breakpoints() | {o for _, o in lineage} | {o + 1 for _, o in lineage}
+        points = cache.lookup_breakpoints() | {o for _, o in lineage} | {o + 1 for _, o in lineage}
         for lo, hi in _intervals(log_start, local_start, points):
             epoch = epoch_for_offset(lineage, lo)
-            chosen = cache.segment_for(epoch, lo) if epoch is not None else None
+            chosen = cache.remote_log_segment_metadata(epoch, lo) if epoch is not None else None
             last = pieces[-1] if pieces else None
             if chosen is None:
                 if gaps and gaps[-1][1] == lo:
@@ -713,7 +623,7 @@ def _gap_findings(gaps: list[tuple[int, int]], pieces: list[Piece], log_start: i
     return out
 
 
-def _segment_findings(finished: list[RemoteLogSegmentMetadata], pieces: list[Piece], cache: RemoteSegmentCache,
+def _segment_findings(finished: list[RemoteLogSegmentMetadata], pieces: list[Piece], cache: RemoteLogMetadataCache,
                       lineage: Lineage, log_start: int, local_start: int, leo: int) -> list[TierFinding]:
     out: list[TierFinding] = []
     remote = [p for p in pieces if isinstance(p, RemotePiece)]
@@ -747,8 +657,8 @@ def _segment_findings(finished: list[RemoteLogSegmentMetadata], pieces: list[Pie
                         "the broker no longer serves it (its remote retention deletes it)"))
             continue
         by = overlapping(lo, hi, sid)
-        if not cache.referenced(sid):
-            replaced = tuple(dict.fromkeys(cache.replaced_by.get(sid, ())))
+        if not cache.is_referenced(m.remote_log_segment_id):
+            replaced = tuple(r.id for r in cache.replaced_by(m.remote_log_segment_id))
             out.append(UnusedRemoteSegment(
                 start_offset=lo, end_offset=m.end_offset, segment_id=sid, reason="replaced", replaced_by=replaced,
                 served_by=by,
@@ -757,7 +667,7 @@ def _segment_findings(finished: list[RemoteLogSegmentMetadata], pieces: list[Pie
         elif not within_leader_epochs(m, leo, lineage):
             out.append(UnusedRemoteSegment(
                 start_offset=lo, end_offset=m.end_offset, segment_id=sid, reason="outside lineage", served_by=by,
-                message=f"remote segment {sid} ({span}, epochs {dict(_epochs(m))}) is not within the leader epoch "
+                message=f"remote segment {sid} ({span}, epochs {dict(m.segment_leader_epochs)}) is not within the leader epoch "
                         f"lineage {dict(lineage)} (isRemoteSegmentWithinLeaderEpochs): no offset is served from it"
                         + (f"; {', '.join(by)} serve its offsets" if by else "")))
         else:

@@ -154,6 +154,24 @@ def _sid(n: int) -> RemoteLogSegmentId:
     return RemoteLogSegmentId(TP, _id(n))
 
 
+def test_referenced_replaced_by_and_lookup_breakpoints() -> None:
+    # S1 0-100 replaced by S2 0-200 (epoch 0 to 150, epoch 1 after); S1's copy finishing again maps it
+    # again (a valid self-transition); S2's deletion forgets what it replaced
+    view = _replay(_seg(1, 0, 100, {0: 0}), _upd(1, S.COPY_SEGMENT_FINISHED),
+                   _seg(2, 0, 200, {0: 0, 1: 151}), _upd(2, S.COPY_SEGMENT_FINISHED))
+    cache = view.cache(TP)
+    assert cache is not None
+    assert not cache.is_referenced(_sid(1)) and cache.replaced_by(_sid(1)) == [_sid(2)]
+    assert cache.is_referenced(_sid(2)) and cache.lookup_breakpoints() == {0, 151, 201}
+    _replay(_upd(1, S.COPY_SEGMENT_FINISHED), view=view, first=4)
+    assert view.anomalies == [] and cache.is_referenced(_sid(1)) and cache.replaced_by(_sid(1)) == []
+    assert cache.replaced_by(_sid(2)) == [_sid(1)]            # epoch 0's entry at 0 overwritten by S1
+    assert cache.is_referenced(_sid(2))                        # still epoch 1's
+    _replay(_upd(2, S.DELETE_SEGMENT_STARTED), _upd(2, S.DELETE_SEGMENT_FINISHED), view=view, first=5)
+    assert not cache.is_referenced(_sid(2)) and cache.replaced_by(_sid(2)) == []
+    assert cache.lookup_breakpoints() == {0, 101}
+
+
 def test_epoch_state_overlapping_uploads() -> None:
     """``RemoteLogLeaderEpochStateTest``: overlapping, multiply overlapping, duplicate, same start."""
     state = RemoteLogLeaderEpochState()

@@ -12,6 +12,7 @@ byte copies of the writer's segments, as ``RemoteLogManager.copyLogSegment`` mak
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,14 @@ from tiered_builders import (
 )
 
 from kafka_format.common.errors import CorruptRecordError, LogDirError
-from kafka_format.internal.remote_log_metadata import RemoteLogSegmentState, TopicIdPartition
+from kafka_format.internal.remote_log_metadata import (
+    RemoteLogSegmentId,
+    RemoteLogSegmentMetadataUpdate,
+    RemoteLogSegmentState,
+    TopicIdPartition,
+    encode_remote_log_metadata,
+)
+from kafka_format.internal.remote_log_metadata_cache import RemoteLogMetadataCache, replay_remote_log_metadata
 from kafka_format.read.options import ReadOptions
 from kafka_format.read.planning import Bounds, PlanOptions, plan_splits, plan_tiered_splits
 from kafka_format.read.split_reader import read_split
@@ -53,12 +61,12 @@ from kafka_format.storage.tiered_history import (
     OffsetGap,
     PartlyServedSegment,
     RemotePiece,
-    RemoteSegmentCache,
     RemoteSizeMismatch,
     UnfinishedFileset,
     UnnamedFileset,
     UnusedRemoteSegment,
     epoch_for_offset,
+    find_log_start_offset,
     tiered_history,
     within_leader_epochs,
 )
@@ -93,21 +101,53 @@ def test_epoch_for_offset_is_leader_epoch_file_cache_s() -> None:
     assert epoch_for_offset([], 0) is None
 
 
+def _rid(sid: str) -> RemoteLogSegmentId:
+    return RemoteLogSegmentId(TP, sid)
+
+
 def test_cache_unreferences_a_segment_copied_again_for_its_epochs() -> None:
     # RemoteLogLeaderEpochState's two cases (its comment): a duplicate and an overlapping upload
     s0, s1 = metadata(S[0], 0, 100, {0: 0}), metadata(S[1], 0, 200, {0: 0, 1: 101})
-    cache = RemoteSegmentCache([s0, s1])
-    assert not cache.referenced(S[0]) and cache.replaced_by == {S[0]: [S[1]]}
-    assert cache.segment_for(0, 50) == s1 and cache.segment_for(1, 150) == s1
-    assert cache.segment_for(0, 101) is None             # epoch 0 ends at 100 in s1
+    cache = RemoteLogMetadataCache.from_finished_segments([s0, s1])
+    assert not cache.is_referenced(_rid(S[0])) and cache.replaced_by(_rid(S[0])) == [_rid(S[1])]
+    assert cache.is_referenced(_rid(S[1])) and cache.replaced_by(_rid(S[1])) == []
+    assert cache.remote_log_segment_metadata(0, 50) == s1 and cache.remote_log_segment_metadata(1, 150) == s1
+    assert cache.remote_log_segment_metadata(0, 101) is None             # epoch 0 ends at 100 in s1
+    assert cache.lookup_breakpoints() == {0, 101, 201}
     a, b, c = metadata(S[2], 10, 90, {0: 10}), metadata(S[3], 5, 100, {0: 5}), metadata(S[4], 101, 200, {0: 101})
-    cache = RemoteSegmentCache([a, b, c])
-    assert cache.segment_for(0, 95) == b and cache.segment_for(0, 20) == b and cache.segment_for(0, 4) is None
-    assert not cache.referenced(S[2]) and cache.list_segments(0) == [b, a, c]
+    cache = RemoteLogMetadataCache.from_finished_segments([a, b, c])
+    assert (cache.remote_log_segment_metadata(0, 95) == b and cache.remote_log_segment_metadata(0, 20) == b
+            and cache.remote_log_segment_metadata(0, 4) is None)
+    assert not cache.is_referenced(_rid(S[2])) and cache.list_remote_log_segments(0) == [b, a, c]
+    assert cache.lookup_breakpoints() == {5, 101, 201}
     with pytest.raises(ValueError, match="COPY_SEGMENT_STARTED"):
-        cache.add(metadata(S[5], 0, 1, {0: 0}, state=RemoteLogSegmentState.COPY_SEGMENT_STARTED))
+        RemoteLogMetadataCache.from_finished_segments(
+            [metadata(S[5], 0, 1, {0: 0}, state=RemoteLogSegmentState.COPY_SEGMENT_STARTED)])
     with pytest.raises(ValueError, match="given twice"):
-        cache.add(a)
+        RemoteLogMetadataCache.from_finished_segments([a, b, a])
+
+
+def test_cache_a_later_shorter_copy_at_the_same_start_overwrites_without_unreferencing() -> None:
+    """``offsetToId.put`` over an entry the loop kept (the epoch's highest offset is above the new
+    copy's end): Kafka's epoch state forgets the old id -- not unreferenced, so
+    ``listRemoteLogSegments(epoch)`` no longer lists it -- and the history reports it replaced."""
+    long, short = metadata(S[0], 0, 100, {0: 0}), metadata(S[1], 0, 50, {0: 0})
+    cache = RemoteLogMetadataCache.from_finished_segments([long, short])
+    assert cache.list_remote_log_segments(0) == [short]
+    assert cache.list_remote_log_segments() == [long, short]          # still in the cache
+    assert not cache.is_referenced(_rid(S[0])) and cache.replaced_by(_rid(S[0])) == [_rid(S[1])]
+    assert cache.remote_log_segment_metadata(0, 70) is None and cache.highest_offset_for_epoch(0) == 100
+
+
+def test_cache_list_keeps_offset_map_order_without_unreferenced_segments() -> None:
+    """``listRemoteLogSegments(epoch)`` sorts by start offset only when the epoch has unreferenced
+    segments; otherwise it is ``offsetToId``'s order (the epoch's start offsets), which
+    ``findLogStartOffset`` takes the first of."""
+    early = metadata(S[0], 0, 80, {0: 0, 1: 50})                      # epoch 1 from 50
+    later = metadata(S[1], 10, 40, {1: 10})                           # epoch 1 from 10 (a divergent copy)
+    cache = RemoteLogMetadataCache.from_finished_segments([early, later])
+    assert cache.list_remote_log_segments(1) == [later, early]
+    assert find_log_start_offset([(1, 10)], cache) == 10
 
 
 def test_within_leader_epochs() -> None:
@@ -205,6 +245,42 @@ def test_reupload_by_a_new_leader_replaces_the_old_copy(tmp_path: Path) -> None:
     assert (partly.segment_id, partly.unserved, partly.served_by) == (S[1], ((0, 100),), (S[0],))
     assert [(u.start_offset, u.end_offset) for u in history.read_logs()] == [(0, 100), (100, 200), (200, 250)]
     assert read_offsets(history) == [(o, value_of(o)) for o in range(250)]
+
+
+def _replayed(*finish_order: Any) -> RemoteLogMetadataCache:
+    """The partition's cache as ``__remote_log_metadata`` replays: every copy started, then finished in
+    ``finish_order``, then an extra segment copied and deleted (which the cache forgets)."""
+    started = [replace(m, state=RemoteLogSegmentState.COPY_SEGMENT_STARTED) for m in finish_order]
+    gone = metadata(S[9], 0, 9, {0: 0}, state=RemoteLogSegmentState.COPY_SEGMENT_STARTED)
+
+    def update(m: Any, state: RemoteLogSegmentState) -> RemoteLogSegmentMetadataUpdate:
+        return RemoteLogSegmentMetadataUpdate(m.partition, m.segment_id, m.custom_metadata, state,
+                                              m.event_timestamp_ms, m.broker_id)
+
+    events = [*started, gone, *(update(m, RemoteLogSegmentState.COPY_SEGMENT_FINISHED) for m in finish_order),
+              update(gone, RemoteLogSegmentState.DELETE_SEGMENT_STARTED),
+              update(gone, RemoteLogSegmentState.DELETE_SEGMENT_FINISHED)]
+    view = replay_remote_log_metadata((0, i, encode_remote_log_metadata(e)) for i, e in enumerate(events))
+    assert view.anomalies == []
+    cache = view.cache(TP)
+    assert cache is not None
+    return cache
+
+
+def test_a_history_over_the_replayed_metadata_cache(tmp_path: Path) -> None:
+    """``tiered_history`` given the partition's ``RemoteLogMetadataCache`` from a replay of
+    ``__remote_log_metadata`` equals the one given the finished segments in their finish order."""
+    old = write_replica(tmp_path / "old", epochs=((0, 150),), rolls=(100,))
+    new = _tiered(tmp_path, epochs=((0, 100), (1, 150)), rolls=(200,))
+    s0 = upload(old, 0, tmp_path / "remote", S[0])
+    s1 = upload(new, 0, tmp_path / "remote", S[1])
+    new.delete_below(200, log_start=0)
+    store = open_remote_storage(str(tmp_path / "remote"))
+    for order in ((s0, s1), (s1, s0)):
+        from_list = tiered_history(new.open(), list(order), store)
+        from_cache = tiered_history(new.open(), _replayed(*order), store)
+        assert shape(from_cache) == shape(from_list) and from_cache.findings == from_list.findings
+        assert from_cache.remote_pieces == from_list.remote_pieces
 
 
 def test_overlapping_uploads_of_one_epoch(tmp_path: Path) -> None:
