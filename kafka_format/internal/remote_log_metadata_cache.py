@@ -66,12 +66,12 @@ from kafka_format.internal.remote_log_metadata import (
     TopicIdPartition,
     decode_remote_log_metadata,
 )
+from kafka_format.records.record_batch import NO_PARTITION_LEADER_EPOCH
 
 __all__ = [
     "APPLIED",
     "CONSUMER_STOPPED",
     "DROPPED",
-    "NO_PARTITION_LEADER_EPOCH",
     "Anomaly",
     "RemoteLogLeaderEpochState",
     "RemoteLogMetadataCache",
@@ -81,7 +81,6 @@ __all__ = [
     "replay_remote_log_metadata",
 ]
 
-NO_PARTITION_LEADER_EPOCH = -1   # RecordBatch.NO_PARTITION_LEADER_EPOCH
 #: Anomaly.action values: what Kafka does with the record
 DROPPED, APPLIED, CONSUMER_STOPPED = "dropped", "applied", "consumer-stopped"
 

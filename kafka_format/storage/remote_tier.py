@@ -39,6 +39,7 @@ import pyarrow.fs as pafs
 
 from kafka_format.common.errors import LogDirError
 from kafka_format.common.kafka_uuid import uuid_to_string
+from kafka_format.common.limits import INT32_MAX
 from kafka_format.internal.remote_log_metadata import TopicIdPartition
 from kafka_format.records.columns import FileContext
 from kafka_format.storage import checkpoints as ckpt
@@ -85,7 +86,6 @@ _UUID_LEGAL_CHARS = "[a-zA-Z0-9_-]{22}"        # RemoteTopicPartitionDirectory.U
 # whole (Matcher.matches); ASCII: Java's \d is [0-9].
 _PARTITION_DIR = re.compile(f"({_TOPIC_LEGAL_CHARS}+)-([0-9]+)-({_UUID_LEGAL_CHARS})", re.ASCII)
 _FILESET_FILE = re.compile(f"([0-9]+)-({_UUID_LEGAL_CHARS})(\\.[a-z_]+)", re.ASCII)
-_INT32_MAX = (1 << 31) - 1                     # Integer.parseInt of the partition
 
 
 class RemoteFileType(Enum):
@@ -143,7 +143,7 @@ def _partition_dir_reason(name: str) -> TopicIdPartition | str:
     if m is None:
         return "not <topic>-<partition>-<topicId> (RemoteTopicPartitionDirectory's pattern)"
     topic, digits, topic_id = m.groups()
-    if int(digits) > _INT32_MAX:
+    if int(digits) > INT32_MAX:
         return f"partition {digits} is not an int (Integer.parseInt)"
     problem = _uuid_problem(topic_id)
     if problem is not None:
