@@ -315,3 +315,79 @@ def test_expected_rows_follow_the_phases() -> None:
 def test_paths_are_relative(tiered_capture: tiered.Capture) -> None:
     assert not Path(tiered_capture.data["log_dir"]).is_absolute()
     assert not Path(tiered_capture.data["remote_storage_dir"]).is_absolute()
+
+
+# ------------------------------------------- the library's remote tier against the broker's files
+
+
+def _histories(cap: tiered.Capture) -> dict[tuple[str, int], Any]:
+    """Each partition's tiered history from the copy alone: ``__remote_log_metadata`` replayed from
+    the local log dir, the remote storage listed, the local replica."""
+    from kafka_format.internal.remote_log_metadata import TopicIdPartition
+    from kafka_format.read.remote_log_metadata import load_remote_log_metadata
+    from kafka_format.storage.logdir import open_log_dirs
+    from kafka_format.storage.remote_tier import open_remote_storage
+    from kafka_format.storage.tiered_history import tiered_history
+
+    view = load_remote_log_metadata(str(cap.log_dir))
+    store = open_remote_storage(str(cap.remote_storage_dir))
+    found = open_log_dirs(str(cap.log_dir))
+    out = {}
+    for topic, part in cap.partitions():
+        cache = view.cache(TopicIdPartition(cap.data["topic_id"], topic, part))
+        assert cache is not None, f"no remote log metadata for {topic}-{part}"
+        (replica,) = found.replicas(topic, part)
+        out[(topic, part)] = tiered_history(replica, cache, store)
+    return out
+
+
+def test_replayed_metadata_names_the_uploaded_filesets(tiered_capture: tiered.Capture) -> None:
+    """The segments the broker's ``__remote_log_metadata`` (replayed offline) has in
+    COPY_SEGMENT_FINISHED are complete filesets of the remote storage, at their start offsets."""
+    from kafka_format.internal.remote_log_metadata import RemoteLogSegmentState, TopicIdPartition
+    from kafka_format.read.remote_log_metadata import load_remote_log_metadata
+
+    cap = tiered_capture
+    view = load_remote_log_metadata(str(cap.log_dir))
+    assert view.stopped_at is None
+    on_disk = tiered.remote_filesets(cap.remote_storage_dir)
+    for topic, part in cap.partitions():
+        tip = TopicIdPartition(cap.data["topic_id"], topic, part)
+        finished = view.segments_by_state(tip).get(RemoteLogSegmentState.COPY_SEGMENT_FINISHED, [])
+        complete = {(s["base_offset"], s["segment_id"]) for s in on_disk[(topic, part)] if tiered.complete(s)}
+        assert len(finished) >= tiered.MIN_REMOTE_SEGMENTS
+        assert {(m.start_offset, m.segment_id) for m in finished} <= complete, f"{topic}-{part}"
+
+
+def test_tiered_history_rows_equal_the_consumer_from_zero(tiered_capture: tiered.Capture, conformance: Any) -> None:
+    """The whole history (remote segments below the local log start, then the local log), planned
+    and read by the library, equals the consumer's read_uncommitted read from offset 0."""
+    import pyarrow as pa
+
+    from kafka_format.read.options import ReadOptions
+    from kafka_format.read.planning import Bounds, PlanOptions, plan_tiered_splits
+    from kafka_format.read.split_reader import read_split
+
+    cap = tiered_capture
+    version = cap.data["kafka_version"]
+    iso = "read_uncommitted"
+    opts = ReadOptions(paths=(), plan=PlanOptions(), bounds=Bounds())
+    for (topic, part), history in _histories(cap).items():
+        assert not [f for f in history.findings if type(f).__name__ in ("OffsetGap", "MissingRemoteFiles")], \
+            history.findings
+        end = cap.end_offset(topic, part, iso)
+        rows = []
+        for split in plan_tiered_splits(history, opts.plan):
+            for batch in read_split(split, opts):
+                micros = batch.column("timestamp").cast(pa.int64()).to_pylist()
+                for r, us in zip(batch.to_pylist(), micros, strict=True):
+                    if r["offset"] < end:
+                        headers = tuple((h["key"], None if h["value"] is None else bytes(h["value"]))
+                                        for h in r["headers"] or ())
+                        rows.append((r["offset"], us // 1000, r["timestampType"], r["key"], r["value"], headers))
+        conformance.compare("tiered-history-reading", version, f"{iso} {topic}-{part} rows from 0",
+                            rows, _their_rows(cap, topic, part, iso, 0))
+    conformance.note("tiered-history-reading", "the library's tiered history (storage/tiered_history.py: "
+                     "__remote_log_metadata replayed from the copied log dir, LocalTieredStorage listed, "
+                     "remote then local segments planned and read) against a consumer's read from offset 0")
+    conformance.assert_equal("tiered-history-reading", version, at_least=3)
