@@ -17,10 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from kafka_format.log.list_offsets import ISOLATION_LEVELS, PartitionLookup, parse_timestamp_spec
+from kafka_format.common.topics import REMOTE_LOG_METADATA_TOPIC
+from kafka_format.internal.remote_log_metadata import TopicIdPartition
+from kafka_format.log.list_offsets import (
+    ISOLATION_LEVELS,
+    PartitionLookup,
+    TieredOffsets,
+    parse_timestamp_spec,
+)
 from kafka_format.read.planning import longest_replicas, open_partitions
 from kafka_format.storage.fsio import redact
-from kafka_format.storage.logdir import LogDirSet
+from kafka_format.storage.logdir import LogDirSet, PartitionLog
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
 if TYPE_CHECKING:
@@ -38,6 +45,7 @@ __all__ = [
     "list_offsets_local",
     "lookup_group",
     "offsets_job",
+    "tiered_offsets",
 ]
 
 # The output, declared once: one row per partition (per copy with replicas="all") and timestamp spec.
@@ -60,6 +68,7 @@ class Target(PartitionRef):
     """One replica to answer for, re-opened by the task that answers."""
 
     segments: int = 0   # its segments: the work of a lookup (index bytes only), for the local engine's pool
+    tiered: TieredOffsets | None = None     # its remote tier's side, from __remote_log_metadata
 
 
 @dataclass(frozen=True)
@@ -92,7 +101,7 @@ def lookup_group(group: Sequence[Target], specs: Sequence[int], isolation: str, 
     rows: list[tuple[object, ...]] = []
     for target in group:
         replica = target.open()
-        with PartitionLookup(replica) as lookup:
+        with PartitionLookup(replica, tiered=target.tiered) as lookup:
             for spec in specs:
                 a = lookup.list_offsets(spec, isolation)
                 row: tuple[object, ...] = (target.topic, target.partition, spec, a.offset, a.record_timestamp,
@@ -124,13 +133,44 @@ def offsets_job(logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[i
     if replicas not in ("longest", "all"):
         raise ValueError(f"replicas must be 'longest' or 'all', got {replicas!r}")
     specs = tuple(parse_timestamp_spec(t) for t in timestamps)
-    chosen = TopicSelection.of(topics, topic_pattern).select(open_partitions(
-        logdirs if isinstance(logdirs, LogDirSet) else ([logdirs] if isinstance(logdirs, str) else list(logdirs))))
+    found = open_partitions(
+        logdirs if isinstance(logdirs, LogDirSet) else ([logdirs] if isinstance(logdirs, str) else list(logdirs)))
+    chosen = TopicSelection.of(topics, topic_pattern).select(found)
     if replicas == "longest":
         chosen = longest_replicas(chosen)
-    targets = [Target(r.topic, r.partition, r.path, r.log_dir, len(r.segments)) for r in chosen]
+    tiered = tiered_offsets(found, chosen)
+    targets = [Target(r.topic, r.partition, r.path, r.log_dir, len(r.segments), tiered.get(id(r))) for r in chosen]
     groups = group_targets(targets, 2 * cores) if specs else []
     return OffsetsJob(tuple(tuple(g) for g in groups), specs, isolation_level, replicas == "all")
+
+
+def tiered_offsets(found: Sequence[PartitionLog], chosen: Sequence[PartitionLog]) -> dict[int, TieredOffsets]:
+    """The tiered replicas among ``chosen`` (by ``id``) and what their remote tier tells ListOffsets:
+    the ``__remote_log_metadata`` partitions among ``found`` replayed once
+    (:func:`kafka_format.read.remote_log_metadata.load_remote_log_metadata`), a replica tiered when
+    that metadata holds its topic id's partition.  No metadata partition: none is."""
+    metadata_dirs = sorted({r.log_dir for r in found if r.topic == REMOTE_LOG_METADATA_TOPIC})
+    if not metadata_dirs:
+        return {}
+    from kafka_format.read.remote_log_metadata import load_remote_log_metadata
+    from kafka_format.storage.tiered_history import tiered_log_start
+
+    view = load_remote_log_metadata(metadata_dirs)
+    out: dict[int, TieredOffsets] = {}
+    for r in chosen:
+        if r.topic_id is None:
+            continue
+        tip = TopicIdPartition(r.topic_id, r.topic, r.partition)
+        cache = view.cache(tip)
+        if cache is None:
+            continue
+        lineage = [(e.epoch, e.start_offset) for e in r.leader_epochs.entries] if r.leader_epochs else None
+        highest, _epoch = view.highest_offset(tip, leader_epochs=lineage)
+        log_start = tiered_log_start(r, cache, lineage)[0]
+        remote_only = tuple((m.start_offset, m.end_offset, m.max_timestamp_ms) for m in view.copied_segments(tip)
+                            if log_start <= m.end_offset < r.log_start_offset)
+        out[id(r)] = TieredOffsets(log_start, highest, remote_only)
+    return out
 
 
 def list_offsets(executor: Executor, logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[int | str], *,

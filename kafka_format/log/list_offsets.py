@@ -23,8 +23,19 @@ ListOffsets request (latest request version) for one partition and one timestamp
   ``maxTimestamp`` equals it, and in it the first record with that timestamp
   (``RecordBatch.offsetOfMaxTimestamp``: none for magic 0 or an empty batch).  Epoch: the batch's
   epoch when >= 0.
-* ``-5`` LATEST_TIERED, ``-6`` EARLIEST_PENDING_UPLOAD: no tiered storage offline → offset -1,
-  epoch -1 (Kafka's answer for a partition without remote storage).
+* ``-5`` LATEST_TIERED, ``-6`` EARLIEST_PENDING_UPLOAD: without remote storage offset -1, epoch -1
+  (Kafka's answer for a partition without remote storage).
+* A tiered replica (:class:`TieredOffsets`, from its remote log metadata; ``UnifiedLog`` with
+  ``remoteLogEnabled()``): ``-2`` is the log start as checkpointed (``LogLoader`` keeps a remote
+  log's checkpointed start, below its first local segment), epoch of the earliest epoch entry if
+  its start <= it; ``-4`` the local log start (``max(logStartOffset, first segment base)``), epoch
+  ``epochForOffset`` of it; ``-5`` ``highestOffsetInRemoteStorage`` (-1: nothing copied, epoch -1),
+  epoch ``epochForOffset`` of it; ``-6`` the first offset not yet copied, ``max(highest + 1,
+  logStartOffset)`` (nothing copied: the ``-2`` answer when the local log starts at the log start,
+  else -1), epoch ``epochForOffset`` of it.  A timestamp that a copied segment the local log no
+  longer holds may answer (its max timestamp reaches it: Kafka searches the remote tier first)
+  needs that segment's files: :class:`~kafka_format.common.errors.LogDirError`, never the local
+  log's answer; other timestamps are searched in the local log as Kafka then does.
 * ``ReplicaManager.fetchOffset`` then hides answers with ``offset >= lastFetchableOffset`` for every
   spec except -1/-2/-4 (answer: timestamp -1, offset -1).
 
@@ -49,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from kafka_format.common.errors import IndexFormatError, KafkaFormatError
+from kafka_format.common.errors import IndexFormatError, KafkaFormatError, LogDirError
 from kafka_format.records.record_batch import NO_PARTITION_LEADER_EPOCH, NO_TIMESTAMP
 from kafka_format.storage.index import OFFSET_ENTRY, TIME_ENTRY, OffsetPosition, TimestampOffset
 from kafka_format.storage.logdir import PartitionLog, Segment
@@ -73,6 +84,7 @@ __all__ = [
     "SPEC_NAMES",
     "OffsetAnswer",
     "PartitionLookup",
+    "TieredOffsets",
     "TimestampLocation",
     "list_offsets",
     "parse_timestamp_spec",
@@ -136,6 +148,24 @@ class OffsetAnswer:
     offset: int | None
     record_timestamp: int | None
     leader_epoch: int | None
+
+
+@dataclass(frozen=True)
+class TieredOffsets:
+    """What a tiered replica's remote log metadata tells ListOffsets: ``log_start_offset`` (the
+    replica's log start with the remote tier: :func:`kafka_format.storage.tiered_history.tiered_log_start`)
+    and ``highest_remote_offset``, ``highestOffsetInRemoteStorage`` as
+    ``RemoteLogManager.findHighestRemoteOffset`` finds it (-1: nothing copied)."""
+
+    log_start_offset: int
+    highest_remote_offset: int
+    #: (start offset, end offset, max timestamp) of the copied segments the local log no longer holds
+    remote_only: tuple[tuple[int, int, int], ...] = ()
+
+    def remote_answer(self, target: int) -> tuple[int, int, int] | None:
+        """The first copied segment only the remote tier holds whose max timestamp reaches ``target``:
+        where ``RemoteLogManager.findOffsetByTimestamp`` (searched before the local log) may answer."""
+        return next((seg for seg in sorted(self.remote_only) if seg[2] >= target), None)
 
 
 @dataclass(frozen=True)
@@ -380,6 +410,7 @@ class PartitionLookup:
     opener: Opener | None = None
     high_watermark_override: int | None = None
     strict: bool = True
+    tiered: TieredOffsets | None = None
     notes: list[str] = field(default_factory=list)
     _max_ts: dict[int, TimestampOffset] = field(default_factory=dict, repr=False)
     _leo: int | None = field(default=None, repr=False)
@@ -552,6 +583,8 @@ class PartitionLookup:
         if spec < EARLIEST_PENDING_UPLOAD_TIMESTAMP:
             raise ValueError(f"unsupported timestamp {spec}: Kafka answers UNSUPPORTED_VERSION")
         epochs = self.replica.leader_epochs
+        if self.tiered is not None and spec in _TIERED_SPECS:
+            return self._tiered_answer(spec, isolation)
         if spec == LATEST_TIMESTAMP:
             return OffsetAnswer(spec, self.last_fetchable_offset(isolation), None,
                                 epochs.latest_epoch if epochs else None)
@@ -561,11 +594,54 @@ class PartitionLookup:
             return OffsetAnswer(spec, start, None, epoch)
         if spec in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
             return OffsetAnswer(spec, None, None, None)
+        if spec >= 0 and self.tiered is not None:
+            remote = self.tiered.remote_answer(spec)
+            if remote is not None:     # never the local log's answer where Kafka's is the remote tier's
+                raise LogDirError(
+                    f"timestamp {spec} of {self.replica.topic}-{self.replica.partition} is answered by the remote "
+                    f"tier: its copied segment of offsets {remote[0]}..{remote[1]} (max timestamp {remote[2]}), "
+                    "which local retention deleted, is searched first (RemoteLogManager.findOffsetByTimestamp) "
+                    "and its files are not in the log dirs", path=self.replica.path,
+                    expected="the segment in the local log dir", found="only its remote log metadata")
         found = self.find_max_timestamp() if spec == MAX_TIMESTAMP else self.find_offset_by_timestamp(spec)
         if found is None or found.offset >= self.last_fetchable_offset(isolation):
             return OffsetAnswer(spec, None, None, None)
         return OffsetAnswer(spec, found.offset, None if found.timestamp == NO_TIMESTAMP else found.timestamp,
                             found.leader_epoch)
+
+
+    def _tiered_answer(self, spec: int, isolation: str) -> OffsetAnswer:
+        """-2, -4, -5, -6 of a tiered replica (module doc)."""
+        assert self.tiered is not None
+        epochs = self.replica.leader_epochs
+        entries = epochs.entries if epochs else ()
+
+        def epoch_of(offset: int) -> int | None:
+            return epochs.epoch_for_offset(offset) if epochs else None
+
+        log_start = self.tiered.log_start_offset
+        earliest = OffsetAnswer(EARLIEST_TIMESTAMP, log_start, None,
+                                entries[0].epoch if entries and entries[0].start_offset <= log_start else None)
+        if spec == EARLIEST_TIMESTAMP:
+            return earliest
+        local_start = self.replica.log_start_offset
+        if spec == EARLIEST_LOCAL_TIMESTAMP:
+            return OffsetAnswer(spec, local_start, None, epoch_of(local_start))
+        highest = self.tiered.highest_remote_offset
+        if spec == LATEST_TIERED_TIMESTAMP:
+            offset, epoch = (None, None) if highest < 0 else (highest, epoch_of(highest))
+        elif highest < 0:      # EARLIEST_PENDING_UPLOAD, nothing copied
+            offset, epoch = (log_start, earliest.leader_epoch) if local_start == log_start else (None, None)
+        else:
+            offset = max(highest + 1, log_start)
+            epoch = epoch_of(offset)
+        if offset is None or offset >= self.last_fetchable_offset(isolation):   # ReplicaManager.fetchOffset
+            return OffsetAnswer(spec, None, None, None)
+        return OffsetAnswer(spec, offset, None, epoch)
+
+
+_TIERED_SPECS = (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP,
+                 EARLIEST_PENDING_UPLOAD_TIMESTAMP)
 
 
 def list_offsets(replica: PartitionLog, spec: int, *, isolation: str = "read_uncommitted",

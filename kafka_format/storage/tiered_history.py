@@ -80,6 +80,7 @@ __all__ = [
     "epoch_for_offset",
     "find_log_start_offset",
     "tiered_history",
+    "tiered_log_start",
     "within_leader_epochs",
 ]
 
@@ -173,6 +174,27 @@ def find_log_start_offset(lineage: Sequence[tuple[int, int]], cache: RemoteLogMe
         if listed:
             return listed[0].start_offset
     return None
+
+
+def tiered_log_start(local: PartitionLog, cache: RemoteLogMetadataCache,
+                     lineage: Sequence[tuple[int, int]] | None = None) -> tuple[int, str]:
+    """A tiered replica's log start and where it comes from: the ``log-start-offset-checkpoint``
+    entry as is (``LogLoader`` keeps a remote log's checkpointed start, below its first local segment
+    once local retention deleted segments), else ``RemoteLogManager.findLogStartOffset`` over the
+    remote metadata, else the local log start; never above the local log start.  ``lineage``: the
+    leader epochs as (epoch, start offset) (default: the replica's ``leader-epoch-checkpoint``)."""
+    local_start = local.log_start_offset
+    if local.log_start_offset_checkpoint is not None:
+        log_start, source = local.log_start_offset_checkpoint, FROM_CHECKPOINT
+    else:
+        if lineage is None:
+            lineage = local.leader_epochs.entries if local.leader_epochs is not None else ()
+        found = find_log_start_offset(_lineage(lineage), cache)
+        if found is not None and found < local_start:
+            log_start, source = found, FROM_REMOTE_TIER
+        else:
+            log_start, source = local_start, FROM_LOCAL_LOG
+    return min(log_start, local_start), source
 
 
 # ---------------------------------------------------------------------------------------------
@@ -533,15 +555,7 @@ def tiered_history(local: PartitionLog, metadata: Iterable[RemoteLogSegmentMetad
     # -- offsets: log start, local log start, log end
     local_start = local.log_start_offset                      # max(checkpoint, first local base)
     leo = local_log_end_offset(local) if log_end_offset is None else log_end_offset
-    if local.log_start_offset_checkpoint is not None:
-        log_start, source = local.log_start_offset_checkpoint, FROM_CHECKPOINT
-    else:
-        found = find_log_start_offset(lineage, cache)
-        if found is not None and found < local_start:
-            log_start, source = found, FROM_REMOTE_TIER
-        else:
-            log_start, source = local_start, FROM_LOCAL_LOG
-    log_start = min(log_start, local_start)
+    log_start, source = tiered_log_start(local, cache, lineage)
 
     # -- remote pieces: offset by offset as RemoteLogManager.read chooses, merged into runs
     pieces: list[Piece] = []

@@ -14,15 +14,18 @@ tier, the tiered ListOffsets specs as Kafka defines them in ``UnifiedLog.fetchOf
 
 Then the product against the capture, on the copy of the local log dir alone:
 
-* ``tiered-local-offsets`` / ``tiered-local-reading`` (recorded in CONFORMANCE.md): what a
-  broker answers from its local log -- -1, -3 (Kafka looks at local segments only), timestamps
-  whose answer is in a local segment, every spec on ``__remote_log_metadata`` (not tiered); and
-  the rows at and above the first local segment -- must equal the broker's.
-* The answers that need the remote tier (-2 earliest: for a tiered log Kafka keeps the
-  checkpointed log start, 0, below the first local segment, where a log without remote storage
-  starts at its first segment; -4 earliest local, -5, -6; timestamps whose answer was deleted
-  locally; the rows below the first local segment) are strict xfails until the product reads
-  remote storage (issue 37): they pass, and so fail as XPASS, once it does.
+* ``tiered-offsets`` / ``tiered-local-reading`` (recorded in CONFORMANCE.md): what ``klogs offsets``
+  answers from the local log dir alone -- -1, -3 (Kafka looks at local segments only), timestamps
+  whose answer is in a local segment, every spec on ``__remote_log_metadata`` (not tiered), and
+  the tiered partitions' -2 (for a tiered log Kafka keeps the checkpointed log start, 0, below the
+  first local segment), -4 (earliest local), -5 (latest tiered) and -6 (earliest pending upload)
+  from the copy's ``__remote_log_metadata``; and the rows at and above the first local segment --
+  must equal the broker's.
+* ``tiered-history-reading``: the library's tiered history (remote filesets below the local log
+  start, then the local log) read from offset 0 equals the consumer's rows.
+* Timestamps whose answer only the remote tier's files hold (the segment was deleted locally) are
+  refused by ``klogs offsets``, never answered from the local log; the ``kafka-log`` source's rows
+  below the first local segment are a strict xfail until the jobs read the remote tier's files.
 """
 
 from __future__ import annotations
@@ -40,9 +43,9 @@ pytestmark = pytest.mark.conformance
 REMOTE_TIER = "product does not read the remote tier yet (issue 37)"
 NOTE = ("a Kafka 4.3.1 broker with tiered storage (LocalTieredStorage from kafka-storage's test jar; "
         "tests/conformance/tiered.py): ListOffsets answers and a consumer's rows against the product "
-        "over a copy of the local log dir alone, for what a broker answers from its local log; the "
-        "answers and rows that need the remote tier are strict xfails until the product reads it "
-        "(issue 37)")
+        "over a copy of the local log dir alone (-2/-4/-5/-6 of the tiered partitions from its "
+        "__remote_log_metadata); timestamps only the remote tier's files answer are refused, and the "
+        "rows below the local log start are a strict xfail until the jobs read those files")
 
 Answer = tuple[int | None, int | None, int | None]
 
@@ -197,29 +200,36 @@ def test_capture_loads_back(tiered_capture: tiered.Capture) -> None:
 # ------------------------------------------------------------------------------------ the product
 
 
-def _our_answers(cap: tiered.Capture, keys: list[tuple[str, int, int, str]]) -> dict[tuple[str, int, int, str], Answer]:
-    """What ``klogs offsets`` answers over the local copy (the lookup behind it, as test_offsets)."""
+def _our_answers(cap: tiered.Capture, keys: list[tuple[str, int, int, str]]) -> dict[tuple[str, int, int, str], Any]:
+    """What ``klogs offsets`` answers over the local copy: its task's lookup with the tiered side its
+    driver finds in the copy's ``__remote_log_metadata`` (:func:`tiered_offsets`); a lookup the job
+    refuses (a timestamp only the remote tier's files answer) as ``("refused", message)``."""
+    from kafka_format.common.errors import LogDirError
+    from kafka_format.engine.offsets import tiered_offsets
     from kafka_format.log.list_offsets import PartitionLookup
     from kafka_format.read.planning import open_partitions
 
-    out: dict[tuple[str, int, int, str], Answer] = {}
-    for replica in open_partitions([str(cap.log_dir)]):
+    found = open_partitions([str(cap.log_dir)])
+    tiered_side = tiered_offsets(found, found)
+    out: dict[tuple[str, int, int, str], Any] = {}
+    for replica in found:
         mine = [k for k in keys if k[:2] == (replica.topic, replica.partition)]
-        if not mine:
-            continue
-        with PartitionLookup(replica) as lookup:
+        with PartitionLookup(replica, tiered=tiered_side.get(id(replica))) as lookup:
             for k in mine:
-                a = lookup.list_offsets(k[2], k[3])
-                out[k] = (a.offset, a.record_timestamp, a.leader_epoch)
+                try:
+                    a = lookup.list_offsets(k[2], k[3])
+                except LogDirError as exc:
+                    out[k] = ("refused", str(exc))
+                else:
+                    out[k] = (a.offset, a.record_timestamp, a.leader_epoch)
     return out
 
 
 def _needs_remote(cap: tiered.Capture, a: dict[str, Any]) -> bool:
-    """Whether Kafka's answer comes from the remote tier (see the module doc)."""
+    """Whether Kafka's answer needs the remote tier's files: a timestamp answered by a segment that
+    local retention deleted (-2/-4/-5/-6 come from ``__remote_log_metadata``, in the log dir)."""
     if a["topic"] != cap.topic:
         return False
-    if a["spec"] in (-2, -4, -5, -6):
-        return True     # -2: Kafka keeps a tiered log's checkpointed start below its first segment
     return a["spec"] >= 0 and 0 <= a["offset"] < _first_local(cap, a["topic"], a["partition"])
 
 
@@ -227,28 +237,31 @@ def _offset_cases(cap: tiered.Capture, remote: bool) -> list[dict[str, Any]]:
     return [a for a in cap.data["list_offsets"] if _needs_remote(cap, a) == remote]
 
 
-def test_local_tier_offsets_equal_the_broker(tiered_capture: tiered.Capture, conformance: Any) -> None:
+def test_offsets_from_the_local_log_dir_equal_the_broker(tiered_capture: tiered.Capture, conformance: Any) -> None:
     cap = tiered_capture
     version = cap.data["kafka_version"]
     cases = _offset_cases(cap, remote=False)
     ours = _our_answers(cap, [(a["topic"], a["partition"], a["spec"], a["isolation"]) for a in cases])
     for a in cases:
         key = (a["topic"], a["partition"], a["spec"], a["isolation"])
-        conformance.compare("tiered-local-offsets", version, f"{a['isolation']} {a['topic']}-{a['partition']} "
+        conformance.compare("tiered-offsets", version, f"{a['isolation']} {a['topic']}-{a['partition']} "
                             f"spec={a['spec']}", ours.get(key, "missing"), _kafka(a))
-    conformance.note("tiered-local-offsets", NOTE)
-    conformance.assert_equal("tiered-local-offsets", version, at_least=40)
+    conformance.note("tiered-offsets", NOTE)
+    conformance.assert_equal("tiered-offsets", version, at_least=40)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=REMOTE_TIER)
-def test_remote_tier_offsets_equal_the_broker(tiered_capture: tiered.Capture) -> None:
+def test_timestamps_only_the_remote_tier_answers_are_refused(tiered_capture: tiered.Capture) -> None:
+    """Where Kafka's answer comes from a segment local retention deleted, the job refuses (naming the
+    segment) instead of answering from the local log: never a different offset."""
     cap = tiered_capture
     cases = _offset_cases(cap, remote=True)
     assert cases
     ours = _our_answers(cap, [(a["topic"], a["partition"], a["spec"], a["isolation"]) for a in cases])
-    diffs = [(a, ours.get((a["topic"], a["partition"], a["spec"], a["isolation"]))) for a in cases
-             if ours.get((a["topic"], a["partition"], a["spec"], a["isolation"])) != _kafka(a)]
-    assert not diffs, f"{len(diffs)} of {len(cases)} differ, first: {diffs[0]}"
+    answered = [(a, ours[(a["topic"], a["partition"], a["spec"], a["isolation"])]) for a in cases
+                if ours[(a["topic"], a["partition"], a["spec"], a["isolation"])][0] != "refused"]
+    assert not answered, f"{len(answered)} of {len(cases)} answered from the local log, first: {answered[0]}"
+    assert all("answered by the remote tier" in ours[(a["topic"], a["partition"], a["spec"], a["isolation"])][1]
+               for a in cases)
 
 
 def _our_rows(cap: tiered.Capture, isolation: str) -> dict[tuple[str, int], list[tuple[Any, ...]]]:

@@ -1,0 +1,107 @@
+"""``klogs offsets`` on a tiered partition: -2, -4, -5 and -6 from the log dir's ``__remote_log_metadata``
+(``UnifiedLog.fetchOffsetByTimestamp`` with ``remoteLogEnabled()``), the expected answers written from
+Kafka's rules for the log laid out here.
+
+The log: 120 records of ``orders-0``, leader epoch 0 for offsets 0-59 and epoch 2 from 60, segments at
+0, 40 and 80; the segments at 0 and 40 were copied to the remote tier and deleted locally, the
+``log-start-offset-checkpoint`` keeps 0 (always written for a remote log).  ``plain-0`` beside it has no
+remote metadata: a local log's answers.  The broker's own answers for a real tiered topic are compared
+in ``tests/conformance/test_tiered.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafka_format.common.errors import LogDirError
+from kafka_format.engine.offsets import list_offsets_local
+from kafka_format.internal.remote_log_metadata import (
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentMetadataUpdate,
+    RemoteLogSegmentState,
+    TopicIdPartition,
+    encode_remote_log_metadata,
+)
+from kafka_format.writer import Record, SegmentWriter, build_v2_batch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "format"))
+from tiered_builders import FIRST_TS, TOPIC_ID, segment_uuid, timestamp_of, write_replica  # noqa: E402
+
+SPECS = [-1, -2, -4, -5, -6]
+TP = TopicIdPartition(TOPIC_ID, "orders", 0)
+
+
+def _segment(n: int, start: int, end: int, epochs: dict[int, int]) -> RemoteLogSegmentMetadata:
+    return RemoteLogSegmentMetadata(TP, segment_uuid(n), start, end, 1, timestamp_of(end), FIRST_TS, epochs, 100, None,
+                                    RemoteLogSegmentState.COPY_SEGMENT_STARTED)
+
+
+def _finished(n: int) -> RemoteLogSegmentMetadataUpdate:
+    return RemoteLogSegmentMetadataUpdate(TP, segment_uuid(n), None, RemoteLogSegmentState.COPY_SEGMENT_FINISHED,
+                                          FIRST_TS, 1)
+
+
+def _write_metadata(log_dir: Path, records: list[object]) -> None:
+    """``__remote_log_metadata-0`` holding ``records`` (one batch)."""
+    directory = log_dir / "__remote_log_metadata-0"
+    directory.mkdir()
+    seg = SegmentWriter(directory, 0)
+    seg.append([build_v2_batch([Record(value=encode_remote_log_metadata(r), timestamp=FIRST_TS)  # type: ignore[arg-type]
+                                for r in records], base_offset=0, partition_leader_epoch=0)])
+    seg.close()
+
+
+def _tiered_log(tmp_path: Path, records: list[object]) -> Path:
+    replica = write_replica(tmp_path / "logs", epochs=((0, 60), (2, 60)), rolls=(40, 80))
+    replica.delete_below(80, log_start=0)
+    write_replica(tmp_path / "plain-logs", topic="plain", epochs=((3, 20),))
+    (tmp_path / "plain-logs" / "plain-0").rename(replica.log_dir / "plain-0")
+    _write_metadata(replica.log_dir, records)
+    return replica.log_dir
+
+
+def _answers(log_dir: Path, topic: str) -> dict[int, tuple[int | None, int | None]]:
+    rows = list_offsets_local(str(log_dir), SPECS, topics=[topic])
+    return {r["timestamp"]: (r["offset"], r["leaderEpoch"]) for r in rows}
+
+
+def test_tiered_specs_come_from_the_remote_log_metadata(tmp_path: Path) -> None:
+    log_dir = _tiered_log(tmp_path, [_segment(0, 0, 39, {0: 0}), _finished(0),
+                                     _segment(1, 40, 79, {0: 40, 2: 60}), _finished(1)])
+    assert _answers(log_dir, "orders") == {
+        -1: (120, 2),
+        -2: (0, 0),        # the checkpointed log start, below the first local segment; the earliest epoch
+        -4: (80, 2),       # the local log start
+        -5: (79, 2),       # the highest copied offset, in epoch 2
+        -6: (80, 2),       # the first offset not copied
+    }
+
+
+def test_nothing_copied_yet(tmp_path: Path) -> None:
+    """A copy started, none finished: -5 has nothing (offset -1); -6 neither, the local log no longer
+    starting at the log start."""
+    log_dir = _tiered_log(tmp_path, [_segment(0, 0, 39, {0: 0})])
+    got = _answers(log_dir, "orders")
+    assert got[-5] == (None, None) and got[-6] == (None, None)
+    assert got[-2] == (0, 0) and got[-4] == (80, 2)
+
+
+def test_a_partition_without_remote_metadata_answers_as_a_local_log(tmp_path: Path) -> None:
+    log_dir = _tiered_log(tmp_path, [_segment(0, 0, 39, {0: 0}), _finished(0)])
+    assert _answers(log_dir, "plain") == {-1: (20, 3), -2: (0, 3), -4: (0, 3), -5: (None, None), -6: (None, None)}
+
+
+def test_a_timestamp_only_the_remote_tier_answers_is_refused(tmp_path: Path) -> None:
+    """Kafka searches the copied segments first (``RemoteLogManager.findOffsetByTimestamp``): a
+    timestamp the deleted segment 0..39 reaches is the remote tier's answer, which the log dir cannot
+    give; a later one is the local log's."""
+    log_dir = _tiered_log(tmp_path, [_segment(0, 0, 39, {0: 0}), _finished(0),
+                                     _segment(1, 40, 79, {0: 40, 2: 60}), _finished(1)])
+    with pytest.raises(LogDirError, match=r"timestamp 1700000005000 of orders-0 is answered by the remote tier: "
+                                          r"its copied segment of offsets 0\.\.39"):
+        list_offsets_local(str(log_dir), [FIRST_TS + 5_000], topics=["orders"])
+    (row,) = list_offsets_local(str(log_dir), [FIRST_TS + 100_000 + 1], topics=["orders"])  # past both copies
+    assert (row["offset"], row["recordTimestamp"]) == (101, FIRST_TS + 101_000)
