@@ -25,7 +25,7 @@ import pyarrow as pa
 from kafka_format.common.errors import KafkaFormatError
 from kafka_format.common.topics import METADATA_TOPIC  # re-exported (__all__)
 from kafka_format.engine import task_work
-from kafka_format.log.topicconfig import TopicConfig, TopicConfigs
+from kafka_format.log.topicconfig import ConfigError, TopicConfig, TopicConfigs
 from kafka_format.output.ownership import Owner
 from kafka_format.records.schema import RECORD_SCHEMA
 from kafka_format.storage.fsio import redact
@@ -48,6 +48,7 @@ __all__ = [
     "cleaner_tasks",
     "finish_records_dir",
     "finish_segments_dir",
+    "refuse_tiered_compaction",
     "run_cleaner_file_task",
     "run_cleaner_task",
     "topic_selector",
@@ -157,6 +158,7 @@ def cleaner_tasks(logdirs: str | Sequence[str] | LogDirSet, configs: TopicConfig
     selector = re.compile(topic_selector(topics, topic_pattern))
     replicas = sorted((p for p in sets.all_partitions() if p.kind == "live" and selector.fullmatch(p.topic)),
                       key=lambda p: (p.topic, p.partition, p.log_dir))
+    refuse_tiered_compaction(replicas, sets.all_partitions(), configs)
     names = _log_dir_names(p.log_dir for p in replicas)
     return [CleanerTask(
         topic=p.topic, partition=p.partition, path=p.path, log_dir=p.log_dir,
@@ -168,6 +170,29 @@ def cleaner_tasks(logdirs: str | Sequence[str] | LogDirSet, configs: TopicConfig
         batch_rows=batch_rows,
         weight=task_work(rewritten_bytes=p.size_bytes, scanned_segments=len(p.segments)),
     ) for i, p in enumerate(replicas)]
+
+
+def refuse_tiered_compaction(replicas: Sequence[PartitionLog], found: Sequence[PartitionLog],
+                             configs: TopicConfigs) -> None:
+    """Kafka refuses a compacted topic with remote storage (``LogConfig.validateNoRemoteStorageForCompactedTopic``:
+    "Remote log storage is unsupported for the compacted topics"), so no cleaner ever runs on one:
+    :class:`ConfigError` when a replica's ``cleanup.policy`` holds ``compact`` while its config enables
+    remote storage or the log dirs' ``__remote_log_metadata`` (among ``found``) holds its partition."""
+    compacted = [p for p in replicas if configs[p.topic].compact]
+    if not compacted:
+        return
+    from kafka_format.read.remote_log_metadata import metadata_of, tiered_partition
+
+    view = metadata_of(found) if any(not configs[p.topic].remote_storage_enable for p in compacted) else None
+    for p in compacted:
+        config = configs[p.topic]
+        if config.remote_storage_enable or tiered_partition(view, p) is not None:
+            why = ("remote.storage.enable=true" if config.remote_storage_enable
+                   else "its partitions in the log dirs' __remote_log_metadata")
+            raise ConfigError(f"topic {p.topic!r}: Remote log storage is unsupported for the compacted topics "
+                              f"(cleanup.policy={','.join(sorted(config.cleanup_policy))} with {why}: Kafka refuses "
+                              "this configuration, LogConfig.validateNoRemoteStorageForCompactedTopic, and no "
+                              "cleaner runs on it)")
 
 
 def finish_segments_dir(segments_dir: str, summary_rows: Iterable[Any]) -> list[str]:

@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from kafka_format.common.topics import REMOTE_LOG_METADATA_TOPIC
-from kafka_format.internal.remote_log_metadata import TopicIdPartition
 from kafka_format.log.list_offsets import (
     ISOLATION_LEVELS,
     PartitionLookup,
@@ -149,21 +147,17 @@ def tiered_offsets(found: Sequence[PartitionLog], chosen: Sequence[PartitionLog]
     the ``__remote_log_metadata`` partitions among ``found`` replayed once
     (:func:`kafka_format.read.remote_log_metadata.load_remote_log_metadata`), a replica tiered when
     that metadata holds its topic id's partition.  No metadata partition: none is."""
-    metadata_dirs = sorted({r.log_dir for r in found if r.topic == REMOTE_LOG_METADATA_TOPIC})
-    if not metadata_dirs:
-        return {}
-    from kafka_format.read.remote_log_metadata import load_remote_log_metadata
+    from kafka_format.read.remote_log_metadata import metadata_of, tiered_partition
     from kafka_format.storage.tiered_history import tiered_log_start
 
-    view = load_remote_log_metadata(metadata_dirs)
+    view = metadata_of(found)
     out: dict[int, TieredOffsets] = {}
     for r in chosen:
-        if r.topic_id is None:
+        tip = tiered_partition(view, r)
+        if view is None or tip is None:
             continue
-        tip = TopicIdPartition(r.topic_id, r.topic, r.partition)
         cache = view.cache(tip)
-        if cache is None:
-            continue
+        assert cache is not None
         lineage = [(e.epoch, e.start_offset) for e in r.leader_epochs.entries] if r.leader_epochs else None
         highest, _epoch = view.highest_offset(tip, leader_epochs=lineage)
         log_start = tiered_log_start(r, cache, lineage)[0]

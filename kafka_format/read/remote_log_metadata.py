@@ -19,9 +19,11 @@ import os
 from collections.abc import Iterator, Sequence
 
 from kafka_format.common.topics import REMOTE_LOG_METADATA_TOPIC
+from kafka_format.internal.remote_log_metadata import TopicIdPartition
 from kafka_format.internal.remote_log_metadata_cache import RemoteLogMetadataView, replay_remote_log_metadata
+from kafka_format.storage.partition_log import PartitionLog
 
-__all__ = ["load_remote_log_metadata", "read_remote_log_metadata"]
+__all__ = ["load_remote_log_metadata", "metadata_of", "read_remote_log_metadata", "tiered_partition"]
 
 Paths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
@@ -70,3 +72,20 @@ def load_remote_log_metadata(log_dirs: Paths, *, isolation_level: str = "read_un
     return replay_remote_log_metadata(
         read_remote_log_metadata(log_dirs, isolation_level=isolation_level, up_to=up_to),
         stop_at_failure=stop_at_failure, num_metadata_partitions=num_metadata_partitions, release=release)
+
+
+def metadata_of(found: Sequence[PartitionLog]) -> RemoteLogMetadataView | None:
+    """The remote log metadata of the log dirs ``found`` was discovered in: their
+    ``__remote_log_metadata`` replicas' log dirs loaded once (:func:`load_remote_log_metadata`); None
+    when they hold no such partition (no topic there is tiered, as far as the files tell)."""
+    dirs = sorted({r.log_dir for r in found if r.topic == REMOTE_LOG_METADATA_TOPIC})
+    return load_remote_log_metadata(dirs) if dirs else None
+
+
+def tiered_partition(view: RemoteLogMetadataView | None, replica: PartitionLog) -> TopicIdPartition | None:
+    """The replica's topic-id-partition when the remote log metadata holds it (the partition has a
+    remote tier), else None (no metadata, no topic id, or nothing of it there)."""
+    if view is None or replica.topic_id is None:
+        return None
+    tip = TopicIdPartition(replica.topic_id, replica.topic, replica.partition)
+    return tip if view.cache(tip) is not None else None

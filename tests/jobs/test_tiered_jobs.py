@@ -1,6 +1,8 @@
-"""``klogs offsets`` on a tiered partition: -2, -4, -5 and -6 from the log dir's ``__remote_log_metadata``
-(``UnifiedLog.fetchOffsetByTimestamp`` with ``remoteLogEnabled()``), the expected answers written from
-Kafka's rules for the log laid out here.
+"""The jobs on a tiered partition (tiered storage, KIP-405), the expected outcomes written from Kafka's
+rules for the log laid out here: ``klogs offsets`` answers -2, -4, -5 and -6 from the log dir's
+``__remote_log_metadata`` (``UnifiedLog.fetchOffsetByTimestamp`` with ``remoteLogEnabled()``) and refuses
+a timestamp only the remote tier answers; ``klogs compaction`` refuses a compacted tiered topic as
+Kafka's config validation does.
 
 The log: 120 records of ``orders-0``, leader epoch 0 for offsets 0-59 and epoch 2 from 60, segments at
 0, 40 and 80; the segments at 0 and 40 were copied to the remote tier and deleted locally, the
@@ -17,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from kafka_format.common.errors import LogDirError
+from kafka_format.engine.compaction import cleaner_tasks
 from kafka_format.engine.offsets import list_offsets_local
+from kafka_format.log.topicconfig import ConfigError, load_topic_configs
 from kafka_format.internal.remote_log_metadata import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,
@@ -105,3 +109,23 @@ def test_a_timestamp_only_the_remote_tier_answers_is_refused(tmp_path: Path) -> 
         list_offsets_local(str(log_dir), [FIRST_TS + 5_000], topics=["orders"])
     (row,) = list_offsets_local(str(log_dir), [FIRST_TS + 100_000 + 1], topics=["orders"])  # past both copies
     assert (row["offset"], row["recordTimestamp"]) == (101, FIRST_TS + 101_000)
+
+
+def test_compaction_refuses_a_compacted_tiered_topic(tmp_path: Path) -> None:
+    """``LogConfig.validateNoRemoteStorageForCompactedTopic``: a topic with remote storage and
+    ``cleanup.policy`` holding ``compact`` is refused, whether its config or the log dir's remote log
+    metadata says it is tiered; a tiered topic with ``delete`` and a compacted local one are not."""
+    log_dir = _tiered_log(tmp_path, [_segment(0, 0, 39, {0: 0}), _finished(0)])
+    now = FIRST_TS + 10**9
+    refused = "Remote log storage is unsupported for the compacted topics"
+    with pytest.raises(ConfigError, match=rf"topic 'orders': {refused} \(cleanup.policy=compact with its "
+                                          r"partitions in the log dirs' __remote_log_metadata"):
+        cleaner_tasks(str(log_dir), load_topic_configs(overrides=["orders:cleanup.policy=compact"]), now)
+    with pytest.raises(ConfigError, match=rf"topic 'plain': {refused} \(cleanup.policy=compact,delete with "
+                                          r"remote.storage.enable=true"):
+        cleaner_tasks(str(log_dir), load_topic_configs(overrides=["plain:cleanup.policy=compact,delete",
+                                                                   "plain:remote.storage.enable=true"]), now,
+                      topics=["plain"])
+    tasks = cleaner_tasks(str(log_dir), load_topic_configs(overrides=["plain:cleanup.policy=compact"]), now)
+    assert sorted((t.topic, t.partition) for t in tasks) == [("__remote_log_metadata", 0), ("orders", 0),
+                                                              ("plain", 0)]
