@@ -21,7 +21,6 @@ import pytest
 from kafka_format.common.errors import LogDirError
 from kafka_format.engine.compaction import cleaner_tasks
 from kafka_format.engine.offsets import list_offsets_local
-from kafka_format.log.topicconfig import ConfigError, load_topic_configs
 from kafka_format.internal.remote_log_metadata import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,
@@ -29,6 +28,7 @@ from kafka_format.internal.remote_log_metadata import (
     TopicIdPartition,
     encode_remote_log_metadata,
 )
+from kafka_format.log.topicconfig import ConfigError, load_topic_configs
 from kafka_format.writer import Record, SegmentWriter, build_v2_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "format"))
