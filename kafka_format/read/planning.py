@@ -43,7 +43,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -712,8 +712,6 @@ def plan_tiered_splits(history: TieredHistory, options: PlanOptions | None = Non
     once.  ``options`` size the splits; ``upTo=highWatermark`` caps the local log as it does
     there; ``read_committed`` is refused (aborted transactions are not yet joined across the
     logs).  A remote segment the store cannot serve raises unless ``skip_unreadable``."""
-    from dataclasses import replace
-
     options = options or PlanOptions()
     if options.read_committed:
         raise ValueError("read_committed over a tiered history is not planned: the aborted transactions of "

@@ -61,6 +61,7 @@ __all__ = [
     "TIERED_BROKER_CONFIG",
     "BrokerError",
     "KafkaBroker",
+    "consume_from_start",
     "free_port",
     "wait_until",
 ]
@@ -160,6 +161,37 @@ def wait_until(check: Callable[[], T | None], timeout: float, what: str, interva
             detail = f" (last error: {last!r})" if last is not None else ""
             raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
         time.sleep(interval)
+
+
+def consume_from_start(broker: KafkaBroker, partitions: list[tuple[str, int]], isolation: str,
+                       row: Callable[[Any], T], timeout: float = 120.0
+                       ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], list[T]]]:
+    """A kafka-python consumer's read of each partition from its beginning to its end offset
+    (``end_offsets``: the high watermark, the last stable offset for read_committed): the end
+    offsets, and ``row(message)`` of every record below them, per partition in offset order."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, isolation_level=isolation,
+                             enable_auto_commit=False, group_id=None, auto_offset_reset="earliest",
+                             request_timeout_ms=30000, fetch_max_wait_ms=100)
+    try:
+        tps = [TopicPartition(t, p) for t, p in partitions]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        ends = {(tp.topic, tp.partition): o for tp, o in consumer.end_offsets(tps).items()}
+        rows: dict[tuple[str, int], list[T]] = {k: [] for k in ends}
+
+        def done() -> bool:
+            for batch in consumer.poll(timeout_ms=500, max_records=5000).values():
+                for m in batch:
+                    if m.offset < ends[(m.topic, m.partition)]:
+                        rows[(m.topic, m.partition)].append(row(m))
+            return all(consumer.position(tp) >= ends[(tp.topic, tp.partition)] for tp in tps)
+
+        wait_until(done, timeout, f"the consumer to reach the end offsets ({isolation})", interval=0)
+        return ends, rows
+    finally:
+        consumer.close()
 
 
 def _tail(path: Path, lines: int = 30) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broker import KafkaBroker, wait_until
+from broker import KafkaBroker, consume_from_start
 
 pytestmark = pytest.mark.conformance
 
@@ -30,31 +30,9 @@ Row = tuple[str, int, int, int, int, bytes | None, bytes | None, tuple[tuple[str
 def _consume(broker: KafkaBroker, partitions: list[tuple[str, int]], isolation: str
              ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], list[Row]]]:
     """End offsets and every record below them, read by a kafka-python consumer."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, isolation_level=isolation,
-                             enable_auto_commit=False, group_id=None, auto_offset_reset="earliest",
-                             request_timeout_ms=30000, fetch_max_wait_ms=100)
-    try:
-        tps = [TopicPartition(t, p) for t, p in partitions]
-        consumer.assign(tps)
-        consumer.seek_to_beginning(*tps)
-        ends = {(tp.topic, tp.partition): o for tp, o in consumer.end_offsets(tps).items()}
-        rows: dict[tuple[str, int], list[Row]] = {k: [] for k in ends}
-
-        def done() -> bool:
-            for batch in consumer.poll(timeout_ms=500, max_records=5000).values():
-                for m in batch:
-                    if m.offset < ends[(m.topic, m.partition)]:
-                        rows[(m.topic, m.partition)].append(
-                            (m.topic, m.partition, m.offset, m.timestamp, m.timestamp_type, m.key, m.value,
-                             tuple((k, v) for k, v in m.headers)))
-            return all(consumer.position(tp) >= ends[(tp.topic, tp.partition)] for tp in tps)
-
-        wait_until(done, 120, f"the consumer to reach the end offsets ({isolation})", interval=0)
-        return ends, rows
-    finally:
-        consumer.close()
+    return consume_from_start(broker, partitions, isolation, lambda m: (
+        m.topic, m.partition, m.offset, m.timestamp, m.timestamp_type, m.key, m.value,
+        tuple((k, v) for k, v in m.headers)))
 
 
 def _read(spark, copy: Path, topics: list[str], isolation: str) -> dict[tuple[str, int], list[Row]]:

@@ -84,7 +84,7 @@ from typing import Any
 
 import kafka_dist
 import workloads
-from broker import KafkaBroker, wait_until
+from broker import KafkaBroker, consume_from_start, wait_until
 from cleaning_workloads import read_offset_checkpoint, segment_bases
 
 __all__ = [
@@ -243,37 +243,15 @@ def _b64(data: bytes | None) -> str | None:
 
 def consume_all(broker: KafkaBroker, partitions: list[tuple[str, int]], isolation: str,
                 timeout: float = 180.0) -> dict[str, dict[str, Any]]:
-    """A kafka-python consumer's read of each partition from offset 0 to its end offset
-    (``end_offsets``: the high watermark, the last stable offset for read_committed), as the
-    capture's ``reads`` entries (see the module doc)."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, isolation_level=isolation,
-                             enable_auto_commit=False, group_id=None, auto_offset_reset="earliest",
-                             request_timeout_ms=30000, fetch_max_wait_ms=100)
-    try:
-        tps = [TopicPartition(t, p) for t, p in partitions]
-        consumer.assign(tps)
-        for tp in tps:
-            consumer.seek(tp, 0)
-        ends = {(tp.topic, tp.partition): o for tp, o in consumer.end_offsets(tps).items()}
-        rows: dict[tuple[str, int], list[dict[str, Any]]] = {k: [] for k in ends}
-
-        def done() -> bool:
-            for batch in consumer.poll(timeout_ms=500, max_records=5000).values():
-                for m in batch:
-                    if m.offset < ends[(m.topic, m.partition)]:
-                        rows[(m.topic, m.partition)].append({
-                            "offset": m.offset, "timestamp": m.timestamp, "timestamp_type": m.timestamp_type,
-                            "leader_epoch": getattr(m, "leader_epoch", None),
-                            "key": _b64(m.key), "value": _b64(m.value),
-                            "headers": [[k, _b64(v)] for k, v in m.headers]})
-            return all(consumer.position(tp) >= ends[(tp.topic, tp.partition)] for tp in tps)
-
-        wait_until(done, timeout, f"the consumer to read every partition from 0 ({isolation})", interval=0)
-        return {f"{t}-{p}": {"end_offset": ends[(t, p)], "records": rows[(t, p)]} for t, p in partitions}
-    finally:
-        consumer.close()
+    """A kafka-python consumer's read of each partition from offset 0 (the log start of a tiered
+    log: the remote tier served) to its end offset, as the capture's ``reads`` entries (see the
+    module doc)."""
+    ends, rows = consume_from_start(broker, partitions, isolation, lambda m: {
+        "offset": m.offset, "timestamp": m.timestamp, "timestamp_type": m.timestamp_type,
+        "leader_epoch": getattr(m, "leader_epoch", None),
+        "key": _b64(m.key), "value": _b64(m.value),
+        "headers": [[k, _b64(v)] for k, v in m.headers]}, timeout)
+    return {f"{t}-{p}": {"end_offset": ends[(t, p)], "records": rows[(t, p)]} for t, p in partitions}
 
 
 # ------------------------------------------------------------------------------------ workload
