@@ -20,7 +20,8 @@ from typing import Any
 import pyarrow as pa
 
 from kafka_format.read.planning import Split
-from kafka_format.read.split_reader import arrow_schema, plan_read, read_split
+from kafka_format.read.split_reader import arrow_schema, read_split
+from kafka_format.read.tiers import plan_read
 
 __all__ = ["compiled_decoders", "read_splits", "read_table", "split_bytes", "split_weights", "split_work"]
 

@@ -33,9 +33,11 @@ from kafka_format.jobs.jobargs import (
     JobContext,
     UsageError,
     add_common_arguments,
+    add_remote_storage_arguments,
     engine_for,
     executor_for,
     job_context,
+    remote_storage_options,
     run_main,
     session_for,
 )
@@ -75,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_typed_arguments(parser)
     parser.add_argument("--isolation-level", choices=["read_uncommitted", "read_committed"],
                         help="kafka-log isolationLevel (extension)")
+    add_remote_storage_arguments(parser)
     parser.add_argument("--option", action="append", default=[], dest="options", metavar="KEY=VALUE",
                         help="kafka-log data-source option (repeatable, extension)")
     return parser
@@ -100,7 +103,8 @@ def _body(args: argparse.Namespace) -> int:
 
     ctx = job_context(args)
     opts = source_options(topics=ctx.topics, topic_pattern=ctx.topic_pattern,
-                          isolation_level=args.isolation_level, extra=_options(args.options))
+                          isolation_level=args.isolation_level,
+                          extra={**remote_storage_options(args), **_options(args.options)})
     try:
         check_location(str(ctx.out), format=ctx.format or "parquet", incremental=bool(args.checkpoint))
     except ValueError as exc:

@@ -42,6 +42,7 @@ __all__ = [
     "JobContext",
     "UsageError",
     "add_common_arguments",
+    "add_remote_storage_arguments",
     "check_inputs",
     "claim_out",
     "describe",
@@ -56,6 +57,7 @@ __all__ = [
     "missing_extra",
     "parse_args",
     "redacting_excepthook",
+    "remote_storage_options",
     "run_job",
     "run_main",
     "session_for",
@@ -118,6 +120,28 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, formats: Sequence[s
     parser.add_argument("--verbose", action="store_true",
                         help="show Spark's own log lines on stderr (default: they go to a log file, "
                              "named when a run fails)")
+
+
+def add_remote_storage_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``--remote-storage`` and ``--remote-storage-format`` (the ``kafka-log`` options
+    ``remoteStorage``/``remoteStorageFormat``: a tiered partition's remote tier)."""
+    from kafka_format.read.tiers import REMOTE_STORAGE_FORMATS
+
+    parser.add_argument("--remote-storage", metavar="URI",
+                        help="the remote tier of tiered partitions (tiered storage): the root of Kafka's "
+                             "LocalTieredStorage, its kafka-tiered-storage dir or the dir holding it")
+    parser.add_argument("--remote-storage-format", choices=REMOTE_STORAGE_FORMATS, default=None,
+                        help="the remote storage's layout (default auto)")
+
+
+def remote_storage_options(args: argparse.Namespace) -> dict[str, str]:
+    """The ``kafka-log`` options of ``--remote-storage``/``--remote-storage-format``."""
+    out: dict[str, str] = {}
+    if getattr(args, "remote_storage", None):
+        out["remoteStorage"] = args.remote_storage
+    if getattr(args, "remote_storage_format", None):
+        out["remoteStorageFormat"] = args.remote_storage_format
+    return out
 
 
 @dataclass

@@ -25,13 +25,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kafka_format.read.planning import DEFAULT_MAX_BYTES_PER_PARTITION, Bounds, PlanOptions
+from kafka_format.storage.tiered_history import LOCAL_TIER, REMOTE_TIER
 
-__all__ = ["KNOWN_OPTIONS", "KafkaLogOptionError", "ReadOptions", "parse_options"]
+__all__ = ["ALL_TIERS", "KNOWN_OPTIONS", "REMOTE_STORAGE_FORMATS", "TIERS", "KafkaLogOptionError", "ReadOptions",
+           "parse_options"]
 
 EARLIEST = -2
 LATEST = -1
 _BYTES = re.compile(r"^\s*(\d+)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+ALL_TIERS = "all"
+#: values of the ``tier`` option (kafka_format.read.tiers)
+TIERS = (ALL_TIERS, LOCAL_TIER, REMOTE_TIER)
+#: values of the ``remoteStorageFormat`` option
+REMOTE_STORAGE_FORMATS = ("auto", "local-tiered", "aiven")
 
 # canonical spelling -> lower-case key used for lookup
 KNOWN_OPTIONS = {name.lower(): name for name in (
@@ -44,6 +52,7 @@ KNOWN_OPTIONS = {name.lower(): name for name in (
     "isolationLevel", "includeControlRecords", "includeHeaders", "granularity",
     "maxBytesPerPartition", "minPartitions", "replicas", "mode", "upTo", "verifyCrc",
     "maxOffsetsPerTrigger", "maxBytesPerTrigger",
+    "remoteStorage", "remoteStorageFormat", "tier",
 )}
 
 
@@ -70,6 +79,9 @@ class ReadOptions:
     start_latest: bool = False         # streaming only: startingOffsets=latest
     max_offsets_per_trigger: int | None = None   # streaming only (ignored by batch reads, as Spark)
     max_bytes_per_trigger: int | None = None     # streaming only: bytes of log per micro-batch
+    tier: str = ALL_TIERS              # all | local | remote (kafka_format.read.tiers)
+    remote_storage: str | None = None  # the remote tier's root (tiered partitions)
+    remote_storage_format: str = "auto"
 
     @property
     def read_committed(self) -> bool:
@@ -306,4 +318,16 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Rea
         max_offsets_per_trigger=_positive_int("maxOffsetsPerTrigger", get("maxOffsetsPerTrigger")),
         max_bytes_per_trigger=(None if get("maxBytesPerTrigger") is None
                                else _bytes("maxBytesPerTrigger", get("maxBytesPerTrigger"), 0)),
+        tier=_choice("tier", get("tier"), TIERS, ALL_TIERS),
+        remote_storage=_remote_storage(get("remoteStorage")),
+        remote_storage_format=_choice("remoteStorageFormat", get("remoteStorageFormat"), REMOTE_STORAGE_FORMATS,
+                                      "auto"),
     )
+
+
+def _remote_storage(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    if not str(raw).strip():
+        raise KafkaLogOptionError("remoteStorage", "empty: give the remote storage's root (a path or URI)")
+    return str(raw).strip()

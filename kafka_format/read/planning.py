@@ -42,8 +42,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -63,7 +63,7 @@ from kafka_format.storage.partition_state import (
     last_stable_offset,
     log_end_offset,
 )
-from kafka_format.storage.tiered_history import REMOTE_TIER, TieredHistory
+from kafka_format.storage.tiered_history import LOCAL_TIER
 
 __all__ = [
     "DEFAULT_MAX_BYTES_PER_PARTITION",
@@ -73,6 +73,7 @@ __all__ = [
     "SegmentRange",
     "Split",
     "check_assignment",
+    "fetch_upper",
     "iter_batch_heads",
     "last_stable_offset",
     "log_end_offset",
@@ -80,8 +81,8 @@ __all__ = [
     "open_partitions",
     "pack_splits",
     "plan_splits",
-    "plan_tiered_splits",
     "resolve_timestamp",
+    "select_replicas",
 ]
 
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024
@@ -112,7 +113,8 @@ class Split:
     the first record with timestamp >= T (ListOffsets' record step); ``end_timestamp``
     likewise drops that batch's records from the first one with timestamp >= T on.
     ``aborted`` holds ``(producerId, firstOffset, lastOffset)`` of aborted transactions
-    that can touch this split (read_committed only).
+    that can touch this split (read_committed only; for a tiered partition those of both tiers).
+    ``tier``: ``local`` (a broker log dir) or ``remote`` (a tiered partition's remote segments).
     """
 
     topic: str
@@ -128,6 +130,7 @@ class Split:
     aborted: tuple[tuple[int, int, int], ...] = ()
     log_start_offset: int = 0
     planned_bytes: int = 0      # bytes of log the planner counted (a range to end of file included)
+    tier: str = LOCAL_TIER      # the ``tier`` column: which tier's files the ranges are
 
     @property
     def size_bytes(self) -> int | None:
@@ -297,7 +300,9 @@ def longest_replicas(replicas: Sequence[PartitionLog]) -> list[PartitionLog]:
     return out
 
 
-def _select_replicas(replicas: Sequence[PartitionLog], options: PlanOptions) -> list[PartitionLog]:
+def select_replicas(replicas: Sequence[PartitionLog], options: PlanOptions) -> list[PartitionLog]:
+    """The replicas a read plans: those ``options`` select, and of each partition only the longest
+    unless ``replicas=all``."""
     chosen = [r for r in replicas if options.selects(r.topic, r.partition)]
     return chosen if options.replicas == "all" else longest_replicas(chosen)
 
@@ -313,6 +318,28 @@ class _Bound:
     empty: bool = False
 
 
+def fetch_upper(replica: PartitionLog, options: PlanOptions, leo: Callable[[], int] | None = None) -> int | None:
+    """The offset a fetch of the replica stops before, as the options ask: the high watermark
+    (as loaded) for ``upTo=highWatermark``, the last stable offset for ``read_committed``
+    (LSO <= HW; the LEO when no HW is recorded); None: the log end.  ``leo`` gives the log end offset
+    (default: computed)."""
+    tp = (replica.topic, replica.partition)
+    end = leo if leo is not None else (lambda: log_end_offset(replica))
+    upper: int | None = None
+    if options.up_to == "highWatermark":
+        hw = replica.high_watermark
+        if hw is None:
+            raise LogDirError("upTo=highWatermark but the partition has no replication-offset-checkpoint entry",
+                              path=replica.log_dir, expected=f"an entry for {tp[0]} {tp[1]}", found="none")
+        upper = high_watermark_on_load(hw, log_start_offset=replica.log_start_offset, log_end_offset=end())
+    if options.read_committed:
+        cap = upper if upper is not None else end()
+        if replica.high_watermark is not None:
+            cap = min(cap, replica.high_watermark)
+        upper = last_stable_offset(replica, cap)
+    return upper
+
+
 def _partition_bound(replica: PartitionLog, options: PlanOptions, bounds: Bounds,
                      leo_cache: dict[int, int]) -> _Bound:
     tp = (replica.topic, replica.partition)
@@ -324,18 +351,7 @@ def _partition_bound(replica: PartitionLog, options: PlanOptions, bounds: Bounds
         return leo_cache[key]
 
     b = _Bound()
-    upper: int | None = None
-    if options.up_to == "highWatermark":
-        hw = replica.high_watermark
-        if hw is None:
-            raise LogDirError("upTo=highWatermark but the partition has no replication-offset-checkpoint entry",
-                              path=replica.log_dir, expected=f"an entry for {tp[0]} {tp[1]}", found="none")
-        upper = high_watermark_on_load(hw, log_start_offset=replica.log_start_offset, log_end_offset=leo())
-    if options.read_committed:       # LSO <= HW; the LEO when no HW is recorded
-        cap = upper if upper is not None else leo()
-        if replica.high_watermark is not None:
-            cap = min(cap, replica.high_watermark)
-        upper = last_stable_offset(replica, cap)
+    upper = fetch_upper(replica, options, leo)
 
     def last_fetchable() -> int:  # only timestamp bounds need it (the LEO reads the last segment)
         return upper if upper is not None else leo()
@@ -682,7 +698,7 @@ def plan_splits(logdirs: Any, options: PlanOptions | None = None, bounds: Bounds
 def _plan_splits(logdirs: Any, options: PlanOptions, bounds: Bounds) -> list[Split]:
     replicas = _as_partitions(logdirs)
     check_assignment(replicas, options, bounds)
-    chosen = _select_replicas(replicas, options)
+    chosen = select_replicas(replicas, options)
     leo_cache: dict[int, int] = {}
     target = max(1, options.max_bytes_per_partition)
     plans = [p for r in chosen if (p := _plan_pieces(r, options, bounds, target, leo_cache)) is not None]
@@ -701,33 +717,6 @@ def _plan_splits(logdirs: Any, options: PlanOptions, bounds: Bounds) -> list[Spl
                                                         plan.columns)
         target = smaller
     return [s for plan in plans for s in _splits(plan, options, target)]
-
-
-def plan_tiered_splits(history: TieredHistory, options: PlanOptions | None = None, *,
-                       skip_unreadable: bool = False) -> list[Split]:
-    """The splits of a tiered partition's whole history (:class:`~kafka_format.storage.tiered_history.TieredHistory`),
-    in offset order: each of its logs (:meth:`~kafka_format.storage.tiered_history.TieredHistory.read_logs`:
-    runs of remote filesets, then the local replica) planned by :func:`plan_splits` within the
-    offsets it serves, so that every offset is read from the segment the broker serves it from,
-    once.  ``options`` size the splits; ``upTo=highWatermark`` caps the local log as it does
-    there; ``read_committed`` is refused (aborted transactions are not yet joined across the
-    logs).  A remote segment the store cannot serve raises unless ``skip_unreadable``."""
-    options = options or PlanOptions()
-    if options.read_committed:
-        raise ValueError("read_committed over a tiered history is not planned: the aborted transactions of "
-                         "one tier's transaction indexes are not joined with the other's")
-    whole = replace(options, topics=None, topic_pattern=None, assign=None, partition_filter=None, replicas="all",
-                    require_all_partitions=False)
-    remote_options = replace(whole, up_to="logEnd")
-    out: list[Split] = []
-    for unit in history.read_logs(skip_unreadable=skip_unreadable):
-        tp = (unit.log.topic, unit.log.partition)
-        if unit.tier == REMOTE_TIER:
-            bounds = Bounds(start={tp: unit.start_offset}, end={tp: unit.end_offset})
-            out.extend(plan_splits([unit.log], remote_options, bounds))
-        else:
-            out.extend(plan_splits([unit.log], whole, Bounds(start={tp: unit.start_offset})))
-    return out
 
 
 def splits_to_json(splits: Iterable[Split]) -> str:

@@ -5,8 +5,8 @@ metadata manager's consumer reads it, and replayed
 ``TopicBasedRemoteLogMetadataManagerConfig`` gives its consumer no ``isolation.level``: it reads
 ``read_uncommitted`` (the consumer's default; ``remote.log.metadata.consumer.isolation.level`` can
 change it, hence ``isolation_level``), from the earliest offset, and never sees control records.  The
-records come from this package's read path (:func:`kafka_format.read.split_reader.plan_read` and
-``read_split``: the longest replica of each partition among the log dirs, ``read_committed`` as
+records come from this package's read path (:func:`kafka_format.read.planning.plan_splits` and
+:func:`kafka_format.read.split_reader.read_split`: the longest replica of each partition among the log dirs, ``read_committed`` as
 ``CompletedFetch`` applies it with the ``.txnindex`` aborted transactions, bounded by ``up_to``), one
 ``__remote_log_metadata-<n>`` partition after the other, each in offset order.  Records without a
 value are passed on as such (the consumer task fails on them, and the replay says so).
@@ -46,12 +46,14 @@ def read_remote_log_metadata(log_dirs: Paths, *, isolation_level: str = "read_un
     records.
     """
     from kafka_format.read.options import parse_options
-    from kafka_format.read.split_reader import plan_read, read_split
+    from kafka_format.read.planning import open_partitions, plan_splits
+    from kafka_format.read.split_reader import read_split
 
     opts = parse_options({"paths": json.dumps(_path_list(log_dirs)), "topics": topic,
                           "isolationLevel": isolation_level, "upTo": up_to, "mode": mode,
-                          "includeHeaders": "false"})
-    splits = sorted((s for s in plan_read(opts) if s.topic == topic),
+                          "includeHeaders": "false", "tier": "local"})
+    splits = sorted((s for s in plan_splits(open_partitions(list(opts.paths)), opts.plan, opts.bounds)
+                     if s.topic == topic),
                     key=lambda s: (s.partition, s.ranges[0].first_offset if s.ranges else -1))
     for split in splits:
         for batch in read_split(split, opts):

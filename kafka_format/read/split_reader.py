@@ -22,7 +22,7 @@ from kafka_format.common.errors import CorruptRecordError, KafkaFormatError
 from kafka_format.read.planning import SegmentRange, Split
 from kafka_format.records.control import ControlRecordType, parse_control_key
 from kafka_format.records.entry import ENTRY  # baseOffset int64, size int32 of every entry (Records)
-from kafka_format.records.schema import BATCH_SCHEMA, CORRUPT_TYPE, RECORD_SCHEMA
+from kafka_format.records.schema import BATCH_SCHEMA, CORRUPT_TYPE, RECORD_SCHEMA, TIER_FIELD
 from kafka_format.storage.fsio import redact
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ def arrow_schema(opts: ReadOptions) -> pa.Schema:
     schema = BATCH_SCHEMA if opts.granularity == "batch" else RECORD_SCHEMA
     if opts.granularity == "record" and not opts.include_headers:
         schema = schema.remove(schema.get_field_index("headers"))
+    schema = schema.append(TIER_FIELD)
     if opts.mode == "PERMISSIVE":
         schema = schema.append(pa.field(CORRUPT_COLUMN, CORRUPT_TYPE))
     return schema
@@ -147,6 +148,8 @@ def _corrupt_rows(skips: list[Any], split: Split, schema: pa.Schema, segment: in
             cols.append(pa.array([redact(split.log_dir)] * n, f.type))
         elif f.name == "brokerId":
             cols.append(pa.array([split.broker_id] * n, f.type))
+        elif f.name == TIER_FIELD.name:
+            cols.append(pa.array([split.tier] * n, f.type))
         elif f.name == "headers":
             cols.append(pa.array([[]] * n, f.type))
         else:
@@ -154,13 +157,18 @@ def _corrupt_rows(skips: list[Any], split: Split, schema: pa.Schema, segment: in
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
-def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """Select/append columns so ``batch`` has exactly ``schema``."""
+def _conform(batch: pa.RecordBatch, schema: pa.Schema, tier: str) -> pa.RecordBatch:
+    """Select/append columns so ``batch`` has exactly ``schema`` (``tier``: the split's)."""
     n = batch.num_rows
     cols = []
     for f in schema:
         idx = batch.schema.get_field_index(f.name)
-        cols.append(batch.column(idx) if idx >= 0 else pa.nulls(n, f.type))
+        if idx >= 0:
+            cols.append(batch.column(idx))
+        elif f.name == TIER_FIELD.name:
+            cols.append(pa.repeat(pa.scalar(tier, f.type), n))
+        else:
+            cols.append(pa.nulls(n, f.type))
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
@@ -194,7 +202,7 @@ def read_split(split: Split, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
                     else:
                         batch = _filter_batch_rows(batch, split, opts)
                     if batch.num_rows:
-                        yield _conform(batch, schema)
+                        yield _conform(batch, schema, split.tier)
                 gap = _unread_tail(f, r, last_batch, skips)
                 gap_end = _range_end(f, r)
             if gap is not None and opts.mode == "FAILFAST":
@@ -256,27 +264,3 @@ def _filter_batch_rows(batch: pa.RecordBatch, split: Split, opts: ReadOptions) -
     if not opts.include_control_records:
         keep = pc.and_(keep, pc.invert(batch.column("isControl")))
     return batch.filter(keep)
-
-
-def plan_read(opts: ReadOptions, *, selects: Any = None, bounds: Any = None, impossible: bool = False
-              ) -> list[Split]:
-    """The splits of a batch read (discovery + :func:`kafka_format.read.planning.plan_splits`):
-    ``selects(topic, partition)`` narrows the partitions (pushed filters), ``bounds`` replaces
-    the options' bounds, ``impossible`` (filters no row passes) plans nothing.  Per-partition
-    bounds that do not name exactly the selected partitions are a ``KafkaLogOptionError``."""
-    from dataclasses import replace
-
-    from kafka_format.read.options import KafkaLogOptionError  # pyspark-free
-    from kafka_format.read.planning import check_assignment, open_partitions, plan_splits
-
-    replicas = open_partitions(list(opts.paths))
-    try:
-        check_assignment(replicas, opts.plan, opts.bounds)
-    except ValueError as e:
-        raise KafkaLogOptionError("startingOffsets/endingOffsets", str(e)) from None
-    if impossible:
-        return []
-    if selects is not None:
-        replicas = [r for r in replicas if selects(r.topic, r.partition)]
-    plan = replace(opts.plan, require_all_partitions=False)
-    return plan_splits(replicas, plan, opts.bounds if bounds is None else bounds)

@@ -22,6 +22,10 @@ Value conventions (Kafka's own values are kept, not re-interpreted):
 * ``topic``/``partition``/``logDir``: from the partition directory when the
   file sits in one named ``<topic>-<partition>``, else null; ``brokerId``:
   from ``meta.properties`` when the caller knows it, else null.
+
+The ``kafka-log`` source's rows add ``tier`` (:data:`TIER_FIELD`): ``remote`` for rows read from a
+tiered partition's remote segments (then ``segment``/``position``/``logDir`` name the remote
+segment's file and the remote storage's root), ``local`` for rows from a broker log dir.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ __all__ = [
     "HEADER_TYPE",
     "KAFKA_SOURCE_COLUMNS",
     "RECORD_SCHEMA",
+    "TIER_FIELD",
     "TIMESTAMP_TYPE",
 ]
 
@@ -105,6 +110,9 @@ BATCH_SCHEMA = pa.schema(
         pa.field("brokerId", pa.int32()),
     ]
 )
+
+# The source's provenance column after ``brokerId``: which tier served the row ('local' | 'remote').
+TIER_FIELD = pa.field("tier", pa.string())
 
 # PERMISSIVE mode: one row per skipped byte range.
 CORRUPT_TYPE = pa.struct(

@@ -90,9 +90,11 @@ from kafka_format.read.planning import (
     pack_splits,
     plan_splits,
 )
-from kafka_format.read.split_reader import CORRUPT_COLUMN, arrow_schema, plan_read, read_split
+from kafka_format.read.split_reader import CORRUPT_COLUMN, arrow_schema, read_split
+from kafka_format.read.tiers import plan_read, tiered_replicas
 from kafka_format.spark.filters import Pushed, push_filters
 from kafka_format.storage.logdir import PartitionLog
+from kafka_format.storage.tiered_history import LOCAL_TIER
 
 __all__ = [
     "CORRUPT_COLUMN",
@@ -235,16 +237,32 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise KafkaLogOptionError("replicas", "replicas=all cannot be streamed; use longest")
         self.opts = opts
         self.target: dict[tuple[str, int], int] | None = None     # Trigger.AvailableNow's end
+        self._tiers_checked = opts.tier == LOCAL_TIER
 
     def _replicas(self) -> list[PartitionLog]:
         plan = self.opts.plan
         by_tp: dict[tuple[str, int], PartitionLog] = {}
-        for r in open_partitions(list(self.opts.paths)):
+        found = open_partitions(list(self.opts.paths))
+        for r in found:
             if plan.selects(r.topic, r.partition):
                 cur = by_tp.get((r.topic, r.partition))
                 if cur is None or (log_end_offset(r), r.leader_epoch or -1) > (log_end_offset(cur), cur.leader_epoch or -1):
                     by_tp[(r.topic, r.partition)] = r
-        return [by_tp[tp] for tp in sorted(by_tp)]
+        chosen = [by_tp[tp] for tp in sorted(by_tp)]
+        if not self._tiers_checked:
+            self._refuse_remote_tiers(chosen, found)
+        return chosen
+
+    def _refuse_remote_tiers(self, chosen: list[PartitionLog], found: list[PartitionLog]) -> None:
+        """A stream reads local log dirs only: a partition with a remote tier is refused unless
+        ``tier=local`` says that is what is wanted (once per query)."""
+        _, tiered = tiered_replicas(chosen, found)
+        if tiered:
+            names = ", ".join(f"{r.topic}-{r.partition}" for r, _ in tiered[:5])
+            raise KafkaLogOptionError("tier", f"{names} have a remote tier, and a stream reads the local log dirs "
+                                              "only: set tier=local to stream their local logs, or read their whole "
+                                              "history as a batch (read, not readStream)")
+        self._tiers_checked = True
 
     def _upper(self, r: PartitionLog) -> int:
         upper = log_end_offset(r)

@@ -157,6 +157,7 @@ from kafka_format.output.publish import cleanup_stale, crash_point, ensure_outpu
 from kafka_format.output.store import is_store
 from kafka_format.read.split_reader import CORRUPT_COLUMN
 from kafka_format.records.record_batch import NO_TIMESTAMP
+from kafka_format.records.schema import TIER_FIELD
 from kafka_format.spark.delta import session_jvm
 from kafka_format.spark.s3a import spark_path
 
@@ -436,6 +437,37 @@ def _remove_staging(out: str) -> None:
     staging = f"{root.rstrip('/')}/{STAGING_DIR}"
     if fs.get_file_info(staging).type == pafs.FileType.Directory:
         fs.delete_dir(staging)
+
+
+def _table_columns(spark: SparkSession, out: str, format: str, root: str, delta_spark: bool) -> set[str] | None:
+    """The columns of what an incremental export appends to: the Delta table at ``out`` or the
+    Parquet files of the earlier micro-batches under ``root``; None when there is none yet."""
+    if format == "parquet":
+        import pyarrow.parquet as pq
+
+        for base, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+            data = sorted(f for f in files if f.endswith(".parquet") and not f.startswith(("_", ".")))
+            if data:
+                rel = os.path.relpath(base, root)
+                parts = {p.split("=", 1)[0] for p in rel.split(os.sep) if "=" in p}
+                return set(pq.read_schema(os.path.join(base, data[0])).names) | parts
+        return None
+    if delta_spark:
+        path = spark_path(out)
+        return set(spark.read.format("delta").load(path).columns) if _spark_delta_version(spark, path) is not None \
+            else None
+    from deltalake import DeltaTable
+
+    return {f.name for f in DeltaTable(out).schema().fields} if DeltaTable.is_deltatable(out) else None
+
+
+def _keep_table_columns(df: DataFrame, earlier: set[str] | None) -> DataFrame:
+    """``df`` without the source's provenance columns newer than the table it is appended to (``tier``):
+    an incremental export keeps the schema of the table its first run made."""
+    if earlier is not None and TIER_FIELD.name not in earlier and TIER_FIELD.name in df.columns:
+        return df.drop(TIER_FIELD.name)
+    return df
 
 
 def _delta_version(out: str) -> int | None:
@@ -727,6 +759,7 @@ def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mappi
         ensure_output_dir(checkpoint, CHECKPOINT_OWNER)
     elif is_store(checkpoint):
         store_output.ensure(checkpoint, CHECKPOINT_OWNER)
+    earlier = _table_columns(spark, out, format, root, delta_spark)
     run = _Run()
     query_id: dict[str, str] = {}
     ready = threading.Event()
@@ -739,7 +772,9 @@ def _run_incremental(spark: SparkSession, out: str, checkpoint: str, opts: Mappi
             qid = query_id["id"]
             with write_conf(batch_df.sparkSession):
                 observed, skips = observe_skipped(batch_df)
-                data = convert_columns(observed, partition_by=cols, key_as=key_as, value_as=value_as, typed=typed)
+                data = _keep_table_columns(
+                    convert_columns(observed, partition_by=cols, key_as=key_as, value_as=value_as, typed=typed),
+                    earlier)
                 published = len(run.batches)
                 if format == "parquet":
                     _publish_parquet_batch(data, root, batch_id, qid, cols, run)

@@ -31,7 +31,7 @@ gives the pieces as partition logs the planner and the split reader read where t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TypeVar
@@ -408,11 +408,14 @@ class TieredHistory:
         """The findings of one type."""
         return [f for f in self.findings if isinstance(f, kind)]
 
-    def read_logs(self, *, skip_unreadable: bool = False) -> list[TierLog]:
+    def read_logs(self, *, skip_unreadable: bool = False,
+                  keep: Callable[[RemotePiece], bool] | None = None) -> list[TierLog]:
         """The pieces as partition logs to read, in offset order: runs of remote pieces whose files
         end where the next begins (each run one ``kind="remote"`` log over the fileset files), then
-        the local replica from the local log start.  A remote piece the store cannot serve raises
-        :class:`LogDirError` naming the file the broker would open, unless ``skip_unreadable``."""
+        the local replica from the local log start.  ``keep`` leaves out the remote pieces it is
+        false for (pruning by their metadata: no file of theirs is opened).  A remote piece the store
+        cannot serve raises :class:`LogDirError` naming the file the broker would open, unless
+        ``skip_unreadable``."""
         out: list[TierLog] = []
         run: list[RemotePiece] = []
 
@@ -429,6 +432,9 @@ class TieredHistory:
             run.clear()
 
         for piece in self.remote_pieces:
+            if keep is not None and not keep(piece):
+                flush()
+                continue
             if not piece.readable:
                 if skip_unreadable:
                     flush()

@@ -23,9 +23,11 @@ Then the product against the capture, on the copy of the local log dir alone:
   must equal the broker's.
 * ``tiered-history-reading``: the library's tiered history (remote filesets below the local log
   start, then the local log) read from offset 0 equals the consumer's rows.
+* ``tiered-source-reading``: the ``kafka-log`` source over the copied log dir with ``remoteStorage``
+  (both tiers, ``tier=all``) equals the consumer's read from offset 0, in both isolation levels
+  (read_committed joins the aborted transactions of both tiers' transaction indexes).
 * Timestamps whose answer only the remote tier's files hold (the segment was deleted locally) are
-  refused by ``klogs offsets``, never answered from the local log; the ``kafka-log`` source's rows
-  below the first local segment are a strict xfail until the jobs read the remote tier's files.
+  refused by ``klogs offsets``, never answered from the local log.
 """
 
 from __future__ import annotations
@@ -40,12 +42,11 @@ import workloads
 
 pytestmark = pytest.mark.conformance
 
-REMOTE_TIER = "product does not read the remote tier yet (issue 37)"
 NOTE = ("a Kafka 4.3.1 broker with tiered storage (LocalTieredStorage from kafka-storage's test jar; "
         "tests/conformance/tiered.py): ListOffsets answers and a consumer's rows against the product "
         "over a copy of the local log dir alone (-2/-4/-5/-6 of the tiered partitions from its "
-        "__remote_log_metadata); timestamps only the remote tier's files answer are refused, and the "
-        "rows below the local log start are a strict xfail until the jobs read those files")
+        "__remote_log_metadata); timestamps only the remote tier's files answer are refused; the rows "
+        "at and above the first local segment")
 
 Answer = tuple[int | None, int | None, int | None]
 
@@ -264,12 +265,14 @@ def test_timestamps_only_the_remote_tier_answers_are_refused(tiered_capture: tie
                for a in cases)
 
 
-def _our_rows(cap: tiered.Capture, isolation: str) -> dict[tuple[str, int], list[tuple[Any, ...]]]:
-    """``kafka-log`` source rows over the local copy (the local engine's read, as ``klogs export``)."""
+def _our_rows(cap: tiered.Capture, isolation: str, *, remote: bool = True) -> dict[tuple[str, int], list[tuple[Any, ...]]]:
+    """``kafka-log`` source rows over the local copy (the local engine's read, as ``klogs export``),
+    with the copied remote storage (``remote``)."""
     from kafka_format.engine.read import read_table
 
     table = read_table({"paths": json.dumps([str(cap.log_dir)]), "topics": cap.topic,
-                        "isolationLevel": isolation, "upTo": "highWatermark"})
+                        "isolationLevel": isolation, "upTo": "highWatermark",
+                        **({"remoteStorage": str(cap.remote_storage_dir)} if remote else {})})
     out: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
     import pyarrow as pa
 
@@ -303,14 +306,25 @@ def test_local_tier_rows_equal_the_consumer(tiered_capture: tiered.Capture, conf
     conformance.assert_equal("tiered-local-reading", version, at_least=6)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=REMOTE_TIER)
-def test_rows_from_zero_equal_the_consumer(tiered_capture: tiered.Capture) -> None:
-    """The source's rows of the whole partition (remote tier included) equal the consumer's."""
+def test_rows_from_zero_equal_the_consumer(tiered_capture: tiered.Capture, conformance: Any) -> None:
+    """The source's rows of the whole partition (remote tier included) equal the consumer's, and
+    without ``remoteStorage`` the read is refused rather than cut to the local tail."""
+    from kafka_format.read.options import KafkaLogOptionError
+
     cap = tiered_capture
+    version = cap.data["kafka_version"]
     for iso in tiered.ISOLATIONS:
         ours = _our_rows(cap, iso)
         for topic, part in cap.partitions():
-            assert ours.get((topic, part), []) == _their_rows(cap, topic, part, iso, 0), f"{iso} {topic}-{part}"
+            theirs = _their_rows(cap, topic, part, iso, 0)
+            conformance.compare("tiered-source-reading", version, f"{iso} {topic}-{part} rows from 0 ({len(theirs)})",
+                                ours.get((topic, part), []), theirs)
+    conformance.note("tiered-source-reading", "the kafka-log source (local engine) over the copied log dir with "
+                     "remoteStorage=<the copied LocalTieredStorage>: both tiers, as the broker serves them, against a "
+                     "consumer's read from offset 0 in both isolation levels")
+    conformance.assert_equal("tiered-source-reading", version, at_least=6)
+    with pytest.raises(KafkaLogOptionError, match="remoteStorage"):
+        _our_rows(cap, "read_uncommitted", remote=False)
 
 
 def test_expected_rows_follow_the_phases() -> None:
@@ -378,8 +392,9 @@ def test_tiered_history_rows_equal_the_consumer_from_zero(tiered_capture: tiered
     import pyarrow as pa
 
     from kafka_format.read.options import ReadOptions
-    from kafka_format.read.planning import Bounds, PlanOptions, plan_tiered_splits
+    from kafka_format.read.planning import Bounds, PlanOptions
     from kafka_format.read.split_reader import read_split
+    from kafka_format.read.tiers import plan_tiered_splits
 
     cap = tiered_capture
     version = cap.data["kafka_version"]

@@ -24,11 +24,11 @@ def _page(name: str) -> str:
 def test_every_data_source_option_and_column_is_documented() -> None:
     from kafka_format.read.options import KNOWN_OPTIONS
     from kafka_format.read.split_reader import CORRUPT_COLUMN
-    from kafka_format.records.schema import BATCH_SCHEMA, RECORD_SCHEMA
+    from kafka_format.records.schema import BATCH_SCHEMA, RECORD_SCHEMA, TIER_FIELD
 
     page = _page("datasource.md")
     missing = [o for o in KNOWN_OPTIONS.values() if f"`{o}`" not in page and f'.option("{o}"' not in page]
-    missing += [c for c in (*RECORD_SCHEMA.names, *BATCH_SCHEMA.names, CORRUPT_COLUMN) if f"`{c}`" not in page]
+    missing += [c for c in (*RECORD_SCHEMA.names, *BATCH_SCHEMA.names, TIER_FIELD.name, CORRUPT_COLUMN) if f"`{c}`" not in page]
     assert missing == []
 
 

@@ -42,8 +42,9 @@ from kafka_format.internal.remote_log_metadata import (
 )
 from kafka_format.internal.remote_log_metadata_cache import RemoteLogMetadataCache, replay_remote_log_metadata
 from kafka_format.read.options import ReadOptions
-from kafka_format.read.planning import Bounds, PlanOptions, plan_splits, plan_tiered_splits
+from kafka_format.read.planning import Bounds, PlanOptions, plan_splits
 from kafka_format.read.split_reader import read_split
+from kafka_format.read.tiers import plan_tiered_splits
 from kafka_format.records.columns import FileContext
 from kafka_format.records.file_records import decode_segment
 from kafka_format.storage import checkpoints as ckpt
@@ -81,11 +82,12 @@ def shape(history: Any) -> list[tuple[str, str | int, int, int]]:
              p.end_offset) for p in history.pieces]
 
 
-def read_offsets(history: Any, **plan: Any) -> list[tuple[int, bytes]]:
-    """(offset, value) of every record the history's splits read."""
-    opts = ReadOptions(paths=(), plan=PlanOptions(**plan), bounds=Bounds())
+def read_offsets(history: Any, start: int | None = None, **plan: Any) -> list[tuple[int, bytes]]:
+    """(offset, value) of every record the history's splits read (from offset ``start``)."""
+    bounds = Bounds() if start is None else Bounds(start={(history.local.topic, history.local.partition): start})
+    opts = ReadOptions(paths=(), plan=PlanOptions(**plan), bounds=bounds)
     rows: list[tuple[int, bytes]] = []
-    for split in plan_tiered_splits(history, opts.plan):
+    for split in plan_tiered_splits(history, opts.plan, opts.bounds):
         for batch in read_split(split, opts):
             rows.extend(zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist(), strict=True))
     return rows
@@ -217,7 +219,10 @@ def test_gaps_are_findings(tmp_path: Path) -> None:
                                                                                    None)]
     assert [(u.tier, u.start_offset, u.end_offset) for u in history.read_logs()] == [("remote", 50, 200),
                                                                                        ("local", 200, 250)]
-    assert read_offsets(history) == [(o, value_of(o)) for o in range(50, 250)]
+    with pytest.raises(LogDirError, match=r"offsets 0\.\.49 of .* are served by no segment") as e:
+        read_offsets(history)                   # never papered over
+    assert e.value.code == "TIERED_OFFSET_GAP" and "startingOffsets" in str(e.value)
+    assert read_offsets(history, start=50) == [(o, value_of(o)) for o in range(50, 250)]
 
 
 def test_reupload_by_a_new_leader_replaces_the_old_copy(tmp_path: Path) -> None:
@@ -454,8 +459,6 @@ def test_a_cut_remote_segment_is_corrupt_not_a_crash_tail(tmp_path: Path) -> Non
         for split in plan_tiered_splits(history):
             list(read_split(split, opts))
     assert e.value.path == str(log) and "closed segment" in str(e.value)
-    with pytest.raises(ValueError, match="read_committed"):
-        plan_tiered_splits(history, PlanOptions(read_committed=True))
 
 
 def test_planning_a_history_reads_no_file_per_segment(tmp_path: Path) -> None:

@@ -199,3 +199,111 @@ class Counting(CountingLocalFS):
     @property
     def listed(self) -> list[str]:
         return [base for base, _recursive in self.listings]
+
+
+def write_metadata_log(log_dir: Path, records: Sequence[object]) -> None:
+    """``__remote_log_metadata-0`` in ``log_dir`` holding ``records`` (one batch), as the broker's
+    topic-based metadata manager writes them."""
+    from kafka_format.internal.remote_log_metadata import encode_remote_log_metadata
+
+    directory = log_dir / "__remote_log_metadata-0"
+    directory.mkdir()
+    seg = SegmentWriter(directory, 0)
+    seg.append([build_v2_batch([Record(value=encode_remote_log_metadata(r), timestamp=FIRST_TS)  # type: ignore[arg-type]
+                                for r in records], base_offset=0, partition_leader_epoch=0)])
+    seg.close()
+
+
+def copy_records(finished: Iterable[RemoteLogSegmentMetadata]) -> list[object]:
+    """What ``RemoteLogManager.copyLogSegment`` publishes for each copied segment: its metadata in
+    ``COPY_SEGMENT_STARTED``, then the update to ``COPY_SEGMENT_FINISHED``."""
+    from dataclasses import replace
+
+    from kafka_format.internal.remote_log_metadata import RemoteLogSegmentMetadataUpdate
+
+    out: list[object] = []
+    for m in finished:
+        out.append(replace(m, state=RemoteLogSegmentState.COPY_SEGMENT_STARTED))
+        out.append(RemoteLogSegmentMetadataUpdate(m.partition, m.segment_id, None,
+                                                  RemoteLogSegmentState.COPY_SEGMENT_FINISHED, FIRST_TS + 1, 1))
+    return out
+
+
+#: producer ids of :func:`write_tiered_cluster`'s transactions
+ABORTED_IN_REMOTE, ABORTED_ACROSS, COMMITTED = 9, 7, 8
+
+
+@dataclass
+class TieredCluster:
+    """A broker log dir with a tiered ``orders-0`` (its remote storage beside it) and an untiered
+    ``plain-0``; ``rows``: the (offset, value) of every data record of ``orders-0`` and
+    ``aborted`` the offsets of the records of its aborted transactions."""
+
+    log_dir: Path
+    remote_root: Path
+    replica: LocalReplica
+    uploaded: list[RemoteLogSegmentMetadata]
+    rows: list[tuple[int, bytes]]
+    aborted: set[int]
+    plain_rows: int
+
+
+def write_tiered_cluster(root: Path) -> TieredCluster:
+    """``orders-0``: 100 offsets in segments 0, 40, 50 and 70; epoch 0 below 50, then 2.  Producer
+    9's transaction (10-14) is aborted by a marker at 15, all in segment 0; producer 7's (40-44 and
+    50-54) by a marker at 55, so its records lie on both sides of the local log start and its
+    ``.txnindex`` entry in the local segment 50; producer 8's (61-64) is committed at 65.  Segments 0
+    and 40 were copied to ``<root>/remote`` and deleted locally (local log start 50, the
+    ``log-start-offset-checkpoint`` keeps 0); ``__remote_log_metadata-0`` holds their copies.
+    ``plain-0``: 20 records with no remote tier."""
+    from kafka_format.records.control import CONTROL_ABORT, CONTROL_COMMIT
+    from kafka_format.writer import build_control_batch
+
+    log_dir = root / "broker"
+    d = LogDirWriter(log_dir, node_id=1, cluster_id="tieredTestCluster00000", kraft=True)
+    w = d.partition("orders", 0, topic_id=TOPIC_ID_BYTES)
+    rows: list[tuple[int, bytes]] = []
+    aborted: set[int] = set()
+
+    def data(start: int, n: int, epoch: int, pid: int | None = None) -> None:
+        recs = [Record(key=f"k{o % 7}".encode(), value=value_of(o), timestamp=timestamp_of(o))
+                for o in range(start, start + n)]
+        txn = {} if pid is None else {"producer_id": pid, "producer_epoch": 0, "base_sequence": start,
+                                      "transactional": True}
+        w.append(build_v2_batch(recs, base_offset=start, partition_leader_epoch=epoch, **txn))
+        rows.extend((o, value_of(o)) for o in range(start, start + n))
+        if pid in (ABORTED_IN_REMOTE, ABORTED_ACROSS):
+            aborted.update(range(start, start + n))
+
+    def marker(offset: int, epoch: int, pid: int, commit: bool) -> None:
+        w.append(build_control_batch(CONTROL_COMMIT if commit else CONTROL_ABORT, base_offset=offset, timestamp=timestamp_of(offset),
+                                     producer_id=pid, producer_epoch=0, coordinator_epoch=0,
+                                     partition_leader_epoch=epoch))
+
+    data(0, 5, 0), data(5, 5, 0), data(10, 5, 0, ABORTED_IN_REMOTE)
+    marker(15, 0, ABORTED_IN_REMOTE, commit=False)
+    for start in range(16, 40, 5):
+        data(start, min(5, 40 - start), 0)
+    w.roll(40)
+    data(40, 5, 0, ABORTED_ACROSS), data(45, 5, 0)
+    w.roll(50)
+    data(50, 5, 2, ABORTED_ACROSS)
+    marker(55, 2, ABORTED_ACROSS, commit=False)
+    data(56, 5, 2), data(61, 4, 2, COMMITTED)
+    marker(65, 2, COMMITTED, commit=True)
+    data(66, 4, 2)
+    w.roll(70)
+    for start in range(70, 100, 5):
+        data(start, 5, 2)
+    w.close()
+    p = d.partition("plain", 0, topic_id=bytes(range(101, 117)))
+    p.append(build_v2_batch([Record(value=value_of(o), timestamp=timestamp_of(o)) for o in range(20)],
+                            base_offset=0, partition_leader_epoch=3))
+    p.close()
+    d.close(written_at_ms=FIRST_TS + 10_000_000)
+    replica = LocalReplica(log_dir, "orders", 0, w)
+    remote_root = root / "remote"
+    uploaded = [upload(replica, 0, remote_root, segment_uuid(0)), upload(replica, 40, remote_root, segment_uuid(40))]
+    replica.delete_below(50, log_start=0)
+    write_metadata_log(log_dir, copy_records(uploaded))
+    return TieredCluster(log_dir, remote_root, replica, uploaded, rows, aborted, 20)

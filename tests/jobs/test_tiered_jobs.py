@@ -26,13 +26,11 @@ from kafka_format.internal.remote_log_metadata import (
     RemoteLogSegmentMetadataUpdate,
     RemoteLogSegmentState,
     TopicIdPartition,
-    encode_remote_log_metadata,
 )
 from kafka_format.log.topicconfig import ConfigError, load_topic_configs
-from kafka_format.writer import Record, SegmentWriter, build_v2_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "format"))
-from tiered_builders import FIRST_TS, TOPIC_ID, segment_uuid, timestamp_of, write_replica  # noqa: E402
+from tiered_builders import FIRST_TS, TOPIC_ID, segment_uuid, timestamp_of, write_metadata_log, write_replica  # noqa: E402
 
 SPECS = [-1, -2, -4, -5, -6]
 TP = TopicIdPartition(TOPIC_ID, "orders", 0)
@@ -48,22 +46,12 @@ def _finished(n: int) -> RemoteLogSegmentMetadataUpdate:
                                           FIRST_TS, 1)
 
 
-def _write_metadata(log_dir: Path, records: list[object]) -> None:
-    """``__remote_log_metadata-0`` holding ``records`` (one batch)."""
-    directory = log_dir / "__remote_log_metadata-0"
-    directory.mkdir()
-    seg = SegmentWriter(directory, 0)
-    seg.append([build_v2_batch([Record(value=encode_remote_log_metadata(r), timestamp=FIRST_TS)  # type: ignore[arg-type]
-                                for r in records], base_offset=0, partition_leader_epoch=0)])
-    seg.close()
-
-
 def _tiered_log(tmp_path: Path, records: list[object]) -> Path:
     replica = write_replica(tmp_path / "logs", epochs=((0, 60), (2, 60)), rolls=(40, 80))
     replica.delete_below(80, log_start=0)
     write_replica(tmp_path / "plain-logs", topic="plain", epochs=((3, 20),))
     (tmp_path / "plain-logs" / "plain-0").rename(replica.log_dir / "plain-0")
-    _write_metadata(replica.log_dir, records)
+    write_metadata_log(replica.log_dir, records)
     return replica.log_dir
 
 

@@ -73,7 +73,8 @@ def partition_logs(roots: list[Path]) -> list[tuple[Path, str, int, Path]]:
 
 def core_table(roots: list[Path]) -> pa.Table:
     """What the format core decodes from every .log, records below the partition's
-    log-start-offset-checkpoint left out (a consumer's ``earliest``)."""
+    log-start-offset-checkpoint left out (a consumer's ``earliest``), with ``tier = 'local'`` (every
+    row of a broker log dir)."""
     batches = []
     for log_dir, topic, partition, log in partition_logs(roots):
         meta = properties(log_dir / "meta.properties")
@@ -83,7 +84,8 @@ def core_table(roots: list[Path]) -> pa.Table:
                           log_dir=os.path.abspath(log_dir), broker_id=None if broker is None else int(broker))
         for b in decode_segment(str(log), context=ctx):
             batches.append(b.filter(pc.greater_equal(b.column("offset"), start)))
-    return pa.Table.from_batches(batches).combine_chunks()
+    table = pa.Table.from_batches(batches).combine_chunks()
+    return table.append_column("tier", pa.array(["local"] * table.num_rows, pa.string()))
 
 
 def load_all(spark, paths: list[str]):  # type: ignore[no-untyped-def]

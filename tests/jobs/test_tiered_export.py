@@ -1,0 +1,77 @@
+"""``klogs export`` of a tiered topic (tiered storage, KIP-405) on both engines: with
+``--remote-storage`` the export holds the whole history as the broker serves it (remote segments
+below the local log start, then the local log; ``tier`` tells which), read_committed included;
+without it the export is refused naming the partition.  An incremental export into a table an earlier
+version made without ``tier`` keeps that table's columns.
+
+The log is ``tiered_builders.write_tiered_cluster``'s (the expected rows are written from Kafka's rules
+there); a real broker's tiered topic is compared in ``tests/conformance/test_tiered.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from test_export_job import append_records, read_parquet_dir, run_export
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "format"))
+from tiered_builders import TieredCluster, write_tiered_cluster  # noqa: E402
+
+LOCAL_START = 50
+
+
+def _expected(c: TieredCluster, *, committed: bool = False) -> list[tuple[int, bytes, str]]:
+    return [(o, v, "remote" if o < LOCAL_START else "local") for o, v in c.rows
+            if not (committed and o in c.aborted)]
+
+
+def _rows(out: Path) -> list[tuple[int, bytes, str]]:
+    return sorted((r["offset"], r["value"], r["tier"]) for r in read_parquet_dir(out) if r["topic"] == "orders")
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_export_of_a_tiered_topic_holds_its_whole_history(engine: str, tmp_path: Path,
+                                                          request: pytest.FixtureRequest) -> None:
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    c = write_tiered_cluster(tmp_path / "cluster")
+    base = [c.log_dir, "--topic", "orders", "--remote-storage", c.remote_root, "--engine", engine]
+    assert run_export(*base, "--out", tmp_path / "all") == 0
+    assert _rows(tmp_path / "all") == _expected(c)
+    assert run_export(*base, "--isolation-level", "read_committed", "--out", tmp_path / "committed") == 0
+    assert _rows(tmp_path / "committed") == _expected(c, committed=True)
+
+
+def test_export_of_a_tiered_topic_without_remote_storage_is_refused(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    c = write_tiered_cluster(tmp_path / "cluster")
+    out = tmp_path / "out"
+    assert run_export(c.log_dir, "--out", out, "--engine", "local") == 2
+    err = capsys.readouterr().err
+    assert "orders-0" in err and "--remote-storage" in err and "tier=local" in err
+    assert not out.exists()
+    assert run_export(c.log_dir, "--option", "tier=local", "--out", out, "--engine", "local") == 0
+    assert _rows(out) == [r for r in _expected(c) if r[0] >= LOCAL_START]
+
+
+def test_incremental_export_keeps_the_columns_of_an_older_table(spark: Any, tmp_path: Path) -> None:
+    """An incremental Parquet export whose first batch an earlier version wrote without ``tier``:
+    the next batch leaves ``tier`` out too, so the directory keeps one schema."""
+    c = write_tiered_cluster(tmp_path / "cluster")
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    args = [c.log_dir, "--topic", "plain", "--out", out, "--checkpoint", ckpt]
+    assert run_export(*args) == 0
+    first = sorted(out.rglob("*.parquet"))
+    assert first and all("tier" in pq.read_schema(f).names for f in first)
+    for f in first:                                   # as the earlier version wrote them
+        pq.write_table(pq.ParquetFile(f).read().drop(["tier"]), f)
+    append_records(c.log_dir, "plain", 0, 7)
+    assert run_export(*args) == 0
+    later = sorted(set(out.rglob("*.parquet")) - set(first))
+    assert later and all("tier" not in pq.read_schema(f).names for f in later)
+    offsets = sorted(r["offset"] for r in read_parquet_dir(out))
+    assert offsets == list(range(c.plain_rows + 7))
