@@ -20,6 +20,7 @@ import pyarrow as pa
 from kafka_format.log.list_offsets import (
     ISOLATION_LEVELS,
     PartitionLookup,
+    RemoteCandidate,
     TieredOffsets,
     parse_timestamp_spec,
 )
@@ -122,10 +123,12 @@ def group_targets(targets: Sequence[Target], tasks: int) -> list[list[Target]]:
 
 def offsets_job(logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[int | str], *, cores: int,
                 topics: Sequence[str] | None = None, topic_pattern: str | None = None,
-                isolation_level: str = "read_uncommitted", replicas: str = "longest") -> OffsetsJob:
+                isolation_level: str = "read_uncommitted", replicas: str = "longest",
+                remote_storage: str | None = None, remote_storage_format: str = "auto") -> OffsetsJob:
     """Driver: the replicas to answer for (by topic, partition, log dir), the parsed specs, and the
     tasks: at most two per core, each a run of consecutive partitions (no task holds one alone
-    when there are more partitions than tasks)."""
+    when there are more partitions than tasks).  ``remote_storage``: the remote tier's root
+    (:func:`tiered_offsets`)."""
     if isolation_level not in ISOLATION_LEVELS:
         raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}, got {isolation_level!r}")
     if replicas not in ("longest", "all"):
@@ -136,55 +139,92 @@ def offsets_job(logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[i
     chosen = TopicSelection.of(topics, topic_pattern).select(found)
     if replicas == "longest":
         chosen = longest_replicas(chosen)
-    tiered = tiered_offsets(found, chosen)
+    tiered = tiered_offsets(found, chosen, remote_storage, remote_storage_format)
     targets = [Target(r.topic, r.partition, r.path, r.log_dir, len(r.segments), tiered.get(id(r))) for r in chosen]
     groups = group_targets(targets, 2 * cores) if specs else []
     return OffsetsJob(tuple(tuple(g) for g in groups), specs, isolation_level, replicas == "all")
 
 
-def tiered_offsets(found: Sequence[PartitionLog], chosen: Sequence[PartitionLog]) -> dict[int, TieredOffsets]:
+def tiered_offsets(found: Sequence[PartitionLog], chosen: Sequence[PartitionLog],
+                   remote_storage: str | None = None, remote_storage_format: str = "auto") -> dict[int, TieredOffsets]:
     """The tiered replicas among ``chosen`` (by ``id``) and what their remote tier tells ListOffsets:
     the ``__remote_log_metadata`` partitions among ``found`` replayed once
     (:func:`kafka_format.read.remote_log_metadata.load_remote_log_metadata`), a replica tiered when
-    that metadata holds its topic id's partition.  No metadata partition: none is."""
+    that metadata holds its topic id's partition (no metadata partition: none is).  ``remote_storage``:
+    the remote storage's root, whose files answer the timestamps the remote tier answers (one
+    listing per tiered partition; without it those timestamps are refused), in ``remote_storage_format``."""
     from kafka_format.read.remote_log_metadata import metadata_of, tiered_partition
     from kafka_format.storage.tiered_history import tiered_log_start
 
     view = metadata_of(found)
+    tiered = [(r, tip) for r in chosen if (tip := tiered_partition(view, r)) is not None]
+    store = None
+    if remote_storage is not None and tiered:
+        from kafka_format.read.tiers import open_remote_tier
+
+        store = open_remote_tier(remote_storage, remote_storage_format, [tip for _, tip in tiered])
     out: dict[int, TieredOffsets] = {}
-    for r in chosen:
-        tip = tiered_partition(view, r)
-        if view is None or tip is None:
-            continue
-        cache = view.cache(tip)
+    for r, tip in tiered:
+        cache = view.cache(tip) if view is not None else None
         assert cache is not None
-        lineage = [(e.epoch, e.start_offset) for e in r.leader_epochs.entries] if r.leader_epochs else None
-        highest, _epoch = view.highest_offset(tip, leader_epochs=lineage)
-        log_start = tiered_log_start(r, cache, lineage)[0]
-        remote_only = tuple((m.start_offset, m.end_offset, m.max_timestamp_ms) for m in view.copied_segments(tip)
-                            if log_start <= m.end_offset < r.log_start_offset)
-        out[id(r)] = TieredOffsets(log_start, highest, remote_only)
+        lineage = [(e.epoch, e.start_offset) for e in r.leader_epochs.entries] if r.leader_epochs else []
+        highest, _epoch = view.highest_offset(tip, leader_epochs=lineage or None)   # type: ignore[union-attr]
+        log_start = tiered_log_start(r, cache, lineage or None)[0]
+        directory = store.partition_dir(tip) if store is not None else None
+        out[id(r)] = TieredOffsets(log_start, highest, _search_order(r, cache, lineage, log_start, directory))
     return out
+
+
+def _search_order(replica: PartitionLog, cache: Any, lineage: list[tuple[int, int]], log_start: int,
+                  directory: Any) -> tuple[RemoteCandidate, ...]:
+    """The copied segments ``RemoteLogManager.findOffsetByTimestamp`` goes through, in its order: the
+    epochs of the lineage from ``epochForOffset(logStartOffset)`` on (``nextEpoch``), each epoch's
+    ``listRemoteLogSegments``, those ``COPY_SEGMENT_FINISHED`` and within the leader epochs
+    (``isRemoteSegmentWithinLeaderEpochs`` against the log end offset); each with its fileset's files
+    when ``directory`` (the remote partition dir) holds them complete."""
+    from kafka_format.internal.remote_log_metadata import RemoteLogSegmentState
+    from kafka_format.storage.partition_state import log_end_offset
+    from kafka_format.storage.tiered_history import epoch_for_offset, within_leader_epochs
+
+    epochs = sorted({e for e, _ in lineage})
+    first = epoch_for_offset(sorted(lineage), log_start)
+    if first is None:
+        return ()
+    leo = log_end_offset(replica)
+    out: list[RemoteCandidate] = []
+    for epoch in (e for e in epochs if e >= first):
+        for m in cache.list_remote_log_segments(epoch):
+            if m.state is not RemoteLogSegmentState.COPY_SEGMENT_FINISHED or not within_leader_epochs(m, leo, lineage):
+                continue
+            fileset = directory.fileset(m.segment_id) if directory is not None else None
+            files = (fileset.segment() if fileset is not None and fileset.complete
+                     and fileset.start_offset == m.start_offset else None)
+            out.append(RemoteCandidate(m.start_offset, m.end_offset, m.max_timestamp_ms, m.segment_id, files))
+    return tuple(out)
 
 
 def list_offsets(executor: Executor, logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[int | str], *,
                  topics: Sequence[str] | None = None, topic_pattern: str | None = None,
-                 isolation_level: str = "read_uncommitted", replicas: str = "longest") -> pa.Table:
+                 isolation_level: str = "read_uncommitted", replicas: str = "longest",
+                 remote_storage: str | None = None, remote_storage_format: str = "auto") -> pa.Table:
     """Every answer as one Arrow table (:data:`SCHEMA`; + ``logDir``/``brokerId`` with
     ``replicas="all"``), in the order of topic, partition (log dir), then ``timestamps``; the
     lookups run on ``executor``.  ``topics`` and ``topic_pattern`` (full match) select the union of
     what they name; neither = every topic."""
     job = offsets_job(logdirs, timestamps, cores=executor.cores(), topics=topics, topic_pattern=topic_pattern,
-                      isolation_level=isolation_level, replicas=replicas)
+                      isolation_level=isolation_level, replicas=replicas, remote_storage=remote_storage,
+                      remote_storage_format=remote_storage_format)
     tables = list(executor.map(job.task(), job.groups, weights=job.weights()))
     return pa.concat_tables(tables) if tables else job.schema.empty_table()
 
 
 def list_offsets_local(logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[int | str], *,
                        topics: Sequence[str] | None = None, topic_pattern: str | None = None,
-                       isolation_level: str = "read_uncommitted", replicas: str = "longest") -> list[dict[str, Any]]:
+                       isolation_level: str = "read_uncommitted", replicas: str = "longest",
+                       remote_storage: str | None = None, remote_storage_format: str = "auto") -> list[dict[str, Any]]:
     """:func:`list_offsets` on this process's cores, as dicts."""
     from kafka_format.engine.runtime import LocalExecutor
 
     return list_offsets(LocalExecutor(), logdirs, timestamps, topics=topics, topic_pattern=topic_pattern,
-                        isolation_level=isolation_level, replicas=replicas).to_pylist()
+                        isolation_level=isolation_level, replicas=replicas,
+                        remote_storage=remote_storage, remote_storage_format=remote_storage_format).to_pylist()

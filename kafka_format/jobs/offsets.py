@@ -1,5 +1,5 @@
 """``klogs offsets LOGDIR... --timestamp T [--timestamp T ...] [--format jsonl|table]
-[--isolation-level read_uncommitted|read_committed] [--out PATH]`` (docs/jobs/).
+[--isolation-level read_uncommitted|read_committed] [--remote-storage URI] [--out PATH]`` (docs/jobs/).
 
 One line per partition and timestamp: ``{"topic","partition","timestamp","offset","recordTimestamp",
 "leaderEpoch"}`` -- exactly Kafka's ListOffsets answer, ``offset`` null when Kafka returns none.
@@ -25,6 +25,7 @@ from kafka_format.jobs.jobargs import (
     EXIT_OK,
     JobContext,
     add_common_arguments,
+    add_remote_storage_arguments,
     claim_out,
     executor_for,
     job_context,
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--isolation-level", choices=ISOLATION_LEVELS, default="read_uncommitted",
                         help="HW (read_uncommitted) or LSO (read_committed) hides later answers "
                              "(default %(default)s)")
+    add_remote_storage_arguments(parser)
     return parser
 
 
@@ -96,7 +98,9 @@ def _run(ctx: JobContext, args: argparse.Namespace) -> int:
     from kafka_format.engine.offsets import list_offsets
 
     rows = list_offsets(executor_for(ctx, "offsets"), ctx.logdirs, args.timestamps, topics=ctx.topics or None,
-                        topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level).to_pylist()
+                        topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level,
+                        remote_storage=args.remote_storage,
+                        remote_storage_format=args.remote_storage_format or "auto").to_pylist()
     text = format_rows(rows, ctx.format or "jsonl")
     if ctx.out:
         from kafka_format.output.publish import publish_file

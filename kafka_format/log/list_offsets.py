@@ -32,10 +32,13 @@ ListOffsets request (latest request version) for one partition and one timestamp
   ``epochForOffset`` of it; ``-5`` ``highestOffsetInRemoteStorage`` (-1: nothing copied, epoch -1),
   epoch ``epochForOffset`` of it; ``-6`` the first offset not yet copied, ``max(highest + 1,
   logStartOffset)`` (nothing copied: the ``-2`` answer when the local log starts at the log start,
-  else -1), epoch ``epochForOffset`` of it.  A timestamp that a copied segment the local log no
-  longer holds may answer (its max timestamp reaches it: Kafka searches the remote tier first)
-  needs that segment's files: :class:`~kafka_format.common.errors.LogDirError`, never the local
-  log's answer; other timestamps are searched in the local log as Kafka then does.
+  else -1), epoch ``epochForOffset`` of it.  A timestamp is searched in the remote tier first
+  (``RemoteLogManager.findOffsetByTimestamp``): the first copied segment, in leader epoch order from
+  the epoch of the log start, whose max timestamp reaches it and whose end offset reaches the log
+  start; it is searched in its remote files (time index, offset index, batches, as a local segment)
+  when it starts below the first local segment, else in the local log; no answer there: the local
+  log from its local log start.  A remote segment whose files are not given is a
+  :class:`~kafka_format.common.errors.LogDirError`, never the local log's answer.
 * ``ReplicaManager.fetchOffset`` then hides answers with ``offset >= lastFetchableOffset`` for every
   spec except -1/-2/-4 (answer: timestamp -1, offset -1).
 
@@ -62,8 +65,11 @@ import numpy as np
 
 from kafka_format.common.errors import IndexFormatError, KafkaFormatError, LogDirError
 from kafka_format.records.record_batch import NO_PARTITION_LEADER_EPOCH, NO_TIMESTAMP
+from kafka_format.storage import fsio
 from kafka_format.storage.index import OFFSET_ENTRY, TIME_ENTRY, OffsetPosition, TimestampOffset
 from kafka_format.storage.logdir import PartitionLog, Segment
+from kafka_format.storage.partition_files import SegmentTable
+from kafka_format.storage.partition_log import REMOTE_KIND
 from kafka_format.storage.partition_state import (
     SCAN_CHUNK,
     BatchHead,
@@ -151,21 +157,37 @@ class OffsetAnswer:
 
 
 @dataclass(frozen=True)
+class RemoteCandidate:
+    """A copied segment ``RemoteLogManager.findOffsetByTimestamp`` may search: ``COPY_SEGMENT_FINISHED``
+    and within the replica's leader epoch lineage.  ``segment``: its remote files as a segment
+    (:meth:`kafka_format.storage.remote_tier.RemoteFileset.segment`), None when the remote storage was
+    not given or lacks them."""
+
+    start_offset: int
+    end_offset: int
+    max_timestamp: int
+    segment_id: str
+    segment: Segment | None = None
+
+
+@dataclass(frozen=True)
 class TieredOffsets:
     """What a tiered replica's remote log metadata tells ListOffsets: ``log_start_offset`` (the
-    replica's log start with the remote tier: :func:`kafka_format.storage.tiered_history.tiered_log_start`)
-    and ``highest_remote_offset``, ``highestOffsetInRemoteStorage`` as
-    ``RemoteLogManager.findHighestRemoteOffset`` finds it (-1: nothing copied)."""
+    replica's log start with the remote tier: :func:`kafka_format.storage.tiered_history.tiered_log_start`),
+    ``highest_remote_offset``, ``highestOffsetInRemoteStorage`` as
+    ``RemoteLogManager.findHighestRemoteOffset`` finds it (-1: nothing copied), and ``candidates``,
+    the copied segments in the order ``findOffsetByTimestamp`` lists them (leader epochs from the one
+    of the log start on, each epoch's ``listRemoteLogSegments``)."""
 
     log_start_offset: int
     highest_remote_offset: int
-    #: (start offset, end offset, max timestamp) of the copied segments the local log no longer holds
-    remote_only: tuple[tuple[int, int, int], ...] = ()
+    candidates: tuple[RemoteCandidate, ...] = ()
 
-    def remote_answer(self, target: int) -> tuple[int, int, int] | None:
-        """The first copied segment only the remote tier holds whose max timestamp reaches ``target``:
-        where ``RemoteLogManager.findOffsetByTimestamp`` (searched before the local log) may answer."""
-        return next((seg for seg in sorted(self.remote_only) if seg[2] >= target), None)
+    def remote_choice(self, target: int) -> RemoteCandidate | None:
+        """The segment ``RemoteLogManager.findOffsetByTimestamp`` searches for ``target``: the first
+        candidate whose max timestamp reaches it and whose end offset reaches the log start."""
+        return next((c for c in self.candidates
+                     if c.max_timestamp >= target and c.end_offset >= self.log_start_offset), None)
 
 
 @dataclass(frozen=True)
@@ -594,21 +616,47 @@ class PartitionLookup:
             return OffsetAnswer(spec, start, None, epoch)
         if spec in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
             return OffsetAnswer(spec, None, None, None)
+        found = None
         if spec >= 0 and self.tiered is not None:
-            remote = self.tiered.remote_answer(spec)
-            if remote is not None:     # never the local log's answer where Kafka's is the remote tier's
-                raise LogDirError(
-                    f"timestamp {spec} of {self.replica.topic}-{self.replica.partition} is answered by the remote "
-                    f"tier: its copied segment of offsets {remote[0]}..{remote[1]} (max timestamp {remote[2]}), "
-                    "which local retention deleted, is searched first (RemoteLogManager.findOffsetByTimestamp) "
-                    "and its files are not in the log dirs", path=self.replica.path,
-                    expected="the segment in the local log dir", found="only its remote log metadata")
-        found = self.find_max_timestamp() if spec == MAX_TIMESTAMP else self.find_offset_by_timestamp(spec)
+            found = self._remote_offset_by_timestamp(spec)
+        if found is None:
+            found = self.find_max_timestamp() if spec == MAX_TIMESTAMP else self.find_offset_by_timestamp(spec)
         if found is None or found.offset >= self.last_fetchable_offset(isolation):
             return OffsetAnswer(spec, None, None, None)
         return OffsetAnswer(spec, found.offset, None if found.timestamp == NO_TIMESTAMP else found.timestamp,
                             found.leader_epoch)
 
+
+    def _remote_offset_by_timestamp(self, target: int) -> _Found | None:
+        """``RemoteLogManager.findOffsetByTimestamp`` (searched before the local log, which answers when
+        this is None): the chosen segment (:meth:`TieredOffsets.remote_choice`) searched in its remote
+        files when it starts below the first local segment, else in the local log (from its first
+        segment whose largest timestamp reaches ``target``), both with the log start as the starting
+        offset.  A remote segment without its files is a :class:`LogDirError`, never the local log's
+        answer."""
+        assert self.tiered is not None
+        chosen = self.tiered.remote_choice(target)
+        if chosen is None:
+            return None
+        segs = self.replica.segments
+        if len(segs) and chosen.start_offset >= segs[0].base_offset:
+            return self.find_offset_by_timestamp(target)
+        if chosen.segment is None:
+            raise LogDirError(
+                f"timestamp {target} of {self.replica.topic}-{self.replica.partition} is answered by the remote "
+                f"tier: its copied segment {chosen.segment_id} of offsets {chosen.start_offset}..{chosen.end_offset} "
+                f"(max timestamp {chosen.max_timestamp}), which local retention deleted, is searched first "
+                "(RemoteLogManager.findOffsetByTimestamp) and its files are not given", path=self.replica.path,
+                expected="the segment's files in the remote storage (--remote-storage)",
+                found="only its remote log metadata")
+        remote = PartitionLog(topic=self.replica.topic, partition=self.replica.partition, path=self.replica.path,
+                              log_dir=self.replica.log_dir, kind=REMOTE_KIND,
+                              segments=SegmentTable.from_segments([chosen.segment]),
+                              log_start_offset_checkpoint=self.tiered.log_start_offset)
+        # RemoteIndexCache.lookupTimestamp, then the scan; the files are locations (any store fsio opens)
+        with PartitionLookup(remote, opener=fsio.open_input_file, strict=self.strict) as lookup:
+            hit = lookup.locate_timestamp(target)
+        return None if hit is None else _Found(hit.timestamp, hit.offset, hit.leader_epoch)
 
     def _tiered_answer(self, spec: int, isolation: str) -> OffsetAnswer:
         """-2, -4, -5, -6 of a tiered replica (module doc)."""

@@ -31,7 +31,7 @@ Offsets of the history no segment serves, and remote segments the store cannot s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
 from kafka_format.common.errors import LogDirError
@@ -59,6 +59,7 @@ from kafka_format.read.planning import (
 )
 from kafka_format.read.remote_log_metadata import metadata_of, tiered_partition
 from kafka_format.storage.partition_log import PartitionLog
+from kafka_format.storage.remote_tier import RemoteStorage, open_remote_storage
 from kafka_format.storage.tiered_history import (
     LOCAL_TIER,
     REMOTE_TIER,
@@ -69,8 +70,8 @@ from kafka_format.storage.tiered_history import (
     tiered_history,
 )
 
-__all__ = ["ALL_TIERS", "REMOTE_STORAGE_FORMATS", "TIERS", "plan_read", "plan_tiered_read", "plan_tiered_splits",
-           "tiered_replicas"]
+__all__ = ["ALL_TIERS", "REMOTE_STORAGE_FORMATS", "TIERS", "open_remote_tier", "plan_read", "plan_tiered_read",
+           "plan_tiered_splits", "tiered_replicas"]
 
 EARLIEST, LATEST = -2, -1
 
@@ -123,14 +124,7 @@ def plan_tiered_read(replicas: Sequence[PartitionLog], options: PlanOptions, bou
             "remoteStorage", f"{len(tiered)} partition(s) read have a remote tier ({names}: segments named by "
             f"__remote_log_metadata in {r.log_dir}): give remoteStorage (klogs: --remote-storage), the remote "
             "storage's root, to read their whole history, or tier=local to read the local log dirs alone")
-    if remote_storage_format == "aiven":
-        raise KafkaLogOptionError(
-            "remoteStorageFormat", "the Aiven RemoteStorageManager's chunked layout is not read yet: only Kafka's "
-            "LocalTieredStorage layout (remoteStorageFormat=local-tiered or auto)")
-    from kafka_format.storage.remote_tier import open_remote_storage
-
-    wanted = {tip for _, tip in tiered}
-    store = open_remote_storage(remote_storage, select=lambda tip: tip in wanted)
+    store = open_remote_tier(remote_storage, remote_storage_format, {tip for _, tip in tiered})
     histories: dict[int, TieredHistory] = {}
     for r, tip in tiered:
         cache = view.cache(tip) if view is not None else None
@@ -147,6 +141,22 @@ def plan_tiered_read(replicas: Sequence[PartitionLog], options: PlanOptions, bou
         else:
             out.extend(by_replica.get((r.topic, r.partition, r.log_dir), ()))
     return out
+
+
+def open_remote_tier(uri: str, remote_storage_format: str, partitions: Collection[TopicIdPartition]
+                     ) -> RemoteStorage:
+    """The remote storage at ``uri`` in ``remote_storage_format`` (``remoteStorageFormat``), listing only
+    the partition dirs of ``partitions`` (one listing each).  ``aiven`` is refused: that layout is not
+    read yet."""
+    if remote_storage_format not in REMOTE_STORAGE_FORMATS:
+        raise KafkaLogOptionError("remoteStorageFormat", f"expected one of {', '.join(REMOTE_STORAGE_FORMATS)}, "
+                                                         f"got {remote_storage_format!r}")
+    if remote_storage_format == "aiven":
+        raise KafkaLogOptionError(
+            "remoteStorageFormat", "the Aiven RemoteStorageManager's chunked layout is not read yet: only Kafka's "
+            "LocalTieredStorage layout (remoteStorageFormat=local-tiered or auto)")
+    wanted = set(partitions)
+    return open_remote_storage(uri, select=lambda tip: tip in wanted)
 
 
 def tiered_replicas(replicas: Sequence[PartitionLog], found: Sequence[PartitionLog]

@@ -201,17 +201,19 @@ def test_capture_loads_back(tiered_capture: tiered.Capture) -> None:
 # ------------------------------------------------------------------------------------ the product
 
 
-def _our_answers(cap: tiered.Capture, keys: list[tuple[str, int, int, str]]) -> dict[tuple[str, int, int, str], Any]:
-    """What ``klogs offsets`` answers over the local copy: its task's lookup with the tiered side its
-    driver finds in the copy's ``__remote_log_metadata`` (:func:`tiered_offsets`); a lookup the job
-    refuses (a timestamp only the remote tier's files answer) as ``("refused", message)``."""
+def _our_answers(cap: tiered.Capture, keys: list[tuple[str, int, int, str]], *,
+                 remote: bool = False) -> dict[tuple[str, int, int, str], Any]:
+    """What ``klogs offsets`` answers over the local copy (and the copied remote storage with
+    ``remote``, its ``--remote-storage``): its task's lookup with the tiered side its driver finds in
+    the copy's ``__remote_log_metadata`` (:func:`tiered_offsets`); a lookup the job refuses (a timestamp
+    only the remote tier's files answer) as ``("refused", message)``."""
     from kafka_format.common.errors import LogDirError
     from kafka_format.engine.offsets import tiered_offsets
     from kafka_format.log.list_offsets import PartitionLookup
     from kafka_format.read.planning import open_partitions
 
     found = open_partitions([str(cap.log_dir)])
-    tiered_side = tiered_offsets(found, found)
+    tiered_side = tiered_offsets(found, found, str(cap.remote_storage_dir) if remote else None)
     out: dict[tuple[str, int, int, str], Any] = {}
     for replica in found:
         mine = [k for k in keys if k[:2] == (replica.topic, replica.partition)]
@@ -263,6 +265,25 @@ def test_timestamps_only_the_remote_tier_answers_are_refused(tiered_capture: tie
     assert not answered, f"{len(answered)} of {len(cases)} answered from the local log, first: {answered[0]}"
     assert all("answered by the remote tier" in ours[(a["topic"], a["partition"], a["spec"], a["isolation"])][1]
                for a in cases)
+
+
+def test_timestamps_the_remote_tier_answers_equal_the_broker(tiered_capture: tiered.Capture,
+                                                             conformance: Any) -> None:
+    """With the remote storage (``--remote-storage``), the timestamps Kafka answers from a segment
+    local retention deleted are answered from its remote files, equal to the broker's answers."""
+    cap = tiered_capture
+    version = cap.data["kafka_version"]
+    cases = _offset_cases(cap, remote=True)
+    ours = _our_answers(cap, [(a["topic"], a["partition"], a["spec"], a["isolation"]) for a in cases], remote=True)
+    for a in cases:
+        key = (a["topic"], a["partition"], a["spec"], a["isolation"])
+        conformance.compare("tiered-remote-offsets", version, f"{a['isolation']} {a['topic']}-{a['partition']} "
+                            f"spec={a['spec']}", ours.get(key, "missing"), _kafka(a))
+    conformance.note("tiered-remote-offsets", "klogs offsets --remote-storage over the copied log dir and the copied "
+                     "LocalTieredStorage: the timestamps whose answer lies in a segment local retention deleted "
+                     "(RemoteLogManager.findOffsetByTimestamp, searched in the remote segment's own index files "
+                     "and batches) against the broker's ListOffsets answers")
+    conformance.assert_equal("tiered-remote-offsets", version, at_least=len(cases))
 
 
 def _our_rows(cap: tiered.Capture, isolation: str, *, remote: bool = True) -> dict[tuple[str, int], list[tuple[Any, ...]]]:

@@ -30,7 +30,15 @@ from kafka_format.internal.remote_log_metadata import (
 from kafka_format.log.topicconfig import ConfigError, load_topic_configs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "format"))
-from tiered_builders import FIRST_TS, TOPIC_ID, segment_uuid, timestamp_of, write_metadata_log, write_replica  # noqa: E402
+from tiered_builders import (  # noqa: E402
+    FIRST_TS,
+    TOPIC_ID,
+    segment_uuid,
+    timestamp_of,
+    write_metadata_log,
+    write_replica,
+    write_tiered_cluster,
+)
 
 SPECS = [-1, -2, -4, -5, -6]
 TP = TopicIdPartition(TOPIC_ID, "orders", 0)
@@ -93,10 +101,35 @@ def test_a_timestamp_only_the_remote_tier_answers_is_refused(tmp_path: Path) -> 
     log_dir = _tiered_log(tmp_path, [_segment(0, 0, 39, {0: 0}), _finished(0),
                                      _segment(1, 40, 79, {0: 40, 2: 60}), _finished(1)])
     with pytest.raises(LogDirError, match=r"timestamp 1700000005000 of orders-0 is answered by the remote tier: "
-                                          r"its copied segment of offsets 0\.\.39"):
+                                          r"its copied segment \S+ of offsets 0\.\.39"):
         list_offsets_local(str(log_dir), [FIRST_TS + 5_000], topics=["orders"])
     (row,) = list_offsets_local(str(log_dir), [FIRST_TS + 100_000 + 1], topics=["orders"])  # past both copies
     assert (row["offset"], row["recordTimestamp"]) == (101, FIRST_TS + 101_000)
+
+
+def test_timestamps_the_remote_tier_answers_come_from_its_files(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """With the remote storage (``--remote-storage``), ``findOffsetByTimestamp``'s segment is searched in
+    its remote files: the copied segments in leader epoch order (epoch 0: segments 0..39 and 40..49),
+    the first whose max timestamp reaches the target, its time index, offset index and batches; a
+    target no copied segment reaches is the local log's (epoch 2 has no copy).  Log:
+    ``tiered_builders.write_tiered_cluster`` (local log start 50)."""
+    import json
+
+    from kafka_format.jobs.offsets import main as offsets_main
+
+    c = write_tiered_cluster(tmp_path)
+    targets = [timestamp_of(o) for o in (0, 30, 39, 45, 52, 99)]
+    rows = list_offsets_local(str(c.log_dir), targets, topics=["orders"], remote_storage=str(c.remote_root))
+    assert [(r["offset"], r["recordTimestamp"], r["leaderEpoch"]) for r in rows] == [
+        (0, timestamp_of(0), 0), (30, timestamp_of(30), 0), (39, timestamp_of(39), 0),
+        (45, timestamp_of(45), 0), (52, timestamp_of(52), 2), (99, timestamp_of(99), 2)]
+    with pytest.raises(LogDirError, match="answered by the remote tier"):     # without the files: refused
+        list_offsets_local(str(c.log_dir), targets[:1], topics=["orders"])
+    assert offsets_main([str(c.log_dir), "--topic", "orders", "--timestamp", str(timestamp_of(45)),
+                         "--remote-storage", str(c.remote_root), "--format", "jsonl"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert (json.loads(line)["offset"], json.loads(line)["leaderEpoch"]) == (45, 0)
 
 
 def test_compaction_refuses_a_compacted_tiered_topic(tmp_path: Path) -> None:
