@@ -10,7 +10,7 @@ answers, :func:`kafka_format.spark.frames.offsets_for_timestamps` makes them a D
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,8 @@ from kafka_format.log.list_offsets import (
     TieredOffsets,
     parse_timestamp_spec,
 )
+from kafka_format.log.retention import remote_log_enabled
+from kafka_format.log.topicconfig import TopicConfigs
 from kafka_format.read.planning import longest_replicas, open_partitions
 from kafka_format.storage.fsio import redact
 from kafka_format.storage.logdir import LogDirSet, PartitionLog
@@ -124,11 +126,12 @@ def group_targets(targets: Sequence[Target], tasks: int) -> list[list[Target]]:
 def offsets_job(logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[int | str], *, cores: int,
                 topics: Sequence[str] | None = None, topic_pattern: str | None = None,
                 isolation_level: str = "read_uncommitted", replicas: str = "longest",
-                remote_storage: str | None = None, remote_storage_format: str = "auto") -> OffsetsJob:
+                remote_storage: str | None = None, remote_storage_format: str = "auto",
+                configs: TopicConfigs | None = None) -> OffsetsJob:
     """Driver: the replicas to answer for (by topic, partition, log dir), the parsed specs, and the
     tasks: at most two per core, each a run of consecutive partitions (no task holds one alone
     when there are more partitions than tasks).  ``remote_storage``: the remote tier's root
-    (:func:`tiered_offsets`)."""
+    (:func:`tiered_offsets`); ``configs``: the topic configs (which topics have remote storage on)."""
     if isolation_level not in ISOLATION_LEVELS:
         raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}, got {isolation_level!r}")
     if replicas not in ("longest", "all"):
@@ -139,31 +142,44 @@ def offsets_job(logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[i
     chosen = TopicSelection.of(topics, topic_pattern).select(found)
     if replicas == "longest":
         chosen = longest_replicas(chosen)
-    tiered = tiered_offsets(found, chosen, remote_storage, remote_storage_format)
+    enabled = {r.topic for r in chosen if configs is not None and remote_log_enabled(r.topic, configs[r.topic])}
+    tiered = tiered_offsets(found, chosen, remote_storage, remote_storage_format, enabled)
     targets = [Target(r.topic, r.partition, r.path, r.log_dir, len(r.segments), tiered.get(id(r))) for r in chosen]
     groups = group_targets(targets, 2 * cores) if specs else []
     return OffsetsJob(tuple(tuple(g) for g in groups), specs, isolation_level, replicas == "all")
 
 
 def tiered_offsets(found: Sequence[PartitionLog], chosen: Sequence[PartitionLog],
-                   remote_storage: str | None = None, remote_storage_format: str = "auto") -> dict[int, TieredOffsets]:
+                   remote_storage: str | None = None, remote_storage_format: str = "auto",
+                   remote_enabled: Collection[str] = ()) -> dict[int, TieredOffsets]:
     """The tiered replicas among ``chosen`` (by ``id``) and what their remote tier tells ListOffsets:
     the ``__remote_log_metadata`` partitions among ``found`` replayed once
     (:func:`kafka_format.read.remote_log_metadata.load_remote_log_metadata`), a replica tiered when
     that metadata holds its topic id's partition (no metadata partition: none is).  ``remote_storage``:
     the remote storage's root, whose files answer the timestamps the remote tier answers (one
-    listing per tiered partition; without it those timestamps are refused), in ``remote_storage_format``."""
+    listing per tiered partition; without it those timestamps are refused), in ``remote_storage_format``.
+    ``remote_enabled``: topics whose config turns remote storage on
+    (:func:`kafka_format.log.retention.remote_log_enabled`): their partitions are tiered even before
+    anything is copied (then -5 has no offset and -6 is the log start while the local log starts there,
+    as ``UnifiedLog`` answers with ``remoteLogEnabled()``)."""
+    from kafka_format.internal.remote_log_metadata_cache import RemoteLogMetadataCache
     from kafka_format.read.remote_log_metadata import metadata_of, tiered_partition
     from kafka_format.storage.tiered_history import tiered_log_start
 
     view = metadata_of(found)
     tiered = [(r, tip) for r in chosen if (tip := tiered_partition(view, r)) is not None]
+    enabled = set(remote_enabled)
     store = None
     if remote_storage is not None and tiered:
         from kafka_format.read.tiers import open_remote_tier
 
         store = open_remote_tier(remote_storage, remote_storage_format, [tip for _, tip in tiered])
     out: dict[int, TieredOffsets] = {}
+    nothing_copied = RemoteLogMetadataCache.from_finished_segments(())
+    for r in chosen:                    # remote storage on, no segment copied yet (no metadata of it)
+        if r.topic in enabled and tiered_partition(view, r) is None:
+            lineage = [(e.epoch, e.start_offset) for e in r.leader_epochs.entries] if r.leader_epochs else []
+            out[id(r)] = TieredOffsets(tiered_log_start(r, nothing_copied, lineage or None)[0], -1)
     for r, tip in tiered:
         cache = view.cache(tip) if view is not None else None
         assert cache is not None
@@ -206,14 +222,15 @@ def _search_order(replica: PartitionLog, cache: Any, lineage: list[tuple[int, in
 def list_offsets(executor: Executor, logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[int | str], *,
                  topics: Sequence[str] | None = None, topic_pattern: str | None = None,
                  isolation_level: str = "read_uncommitted", replicas: str = "longest",
-                 remote_storage: str | None = None, remote_storage_format: str = "auto") -> pa.Table:
+                 remote_storage: str | None = None, remote_storage_format: str = "auto",
+                 configs: TopicConfigs | None = None) -> pa.Table:
     """Every answer as one Arrow table (:data:`SCHEMA`; + ``logDir``/``brokerId`` with
     ``replicas="all"``), in the order of topic, partition (log dir), then ``timestamps``; the
     lookups run on ``executor``.  ``topics`` and ``topic_pattern`` (full match) select the union of
     what they name; neither = every topic."""
     job = offsets_job(logdirs, timestamps, cores=executor.cores(), topics=topics, topic_pattern=topic_pattern,
                       isolation_level=isolation_level, replicas=replicas, remote_storage=remote_storage,
-                      remote_storage_format=remote_storage_format)
+                      remote_storage_format=remote_storage_format, configs=configs)
     tables = list(executor.map(job.task(), job.groups, weights=job.weights()))
     return pa.concat_tables(tables) if tables else job.schema.empty_table()
 
@@ -221,10 +238,12 @@ def list_offsets(executor: Executor, logdirs: str | Sequence[str] | LogDirSet, t
 def list_offsets_local(logdirs: str | Sequence[str] | LogDirSet, timestamps: Sequence[int | str], *,
                        topics: Sequence[str] | None = None, topic_pattern: str | None = None,
                        isolation_level: str = "read_uncommitted", replicas: str = "longest",
-                       remote_storage: str | None = None, remote_storage_format: str = "auto") -> list[dict[str, Any]]:
+                       remote_storage: str | None = None, remote_storage_format: str = "auto",
+                       configs: TopicConfigs | None = None) -> list[dict[str, Any]]:
     """:func:`list_offsets` on this process's cores, as dicts."""
     from kafka_format.engine.runtime import LocalExecutor
 
     return list_offsets(LocalExecutor(), logdirs, timestamps, topics=topics, topic_pattern=topic_pattern,
                         isolation_level=isolation_level, replicas=replicas,
-                        remote_storage=remote_storage, remote_storage_format=remote_storage_format).to_pylist()
+                        remote_storage=remote_storage, remote_storage_format=remote_storage_format,
+                        configs=configs).to_pylist()

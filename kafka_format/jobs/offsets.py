@@ -100,7 +100,7 @@ def _run(ctx: JobContext, args: argparse.Namespace) -> int:
     rows = list_offsets(executor_for(ctx, "offsets"), ctx.logdirs, args.timestamps, topics=ctx.topics or None,
                         topic_pattern=ctx.topic_pattern, isolation_level=args.isolation_level,
                         remote_storage=args.remote_storage,
-                        remote_storage_format=args.remote_storage_format or "auto").to_pylist()
+                        remote_storage_format=args.remote_storage_format or "auto", configs=ctx.configs).to_pylist()
     text = format_rows(rows, ctx.format or "jsonl")
     if ctx.out:
         from kafka_format.output.publish import publish_file

@@ -87,6 +87,7 @@ __all__ = [
     "disk_usage_steps",
     "partition_facts",
     "plan_retention",
+    "remote_log_enabled",
     "retention_walk",
     "run_task",
     "segment_largest_timestamp",
@@ -145,6 +146,13 @@ class _TopicConfigLike(Protocol):
     def get(self, key: str) -> str: ...
 
 
+def remote_log_enabled(topic: str, config: _TopicConfigLike) -> bool:
+    """``UnifiedLog.isRemoteLogEnabled`` (the broker's ``remote.log.storage.system.enable`` taken as on):
+    ``remote.storage.enable=true`` on a topic that is neither compacted nor internal, nor
+    ``__remote_log_metadata`` or ``__cluster_metadata``."""
+    return config.remote_storage_enable and "compact" not in config.cleanup_policy and topic not in _NO_REMOTE_TOPICS
+
+
 @dataclass(frozen=True)
 class RetentionPolicy:
     """The parts of a topic's config the retention pass reads, resolved.
@@ -167,7 +175,7 @@ class RetentionPolicy:
     def from_config(cls, topic: str, config: _TopicConfigLike) -> RetentionPolicy:
         """Resolve ``config`` for ``topic`` as ``UnifiedLog`` does (see the module doc)."""
         policy = config.cleanup_policy
-        remote = (config.remote_storage_enable and "compact" not in policy and topic not in _NO_REMOTE_TOPICS)
+        remote = remote_log_enabled(topic, config)
         copy_disabled = _config_flag(config, "remote.log.copy.disable")
         tiered = remote and not copy_disabled
         deletion = "delete" in policy or (not policy and remote)

@@ -107,6 +107,24 @@ def test_a_timestamp_only_the_remote_tier_answers_is_refused(tmp_path: Path) -> 
     assert (row["offset"], row["recordTimestamp"]) == (101, FIRST_TS + 101_000)
 
 
+def test_remote_storage_on_and_nothing_copied_is_tiered_by_its_config(tmp_path: Path) -> None:
+    """No ``__remote_log_metadata`` record names the partition yet, but its topic config has
+    ``remote.storage.enable=true`` (``UnifiedLog.remoteLogEnabled()``): -5 has no offset and -6 is the
+    log start, the local log still starting there.  Without the config it is a local log (-6: none);
+    a compacted topic cannot be tiered (``isRemoteLogEnabled``)."""
+    write_replica(tmp_path / "logs", epochs=((4, 30),), rolls=(20,))
+    log_dir = str(tmp_path / "logs")
+
+    def answers(*overrides: str) -> dict[int, tuple[int | None, int | None]]:
+        rows = list_offsets_local(log_dir, SPECS, topics=["orders"], configs=load_topic_configs(overrides=overrides))
+        return {r["timestamp"]: (r["offset"], r["leaderEpoch"]) for r in rows}
+
+    tiered = {-1: (30, 4), -2: (0, 4), -4: (0, 4), -5: (None, None), -6: (0, 4)}
+    assert answers("orders:remote.storage.enable=true") == tiered
+    assert answers() == {**tiered, -6: (None, None)}
+    assert answers("orders:remote.storage.enable=true", "orders:cleanup.policy=compact") == answers()
+
+
 def test_timestamps_the_remote_tier_answers_come_from_its_files(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     """With the remote storage (``--remote-storage``), ``findOffsetByTimestamp``'s segment is searched in
