@@ -34,7 +34,9 @@ from kafka_format.log.audit.auditor import (
     replica_groups,
 )
 from kafka_format.log.audit.tables import ResultCollector
+from kafka_format.log.audit.tiers import TierAudit, audit_tiers
 from kafka_format.read.planning import longest_replicas
+from kafka_format.read.remote_log_metadata import metadata_of, tiered_partition
 from kafka_format.storage.logdir import LogDir, open_log_dirs
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
@@ -57,9 +59,11 @@ SLICES_PER_CORE = 4     # slices of about equal work per core: a long partition 
 
 @dataclass(frozen=True)
 class AuditTask:
-    """One unit of executor work: ``kind`` is partition | logdir | replicas; ``replicas`` the
-    partition (partition) or the replicas of one partition across log dirs (replicas), re-opened where
-    the task runs; ``log_dir`` the log dir's location (logdir)."""
+    """One unit of executor work: ``kind`` is partition | logdir | replicas | tiers; ``replicas`` the
+    partition (partition, tiers) or the replicas of one partition across log dirs (replicas), re-opened
+    where the task runs; ``log_dir`` the log dir's location (logdir).  A tiers task audits a tiered
+    partition's two tiers (:mod:`kafka_format.log.audit.tiers`) with its remote log metadata
+    (``remote_metadata``) and, given ``remote_storage``, the remote storage's files."""
 
     kind: str
     replicas: tuple[PartitionRef, ...]
@@ -70,6 +74,8 @@ class AuditTask:
     now_ms: int
     coordinator: Any = None     # audit.coordinator_transactions of the log dirs (partition tasks)
     weight: int = 0             # bytes of work, for the local engine's pool (engine.run_tasks)
+    remote_metadata: Any = None     # tiers: the partition's RemoteLogMetadataCache and TopicIdPartition
+    remote_storage: tuple[str, str] | None = None   # tiers: (URI, remoteStorageFormat)
 
 
 def _reopen_log_dir(path: str) -> LogDir:
@@ -96,6 +102,12 @@ def run_audit_task(task: AuditTask) -> Iterator[tuple[str, dict[str, Any]]]:
                 yield "finding", f.row()
             for a in report.files:
                 yield "file", a.row()
+        elif task.kind == "tiers":
+            audit = _audit_tiers(task)
+            for f in audit.findings:
+                yield "finding", f.row()
+            for a in audit.files:
+                yield "file", a.row()
         elif task.kind == "logdir":
             for f in audit_log_dir(_reopen_log_dir(str(task.log_dir))):
                 yield "finding", f.row()
@@ -106,10 +118,23 @@ def run_audit_task(task: AuditTask) -> Iterator[tuple[str, dict[str, Any]]]:
         yield "finding", _error_row(task, err)
 
 
+def _audit_tiers(task: AuditTask) -> TierAudit:
+    from kafka_format.read.tiers import open_remote_tier
+    from kafka_format.storage.tiered_history import tiered_history
+
+    cache, tip = task.remote_metadata
+    store = None
+    if task.remote_storage is not None:
+        store = open_remote_tier(task.remote_storage[0], task.remote_storage[1], [tip])
+    history = tiered_history(task.replicas[0].open(), cache, store)
+    return audit_tiers(history, deep=task.deep, with_store=store is not None)
+
+
 def audit_tasks(logdirs: Sequence[str], topics: Sequence[str] | None, topic_pattern: str | None, configs: Any,
-           deep: bool, now_ms: int) -> list[AuditTask]:
+                deep: bool, now_ms: int, remote_storage: tuple[str, str] | None = None) -> list[AuditTask]:
     """Driver: the tasks of an audit of ``logdirs`` (listing only; the coordinators' open
-    transactions are read here, once)."""
+    transactions and the remote log metadata are read here, once).  ``remote_storage``: (URI,
+    format) of the tiered partitions' remote storage, whose files the tiers tasks then check."""
     found = open_log_dirs(list(logdirs))
     if not found.log_dirs:
         raise LogDirError("no Kafka log dir found", path=", ".join(str(p) for p in logdirs),
@@ -134,6 +159,17 @@ def audit_tasks(logdirs: Sequence[str], topics: Sequence[str] | None, topic_patt
             tasks.append(AuditTask("partition", (PartitionRef.of(p),), None, p.topic, config(p.topic), deep, now_ms,
                                    coordinator, weight=task_work(data_bytes=p.size_bytes,
                                                                      scanned_segments=len(p.segments))))
+    live = [p for p in found.all_partitions() if p.kind == "live"]
+    try:
+        view = metadata_of(live)
+    except (KafkaFormatError, OSError):     # its own partition audit reports why
+        view = None
+    for p in longest_replicas([p for p in live if selection.matches(p.topic)]):
+        tip = tiered_partition(view, p)
+        if view is not None and tip is not None:
+            tasks.append(AuditTask("tiers", (PartitionRef.of(p),), None, p.topic, config(p.topic), deep, now_ms,
+                                   weight=task_work(data_bytes=p.size_bytes, scanned_segments=len(p.segments)),
+                                   remote_metadata=(view.cache(tip), tip), remote_storage=remote_storage))
     for group in replica_groups(found.log_dirs):
         topic = group[0].topic
         if selection.matches(topic):
@@ -195,21 +231,23 @@ def _cut(tasks: Sequence[AuditTask], n: int) -> list[tuple[AuditTask, ...]]:
 
 def audit_job(logdirs: Sequence[str], *, cores: int, topics: Sequence[str] | None = None,
               topic_pattern: str | None = None, configs: Any = None, deep: bool = True,
-              now_ms: int | None = None) -> AuditJob:
+              now_ms: int | None = None, remote_storage: tuple[str, str] | None = None) -> AuditJob:
     """Driver: the units of an audit of ``logdirs`` (:func:`audit_tasks`) in slices, at most
     :data:`SLICES_PER_CORE` per core."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    return AuditJob(tuple(_cut(audit_tasks(logdirs, topics, topic_pattern, configs, deep, now), SLICES_PER_CORE * cores)))
+    tasks = audit_tasks(logdirs, topics, topic_pattern, configs, deep, now, remote_storage)
+    return AuditJob(tuple(_cut(tasks, SLICES_PER_CORE * cores)))
 
 
 def audit_run(executor: Executor, logdirs: Sequence[str], *, topics: Sequence[str] | None = None,
               topic_pattern: str | None = None, configs: Any = None, deep: bool = True,
-              now_ms: int | None = None) -> tuple[pa.Table, pa.Table]:
+              now_ms: int | None = None, remote_storage: tuple[str, str] | None = None) -> tuple[pa.Table, pa.Table]:
     """Audit every partition replica, log dir and replica group under ``logdirs`` on ``executor``:
     the findings, sorted (errors first), and the accounting rows, by file.  ``configs``:
-    :class:`kafka_format.log.topicconfig.TopicConfigs` (``configs[topic]`` goes with each unit)."""
+    :class:`kafka_format.log.topicconfig.TopicConfigs` (``configs[topic]`` goes with each unit);
+    ``remote_storage``: (URI, format) of the tiered partitions' remote storage."""
     job = audit_job(logdirs, cores=executor.cores(), topics=topics, topic_pattern=topic_pattern, configs=configs,
-                    deep=deep, now_ms=now_ms)
+                    deep=deep, now_ms=now_ms, remote_storage=remote_storage)
     collector = ResultCollector()
     for findings, files in executor.map(slice_tables, job.slices, weights=job.weights()):
         collector.add_tables(findings, files)
@@ -217,9 +255,10 @@ def audit_run(executor: Executor, logdirs: Sequence[str], *, topics: Sequence[st
 
 
 def audit_local(logdirs: Sequence[str], *, topics: Sequence[str] | None = None, topic_pattern: str | None = None,
-                configs: Any = None, deep: bool = True, now_ms: int | None = None) -> tuple[pa.Table, pa.Table]:
+                configs: Any = None, deep: bool = True, now_ms: int | None = None,
+                remote_storage: tuple[str, str] | None = None) -> tuple[pa.Table, pa.Table]:
     """:func:`audit_run` on this process's cores."""
     from kafka_format.engine.runtime import LocalExecutor
 
     return audit_run(LocalExecutor(), logdirs, topics=topics, topic_pattern=topic_pattern, configs=configs,
-                     deep=deep, now_ms=now_ms)
+                     deep=deep, now_ms=now_ms, remote_storage=remote_storage)

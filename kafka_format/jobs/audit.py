@@ -30,6 +30,7 @@ from kafka_format.jobs.jobargs import (
     EXIT_OK,
     JobContext,
     add_common_arguments,
+    add_remote_storage_arguments,
     claim_out,
     describe,
     executor_for,
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--shallow", action="store_true",
                         help="skip record-level checks (non-consecutive offsets, time index vs "
                              "record timestamps)")
+    add_remote_storage_arguments(parser)
     return parser
 
 
@@ -76,7 +78,9 @@ def _run(ctx: JobContext, args: argparse.Namespace) -> int:
 
     findings, files = audit_run(executor_for(ctx, "audit"), ctx.logdirs, topics=ctx.topics or None,
                                 topic_pattern=ctx.topic_pattern, configs=ctx.configs, deep=not args.shallow,
-                                now_ms=ctx.now_ms)
+                                now_ms=ctx.now_ms,
+                                remote_storage=(None if args.remote_storage is None
+                                                else (args.remote_storage, args.remote_storage_format or "auto")))
     write_outputs(str(ctx.out), findings, files, now_ms=ctx.now_ms, logdirs=describe(ctx)["logdirs"])
     if ctx.format == "json":
         lines: Iterable[str] = (json.dumps(row, sort_keys=False) for row in iter_rows(findings))

@@ -60,6 +60,10 @@ CHECKS = (
     "txnindex-wrong-segment", "txnindex-entry-without-marker", "txnindex-entry-mismatch",
     "hanging-transaction", "open-transaction", "meta-properties-missing", "unclean-shutdown",
     "replica-divergence", "replica-lagging", "replica-ahead-of-leader", "replica-hw-above-leader",
+    # a tiered partition's tiers (kafka_format.log.audit.tiers)
+    "remote-offset-gap", "remote-no-leader-epochs", "remote-files-missing", "remote-size-mismatch",
+    "remote-segment-partly-served", "remote-segment-unused", "remote-orphan-fileset", "remote-unfinished-fileset",
+    "remote-metadata-mismatch",
 )
 
 MAX_PAIRS_PER_FILE = 100            # non-consecutive offset pairs reported per file (then a summary)
