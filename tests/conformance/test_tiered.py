@@ -440,3 +440,18 @@ def test_tiered_history_rows_equal_the_consumer_from_zero(tiered_capture: tiered
                      "__remote_log_metadata replayed from the copied log dir, LocalTieredStorage listed, "
                      "remote then local segments planned and read) against a consumer's read from offset 0")
     conformance.assert_equal("tiered-history-reading", version, at_least=3)
+
+
+def test_audit_of_the_tiered_broker_finds_its_tiers_consistent(tiered_capture: tiered.Capture) -> None:
+    """``klogs audit --remote-storage`` over a cleanly stopped tiered broker's copy: no ``remote-*``
+    error or warning, and every byte of every remote ``.log`` the broker serves is valid."""
+    from kafka_format.engine.audit import audit_local
+
+    cap = tiered_capture
+    findings, files = audit_local([str(cap.log_dir)], topics=[cap.topic],
+                                  remote_storage=(str(cap.remote_storage_dir), "auto"))
+    bad = [f for f in findings.to_pylist() if f["check"].startswith("remote-") and f["severity"] != "info"]
+    assert bad == []
+    remote = [f for f in files.to_pylist() if str(cap.remote_storage_dir) in f["file"]]
+    assert len(remote) >= tiered.MIN_REMOTE_SEGMENTS
+    assert all(f["validBytes"] == f["sizeBytes"] for f in remote), remote

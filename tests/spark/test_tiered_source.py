@@ -213,3 +213,19 @@ def test_a_stream_refuses_a_tiered_partition_unless_tier_local(cluster: TieredCl
     query.awaitTermination()
     got = sorted((r.offset, bytes(r.value), r.tier) for r in spark.table("tiered_local").collect())
     assert got == expected(cluster, LOCAL_START)
+
+
+def test_the_remote_tier_in_a_bucket(tmp_path: Path, moto_s3: Any) -> None:
+    """Local log dirs and the remote tier in an object store (``s3://`` through pyarrow): the same rows,
+    and the remote rows name the bucket's files, without the secret."""
+    from s3store import KEY, SECRET, SECRET_IN_URI
+
+    c = write_tiered_cluster(tmp_path)
+    bucket = moto_s3.bucket("tiered-remote", {"tier": c.remote_root})
+    store = f"s3://{KEY}:{SECRET_IN_URI}@{bucket}/tier?{moto_s3.query}"
+    table = _local(_opts(c, remoteStorage=store))
+    assert rows(table) == expected(c)
+    remote_dirs = {d for d, t in zip(table.column("logDir").to_pylist(), table.column("tier").to_pylist(), strict=True)
+                   if t == "remote"}
+    assert len(remote_dirs) == 1 and bucket in remote_dirs.pop()
+    assert all(SECRET not in str(v) and SECRET_IN_URI not in str(v) for v in table.column("logDir").to_pylist())
