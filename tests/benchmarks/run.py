@@ -315,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         notes += shapes.markdown(shapes.run(args.data_dir, repeats=args.repeats))
         notes += planning_scale.markdown(planning_scale.run(args.data_dir, list(planning_scale.SCALES)))
     notes += planning_notes()
+    notes += tiered_notes(args.data_dir, repeats=args.repeats)
     if args.engines:
         import engine_bench  # noqa: PLC0415  (benchmark-local module)
 
@@ -376,6 +377,17 @@ def export_notes(data_dir: Path, sizes_mib: tuple[int, ...], master: str = "loca
     finally:
         spark.stop()
     return export_bench.markdown(results, master)
+
+
+def tiered_notes(data_dir: Path, *, repeats: int) -> list[str]:
+    """A tiered topic's export against the same records in local segments, and planning's store
+    requests (tiered_bench.py)."""
+    import tiered_bench  # noqa: PLC0415  (benchmark-local module)
+
+    r = tiered_bench.run_tiered_benchmark(size_mib=512, segment_mib=16, partitions=4, data_dir=data_dir,
+                                          repeats=repeats)
+    print(f"tiered export: {r['tiered_mb_per_cpu_s']:.0f} MiB/CPU s, local {r['local_mb_per_cpu_s']:.0f}", flush=True)
+    return tiered_bench.markdown(r).splitlines()
 
 
 def planning_notes(segments: int = 10_000) -> list[str]:
