@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 __all__ = ["ENGINES", "LOCAL_MAX_BYTES", "PARALLEL_MIN_BYTES", "PARTITION_OPEN_BYTES", "REWRITE_BYTE_COST",
            "SEGMENT_LOOKUP_BYTES", "SEGMENT_SCAN_BYTES", "THREADS_MIN_BYTES", "THREADS_SHARE", "EngineChoice", "TaskFailed",
            "allow_pandas", "choose_engine", "input_bytes", "iter_tasks", "local_max_bytes", "on_threads", "one_blas_thread",
-           "run_tasks", "task_work", "without_pandas", "workers"]
+           "remote_input_bytes", "run_tasks", "task_work", "without_pandas", "workers"]
 
 ENGINES = ("auto", "local", "spark")
 MAX_CHUNK_TASKS = 64             # tasks a pool worker takes at a time (iter_tasks)
@@ -106,6 +106,14 @@ def input_bytes(logdirs: Sequence[str]) -> int:
     return sum(p.size_bytes for p in open_partitions(list(logdirs)))
 
 
+def remote_input_bytes(uri: str) -> int:
+    """Bytes of the remote segments (``.log`` files) of the remote storage at ``uri`` (listing only)."""
+    from kafka_format.storage.remote_tier import open_remote_storage
+
+    store = open_remote_storage(uri)
+    return sum(f.log_size or 0 for d in store.partitions for f in d.filesets)
+
+
 def _human(n: int) -> str:
     from kafka_format.report.units import human_bytes
 
@@ -113,9 +121,10 @@ def _human(n: int) -> str:
 
 
 def choose_engine(requested: str, *, master: str | None, logdirs: Sequence[str],
-                  needs_spark: str | None = None) -> EngineChoice:
+                  needs_spark: str | None = None, remote_storage: str | None = None) -> EngineChoice:
     """Resolve ``--engine``: ``local``/``spark`` as asked (``local`` refused where ``needs_spark``
-    or ``master`` says Spark is required), ``auto`` by :func:`local_max_bytes` and what needs Spark."""
+    or ``master`` says Spark is required), ``auto`` by :func:`local_max_bytes` (the segments of the log
+    dirs and of ``remote_storage``, a tiered topic's remote tier) and what needs Spark."""
     if requested not in ENGINES:
         raise ValueError(f"--engine must be one of {', '.join(ENGINES)}, got {requested!r}")
     if requested == "spark":
@@ -131,9 +140,13 @@ def choose_engine(requested: str, *, master: str | None, logdirs: Sequence[str],
     if needs_spark is not None:
         return EngineChoice("spark", needs_spark)
     size, limit = input_bytes(logdirs), local_max_bytes()
+    what = "segments"
+    if remote_storage is not None:
+        size += remote_input_bytes(remote_storage)
+        what = "segments, local and remote"
     if size > limit:
-        return EngineChoice("spark", f"{_human(size)} of segments > {_human(limit)}")
-    return EngineChoice("local", f"{_human(size)} of segments <= {_human(limit)}, no --master")
+        return EngineChoice("spark", f"{_human(size)} of {what} > {_human(limit)}")
+    return EngineChoice("local", f"{_human(size)} of {what} <= {_human(limit)}, no --master")
 
 
 def one_blas_thread() -> None:

@@ -229,7 +229,8 @@ def engine_for(ctx: JobContext, *, needs_spark: str | None = None) -> str:
     if requested == "auto" and _active_session() is not None:
         return "spark"
     try:
-        choice = choose_engine(requested, master=ctx.master, logdirs=ctx.logdirs, needs_spark=needs_spark)
+        choice = choose_engine(requested, master=ctx.master, logdirs=ctx.logdirs, needs_spark=needs_spark,
+                               remote_storage=getattr(ctx.args, "remote_storage", None))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if choice.engine == "spark" and importlib.util.find_spec("pyspark") is None:

@@ -75,3 +75,17 @@ def test_incremental_export_keeps_the_columns_of_an_older_table(spark: Any, tmp_
     assert later and all("tier" not in pq.read_schema(f).names for f in later)
     offsets = sorted(r["offset"] for r in read_parquet_dir(out))
     assert offsets == list(range(c.plain_rows + 7))
+
+
+def test_the_engine_is_chosen_by_the_bytes_of_both_tiers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--engine auto`` sizes a run by its segments: the log dirs' and, with ``--remote-storage``, the
+    remote tier's ``.log`` files."""
+    from kafka_format.engine import choose_engine
+
+    c = write_tiered_cluster(tmp_path / "cluster")
+    local = sum(f.stat().st_size for f in c.log_dir.rglob("*.log"))
+    remote = sum(f.stat().st_size for f in c.remote_root.rglob("*.log"))
+    monkeypatch.setenv("KLOGS_LOCAL_MAX_BYTES", str(local + remote // 2))
+    assert choose_engine("auto", master=None, logdirs=[str(c.log_dir)]).engine == "local"
+    choice = choose_engine("auto", master=None, logdirs=[str(c.log_dir)], remote_storage=str(c.remote_root))
+    assert choice.engine == "spark" and "local and remote" in choice.reason
