@@ -78,6 +78,7 @@ __all__ = [
     "UnnamedFileset",
     "UnusedRemoteSegment",
     "epoch_for_offset",
+    "filtered_lineage",
     "find_log_start_offset",
     "tiered_history",
     "tiered_log_start",
@@ -118,7 +119,7 @@ def epoch_for_offset(lineage: Sequence[tuple[int, int]], offset: int) -> int | N
     return previous
 
 
-def _filtered_lineage(lineage: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+def filtered_lineage(lineage: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """``RemoteLogManager.buildFilteredLeaderEpochMap``: epochs followed by one with the same start
     offset (no records of their own) left out."""
     items = list(lineage)
@@ -132,8 +133,8 @@ def within_leader_epochs(metadata: RemoteLogSegmentMetadata, log_end_offset: int
     lineage (filtered as the broker's cleanup filters it): the segment's epochs and their start
     offsets agree with the lineage and its end offset lies below the epoch's successor and the log
     end offset."""
-    leader = dict(_filtered_lineage(_lineage(lineage)))
-    seg = _filtered_lineage(list(metadata.segment_leader_epochs.items()))   # in epoch order
+    leader = dict(filtered_lineage(_lineage(lineage)))
+    seg = filtered_lineage(list(metadata.segment_leader_epochs.items()))   # in epoch order
     if not leader or not seg:
         return False
     leader_keys = sorted(leader)
