@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from kafka_format.log.retention import SEGMENT_SCHEMA, RetentionTask, plan_retention, run_task
+from kafka_format.log.retention import (
+    SEGMENT_SCHEMA,
+    RetentionTask,
+    TieredRetention,
+    plan_retention,
+    run_task,
+)
 from kafka_format.storage.fsio import redact
 
 if TYPE_CHECKING:
@@ -78,11 +84,47 @@ def evaluate_groups(groups: Sequence[Group], with_replica: bool = False) -> pa.T
         for facts, decisions in results:
             for d in decisions:
                 for i, v in enumerate((facts.topic, facts.partition, d.base_offset, d.size, d.largest_timestamp,
-                                       d.deletable, d.reason, d.deletable_at_ms, redact(facts.log_dir),
+                                       d.deletable, d.reason, d.deletable_at_ms, d.tier, redact(facts.log_dir),
                                        facts.broker_id)):
                     columns[i].append(v)
     schema = REPLICA_SCHEMA if with_replica else SEGMENT_SCHEMA
     return pa.Table.from_arrays([pa.array(columns[i], f.type) for i, f in enumerate(schema)], schema=schema)
+
+
+def _with_remote_tiers(tasks: list[RetentionTask], logdirs: Any) -> list[RetentionTask]:
+    """The tasks of tiered replicas with their remote side (:class:`kafka_format.log.retention.TieredRetention`)
+    from the ``__remote_log_metadata`` partitions among ``logdirs`` (read once); a tiered topic's replica
+    the metadata does not name has nothing copied yet (highest remote offset -1)."""
+    from dataclasses import replace
+
+    from kafka_format.internal.remote_log_metadata_cache import RemoteLogMetadataCache
+    from kafka_format.read.planning import open_partitions
+    from kafka_format.read.remote_log_metadata import metadata_of, tiered_partition
+    from kafka_format.storage.tiered_history import tiered_log_start
+
+    if not any(t.policy.tiered for t in tasks):
+        return tasks
+    found = open_partitions(logdirs)
+    view = metadata_of(found)
+    if view is None:        # no metadata in these log dirs: the remote tier cannot be told
+        return tasks
+    by_path = {r.path: r for r in found}
+    out = []
+    for task in tasks:
+        replica = by_path.get(task.path)
+        if not task.policy.tiered or replica is None:
+            out.append(task)
+            continue
+        tip = tiered_partition(view, replica)
+        cache = view.cache(tip) if tip is not None else None
+        lineage = [(e.epoch, e.start_offset) for e in replica.leader_epochs.entries] if replica.leader_epochs else []
+        if cache is None or tip is None:
+            cache, highest = RemoteLogMetadataCache.from_finished_segments(()), -1
+        else:
+            highest = view.highest_offset(tip, leader_epochs=lineage or None)[0]
+        start = tiered_log_start(replica, cache, lineage or None)[0]
+        out.append(replace(task, tiered=TieredRetention(cache, start, highest)))
+    return out
 
 
 def retention_job(logdirs: Any, configs: Any, now_ms: int, *, cores: int, topics: Sequence[str] | None = None,
@@ -91,8 +133,8 @@ def retention_job(logdirs: Any, configs: Any, now_ms: int, *, cores: int, topics
     (``all``), sorted by topic, partition, log dir, cut into at most two tasks per core."""
     if replicas not in ("longest", "all"):
         raise ValueError(f"replicas must be 'longest' or 'all', not {replicas!r}")
-    planned = plan_retention(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern,
-                             missing_hw=missing_hw)
+    planned = _with_remote_tiers(plan_retention(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern,
+                                                missing_hw=missing_hw), logdirs)
     groups: list[tuple[bool, list[RetentionTask]]] = []
     for task in planned:       # sorted by topic, partition, log dir
         if replicas == "longest" and groups and (groups[-1][1][0].topic, groups[-1][1][0].partition) == \

@@ -73,6 +73,7 @@ from kafka_format.storage.partition_state import PartitionRef, TopicSelection
 
 __all__ = [
     "INTERNAL_TOPICS",
+    "REASON_AWAITING_UPLOAD",
     "REASON_LOG_START_OFFSET",
     "REASON_RETENTION_BYTES",
     "REASON_RETENTION_MS",
@@ -98,6 +99,8 @@ __all__ = [
 REASON_LOG_START_OFFSET = "log-start-offset"
 REASON_RETENTION_BYTES = "retention.bytes"
 REASON_RETENTION_MS = "retention.ms"
+#: not deletable: a tiered log's segment that breaches local retention but is not copied yet
+REASON_AWAITING_UPLOAD = "awaiting-upload"
 
 # docs/jobs/: one row per segment, exactly these columns (declared once: the job's Arrow output,
 # Spark's schema derived from it, the jsonl lines' keys).
@@ -108,8 +111,10 @@ SEGMENT_SCHEMA = pa.schema([
     pa.field("sizeBytes", pa.int64(), nullable=False),
     pa.field("largestTimestamp", pa.int64(), nullable=False),
     pa.field("deletable", pa.bool_(), nullable=False),
-    pa.field("reason", pa.string()),                 # retention.ms | retention.bytes | log-start-offset | null
+    pa.field("reason", pa.string()),                 # retention.ms | retention.bytes | log-start-offset |
+                                                     # awaiting-upload (not deletable) | remote reasons | null
     pa.field("deletableAtMs", pa.int64()),           # null: no retention step reaches the segment
+    pa.field("tier", pa.string(), nullable=False),   # local | remote (a tiered partition's remote segment)
 ])
 SEGMENT_FIELDS = tuple(SEGMENT_SCHEMA.names)
 # summarize(): one row per topic-partition.
@@ -170,6 +175,9 @@ class RetentionPolicy:
     retention_bytes: int = -1
     tiered: bool = False
     cleanup_policy: str = "delete"
+    #: ``retention.ms`` / ``retention.bytes`` of the whole log (the remote tier's pass; tiered only)
+    total_retention_ms: int = -1
+    total_retention_bytes: int = -1
 
     @classmethod
     def from_config(cls, topic: str, config: _TopicConfigLike) -> RetentionPolicy:
@@ -183,7 +191,9 @@ class RetentionPolicy:
         retention_bytes = config.local_retention_bytes if tiered else config.retention_bytes
         runs = "compact" not in policy or _broker_flag(config, "log.cleaner.enable", True)
         return cls(runs=runs, deletion=deletion, retention_ms=int(retention_ms), retention_bytes=int(retention_bytes),
-                   tiered=tiered, cleanup_policy=",".join(sorted(policy)))
+                   tiered=tiered, cleanup_policy=",".join(sorted(policy)),
+                   total_retention_ms=int(config.retention_ms) if remote else -1,
+                   total_retention_bytes=int(config.retention_bytes) if remote else -1)
 
 
 def _config_flag(config: _TopicConfigLike, key: str) -> bool:
@@ -238,6 +248,7 @@ class SegmentDecision:
     deletable: bool
     reason: str | None
     deletable_at_ms: int | None
+    tier: str = "local"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,17 +256,31 @@ class SegmentDecision:
 
 
 def retention_walk(segments: Sequence[SegmentFacts], *, log_start_offset: int, log_end_offset: int,
-                   high_watermark: int, policy: RetentionPolicy, now_ms: int) -> list[SegmentDecision]:
+                   high_watermark: int, policy: RetentionPolicy, now_ms: int,
+                   highest_remote_offset: int | None = None) -> list[SegmentDecision]:
     """``deleteOldSegments`` at ``now_ms`` over ``segments`` (oldest first), plus ``deletableAtMs``.
 
     ``high_watermark`` is used as given (callers clamp it to ``[logStartOffset, LEO]``).
+    ``highest_remote_offset``: a tiered log's ``highestOffsetInRemoteStorage`` (-1: nothing copied),
+    when its remote log metadata is known: a breaching segment is deleted only once copied (its last
+    offset at or below it, ``isSegmentEligibleForDeletion``), else the walk stops there and the segment
+    is :data:`REASON_AWAITING_UPLOAD`; None: every breaching segment counts as copied.
     """
     n = len(segments)
     reasons: list[str | None] = [None] * n
+    awaiting: set[int] = set()
     start = 0   # first segment still present
+    gated = policy.tiered and highest_remote_offset is not None
 
     def upper(i: int) -> int:
         return segments[i + 1].base_offset if i + 1 < n else log_end_offset
+
+    def eligible(i: int) -> bool:
+        if not gated:
+            return True
+        assert highest_remote_offset is not None
+        copied = upper(i) > 0 and upper(i) - 1 <= highest_remote_offset
+        return copied or (i + 1 < n and log_start_offset >= segments[i + 1].base_offset)
 
     def walk(predicate: Callable[[int, bool], bool]) -> int:
         """``deletableSegments``: index one past the last deletable segment."""
@@ -263,9 +288,11 @@ def retention_walk(segments: Sequence[SegmentFacts], *, log_start_offset: int, l
         while i < n:
             is_last = i + 1 == n
             ok = high_watermark >= upper(i) and predicate(i, is_last)
-            if ok and not (is_last and segments[i].size == 0):
+            if ok and not (is_last and segments[i].size == 0) and eligible(i):
                 i += 1
             else:
+                if ok and not (is_last and segments[i].size == 0):
+                    awaiting.add(i)             # breaches, not copied yet
                 break
         return i
 
@@ -313,6 +340,11 @@ def retention_walk(segments: Sequence[SegmentFacts], *, log_start_offset: int, l
             else:
                 running = max(running, due)
             at = running
+        if reasons[i] is None and i in awaiting:     # the copy comes first: no time can be told
+            out.append(SegmentDecision(seg.base_offset, seg.size, seg.largest_timestamp, False, REASON_AWAITING_UPLOAD,
+                                       None))
+            running = None
+            continue
         out.append(SegmentDecision(seg.base_offset, seg.size, seg.largest_timestamp, reasons[i] is not None,
                                    reasons[i], at))
     return out
@@ -405,6 +437,19 @@ class RetentionTask(PartitionRef):
     policy: RetentionPolicy
     now_ms: int
     missing_hw: str = "leo"
+    #: a tiered replica's remote side, from its remote log metadata (:class:`TieredRetention`)
+    tiered: TieredRetention | None = None
+
+
+@dataclass(frozen=True)
+class TieredRetention:
+    """What a tiered replica's remote log metadata tells the retention passes: its metadata cache
+    (:class:`~kafka_format.internal.remote_log_metadata_cache.RemoteLogMetadataCache`), the log start
+    of the whole history and ``highestOffsetInRemoteStorage`` (-1: nothing copied)."""
+
+    cache: Any
+    log_start_offset: int
+    highest_remote_offset: int
 
 
 def plan_retention(logdirs: LogDirSet | str | Sequence[str], configs: Mapping[str, Any] | Any, now_ms: int, *,
@@ -429,12 +474,52 @@ def plan_retention(logdirs: LogDirSet | str | Sequence[str], configs: Mapping[st
 
 
 def run_task(task: RetentionTask) -> tuple[PartitionFacts, list[SegmentDecision]]:
-    """Evaluate one task: re-open the partition, gather facts, walk."""
-    facts = partition_facts(task.open(), missing_hw=task.missing_hw)
+    """Evaluate one task: re-open the partition, gather facts, walk; a tiered replica's remote
+    segments (the expiration pass, :func:`kafka_format.log.remote_retention.remote_retention`) come
+    first, as ``tier="remote"`` decisions."""
+    replica = task.open()
+    facts = partition_facts(replica, missing_hw=task.missing_hw)
+    tiered = task.tiered
     decisions = retention_walk(facts.segments, log_start_offset=facts.log_start_offset,
                                log_end_offset=facts.log_end_offset, high_watermark=facts.high_watermark,
-                               policy=task.policy, now_ms=task.now_ms)
-    return facts, decisions
+                               policy=task.policy, now_ms=task.now_ms,
+                               highest_remote_offset=None if tiered is None else tiered.highest_remote_offset)
+    if tiered is None:
+        return facts, decisions
+    return facts, [*remote_decisions(replica, facts, tiered, task.policy, task.now_ms), *decisions]
+
+
+def remote_decisions(replica: PartitionLog, facts: PartitionFacts, tiered: TieredRetention, policy: RetentionPolicy,
+                     now_ms: int) -> list[SegmentDecision]:
+    """The remote segments of a tiered replica (in offset order) as the expiration pass treats them at
+    ``now_ms``, with ``retention.ms``/``retention.bytes`` of the whole log: deletable now with its
+    reason, or when ``retention.ms`` reaches it with no new data (the pass walks in offset order and stops
+    at a segment it keeps: a segment is due when every kept one before it is)."""
+    from kafka_format.log.remote_retention import remote_retention
+    from kafka_format.storage.tiered_history import within_leader_epochs
+
+    lineage = [(e.epoch, e.start_offset) for e in replica.leader_epochs.entries] if replica.leader_epochs else []
+    highest = tiered.highest_remote_offset
+    only_local = sum(s.size for s in facts.segments if s.base_offset >= highest)
+    ms, size = (policy.total_retention_ms, policy.total_retention_bytes) if policy.deletion else (-1, -1)
+    outcome = remote_retention(tiered.cache, lineage=lineage, log_start_offset=tiered.log_start_offset,
+                               log_end_offset=facts.log_end_offset, only_local_size=only_local, retention_ms=ms,
+                               retention_bytes=size, now_ms=now_ms)
+    out: list[SegmentDecision] = []
+    running: int | None = now_ms if ms >= 0 else None
+    for m in tiered.cache.list_remote_log_segments():
+        reason = outcome.reason_of(m.segment_id)
+        at: int | None = now_ms
+        if reason is None:
+            if not within_leader_epochs(m, facts.log_end_offset, lineage):
+                at = None                       # the pass steps over it: only a truncation deletes it
+            else:
+                if running is not None:
+                    running = max(running, m.max_timestamp_ms + ms)
+                at = running
+        out.append(SegmentDecision(m.start_offset, m.segment_size_in_bytes, m.max_timestamp_ms, reason is not None,
+                                   reason, at, "remote"))
+    return out
 
 
 def segment_rows(facts: PartitionFacts, decisions: Iterable[SegmentDecision]) -> Iterator[dict[str, Any]]:
@@ -442,7 +527,7 @@ def segment_rows(facts: PartitionFacts, decisions: Iterable[SegmentDecision]) ->
     for d in decisions:
         yield {"topic": facts.topic, "partition": facts.partition, "baseOffset": d.base_offset,
                "sizeBytes": d.size, "largestTimestamp": d.largest_timestamp, "deletable": d.deletable,
-               "reason": d.reason, "deletableAtMs": d.deletable_at_ms}
+               "reason": d.reason, "deletableAtMs": d.deletable_at_ms, "tier": d.tier}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,10 +536,11 @@ def segment_rows(facts: PartitionFacts, decisions: Iterable[SegmentDecision]) ->
 
 def summarize(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per (topic, partition): segments, bytes, deletable now, bytes remaining, next and last
-    deletion time, bytes never deletable without new data."""
+    deletion time, bytes never deletable without new data; of the local segments (the disk's)."""
     groups: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
     for r in rows:
-        groups.setdefault((r["topic"], r["partition"]), []).append(r)
+        if r.get("tier", "local") == "local":      # the local disk's (a tiered log's remote rows aside)
+            groups.setdefault((r["topic"], r["partition"]), []).append(r)
     out = []
     for (topic, partition), segs in sorted(groups.items()):
         later = [r["deletableAtMs"] for r in segs if not r["deletable"] and r["deletableAtMs"] is not None]
@@ -480,6 +566,8 @@ def disk_usage_steps(rows: Iterable[Mapping[str, Any]], now_ms: int) -> list[tup
     total = 0
     drops: dict[int, int] = {}
     for r in rows:
+        if r.get("tier", "local") != "local":
+            continue
         size = int(r["sizeBytes"])
         total += size
         at = r["deletableAtMs"]

@@ -479,8 +479,9 @@ def test_output_lines(tmp_path: Path) -> None:
 
     size = rows[0]["sizeBytes"]
     assert size < 1024                                  # below 1 KiB the table shows the exact count
-    assert lines[2].split() == ["t", "0", "0", str(size), "B", iso(T0), "true", "retention.ms", iso(T0 + 8 * DAY)]
-    assert lines[3].split()[6:] == ["false"]          # behind the HW: no reason, never deletable
+    assert lines[2].split() == ["t", "0", "0", str(size), "B", iso(T0), "true", "retention.ms", iso(T0 + 8 * DAY),
+                                "local"]
+    assert lines[3].split()[6:] == ["false", "local"]   # behind the HW: no reason, never deletable
 
 
 def test_data_samples(tmp_path: Path) -> None:

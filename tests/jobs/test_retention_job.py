@@ -47,7 +47,7 @@ def test_dataframe_types_replicas_and_oracle(spark: Any, tmp_path: Path) -> None
     assert [(f.name, type(f.dataType)) for f in df.schema.fields] == [
         ("topic", StringType), ("partition", IntegerType), ("baseOffset", LongType), ("sizeBytes", LongType),
         ("largestTimestamp", LongType), ("deletable", BooleanType), ("reason", StringType),
-        ("deletableAtMs", LongType)]
+        ("deletableAtMs", LongType), ("tier", StringType)]
     rows = [r.asDict() for r in df.collect()]
     assert {r["topic"] for r in rows} == {"v2-codecs", "compacted"}
     # v2-codecs-0 lives on both brokers: the replica with the higher log end offset is reported
