@@ -455,3 +455,32 @@ def test_audit_of_the_tiered_broker_finds_its_tiers_consistent(tiered_capture: t
     remote = [f for f in files.to_pylist() if str(cap.remote_storage_dir) in f["file"]]
     assert len(remote) >= tiered.MIN_REMOTE_SEGMENTS
     assert all(f["validBytes"] == f["sizeBytes"] for f in remote), remote
+
+
+def test_remote_retention_predictions_equal_what_the_broker_deletes(tiered_capture: tiered.Capture,
+                                                                     conformance: Any) -> None:
+    """``klogs retention`` over the copy with the ``retention.bytes`` the harness then gave the broker
+    (step 6 of :mod:`tiered`): the remote segments it reports deletable are those the broker's
+    expiration pass deleted, per partition."""
+    from kafka_format.engine.retention import retention_local
+    from kafka_format.log.topicconfig import load_topic_configs
+
+    cap = tiered_capture
+    version = cap.data["kafka_version"]
+    rr = cap.data["remote_retention"]
+    configs = load_topic_configs([str(cap.log_dir)], overrides=[f"{cap.topic}:retention.bytes={rr['retention_bytes']}"])
+    newest = max(r["timestamp"] for t, p in cap.partitions() for r in cap.records(t, p, "read_uncommitted"))
+    rows = retention_local(str(cap.log_dir), configs, newest + 60_000, topics=[cap.topic])
+    for topic, part in cap.partitions():
+        key = f"{topic}-{part}"
+        before = {s["segment_id"]: s["base_offset"] for s in cap.data["state"][key]["remote_segments"]
+                  if tiered.complete(s)}
+        theirs = sorted(before[sid] for sid in set(before) - set(rr["remaining_segments"][key]))
+        ours = sorted(r["baseOffset"] for r in rows if r["partition"] == part and r["tier"] == "remote"
+                      and r["deletable"])
+        conformance.compare("tiered-remote-retention", version, f"{key} retention.bytes={rr['retention_bytes']}: "
+                            f"{len(theirs)} remote segments deleted", ours, theirs)
+    conformance.note("tiered-remote-retention", "klogs retention over the copied log dir with retention.bytes set to "
+                     "half the smallest partition's bytes: the remote segments it reports deletable against those the "
+                     "broker's RemoteLogManager expiration pass deleted after the same setting")
+    conformance.assert_equal("tiered-remote-retention", version, at_least=3)

@@ -38,6 +38,10 @@
    keeps the ``*.deleted`` files of the segments local retention removed: Kafka deletes them
    ``file.delete.delay.ms`` (60 s) later, and a stop before then leaves them (the next start
    deletes them).
+6. starts the broker again on its own files (the copies are taken), sets ``retention.bytes`` to half
+   the smallest partition's bytes, and once its remote log manager's expiration pass has deleted remote
+   segments (the remote storage unchanged for :data:`STABLE_FOR_S`), records the complete filesets left
+   (``remote_retention``); stops the broker.
 
 The capture (``capture.json`` in the work dir; :func:`load` reads it back)::
 
@@ -57,6 +61,8 @@ The capture (``capture.json`` in the work dir; :func:`load` reads it back)::
                             "leader_epochs": [[epoch, start offset], ...]}, ...},
      "list_offsets": [{"topic": t, "partition": p, "spec": -4, "isolation": "read_committed",
                        "offset": N, "timestamp": N, "leader_epoch": N or null, "error": null}, ...],
+     "remote_retention": {"retention_bytes": N, "totals": {"tiered-0": N, ...},
+                          "remaining_segments": {"tiered-0": [segment ids of the complete filesets left]}},
      "reads": {"read_uncommitted": {"tiered-0": {"end_offset": N, "records": [
                  {"offset": N, "timestamp": N, "timestamp_type": 0, "leader_epoch": N or null,
                   "key": base64 or null, "value": base64 or null,
@@ -485,7 +491,53 @@ def run(broker: KafkaBroker, workdir: Path) -> Capture:
                      "plain_after_txn": PLAIN_AFTER_TXN, "transactions": txns},
         "state": state, "list_offsets": answers, "reads": reads,
     }
+    tiered_ends = {(a["topic"], a["partition"]): a["offset"] for a in answers
+                   if a["topic"] == TOPIC and a["spec"] == -5 and a["isolation"] == "read_uncommitted"}
+    data["remote_retention"] = _remote_retention(broker, log_copy, remote_copy, tiered_ends, workdir / "driver")
+    step("remote retention")
     path = workdir / CAPTURE_NAME
     path.write_text(json.dumps(data, indent=1, sort_keys=True))
     step("capture written")
     return load(path)
+
+
+def _remote_retention(broker: KafkaBroker, log_copy: Path, remote_copy: Path,
+                      tiered_ends: Mapping[tuple[str, int], int], driver: Path) -> dict[str, Any]:
+    """Step 6: the broker started again on its files (the copies are taken), ``retention.bytes`` set
+    to half the smallest partition's bytes (local ``.log`` files and complete remote filesets), so that
+    its remote log manager's expiration pass deletes the oldest remote segments by size; once the remote
+    storage is unchanged for :data:`STABLE_FOR_S`, the complete filesets left per partition.  The
+    broker is stopped again.  Deterministic: no client writes, no upload is pending (step 3), time
+    retention stays Kafka's 7 days, and the setting is made only once the broker answers ListOffsets
+    -5 as before the stop (``tiered_ends``): its copy task has found the highest copied offset again.
+    Until then ``highestOffsetInRemoteStorage`` is -1 after a start, and ``onlyLocalLogSegmentsSize``
+    counts every local segment, the copied ones too: an expiration pass in that window deletes more."""
+    totals = {}
+    remote = remote_filesets(remote_copy)
+    for part in range(PARTITIONS):
+        local = sum(f.stat().st_size for f in (log_copy / f"{TOPIC}-{part}").glob("*.log"))
+        uploaded = sum(f.stat().st_size for f in remote_copy.glob(f"{TOPIC}-{part}-*/*.log"))
+        totals[part] = local + uploaded
+    limit = min(totals.values()) // 2
+    broker.start()
+    jobs = [(t, p, -5, "read_uncommitted") for t, p in sorted(tiered_ends)]
+
+    def highest_known() -> bool:
+        now = {(a["topic"], a["partition"]): a["offset"] for a in list_offsets(broker, jobs, driver)}
+        return now == dict(tiered_ends)
+
+    wait_until(highest_known, SETTLE_TIMEOUT_S, "the restarted broker's highest copied offsets", interval=0.5)
+    broker.alter_topic_config(TOPIC, {"retention.bytes": str(limit)})
+
+    def left(b: KafkaBroker) -> dict[str, list[str]] | None:
+        now = remote_filesets(b.remote_storage_dir)
+        kept = {f"{TOPIC}-{p}": sorted(s["segment_id"] for s in now.get((TOPIC, p), []) if complete(s))
+                for p in range(PARTITIONS)}
+        before = {f"{TOPIC}-{p}": sorted(s["segment_id"] for s in remote.get((TOPIC, p), []) if complete(s))
+                  for p in range(PARTITIONS)}
+        return kept if kept != before else None     # the pass has run (it deletes something: limit < totals)
+
+    kept = _wait_stable(broker, left, "the remote log manager's expiration pass under retention.bytes")
+    broker.stop()
+    return {"retention_bytes": limit, "totals": {f"{TOPIC}-{p}": t for p, t in totals.items()},
+            "remaining_segments": kept}
