@@ -179,10 +179,10 @@ def test_retention_table_uses_human_units_and_jsonl_keeps_exact_numbers() -> Non
 
     row = {"topic": "t", "partition": 0, "baseOffset": 5, "sizeBytes": 1288490188,
            "largestTimestamp": 1_700_000_000_000, "deletable": True, "reason": "retention.ms",
-           "deletableAtMs": 1_700_000_000_001}
+           "deletableAtMs": 1_700_000_000_001, "tier": "local"}
     line = format_segments([row], "table").splitlines()[-1]
     assert line.split() == ["t", "0", "5", "1.2", "GiB", "2023-11-14T22:13:20Z", "true", "retention.ms",
-                            "2023-11-14T22:13:20Z"]
+                            "2023-11-14T22:13:20Z", "local"]
     assert '"sizeBytes":1288490188' in format_segments([row], "jsonl")
 
 
@@ -332,7 +332,7 @@ def test_retention_at_javas_last_millisecond_shows_dates_not_milliseconds(capsys
                                   "--format", "table", "--engine", "local"]) == 0
     lines = capsys.readouterr().out.splitlines()
     rows = [line.split() for line in lines[2:] if line.startswith("legacy-v0")]
-    assert rows and all(r[-1] == "+292278994-08-17T07:12:55Z" for r in rows)    # deletableAtMs: --now itself
+    assert rows and all(r[-2:] == ["+292278994-08-17T07:12:55Z", "local"] for r in rows)   # deletableAtMs: --now
     assert str((1 << 63) - 1) not in "\n".join(lines)
 
 
