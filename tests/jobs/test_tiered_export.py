@@ -89,3 +89,28 @@ def test_the_engine_is_chosen_by_the_bytes_of_both_tiers(tmp_path: Path, monkeyp
     assert choose_engine("auto", master=None, logdirs=[str(c.log_dir)]).engine == "local"
     choice = choose_engine("auto", master=None, logdirs=[str(c.log_dir)], remote_storage=str(c.remote_root))
     assert choice.engine == "spark" and "local and remote" in choice.reason
+
+
+@pytest.mark.parametrize("fmt", ["delta", "delta-rs"])
+def test_incremental_delta_export_keeps_the_columns_of_an_older_table(spark: Any, tmp_path: Path, fmt: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Delta table an earlier version made without ``tier`` (rewritten here without the column, as
+    that version wrote it): the next incremental run appends to it without ``tier``, on delta-spark and
+    on the delta-rs fallback."""
+    from deltalake import DeltaTable, write_deltalake
+
+    if fmt == "delta-rs":
+        monkeypatch.setenv("KLOGS_DELTA_ENGINE", "delta-rs")
+    c = write_tiered_cluster(tmp_path / "cluster")
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    args = [c.log_dir, "--topic", "plain", "--out", out, "--checkpoint", ckpt, "--format", "delta"]
+    assert run_export(*args) == 0
+    first = DeltaTable(str(out)).to_pyarrow_table()
+    assert "tier" in first.schema.names
+    older = first.drop(["tier"])
+    write_deltalake(str(out), older, mode="overwrite", schema_mode="overwrite", partition_by=["topic", "partition"])
+    append_records(c.log_dir, "plain", 0, 7)
+    assert run_export(*args) == 0
+    after = DeltaTable(str(out)).to_pyarrow_table()
+    assert "tier" not in after.schema.names
+    assert sorted(after.column("offset").to_pylist()) == list(range(c.plain_rows + 7))
