@@ -131,6 +131,9 @@ class Split:
     log_start_offset: int = 0
     planned_bytes: int = 0      # bytes of log the planner counted (a range to end of file included)
     tier: str = LOCAL_TIER      # the ``tier`` column: which tier's files the ranges are
+    #: what a permissive read of a tiered partition skips without bytes to decode: (file, position,
+    #: length, reason, segment) of offsets no segment serves and remote segments the store cannot serve
+    skipped: tuple[tuple[str, int, int, str, int], ...] = ()
 
     @property
     def size_bytes(self) -> int | None:

@@ -183,6 +183,9 @@ def read_split(split: Split, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
     schema = arrow_schema(opts)
     state: dict[str, Any] = {}
     record = opts.granularity == "record"
+    if split.skipped and opts.mode == "PERMISSIVE":      # planned skips (a tiered partition's)
+        for path, position, length, reason, segment in split.skipped:
+            yield _corrupt_rows([SkippedRange(path, position, length, reason)], split, schema, segment)
     for r in split.ranges:
         skips: list[Any] = []
         ctx = FileContext(path=redact(r.path), topic=split.topic, partition=split.partition, segment=r.segment,

@@ -96,18 +96,21 @@ def plan_read(opts: ReadOptions, *, selects: Callable[[str, int], bool] | None =
     replicas = found if selects is None else [r for r in found if selects(r.topic, r.partition)]
     return plan_tiered_read(replicas, replace(plan, require_all_partitions=False), bounds, tier=opts.tier,
                             remote_storage=opts.remote_storage, remote_storage_format=opts.remote_storage_format,
-                            found=found)
+                            found=found, skip_unreadable=opts.mode != "FAILFAST")
 
 
 def plan_tiered_read(replicas: Sequence[PartitionLog], options: PlanOptions, bounds: Bounds, *,
                      tier: str = ALL_TIERS, remote_storage: str | None = None,
-                     remote_storage_format: str = "auto", found: Sequence[PartitionLog] | None = None) -> list[Split]:
+                     remote_storage_format: str = "auto", found: Sequence[PartitionLog] | None = None,
+                     skip_unreadable: bool = False) -> list[Split]:
     """The splits of a read of ``replicas`` (discovered, pushed filters applied) over the tiers
     ``tier`` names: :func:`~kafka_format.read.planning.plan_splits` for partitions without a remote
     tier, :func:`plan_tiered_splits` over each tiered partition's history.  ``found``: every replica
     discovered (whose ``__remote_log_metadata`` partitions tell which are tiered; default
     ``replicas``).  A tiered partition read with ``tier=all`` or ``remote`` and no ``remote_storage``
-    is a ``KafkaLogOptionError`` naming it."""
+    is a ``KafkaLogOptionError`` naming it.  ``skip_unreadable`` (a permissive read): offsets no segment
+    serves and remote segments the store cannot serve are skipped and reported
+    (:attr:`~kafka_format.read.planning.Split.skipped`) instead of failing the read."""
     if tier not in TIERS:
         raise KafkaLogOptionError("tier", f"expected one of {', '.join(TIERS)}, got {tier!r}")
     chosen = select_replicas(replicas, options)
@@ -137,7 +140,8 @@ def plan_tiered_read(replicas: Sequence[PartitionLog], options: PlanOptions, bou
     out: list[Split] = []
     for r in chosen:                                  # the plan's order: topic, partition, log dir, offset
         if id(r) in histories:
-            out.extend(plan_tiered_splits(histories[id(r)], options, bounds, tier=tier))
+            out.extend(plan_tiered_splits(histories[id(r)], options, bounds, tier=tier,
+                                          skip_unreadable=skip_unreadable))
         else:
             out.extend(by_replica.get((r.topic, r.partition, r.log_dir), ()))
     return out
@@ -228,8 +232,12 @@ def plan_tiered_splits(history: TieredHistory, options: PlanOptions | None = Non
             return False
         return prune_ts is None or piece.max_timestamp_ms >= prune_ts
 
+    skipped: list[tuple[str, int, int, str, int]] = []
     if tier != LOCAL_TIER:
-        _check_gaps(history, lo, hi)
+        if skip_unreadable:
+            skipped = _skipped(history, lo, hi, keep)
+        else:
+            _check_gaps(history, lo, hi)
     units = [u for u in history.read_logs(skip_unreadable=skip_unreadable, keep=keep)
              if tier == ALL_TIERS or u.tier == tier]
     whole = replace(options, topics=None, topic_pattern=None, assign=None, partition_filter=None, replicas="all",
@@ -265,6 +273,28 @@ def plan_tiered_splits(history: TieredHistory, options: PlanOptions | None = Non
             break
     if options.read_committed and out:
         out = _join_aborted(history, out)
+    if skipped:
+        local = history.local
+        out.insert(0, Split(topic=local.topic, partition=local.partition, log_dir=local.log_dir,
+                            broker_id=local.broker_id, ranges=(), tier=REMOTE_TIER, skipped=tuple(skipped)))
+    return out
+
+
+def _skipped(history: TieredHistory, lo: int, hi: int | None, keep: Callable[[RemotePiece], bool]
+             ) -> list[tuple[str, int, int, str, int]]:
+    """What a permissive read of ``[lo, hi)`` skips: each gap (no bytes: length 0, at the partition dir)
+    and each remote segment to read that the store cannot serve (its ``.log`` as the broker's fetch
+    names it, ``segmentSizeInBytes`` long)."""
+    out: list[tuple[str, int, int, str, int]] = []
+    for gap in history.findings_of(OffsetGap):
+        if gap.end_offset > lo and (hi is None or gap.start_offset < hi):
+            out.append((history.local.path, 0, 0, gap.message, gap.start_offset))
+    for piece in history.remote_pieces:
+        if keep(piece) and not piece.readable:
+            problems = "; ".join(piece.fileset.problems) if piece.fileset is not None else "no file of it"
+            out.append((history.expected_location(piece), 0, piece.size,
+                        f"remote segment {piece.segment_id} (offsets {piece.segment_start_offset}.."
+                        f"{piece.segment_end_offset}) cannot be read: {problems}", piece.segment_start_offset))
     return out
 
 

@@ -405,6 +405,10 @@ class TieredHistory:
     def local_pieces(self) -> tuple[LocalPiece, ...]:
         return tuple(p for p in self.pieces if isinstance(p, LocalPiece))
 
+    def expected_location(self, piece: RemotePiece) -> str:
+        """The ``.log`` location the broker's fetch opens for ``piece``."""
+        return _expected_log(self.remote, self.remote_dir, self.partition, piece.metadata)
+
     def findings_of(self, kind: type[F]) -> list[F]:
         """The findings of one type."""
         return [f for f in self.findings if isinstance(f, kind)]

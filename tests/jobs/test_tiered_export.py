@@ -114,3 +114,23 @@ def test_incremental_delta_export_keeps_the_columns_of_an_older_table(spark: Any
     after = DeltaTable(str(out)).to_pyarrow_table()
     assert "tier" not in after.schema.names
     assert sorted(after.column("offset").to_pylist()) == list(range(c.plain_rows + 7))
+
+
+def test_a_permissive_export_reports_a_remote_segment_it_cannot_read(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tiered_builders import remote_dir
+
+    c = write_tiered_cluster(tmp_path / "cluster")
+    for f in remote_dir(c.remote_root).glob("00000000000000000000-*"):
+        f.unlink()
+    base = [c.log_dir, "--topic", "orders", "--remote-storage", c.remote_root, "--engine", "local"]
+    assert run_export(*base, "--out", tmp_path / "failfast") == 2                  # FAILFAST: refused, named
+    assert "cannot be read" in capsys.readouterr().err
+    assert run_export(*base, "--option", "mode=DROPMALFORMED", "--out", tmp_path / "out") == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    (skipped,) = result["skipped_ranges"]
+    assert skipped["file"].endswith(f"-{c.uploaded[0].segment_id}.log") and skipped["length"] == \
+        c.uploaded[0].segment_size_in_bytes
+    assert _rows(tmp_path / "out") == [r for r in _expected(c) if r[0] >= 40]

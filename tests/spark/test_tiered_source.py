@@ -229,3 +229,34 @@ def test_the_remote_tier_in_a_bucket(tmp_path: Path, moto_s3: Any) -> None:
                    if t == "remote"}
     assert len(remote_dirs) == 1 and bucket in remote_dirs.pop()
     assert all(SECRET not in str(v) and SECRET_IN_URI not in str(v) for v in table.column("logDir").to_pylist())
+
+
+def test_permissive_reads_report_what_the_tiers_cannot_serve(tmp_path: Path, spark: Any) -> None:
+    """PERMISSIVE: a remote segment without files and offsets no segment serves are each one
+    ``_corrupt`` row (the ``.log`` the broker would open, ``segmentSizeInBytes`` long; the partition dir,
+    no bytes), the rest is read; DROPMALFORMED reads the rest without them; FAILFAST fails (above)."""
+    from tiered_builders import copy_records, write_metadata_log
+
+    c = write_tiered_cluster(tmp_path / "missing")
+    for f in remote_dir(c.remote_root).glob("00000000000000000000-*"):
+        f.unlink()
+    store = str(c.remote_root)
+    table = _local(_opts(c, remoteStorage=store, mode="PERMISSIVE"))
+    bad = [x for x in table.column("_corrupt").to_pylist() if x is not None]
+    good = table.filter(table.column("_corrupt").is_null())
+    assert rows(good) == expected(c, 40)
+    assert len(bad) == 1 and bad[0]["file"].endswith(f"00000000000000000000-{c.uploaded[0].segment_id}.log")
+    assert (bad[0]["position"], bad[0]["length"]) == (0, c.uploaded[0].segment_size_in_bytes)
+    assert "cannot be read" in bad[0]["reason"]
+    df = spark.read.format("kafka-log").options(**_opts(c, remoteStorage=store, mode="PERMISSIVE")).load()
+    assert [r["_corrupt"]["length"] for r in df.where("_corrupt IS NOT NULL").collect()] == [bad[0]["length"]]
+    dropped = _local(_opts(c, remoteStorage=store, mode="DROPMALFORMED"))
+    assert "_corrupt" not in dropped.schema.names and rows(dropped) == expected(c, 40)
+
+    g = write_tiered_cluster(tmp_path / "gap")
+    shutil.rmtree(g.log_dir / "__remote_log_metadata-0")
+    write_metadata_log(g.log_dir, copy_records(g.uploaded[:1]))          # 40..49 served by nothing
+    table = _local(_opts(g, remoteStorage=str(g.remote_root), mode="PERMISSIVE"))
+    bad = [x for x in table.column("_corrupt").to_pylist() if x is not None]
+    assert len(bad) == 1 and bad[0]["length"] == 0 and "40..49 are served by no segment" in bad[0]["reason"]
+    assert rows(table.filter(table.column("_corrupt").is_null())) == [r for r in expected(g) if not 40 <= r[0] < 50]
