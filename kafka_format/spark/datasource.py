@@ -88,13 +88,12 @@ from kafka_format.read.planning import (
     log_end_offset,
     open_partitions,
     pack_splits,
-    plan_splits,
 )
 from kafka_format.read.split_reader import CORRUPT_COLUMN, arrow_schema, read_split
 from kafka_format.read.tiers import plan_read, tiered_replicas
 from kafka_format.spark.filters import Pushed, push_filters
 from kafka_format.storage.logdir import PartitionLog
-from kafka_format.storage.tiered_history import LOCAL_TIER
+from kafka_format.storage.tiered_history import LOCAL_TIER, REMOTE_TIER
 
 __all__ = [
     "CORRUPT_COLUMN",
@@ -238,6 +237,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.opts = opts
         self.target: dict[tuple[str, int], int] | None = None     # Trigger.AvailableNow's end
         self._tiers_checked = opts.tier == LOCAL_TIER
+        self._log_starts: dict[tuple[str, int], int] = {}          # tiered partitions: the history's
 
     def _replicas(self) -> list[PartitionLog]:
         plan = self.opts.plan
@@ -254,15 +254,32 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return chosen
 
     def _refuse_remote_tiers(self, chosen: list[PartitionLog], found: list[PartitionLog]) -> None:
-        """A stream reads local log dirs only: a partition with a remote tier is refused unless
-        ``tier=local`` says that is what is wanted (once per query)."""
-        _, tiered = tiered_replicas(chosen, found)
+        """Once per query: the partitions with a remote tier.  With ``remoteStorage`` a stream reads
+        their whole history (``earliest`` is the history's log start; micro-batches are planned by
+        :func:`kafka_format.read.tiers.plan_read`); without it they are refused unless ``tier=local``
+        says that the local log is what is wanted; ``tier=remote`` is not streamed (the remote tier of
+        a live topic grows from the local log's oldest end, not at its end)."""
+        from kafka_format.storage.tiered_history import tiered_log_start
+
+        view, tiered = tiered_replicas(chosen, found)
         if tiered:
             names = ", ".join(f"{r.topic}-{r.partition}" for r, _ in tiered[:5])
-            raise KafkaLogOptionError("tier", f"{names} have a remote tier, and a stream reads the local log dirs "
-                                              "only: set tier=local to stream their local logs, or read their whole "
-                                              "history as a batch (read, not readStream)")
+            if self.opts.tier == REMOTE_TIER:
+                raise KafkaLogOptionError("tier", f"tier=remote cannot be streamed ({names}): use tier=all or "
+                                                  "tier=local, or read the remote tier as a batch")
+            if self.opts.remote_storage is None:
+                raise KafkaLogOptionError("remoteStorage", f"{names} have a remote tier: give remoteStorage (the "
+                                                           "remote storage's root) to stream their whole history, "
+                                                           "or tier=local to stream their local logs")
+            for r, tip in tiered:
+                cache = view.cache(tip) if view is not None else None
+                assert cache is not None
+                self._log_starts[(r.topic, r.partition)] = tiered_log_start(r, cache)[0]
         self._tiers_checked = True
+
+    def _log_start(self, r: PartitionLog) -> int:
+        """The partition's log start: its history's for a tiered one read over both tiers."""
+        return self._log_starts.get((r.topic, r.partition), r.log_start_offset)
 
     def _upper(self, r: PartitionLog) -> int:
         upper = log_end_offset(r)
@@ -279,7 +296,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for r in self._replicas():
             given = self.opts.bounds.start.get((r.topic, r.partition), -1 if self.opts.start_latest else -2)
             if given == -2:
-                value = r.log_start_offset
+                value = self._log_start(r)
             elif given == -1:
                 value = self._upper(r)
             else:
@@ -313,7 +330,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 continue                                # appeared after the availableNow target
             end = self.target[tp] if self.target is not None else self._upper(r)
             ends[tp] = end if tp not in begin else max(begin[tp], end)
-            earliest[tp] = r.log_start_offset
+            earliest[tp] = self._log_start(r)
         max_offsets, max_bytes = self._limits(limit)
         if start is not None and (max_offsets is not None or max_bytes is not None):
             first = {tp: begin.get(tp, earliest[tp]) for tp in ends}
@@ -354,9 +371,14 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for seg in r.segments:
                 if seg.log_path is not None:
                     sizes[seg.log_path] = seg.log_size or 0
-        for split in plan_splits(list(self.opts.paths), plan, bounds):
+        for split in plan_read(self.opts, plan=plan, bounds=bounds):
             for g in split.ranges:
-                stop = g.end_position if g.end_position is not None else sizes.get(g.path, g.start_position)
+                if g.end_position is not None:
+                    stop = g.end_position
+                elif g.path in sizes:
+                    stop = sizes[g.path]
+                else:                           # a remote segment read whole: the split's planned bytes
+                    stop = g.start_position + (split.planned_bytes if len(split.ranges) == 1 else 0)
                 ranges.setdefault((split.topic, split.partition), []).append(
                     (g.segment, g.start_position, g.first_offset, max(0, stop - g.start_position)))
         backlog = {tp: sum(n for *_, n in ranges.get(tp, [])) for tp in wanted}
@@ -384,7 +406,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         plan = replace(self.opts.plan, topics=None, topic_pattern=None, assign=assign,
                        require_all_partitions=False)
         bounds = Bounds(start={tp: begin.get(tp, -2) for tp in wanted}, end={tp: stop[tp] for tp in wanted})
-        return [SplitPartition(group) for group in pack_splits(plan_splits(list(self.opts.paths), plan, bounds), plan)]
+        return [SplitPartition(group) for group in pack_splits(plan_read(self.opts, plan=plan, bounds=bounds), plan)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor: the same decoding as the batch reader."""

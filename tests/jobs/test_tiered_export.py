@@ -134,3 +134,17 @@ def test_a_permissive_export_reports_a_remote_segment_it_cannot_read(tmp_path: P
     assert skipped["file"].endswith(f"-{c.uploaded[0].segment_id}.log") and skipped["length"] == \
         c.uploaded[0].segment_size_in_bytes
     assert _rows(tmp_path / "out") == [r for r in _expected(c) if r[0] >= 40]
+
+
+def test_an_incremental_export_of_a_tiered_topic_starts_at_its_remote_log_start(spark: Any, tmp_path: Path) -> None:
+    """``--checkpoint`` with ``--remote-storage``: the first run exports the whole history (remote tier
+    first), the next one only what the local log gained since."""
+    c = write_tiered_cluster(tmp_path / "cluster")
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    args = [c.log_dir, "--topic", "orders", "--remote-storage", c.remote_root, "--out", out, "--checkpoint", ckpt]
+    assert run_export(*args) == 0
+    assert _rows(out) == _expected(c)
+    append_records(c.log_dir, "orders", 0, 6)
+    assert run_export(*args) == 0
+    offsets = sorted(r["offset"] for r in read_parquet_dir(out) if r["topic"] == "orders")
+    assert offsets == sorted([o for o, _, _ in _expected(c)] + list(range(100, 106)))

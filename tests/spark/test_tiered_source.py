@@ -200,19 +200,22 @@ def test_an_offset_gap_between_the_tiers_is_an_error(tmp_path: Path) -> None:
         expected(c, 50)
 
 
-def test_a_stream_refuses_a_tiered_partition_unless_tier_local(cluster: TieredCluster, spark: Any) -> None:
-    """``readStream`` reads local log dirs only: over a tiered partition it fails saying so rather
-    than start at the local log start as if that were the topic's beginning; ``tier=local`` streams
-    the local log."""
-    stream = spark.readStream.format("kafka-log").options(**_opts(cluster, remoteStorage=str(cluster.remote_root))).load()
-    query = stream.writeStream.format("memory").queryName("tiered_refused").trigger(availableNow=True).start()
-    with pytest.raises(Exception, match=r"orders-0 have a remote tier.*tier=local"):
+def test_a_stream_reads_the_whole_history_with_remote_storage(cluster: TieredCluster, spark: Any) -> None:
+    """``readStream`` from ``earliest``: with ``remoteStorage`` the history's rows, remote tier first
+    (one micro-batch per few offsets: ``maxOffsetsPerTrigger``); without it a failure that says so
+    rather than a start at the local log start; ``tier=local`` streams the local log."""
+    def run(name: str, **options: str) -> list[Row]:
+        stream = spark.readStream.format("kafka-log").options(**_opts(cluster, **options)).load()
+        query = stream.writeStream.format("memory").queryName(name).trigger(availableNow=True).start()
         query.awaitTermination()
-    local = spark.readStream.format("kafka-log").options(**_opts(cluster, tier="local")).load()
-    query = local.writeStream.format("memory").queryName("tiered_local").trigger(availableNow=True).start()
-    query.awaitTermination()
-    got = sorted((r.offset, bytes(r.value), r.tier) for r in spark.table("tiered_local").collect())
-    assert got == expected(cluster, LOCAL_START)
+        return sorted((r.offset, bytes(r.value), r.tier) for r in spark.table(name).collect())
+
+    assert run("tiered_whole", remoteStorage=str(cluster.remote_root), maxOffsetsPerTrigger="30") == expected(cluster)
+    assert run("tiered_local", tier="local") == expected(cluster, LOCAL_START)
+    stream = spark.readStream.format("kafka-log").options(**_opts(cluster)).load()
+    query = stream.writeStream.format("memory").queryName("tiered_refused").trigger(availableNow=True).start()
+    with pytest.raises(Exception, match=r"orders-0 have a remote tier.*remoteStorage.*tier=local"):
+        query.awaitTermination()
 
 
 def test_the_remote_tier_in_a_bucket(tmp_path: Path, moto_s3: Any) -> None:
