@@ -26,6 +26,7 @@ __all__ = [
     "IndexFormatError",
     "InternalTopicFormatError",
     "KafkaFormatError",
+    "KafkaLogOptionError",
     "LogDirError",
     "SnapshotFormatError",
     "UnsupportedFormatError",
@@ -181,3 +182,12 @@ class InternalTopicFormatError(KafkaFormatError):
     """A record of an internal topic (__consumer_offsets, ...) is malformed."""
 
     code = "INTERNAL_RECORD_CORRUPT"
+
+
+class KafkaLogOptionError(ValueError):
+    """An option of the ``kafka-log`` source is unknown, malformed or contradicts another (or the
+    files read need one it lacks): ``option`` names it."""
+
+    def __init__(self, option: str, message: str) -> None:
+        self.option = option
+        super().__init__(f"kafka-log option {option!r}: {message}")

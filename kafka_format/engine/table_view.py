@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from kafka_format.engine.compaction import DECISION_FIELDS, topic_selector
 from kafka_format.storage.fsio import redact
+from kafka_format.storage.tiered_history import LOCAL_TIER
 
 if TYPE_CHECKING:
     from kafka_format.engine.runtime import Executor
@@ -290,14 +291,19 @@ def _merge(paths: Sequence[str], schema: pa.Schema, *, block_bytes: int) -> Iter
 
 # --- the local engine: tasks --------------------------------------------------------------------------
 def full_read_options(logdirs: str | Sequence[str], *, topics: Sequence[str] | None = None,
-                      topic_pattern: str | None = None) -> dict[str, str]:
+                      topic_pattern: str | None = None, remote_storage: str | None = None,
+                      remote_storage_format: str = "auto") -> dict[str, str]:
     """The ``kafka-log`` options the table view reads with: committed (``read_committed``), no
-    control records, from the log start offset, the longest replica of each partition."""
+    control records, from the log start offset, the longest replica of each partition (a tiered one's
+    whole history with ``remote_storage``)."""
     import json
 
     paths = [logdirs] if isinstance(logdirs, str) else list(logdirs)
-    return {"paths": json.dumps(paths), "topicPattern": topic_selector(topics, topic_pattern),
-            "isolationLevel": "read_committed", "includeControlRecords": "false", "startingOffsets": "earliest"}
+    out = {"paths": json.dumps(paths), "topicPattern": topic_selector(topics, topic_pattern),
+           "isolationLevel": "read_committed", "includeControlRecords": "false", "startingOffsets": "earliest"}
+    if remote_storage is not None:
+        out |= {"remoteStorage": remote_storage, "remoteStorageFormat": remote_storage_format}
+    return out
 
 
 @dataclass(frozen=True)
@@ -308,6 +314,9 @@ class FullTask:
     options: Any                  # the parsed read options
     records_path: str
     sort_buffer: int = SORT_BUFFER
+    #: the replica's log dir, the ``logDir`` of its rows read from a remote tier (a tiered partition's
+    #: history is one replica: its keys meet across the tiers)
+    log_dir: str | None = None
 
 
 def full_tasks(options: dict[str, str], records_dir: str, *, sort_buffer: int = SORT_BUFFER
@@ -318,12 +327,21 @@ def full_tasks(options: dict[str, str], records_dir: str, *, sort_buffer: int = 
 
     opts, splits = read_splits(options)
     groups: dict[tuple[Any, ...], list[Any]] = {}
-    for s in splits:
-        groups.setdefault((s.topic, s.partition, s.log_dir), []).append(s)
-    tasks = [FullTask(tuple(g), opts, os.path.join(records_dir, f"part-{i:05d}.parquet"), sort_buffer)
+    for s in splits:                  # the longest replica of each partition: one group per partition
+        groups.setdefault((s.topic, s.partition), []).append(s)
+    tasks = [FullTask(tuple(g), opts, os.path.join(records_dir, f"part-{i:05d}.parquet"), sort_buffer,
+                      next((s.log_dir for s in g if s.tier == LOCAL_TIER), g[0].log_dir))
              for i, g in enumerate(groups.values())]
     weights = [sum(split_work(s) for s in t.splits) for t in tasks]
     return tasks, weights, arrow_schema(opts)
+
+
+def _as_replica_rows(batch: pa.RecordBatch, log_dir: str) -> pa.RecordBatch:
+    """A remote tier's rows with the replica's ``logDir`` (``tier`` still says where they were read)."""
+    i = batch.schema.get_field_index("logDir")
+    cols = list(batch.columns)
+    cols[i] = pa.repeat(pa.scalar(redact(log_dir), batch.schema.field(i).type), batch.num_rows)
+    return pa.RecordBatch.from_arrays(cols, schema=batch.schema)
 
 
 def run_full_task(task: FullTask) -> list[dict[str, Any]]:
@@ -334,7 +352,8 @@ def run_full_task(task: FullTask) -> list[dict[str, Any]]:
     from kafka_format.read.split_reader import arrow_schema, read_split
 
     schema = arrow_schema(task.options)
-    rows = (b for s in task.splits for b in read_split(s, task.options))
+    rows = (_as_replica_rows(b, task.log_dir) if s.tier != LOCAL_TIER and task.log_dir is not None else b
+            for s in task.splits for b in read_split(s, task.options))
     counts: list[dict[str, Any]] = []
     writer: pq.ParquetWriter | None = None
     from kafka_format.engine.runtime import attempt
@@ -364,7 +383,8 @@ def run_full_task(task: FullTask) -> list[dict[str, Any]]:
 
 def full_pass(executor: Executor, logdirs: str | Sequence[str], records_dir: str, *,
               topics: Sequence[str] | None = None, topic_pattern: str | None = None,
-              sort_buffer: int = SORT_BUFFER) -> list[dict[str, Any]]:
+              sort_buffer: int = SORT_BUFFER, remote_storage: str | None = None,
+              remote_storage_format: str = "auto") -> list[dict[str, Any]]:
     """Full mode on ``executor``: one task per partition replica decides its rows and writes them
     to ``records_dir`` as Parquet (one file each; one empty file when there are no rows); the
     per-partition summary returned.  Keys only meet within their partition, so no task needs
@@ -372,10 +392,11 @@ def full_pass(executor: Executor, logdirs: str | Sequence[str], records_dir: str
     the executor."""
     import pyarrow.parquet as pq
 
-    tasks, weights, schema = full_tasks(full_read_options(logdirs, topics=topics, topic_pattern=topic_pattern),
-                                        records_dir, sort_buffer=sort_buffer)
+    options = full_read_options(logdirs, topics=topics, topic_pattern=topic_pattern, remote_storage=remote_storage,
+                                remote_storage_format=remote_storage_format)
+    tasks, weights, schema = full_tasks(options, records_dir, sort_buffer=sort_buffer)
     os.makedirs(records_dir, exist_ok=True)
-    names = [f"{t.splits[0].topic}-{t.splits[0].partition} ({redact(t.splits[0].log_dir)})" for t in tasks]
+    names = [f"{t.splits[0].topic}-{t.splits[0].partition} ({redact(t.log_dir or t.splits[0].log_dir)})" for t in tasks]
     counts = [row for out in executor.map(run_full_task, tasks, weights=weights, names=names) for row in out]
     if not any(os.path.exists(t.records_path) for t in tasks):
         pq.write_table(decided_schema(schema).empty_table(), os.path.join(records_dir, "part-00000.parquet"))

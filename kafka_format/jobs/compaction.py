@@ -26,6 +26,7 @@ from kafka_format.jobs.jobargs import (
     JobContext,
     UsageError,
     add_common_arguments,
+    add_remote_storage_arguments,
     claim_out,
     describe,
     executor_for,
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="cleaner mode: records a cleaner task decodes at a time (default 8192); with the "
                              "offset map (log.cleaner.dedupe.buffer.size) and the read buffer "
                              "(log.cleaner.io.buffer.size) it bounds a task's memory, whatever the partition's size")
+    add_remote_storage_arguments(parser)
     return parser
 
 
@@ -71,6 +73,9 @@ def _body(args: argparse.Namespace) -> int:
         raise UsageError(f"--cleaner-batch-rows must be at least 1, not {args.cleaner_batch_rows}")
     if args.write_segments and args.mode != "cleaner":
         raise UsageError("--write-segments needs --mode cleaner (the table view has no log format)")
+    if args.remote_storage and args.mode != "full":
+        raise UsageError("--remote-storage needs --mode full (the log cleaner does not run on tiered topics: "
+                         "Kafka refuses compaction with remote storage)")
     if is_store(args.out):
         out = args.out
     else:
@@ -93,7 +98,9 @@ def _run(ctx: JobContext, args: argparse.Namespace, out: str) -> int:
             from kafka_format.engine.table_view import full_pass
 
             summary["partitions"] = sorted(full_pass(executor, ctx.logdirs, records_dir, topics=ctx.topics,
-                                                     topic_pattern=ctx.topic_pattern), key=_partition_order)
+                                                     topic_pattern=ctx.topic_pattern, remote_storage=args.remote_storage,
+                                                     remote_storage_format=args.remote_storage_format or "auto"),
+                                           key=_partition_order)
         else:
             pending = os.path.join(stage, ".records")     # named records/ once the segments are complete
             segments = os.path.join(stage, "segments") if args.write_segments else None

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafka_format.common.errors import KafkaFormatError
+from kafka_format.common.errors import KafkaFormatError, KafkaLogOptionError
 from kafka_format.jobs.interrupts import EXIT_INTERRUPTED, interrupted, interrupts_handled, take_interrupts
 from kafka_format.log.topicconfig import ConfigError, TopicConfigs, load_topic_configs, parse_time
 from kafka_format.storage.partition_state import TopicSelection
@@ -438,7 +438,7 @@ def _run_body(body: Callable[[], int], prog: str, spark_failure: Callable[[BaseE
             raise
         print(f"klogs {prog}: {line}", file=sys.stderr)
         return EXIT_USAGE
-    except (KafkaFormatError, ConfigError, UsageError, OSError) as exc:
+    except (KafkaFormatError, ConfigError, UsageError, KafkaLogOptionError, OSError) as exc:
         failure = spark_failure(exc) if isinstance(exc, OSError) else None   # a dead JVM's refused socket
         print(_redact(f"klogs {prog}: {failure or exc}{_log_hint(failure)}"), file=sys.stderr)
         return EXIT_USAGE

@@ -24,6 +24,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kafka_format.common.errors import KafkaLogOptionError
 from kafka_format.read.planning import DEFAULT_MAX_BYTES_PER_PARTITION, Bounds, PlanOptions
 from kafka_format.storage.tiered_history import LOCAL_TIER, REMOTE_TIER
 
@@ -54,14 +55,6 @@ KNOWN_OPTIONS = {name.lower(): name for name in (
     "maxOffsetsPerTrigger", "maxBytesPerTrigger",
     "remoteStorage", "remoteStorageFormat", "tier",
 )}
-
-
-class KafkaLogOptionError(ValueError):
-    """An option of the ``kafka-log`` source is unknown, malformed or contradicts another."""
-
-    def __init__(self, option: str, message: str) -> None:
-        self.option = option
-        super().__init__(f"kafka-log option {option!r}: {message}")
 
 
 @dataclass(frozen=True)

@@ -168,3 +168,33 @@ def test_compaction_refuses_a_compacted_tiered_topic(tmp_path: Path) -> None:
     tasks = cleaner_tasks(str(log_dir), load_topic_configs(overrides=["plain:cleanup.policy=compact"]), now)
     assert sorted((t.topic, t.partition) for t in tasks) == [("__remote_log_metadata", 0), ("orders", 0),
                                                               ("plain", 0)]
+
+
+def test_the_table_view_of_a_tiered_topic_spans_both_tiers(tmp_path: Path) -> None:
+    """``klogs compaction --mode full --remote-storage``: the latest committed record of each key over
+    the whole history (keys ``k0``..``k6`` = offset % 7), remote and local rows deciding together (one
+    replica: its ``logDir``), ``tier`` telling where each was read; without the remote storage the run
+    fails (exit 2) rather than decide on the local tail; the cleaner mode takes no remote storage."""
+    import json
+
+    import pyarrow.dataset as ds
+
+    from kafka_format.jobs.compaction import main as compaction_main
+
+    c = write_tiered_cluster(tmp_path / "c")
+    out = tmp_path / "out"
+    assert compaction_main([str(c.log_dir), "--topic", "orders", "--mode", "full", "--out", str(out),
+                            "--remote-storage", str(c.remote_root)]) == 0
+    rows = ds.dataset(str(out / "records"), format="parquet").to_table().to_pylist()
+    latest: dict[int, int] = {}
+    for o, _ in c.rows:
+        if o not in c.aborted:
+            latest[o % 7] = o
+    kept = sorted(r["offset"] for r in rows if r["decision"] == "keep")
+    assert kept == sorted(latest.values())
+    assert {r["tier"] for r in rows} == {"remote", "local"} and len({r["logDir"] for r in rows}) == 1
+    (part,) = json.loads((out / "summary.json").read_text())["partitions"]
+    assert part["partition"] == 0
+    assert compaction_main([str(c.log_dir), "--topic", "orders", "--mode", "full", "--out", str(tmp_path / "o2")]) == 2
+    assert compaction_main([str(c.log_dir), "--topic", "orders", "--out", str(tmp_path / "o3"),
+                            "--remote-storage", str(c.remote_root)]) == 2
