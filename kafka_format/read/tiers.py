@@ -25,8 +25,10 @@ partition read).  The bounds of a read apply to the whole history:
   (``RemoteLogManager.collectAbortedTransactions`` reads the remote segments' ``.txnindex`` and then the
   local log's), so a transaction aborted across the tiers is dropped in both.
 
-Offsets of the history no segment serves, and remote segments the store cannot serve, are a
-:class:`~kafka_format.common.errors.LogDirError` naming them: a read never skips them silently.
+Offsets of the history no segment serves, and remote segments the store cannot serve, are never
+skipped silently: a :class:`~kafka_format.common.errors.LogDirError` naming them (``FAILFAST``), or,
+for a permissive read, one :attr:`~kafka_format.read.planning.Split.skipped` entry each, reported as
+a ``_corrupt`` row.
 """
 
 from __future__ import annotations
