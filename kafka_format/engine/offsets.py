@@ -162,32 +162,27 @@ def tiered_offsets(found: Sequence[PartitionLog], chosen: Sequence[PartitionLog]
     (:func:`kafka_format.log.retention.remote_log_enabled`): their partitions are tiered even before
     anything is copied (then -5 has no offset and -6 is the log start while the local log starts there,
     as ``UnifiedLog`` answers with ``remoteLogEnabled()``)."""
-    from kafka_format.internal.remote_log_metadata_cache import RemoteLogMetadataCache
-    from kafka_format.read.remote_log_metadata import metadata_of, tiered_partition
-    from kafka_format.storage.tiered_history import tiered_log_start
+    from kafka_format.read.remote_log_metadata import metadata_of, remote_sides
+    from kafka_format.storage.tiered_history import leader_epoch_lineage
 
     view = metadata_of(found)
-    tiered = [(r, tip) for r in chosen if (tip := tiered_partition(view, r)) is not None]
-    enabled = set(remote_enabled)
+    sides = remote_sides(view, chosen, remote_enabled=remote_enabled)
     store = None
-    if remote_storage is not None and tiered:
+    copied = [side.partition for side in sides.values() if side.partition is not None]
+    if remote_storage is not None and copied:
         from kafka_format.read.tiers import open_remote_tier
 
-        store = open_remote_tier(remote_storage, remote_storage_format, [tip for _, tip in tiered])
+        store = open_remote_tier(remote_storage, remote_storage_format, copied)
     out: dict[int, TieredOffsets] = {}
-    nothing_copied = RemoteLogMetadataCache.from_finished_segments(())
-    for r in chosen:                    # remote storage on, no segment copied yet (no metadata of it)
-        if r.topic in enabled and tiered_partition(view, r) is None:
-            lineage = [(e.epoch, e.start_offset) for e in r.leader_epochs.entries] if r.leader_epochs else []
-            out[id(r)] = TieredOffsets(tiered_log_start(r, nothing_copied, lineage or None)[0], -1)
-    for r, tip in tiered:
-        cache = view.cache(tip) if view is not None else None
-        assert cache is not None
-        lineage = [(e.epoch, e.start_offset) for e in r.leader_epochs.entries] if r.leader_epochs else []
-        highest, _epoch = view.highest_offset(tip, leader_epochs=lineage or None)   # type: ignore[union-attr]
-        log_start = tiered_log_start(r, cache, lineage or None)[0]
-        directory = store.partition_dir(tip) if store is not None else None
-        out[id(r)] = TieredOffsets(log_start, highest, _search_order(r, cache, lineage, log_start, directory))
+    for r in chosen:
+        side = sides.get(id(r))
+        if side is None:
+            continue
+        candidates: tuple[RemoteCandidate, ...] = ()
+        if side.partition is not None:
+            directory = store.partition_dir(side.partition) if store is not None else None
+            candidates = _search_order(r, side.cache, list(leader_epoch_lineage(r)), side.log_start_offset, directory)
+        out[id(r)] = TieredOffsets(side.log_start_offset, side.highest_remote_offset, candidates)
     return out
 
 

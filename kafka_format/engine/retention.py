@@ -28,6 +28,7 @@ from kafka_format.log.retention import (
     run_task,
 )
 from kafka_format.storage.fsio import redact
+from kafka_format.storage.logdir import LogDirSet, open_log_dirs
 
 if TYPE_CHECKING:
     from kafka_format.engine.runtime import Executor
@@ -91,39 +92,29 @@ def evaluate_groups(groups: Sequence[Group], with_replica: bool = False) -> pa.T
     return pa.Table.from_arrays([pa.array(columns[i], f.type) for i, f in enumerate(schema)], schema=schema)
 
 
-def _with_remote_tiers(tasks: list[RetentionTask], logdirs: Any) -> list[RetentionTask]:
+def _with_remote_tiers(tasks: list[RetentionTask], dirs: LogDirSet) -> list[RetentionTask]:
     """The tasks of tiered replicas with their remote side (:class:`kafka_format.log.retention.TieredRetention`)
-    from the ``__remote_log_metadata`` partitions among ``logdirs`` (read once); a tiered topic's replica
+    from the ``__remote_log_metadata`` partitions among ``dirs`` (read once); a tiered topic's replica
     the metadata does not name has nothing copied yet (highest remote offset -1)."""
     from dataclasses import replace
 
-    from kafka_format.internal.remote_log_metadata_cache import RemoteLogMetadataCache
     from kafka_format.read.planning import open_partitions
-    from kafka_format.read.remote_log_metadata import metadata_of, tiered_partition
-    from kafka_format.storage.tiered_history import tiered_log_start
+    from kafka_format.read.remote_log_metadata import metadata_of, remote_sides
 
     if not any(t.policy.tiered for t in tasks):
         return tasks
-    found = open_partitions(logdirs)
+    found = open_partitions(dirs)
     view = metadata_of(found)
     if view is None:        # no metadata in these log dirs: the remote tier cannot be told
         return tasks
     by_path = {r.path: r for r in found}
+    tiered = [by_path[t.path] for t in tasks if t.policy.tiered and t.path in by_path]
+    sides = remote_sides(view, tiered, remote_enabled={r.topic for r in tiered})
     out = []
     for task in tasks:
-        replica = by_path.get(task.path)
-        if not task.policy.tiered or replica is None:
-            out.append(task)
-            continue
-        tip = tiered_partition(view, replica)
-        cache = view.cache(tip) if tip is not None else None
-        lineage = [(e.epoch, e.start_offset) for e in replica.leader_epochs.entries] if replica.leader_epochs else []
-        if cache is None or tip is None:
-            cache, highest = RemoteLogMetadataCache.from_finished_segments(()), -1
-        else:
-            highest = view.highest_offset(tip, leader_epochs=lineage or None)[0]
-        start = tiered_log_start(replica, cache, lineage or None)[0]
-        out.append(replace(task, tiered=TieredRetention(cache, start, highest)))
+        side = sides.get(id(by_path[task.path])) if task.policy.tiered and task.path in by_path else None
+        out.append(task if side is None else replace(
+            task, tiered=TieredRetention(side.cache, side.log_start_offset, side.highest_remote_offset)))
     return out
 
 
@@ -133,8 +124,9 @@ def retention_job(logdirs: Any, configs: Any, now_ms: int, *, cores: int, topics
     (``all``), sorted by topic, partition, log dir, cut into at most two tasks per core."""
     if replicas not in ("longest", "all"):
         raise ValueError(f"replicas must be 'longest' or 'all', not {replicas!r}")
-    planned = _with_remote_tiers(plan_retention(logdirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern,
-                                                missing_hw=missing_hw), logdirs)
+    dirs = logdirs if isinstance(logdirs, LogDirSet) else open_log_dirs(logdirs)     # listed once
+    planned = _with_remote_tiers(plan_retention(dirs, configs, now_ms, topics=topics, topic_pattern=topic_pattern,
+                                                missing_hw=missing_hw), dirs)
     groups: list[tuple[bool, list[RetentionTask]]] = []
     for task in planned:       # sorted by topic, partition, log dir
         if replicas == "longest" and groups and (groups[-1][1][0].topic, groups[-1][1][0].partition) == \

@@ -496,9 +496,9 @@ def remote_decisions(replica: PartitionLog, facts: PartitionFacts, tiered: Tiere
     reason, or when ``retention.ms`` reaches it with no new data (the pass walks in offset order and stops
     at a segment it keeps: a segment is due when every kept one before it is)."""
     from kafka_format.log.remote_retention import remote_retention
-    from kafka_format.storage.tiered_history import within_leader_epochs
+    from kafka_format.storage.tiered_history import leader_epoch_lineage, within_leader_epochs
 
-    lineage = [(e.epoch, e.start_offset) for e in replica.leader_epochs.entries] if replica.leader_epochs else []
+    lineage = leader_epoch_lineage(replica)
     highest = tiered.highest_remote_offset
     only_local = sum(s.size for s in facts.segments if s.base_offset >= highest)
     ms, size = (policy.total_retention_ms, policy.total_retention_bytes) if policy.deletion else (-1, -1)

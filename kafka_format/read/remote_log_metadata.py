@@ -16,14 +16,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
 
 from kafka_format.common.topics import REMOTE_LOG_METADATA_TOPIC
 from kafka_format.internal.remote_log_metadata import TopicIdPartition
-from kafka_format.internal.remote_log_metadata_cache import RemoteLogMetadataView, replay_remote_log_metadata
+from kafka_format.internal.remote_log_metadata_cache import (
+    RemoteLogMetadataCache,
+    RemoteLogMetadataView,
+    replay_remote_log_metadata,
+)
 from kafka_format.storage.partition_log import PartitionLog
 
-__all__ = ["load_remote_log_metadata", "metadata_of", "read_remote_log_metadata", "tiered_partition"]
+__all__ = ["RemoteSide", "load_remote_log_metadata", "metadata_of", "read_remote_log_metadata", "remote_sides",
+           "tiered_partition"]
 
 Paths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
@@ -91,3 +97,39 @@ def tiered_partition(view: RemoteLogMetadataView | None, replica: PartitionLog) 
         return None
     tip = TopicIdPartition(replica.topic_id, replica.topic, replica.partition)
     return tip if view.cache(tip) is not None else None
+
+
+@dataclass(frozen=True)
+class RemoteSide:
+    """What a tiered replica's remote log metadata tells the jobs: its topic-id-partition (None: remote
+    storage is on, nothing copied yet), its metadata cache, the log start of the whole history
+    (:func:`kafka_format.storage.tiered_history.tiered_log_start`) and ``highestOffsetInRemoteStorage``
+    (-1: nothing copied)."""
+
+    partition: TopicIdPartition | None
+    cache: RemoteLogMetadataCache
+    log_start_offset: int
+    highest_remote_offset: int
+
+
+def remote_sides(view: RemoteLogMetadataView | None, replicas: Sequence[PartitionLog], *,
+                 remote_enabled: Collection[str] = ()) -> dict[int, RemoteSide]:
+    """The remote side of each tiered replica of ``replicas`` (by ``id``): those the metadata holds, and
+    those of ``remote_enabled`` topics it does not (remote storage on, nothing copied yet)."""
+    from kafka_format.storage.tiered_history import leader_epoch_lineage, tiered_log_start
+
+    out: dict[int, RemoteSide] = {}
+    nothing_copied: RemoteLogMetadataCache | None = None
+    for r in replicas:
+        tip = tiered_partition(view, r)
+        cache = view.cache(tip) if view is not None and tip is not None else None
+        if cache is None and r.topic not in remote_enabled:
+            continue
+        lineage = leader_epoch_lineage(r)
+        if cache is None or view is None or tip is None:
+            nothing_copied = nothing_copied or RemoteLogMetadataCache.from_finished_segments(())
+            cache, highest = nothing_copied, -1
+        else:
+            highest = view.highest_offset(tip, leader_epochs=lineage or None)[0]
+        out[id(r)] = RemoteSide(tip, cache, tiered_log_start(r, cache, lineage or None)[0], highest)
+    return out

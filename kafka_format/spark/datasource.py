@@ -372,15 +372,13 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 if seg.log_path is not None:
                     sizes[seg.log_path] = seg.log_size or 0
         for split in plan_read(self.opts, plan=plan, bounds=bounds):
-            for g in split.ranges:
-                if g.end_position is not None:
-                    stop = g.end_position
-                elif g.path in sizes:
-                    stop = sizes[g.path]
-                else:                           # a remote segment read whole: the split's planned bytes
-                    stop = g.start_position + (split.planned_bytes if len(split.ranges) == 1 else 0)
+            known = {i: (g.end_position if g.end_position is not None else sizes[g.path]) - g.start_position
+                     for i, g in enumerate(split.ranges) if g.end_position is not None or g.path in sizes}
+            unknown = len(split.ranges) - len(known)    # remote segments read to their end: the planned rest
+            rest = max(0, split.planned_bytes - sum(known.values())) // max(1, unknown)
+            for i, g in enumerate(split.ranges):
                 ranges.setdefault((split.topic, split.partition), []).append(
-                    (g.segment, g.start_position, g.first_offset, max(0, stop - g.start_position)))
+                    (g.segment, g.start_position, g.first_offset, max(0, known.get(i, rest))))
         backlog = {tp: sum(n for *_, n in ranges.get(tp, [])) for tp in wanted}
         shares = _prorate(limit, backlog)
         out = dict(ends)

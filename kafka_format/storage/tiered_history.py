@@ -80,6 +80,7 @@ __all__ = [
     "epoch_for_offset",
     "filtered_lineage",
     "find_log_start_offset",
+    "leader_epoch_lineage",
     "tiered_history",
     "tiered_log_start",
     "within_leader_epochs",
@@ -103,6 +104,12 @@ def _lineage(entries: Iterable[tuple[int, int]]) -> Lineage:
     """A leader epoch cache's entries as ``LeaderEpochFileCache`` keeps them: by epoch (a TreeMap)."""
     by_epoch = {int(e): int(o) for e, o in entries}
     return tuple(ckpt.EpochEntry(e, by_epoch[e]) for e in sorted(by_epoch))
+
+
+def leader_epoch_lineage(replica: PartitionLog) -> Lineage:
+    """The replica's ``leader-epoch-checkpoint`` as ``LeaderEpochFileCache`` keeps it: (epoch, start
+    offset) entries by epoch, none without the file."""
+    return _lineage(replica.leader_epochs.entries if replica.leader_epochs is not None else ())
 
 
 def epoch_for_offset(lineage: Sequence[tuple[int, int]], offset: int) -> int | None:
@@ -189,7 +196,7 @@ def tiered_log_start(local: PartitionLog, cache: RemoteLogMetadataCache,
         log_start, source = local.log_start_offset_checkpoint, FROM_CHECKPOINT
     else:
         if lineage is None:
-            lineage = local.leader_epochs.entries if local.leader_epochs is not None else ()
+            lineage = leader_epoch_lineage(local)
         found = find_log_start_offset(_lineage(lineage), cache)
         if found is not None and found < local_start:
             log_start, source = found, FROM_REMOTE_TIER
@@ -560,7 +567,7 @@ def tiered_history(local: PartitionLog, metadata: Iterable[RemoteLogSegmentMetad
     if leader_epochs is not None:
         lineage = _lineage(leader_epochs)
     else:
-        lineage = _lineage(local.leader_epochs.entries if local.leader_epochs is not None else ())
+        lineage = leader_epoch_lineage(local)
     findings: list[TierFinding] = []
 
     # -- offsets: log start, local log start, log end
