@@ -89,6 +89,7 @@ __all__ = [
     "MAX_TIMESTAMP",
     "SPEC_NAMES",
     "OffsetAnswer",
+    "OffsetLocation",
     "PartitionLookup",
     "TieredOffsets",
     "TimestampLocation",
@@ -154,6 +155,19 @@ class OffsetAnswer:
     offset: int | None
     record_timestamp: int | None
     leader_epoch: int | None
+
+
+@dataclass(frozen=True)
+class OffsetLocation:
+    """Where an offset is read from (:meth:`PartitionLookup.locate_offset`): the segment's index in
+    the replica, the file position, size and base offset of the batch holding it, and the timestamp of
+    the first record at or above it (None for magic 0, or a batch whose records end below it)."""
+
+    segment: int
+    position: int
+    size: int
+    batch_base_offset: int
+    timestamp: int | None
 
 
 @dataclass(frozen=True)
@@ -587,6 +601,32 @@ class PartitionLookup:
                 return None
             epoch = head.leader_epoch if head.leader_epoch >= 0 else None
             return _Found(best.timestamp, int(offsets[int(hits[0])]), epoch)
+        return None
+
+    def locate_offset(self, offset: int) -> OffsetLocation | None:
+        """Where ``offset`` is read from: the first batch whose last offset reaches it, in the last
+        segment based at or below it (``LogSegment.translateOffset``: offset-index lookup, then batch
+        headers), with the timestamp of its first record at or above ``offset``; None past the
+        last batch (or before the first segment)."""
+        segs = self.replica.segments
+        bases = [s.base_offset for s in segs]
+        i = bisect.bisect_right(bases, offset) - 1
+        if i < 0:
+            i = 0 if segs and offset < bases[0] else -1
+        while 0 <= i < len(segs):
+            seg = segs[i]
+            for head in self._reader.heads(seg, self._reader.offset_lookup(i, offset)):
+                if head.last_offset < offset:
+                    continue
+                ts: int | None = None
+                if head.magic > 0:
+                    offsets, stamps = self._reader.records(seg, head)
+                    later = np.flatnonzero(offsets >= offset)
+                    if len(later):
+                        ts = int(stamps[later[0]])
+                return OffsetLocation(i, head.position, head.size, int(head.base_offset), ts)
+            i += 1          # past this segment's batches: the next segment's first batch
+            offset = max(offset, bases[i] if i < len(segs) else offset)
         return None
 
     # -- the client's answer (Partition.fetchOffsetForTimestamp, ReplicaManager.fetchOffset) ---

@@ -306,7 +306,7 @@ def test_a_log_dir_that_is_a_file_is_named_in_the_error(tmp_path: Path, monkeypa
 BEYOND_LONG = "99999999999999999999"
 
 
-@pytest.mark.parametrize("job", ["retention", "audit", "compaction", "offsets", "export"])
+@pytest.mark.parametrize("job", ["retention", "audit", "compaction", "offsets", "export", "groups"])
 def test_every_job_reads_now_as_offsets_reads_timestamp(job: str, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     """One parser for times: ``--now`` past Java's long is refused by every job (exit 2, one line,

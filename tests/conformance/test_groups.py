@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broker import KafkaBroker
+from broker import KafkaBroker, major
 
 pytestmark = pytest.mark.conformance
 
@@ -185,3 +185,73 @@ def find_hanging(admin: Any, producers: dict[Any, Any], now_ms: int,
         if d is None or tp not in d.topic_partitions:
             out.append((tp.topic, tp.partition, ps.current_transaction_start_offset))
     return sorted(out)
+
+
+GROUPS_COMPARISON = "groups-job"
+DESCRIBE_TOOL = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+
+
+def test_the_groups_job_equals_the_brokers_answers(kafka_broker: KafkaBroker, standard_workload,
+                                                   conformance, kafka_version: str, tmp_path: Path) -> None:
+    """``klogs groups`` on a copy of the broker's log dirs against the broker: each committed offset,
+    metadata and leader epoch (OffsetFetch), each partition's LOG-END-OFFSET (ListOffsets latest, a
+    consumer's end offsets), and on 4.x the text of ``kafka-consumer-groups --describe --all-groups``
+    (stdout byte for byte, the state messages of stderr)."""
+    import subprocess
+
+    from kafka import KafkaConsumer, TopicPartition
+
+    from kafka_format.engine.groups import groups_local
+    from kafka_format.report.groups_report import format_kafka
+
+    internal = sorted((d.name.rsplit("-", 1)[0], int(d.name.rsplit("-", 1)[1]))
+                      for d in kafka_broker.log_dir.iterdir() if d.name.startswith("__consumer_offsets-"))
+    data = sorted({(t, p) for g in standard_workload.groups.values() for (t, p) in g})
+    kafka_broker.wait_high_watermarks_checkpointed(internal + data)
+    copy = kafka_broker.copy_log_dirs(tmp_path / "copy")
+    admin = kafka_broker.admin()
+    groups = sorted(g["group_id"] for g in admin.list_groups())
+    fetched = admin.list_group_offsets({g: None for g in groups})
+    describe = None
+    if major(kafka_version) >= 4:
+        describe = subprocess.run(kafka_broker._java(DESCRIBE_TOOL, "--bootstrap-server", kafka_broker.bootstrap,
+                                                     "--describe", "--all-groups"),
+                                  capture_output=True, text=True, timeout=120, check=True)
+    result = groups_local([str(copy)], int(time.time() * 1000),
+                          offsets_partitions=int(kafka_broker.config()["offsets.topic.num.partitions"]))
+    rows = result.rows.to_pylist()
+    conformance.compare(GROUPS_COMPARISON, kafka_version, "notes and refused records",
+                        (list(result.notes), [a for a in result.anomalies.to_pylist() if a["kind"] == "refused"]),
+                        ([], []))
+    ours = {(r["group"], r["topic"], r["partition"]): r for r in rows if r["committedOffset"] is not None}
+    for group in groups:
+        for tp, om in sorted(fetched.get(group, {}).items()):
+            r = ours.get((group, tp.topic, tp.partition))
+            mine = None if r is None else (r["committedOffset"], r["metadata"] or "",
+                                           -1 if r["leaderEpoch"] is None else r["leaderEpoch"])
+            kafka = (om.offset, om.metadata or "", -1 if om.leader_epoch is None else om.leader_epoch)
+            conformance.compare(GROUPS_COMPARISON, kafka_version, f"committed {group} {tp.topic}-{tp.partition}",
+                                mine, kafka)
+    broker_keys = {(g, tp.topic, tp.partition) for g in groups for tp in fetched.get(g, {})}
+    conformance.compare(GROUPS_COMPARISON, kafka_version, "no offsets the broker does not serve",
+                        sorted(set(ours) - broker_keys), [])
+    consumer = KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap)
+    try:
+        tps = sorted({(r["topic"], r["partition"]) for r in rows if r["topic"] is not None})
+        ends = consumer.end_offsets([TopicPartition(t, p) for t, p in tps])
+    finally:
+        consumer.close()
+    for t, p in tps:
+        mine_hw = {r["highWatermark"] for r in rows if (r["topic"], r["partition"]) == (t, p)}
+        conformance.compare(GROUPS_COMPARISON, kafka_version, f"log end offset {t}-{p}", sorted(mine_hw),
+                            [ends[TopicPartition(t, p)]])
+    if describe is not None:
+        assert "CURRENT-OFFSET" in describe.stdout, describe.stdout     # the workload's groups have tables
+        text, messages = format_kafka(rows)
+        conformance.compare(GROUPS_COMPARISON, kafka_version, "kafka-consumer-groups --describe stdout",
+                            text, describe.stdout)
+        kafka_messages = sorted(line for line in describe.stderr.splitlines()
+                                if line.startswith(("Consumer group '", "Warning: Consumer group '")))
+        conformance.compare(GROUPS_COMPARISON, kafka_version, "kafka-consumer-groups --describe state messages",
+                            sorted(line for line in messages.splitlines() if line), kafka_messages)
+    conformance.assert_equal(GROUPS_COMPARISON, kafka_version, at_least=5)

@@ -13,7 +13,7 @@ pytest.importorskip("mkdocs", reason="mkdocs is not installed (the 'docs' extra;
 pytest.importorskip("mkdocstrings", reason="mkdocstrings is not installed (the 'docs' extra)")
 
 REPO = Path(__file__).resolve().parents[2]
-JOB_PAGES = ("offsets", "retention", "compaction", "audit", "export", "dump")
+JOB_PAGES = ("offsets", "retention", "compaction", "audit", "export", "groups", "dump")
 
 
 @pytest.fixture(scope="module")

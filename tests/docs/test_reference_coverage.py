@@ -34,6 +34,8 @@ def test_every_data_source_option_and_column_is_documented() -> None:
 
 def _output_columns() -> dict[str, tuple[str, ...]]:
     from kafka_format.engine.compaction import DECISION_FIELDS, SUMMARY_SCHEMA
+    from kafka_format.engine.groups import ANOMALY_SCHEMA
+    from kafka_format.engine.groups import COLUMNS as GROUP_COLUMNS
     from kafka_format.engine.offsets import COLUMNS as OFFSET_COLUMNS
     from kafka_format.engine.table_view import FULL_SUMMARY_COLUMNS
     from kafka_format.log.audit.auditor import ACCOUNTING_COLUMNS, FINDING_COLUMNS
@@ -44,10 +46,12 @@ def _output_columns() -> dict[str, tuple[str, ...]]:
         "retention": tuple(SEGMENT_FIELDS),
         "compaction": (*SUMMARY_SCHEMA.names, *FULL_SUMMARY_COLUMNS, *(f.name for f in DECISION_FIELDS)),
         "audit": (*FINDING_COLUMNS, *ACCOUNTING_COLUMNS),
+        "groups": (*GROUP_COLUMNS, *ANOMALY_SCHEMA.names),
     }
 
 
-@pytest.mark.parametrize("job", ["offsets", "retention", "compaction", "audit", "export", "schemas", "dump"])
+@pytest.mark.parametrize("job", ["offsets", "retention", "compaction", "audit", "export", "groups", "schemas",
+                                 "dump"])
 def test_every_flag_of_a_job_is_on_its_page(job: str) -> None:
     parsers = {name: parser for name, _, parser in command_parsers()}
     page = _page(f"jobs/{job}.md")
@@ -61,7 +65,7 @@ def _names(flag: str, text: str) -> bool:
     return re.search(re.escape(flag) + r"(?![\w-])", text) is not None
 
 
-@pytest.mark.parametrize("job", ["offsets", "retention", "compaction", "audit"])
+@pytest.mark.parametrize("job", ["offsets", "retention", "compaction", "audit", "groups"])
 def test_every_output_column_of_a_job_is_on_its_page(job: str) -> None:
     page = _page(f"jobs/{job}.md")
     assert [c for c in _output_columns()[job] if f"`{c}`" not in page] == []
