@@ -29,8 +29,11 @@ import pyarrow as pa
 
 from kafka_format.common.topics import CONSUMER_OFFSETS_TOPIC
 from kafka_format.log.groups import (
+    ANOMALY_SCHEMA,
+    COLUMNS,
     DEFAULT_OFFSETS_RETENTION_MS,
     NO_PRODUCER_ID,
+    SCHEMA,
     CommittedOffset,
     CoordinatorState,
     Group,
@@ -56,53 +59,6 @@ __all__ = [
     "partition_facts",
     "replay_coordinator",
 ]
-
-# The output, declared once: one row per group, topic and partition (docs/jobs/groups.md).
-SCHEMA = pa.schema([
-    pa.field("group", pa.string(), nullable=False),
-    pa.field("topic", pa.string()),                      # null: a group with no offsets or assignments
-    pa.field("partition", pa.int32()),
-    pa.field("committedOffset", pa.int64()),             # null: assigned, nothing committed
-    pa.field("leaderEpoch", pa.int32()),
-    pa.field("metadata", pa.string()),
-    pa.field("commitTimestamp", pa.int64()),
-    pa.field("commitAgeMs", pa.int64()),                 # now - commitTimestamp
-    pa.field("transactional", pa.bool_()),               # committed by a transaction
-    pa.field("pendingTransaction", pa.bool_()),          # a transaction holds a newer commit, not ended
-    pa.field("offsetExpiresAtMs", pa.int64()),           # null: does not expire in the group's state
-    pa.field("offsetExpired", pa.bool_()),               # expired at now: gone at the next expiry check
-    pa.field("logStartOffset", pa.int64()),
-    pa.field("highWatermark", pa.int64()),               # LOG-END-OFFSET of kafka-consumer-groups
-    pa.field("logEndOffset", pa.int64()),
-    pa.field("lag", pa.int64()),                         # highWatermark - committedOffset (Kafka's LAG)
-    pa.field("lagBytes", pa.int64()),                    # bytes of the batches from the first unread one to HW
-    pa.field("firstUnreadTimestamp", pa.int64()),        # timestamp of the record at the committed offset
-    pa.field("timeLagMs", pa.int64()),                   # now - firstUnreadTimestamp
-    pa.field("lostRecords", pa.int64()),                 # unread records below the log start already
-    pa.field("retentionLogStartOffset", pa.int64()),     # the log start the retention pass at now leaves
-    pa.field("retentionLossRecords", pa.int64()),        # unread records that pass deletes
-    pa.field("retentionLossBytes", pa.int64()),
-    pa.field("retentionLossAtMs", pa.int64()),           # when retention first deletes an unread record
-    pa.field("consumerId", pa.string()),                 # the member the partition is assigned to
-    pa.field("host", pa.string()),
-    pa.field("clientId", pa.string()),
-    pa.field("groupType", pa.string(), nullable=False),  # classic | consumer | share
-    pa.field("groupState", pa.string(), nullable=False),
-    pa.field("protocolType", pa.string()),
-    pa.field("protocol", pa.string()),
-    pa.field("generation", pa.int32()),                  # classic generation; consumer group epoch
-    pa.field("members", pa.int32(), nullable=False),
-    pa.field("coordinatorPartition", pa.int32()),        # the __consumer_offsets partition of its records
-])
-COLUMNS = tuple(SCHEMA.names)
-# Records Kafka's loader skips or refuses, one row each (the job's notes).
-ANOMALY_SCHEMA = pa.schema([
-    pa.field("partition", pa.int32(), nullable=False),
-    pa.field("offset", pa.int64(), nullable=False),
-    pa.field("kind", pa.string(), nullable=False),
-    pa.field("message", pa.string(), nullable=False),
-])
-
 
 @dataclass(frozen=True)
 class GroupSelection:

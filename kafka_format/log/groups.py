@@ -43,18 +43,24 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from kafka_format.common.errors import InternalTopicFormatError
 from kafka_format.internal.consumer_offsets import (
     CONSUMER_PROTOCOL_TYPE,
     UnknownRecordTypeError,
     decode_consumer_offsets_record,
 )
+from kafka_format.records.record_batch import NO_PRODUCER_ID
 
 __all__ = [
+    "ANOMALY_SCHEMA",
     "CLASSIC",
+    "COLUMNS",
     "CONSUMER",
     "DEFAULT_OFFSETS_RETENTION_MS",
     "NO_PRODUCER_ID",
+    "SCHEMA",
     "SHARE",
     "Anomaly",
     "CommittedOffset",
@@ -65,7 +71,6 @@ __all__ = [
     "replay_partition",
 ]
 
-NO_PRODUCER_ID = -1                                  # RecordBatch.NO_PRODUCER_ID
 DEFAULT_OFFSETS_RETENTION_MS = 10080 * 60 * 1000     # offsets.retention.minutes = 10080 (7 days)
 LEAVE_GROUP_MEMBER_EPOCH = -1                         # ConsumerGroupHeartbeatRequest.LEAVE_GROUP_MEMBER_EPOCH
 MEMBER_STATE_STABLE = 0                               # modern.MemberState.STABLE
@@ -80,6 +85,54 @@ EMPTY = "Empty"
 STABLE = "Stable"
 ASSIGNING = "Assigning"
 RECONCILING = "Reconciling"
+
+# The groups job's output, declared once: one row per group, topic and partition (docs/jobs/groups.md);
+# kafka_format.engine.groups computes it.
+SCHEMA = pa.schema([
+    pa.field("group", pa.string(), nullable=False),
+    pa.field("topic", pa.string()),                      # null: a group with no offsets or assignments
+    pa.field("partition", pa.int32()),
+    pa.field("committedOffset", pa.int64()),             # null: assigned, nothing committed
+    pa.field("leaderEpoch", pa.int32()),
+    pa.field("metadata", pa.string()),
+    pa.field("commitTimestamp", pa.int64()),
+    pa.field("commitAgeMs", pa.int64()),                 # now - commitTimestamp
+    pa.field("transactional", pa.bool_()),               # committed by a transaction
+    pa.field("pendingTransaction", pa.bool_()),          # a transaction holds a newer commit, not ended
+    pa.field("offsetExpiresAtMs", pa.int64()),           # null: does not expire in the group's state
+    pa.field("offsetExpired", pa.bool_()),               # expired at now: gone at the next expiry check
+    pa.field("logStartOffset", pa.int64()),
+    pa.field("highWatermark", pa.int64()),               # LOG-END-OFFSET of kafka-consumer-groups
+    pa.field("logEndOffset", pa.int64()),
+    pa.field("lag", pa.int64()),                         # highWatermark - committedOffset (Kafka's LAG)
+    pa.field("lagBytes", pa.int64()),                    # bytes of the batches from the first unread one to HW
+    pa.field("firstUnreadTimestamp", pa.int64()),        # timestamp of the record at the committed offset
+    pa.field("timeLagMs", pa.int64()),                   # now - firstUnreadTimestamp
+    pa.field("lostRecords", pa.int64()),                 # unread records below the log start already
+    pa.field("retentionLogStartOffset", pa.int64()),     # the log start the retention pass at now leaves
+    pa.field("retentionLossRecords", pa.int64()),        # unread records that pass deletes
+    pa.field("retentionLossBytes", pa.int64()),
+    pa.field("retentionLossAtMs", pa.int64()),           # when retention first deletes an unread record
+    pa.field("consumerId", pa.string()),                 # the member the partition is assigned to
+    pa.field("host", pa.string()),
+    pa.field("clientId", pa.string()),
+    pa.field("groupType", pa.string(), nullable=False),  # classic | consumer | share
+    pa.field("groupState", pa.string(), nullable=False),
+    pa.field("protocolType", pa.string()),
+    pa.field("protocol", pa.string()),
+    pa.field("generation", pa.int32()),                  # classic generation; consumer group epoch
+    pa.field("members", pa.int32(), nullable=False),
+    pa.field("coordinatorPartition", pa.int32()),        # the __consumer_offsets partition of its records
+])
+COLUMNS = tuple(SCHEMA.names)
+# Records Kafka's loader skips or refuses, one row each (the job's notes).
+ANOMALY_SCHEMA = pa.schema([
+    pa.field("partition", pa.int32(), nullable=False),
+    pa.field("offset", pa.int64(), nullable=False),
+    pa.field("kind", pa.string(), nullable=False),
+    pa.field("message", pa.string(), nullable=False),
+])
+
 
 # record type (key version) -> what it replays (GroupCoordinatorShard.replay)
 _OFFSET_COMMIT = (0, 1)

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kafka_format.engine.groups import COLUMNS
+from kafka_format.log.groups import COLUMNS
 from kafka_format.output.ownership import Owner
 from kafka_format.output.publish import crash_point
 from kafka_format.output.store import output_dir

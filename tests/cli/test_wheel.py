@@ -76,7 +76,7 @@ def test_the_wheel_imports_from_the_virtualenv_with_its_compiled_decoder(install
     ["audit", str(SAMPLES), "--now", NOW, "--format", "json", "--fail-on", "never", "--out", "OUT"],
     ["compaction", str(SAMPLES), "--now", NOW, "--out", "OUT", "--write-segments"],
     ["export", str(SAMPLES), "--out", "OUT"],
-    ["groups", str(SAMPLES), "--now", NOW, "--out", "OUT"],
+    ["groups", str(SAMPLES), "--group", "billing-service", "--now", NOW, "--out", "OUT"],
     ["schemas", str(SAMPLES)],
 ], ids=lambda a: a[0])
 def test_every_subcommand_answers_as_the_checkout_does(installed: Path, tmp_path: Path, args: list[str]) -> None:
