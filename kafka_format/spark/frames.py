@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from kafka_format.storage.logdir import LogDirSet
 
 __all__ = ["audit", "compaction_cleaner", "compaction_full", "compaction_full_decisions", "compaction_full_summary",
-           "offsets_for_timestamps", "read_full_input", "retention_candidates", "retention_summary"]
+           "groups", "offsets_for_timestamps", "read_full_input", "retention_candidates", "retention_summary"]
 
 
 def offsets_for_timestamps(spark: SparkSession, logdirs: str | Sequence[str] | LogDirSet,
@@ -63,6 +63,38 @@ def retention_candidates(spark: SparkSession, logdirs: Any, configs: Any, now_ms
     job = retention_job(logdirs, configs, now_ms, cores=spark.sparkContext.defaultParallelism, topics=topics,
                         topic_pattern=topic_pattern, replicas=replicas, missing_hw=missing_hw)
     return frame(spark, partial(evaluate_groups, with_replica=job.with_replica), job.tasks, job.schema)
+
+
+def groups(spark: SparkSession, logdirs: Any, now_ms: int, *, configs: Any = None,
+           groups: Sequence[str] = (), group_pattern: str | None = None, topics: Sequence[str] | None = None,
+           topic_pattern: str | None = None, offsets_retention_ms: int | None = None,
+           offsets_partitions: int | None = None) -> DataFrame:
+    """The ``klogs groups`` rows (:data:`kafka_format.log.groups.SCHEMA`): one per consumer group,
+    topic and partition, ordered by group, topic, partition -- committed offset, lag, expiry and what
+    the retention pass at ``now_ms`` deletes unread.  Unlike the other functions here the job runs
+    when called (its stages depend on each other: the ``__consumer_offsets`` replay, then the
+    partitions the groups name, then their retention), each stage on the session's executors; the
+    DataFrame holds its answer, one partition per few groups.  ``offsets_retention_ms``: the brokers'
+    ``offsets.retention.minutes`` in ms (default 7 days); ``offsets_partitions``: their
+    ``offsets.topic.num.partitions`` (default: not checked)."""
+    from kafka_format.engine.groups import GroupSelection, group_rows
+    from kafka_format.log.groups import DEFAULT_OFFSETS_RETENTION_MS, SCHEMA
+    from kafka_format.spark.executor import SparkExecutor
+
+    result = group_rows(SparkExecutor(spark, description="kafka-log groups"), logdirs, now_ms, configs=configs,
+                        groups=GroupSelection(tuple(groups), group_pattern), topics=topics,
+                        topic_pattern=topic_pattern,
+                        retention_ms=DEFAULT_OFFSETS_RETENTION_MS if offsets_retention_ms is None
+                        else offsets_retention_ms, offsets_partitions=offsets_partitions)
+    table = result.rows
+    per = max(1, -(-table.num_rows // max(1, spark.sparkContext.defaultParallelism)))
+    chunks = [table.slice(i, per) for i in range(0, table.num_rows, per)]
+    return frame(spark, _identity, chunks, SCHEMA)
+
+
+def _identity(table: pa.Table) -> pa.Table:
+    """A task whose answer is its description (rows computed by the driver's job)."""
+    return table
 
 
 def _summarize_group(table: pa.Table) -> pa.Table:

@@ -286,3 +286,18 @@ def test_a_tiered_partitions_remote_records_are_not_lost(tmp_path: Path) -> None
     r = {(x["group"], x["topic"], x["partition"]): x for x in result.rows.to_pylist()}[("g", "orders", 0)]
     assert (r["logStartOffset"], r["lostRecords"], r["lag"]) == (0, 0, r["highWatermark"] - 10)
     assert (r["lagBytes"], r["firstUnreadTimestamp"]) == (None, None)
+
+
+@pytest.mark.spark
+def test_the_dataframe_function_holds_the_jobs_rows(cluster: Path, spark: Any) -> None:
+    """``kafka_format.spark.frames.groups``: the job's rows, schema and order, composable in SQL."""
+    from kafka_format.spark.frames import groups
+
+    df = groups(spark, [str(cluster)], NOW, configs=_retention_configs())
+    expected = groups_local([str(cluster)], NOW, configs=_retention_configs()).rows.to_pylist()
+    assert df.columns == list(expected[0])
+    assert [r.asDict() for r in df.collect()] == expected
+    df.createOrReplaceTempView("kla_groups")
+    lost = spark.sql("SELECT `group`, sum(retentionLossRecords) AS lost FROM kla_groups "
+                     "GROUP BY `group` HAVING lost > 0").collect()
+    assert [(r["group"], r["lost"]) for r in lost] == [("behind", 15)]
