@@ -72,11 +72,31 @@ def summary_line(summary: Sequence[Mapping[str, Any]], now_ms: int) -> str:
             f"never (without new data): {human_bytes(t['neverBytes'])}")
 
 
+def _groups_section(page: Page, groups: Sequence[Mapping[str, Any]], now_ms: int) -> None:
+    """Which consumer groups lost unread records already, which this pass takes unread records from,
+    and when retention first reaches each group's unread records (no new data)."""
+    page.heading("Consumer groups: unread records lost and taken by retention, problems first")
+    page.table(
+        ["group", "state", "lost already", "taken by this pass", "bytes taken", "first taken", "lag"],
+        [[g["group"], g["state"], Cell(str(g["lostRecords"]), sort=int(g["lostRecords"])),
+          Cell(str(g["retentionLossRecords"]), sort=int(g["retentionLossRecords"])),
+          _size(int(g["retentionLossBytes"])),
+          _in(g["retentionLossAtMs"], now_ms, g["retentionLossAtMs"] is not None and g["retentionLossAtMs"] <= now_ms),
+          Cell(str(g["lag"]), sort=int(g["lag"]))] for g in groups],
+        table_id="groups", numeric=("lost already", "taken by this pass", "bytes taken", "lag"),
+        row_classes=["error" if g["lostRecords"] else "warning" if g["retentionLossRecords"] else None
+                     for g in groups[:ROW_LIMIT]],
+        rest="Every group is in summary.json beside this page (klogs groups gives each partition).",
+        empty="no consumer groups in __consumer_offsets")
+
+
 def render_retention_page(rows: Sequence[Mapping[str, Any]], summary: Sequence[Mapping[str, Any]],
                           steps: Sequence[tuple[int, int]], now_ms: int, *, notes: Sequence[str] = (),
-                          png_name: str | None = "disk-usage.png") -> str:
+                          png_name: str | None = "disk-usage.png",
+                          groups: Sequence[Mapping[str, Any]] | None = None) -> str:
     """The retention report page (one self-contained HTML file); ``png_name``: the PNG of the same
-    step line beside it, linked."""
+    step line beside it, linked; ``groups``: the consumer groups' summary
+    (:func:`kafka_format.report.groups_report.summarize`, problems first), a section of its own."""
     t = retention_totals(summary)
     total, now_bytes, now_segs, never = t["bytes"], t["nowBytes"], t["nowSegments"], t["neverBytes"]
     later_bytes, affected, nxt = t["laterBytes"], t["affected"], t["next"]
@@ -95,6 +115,9 @@ def render_retention_page(rows: Sequence[Mapping[str, Any]], summary: Sequence[M
              utc_text(nxt) if nxt is not None else "none", None if nxt is None else f"{nxt} ms"),
         Card("never deletable without new data", human_bytes(never), f"{never:,} bytes"),
     ])
+
+    if groups is not None:
+        _groups_section(page, groups, now_ms)
 
     by_topic: dict[str, list[int]] = {}
     for r in rows:

@@ -105,17 +105,20 @@ def _byte_ticks(top: int) -> tuple[list[int], list[str]]:
 
 
 def render_html(summary: Sequence[Mapping[str, Any]], steps: Sequence[tuple[int, int]], now_ms: int, *,
-                png_name: str | None = "disk-usage.png", rows: Sequence[Mapping[str, Any]] = ()) -> str:
+                png_name: str | None = "disk-usage.png", rows: Sequence[Mapping[str, Any]] = (),
+                groups: Sequence[Mapping[str, Any]] | None = None) -> str:
     """The report page (:mod:`kafka_format.report.retention_page`): summary first, reclaimable bytes
     per topic, when each segment becomes deletable, bytes on disk over time (``png_name``: the PNG of
     that line beside the page, linked), segments by when they become deletable, per partition."""
-    return render_retention_page(rows, summary, steps, now_ms, notes=NOTES, png_name=png_name)
+    return render_retention_page(rows, summary, steps, now_ms, notes=NOTES, png_name=png_name, groups=groups)
 
 
 def write_report(out: str, rows: Sequence[Mapping[str, Any]], summary: Sequence[Mapping[str, Any]], now_ms: int, *,
-                 fmt: str = "jsonl", inputs: Mapping[str, Any] | None = None) -> None:
+                 fmt: str = "jsonl", inputs: Mapping[str, Any] | None = None,
+                 groups: Sequence[Mapping[str, Any]] | None = None) -> None:
     """Publish ``out`` atomically: segments (``segments.jsonl`` or ``segments.txt``), ``summary.json``,
-    ``disk-usage.png`` and ``disk-usage.html``.  ``out`` must be absent, empty or a previous report
+    ``disk-usage.png`` and ``disk-usage.html``; with ``groups`` (the log dirs hold
+    ``__consumer_offsets``) the consumer groups' summary in both (``summary.json`` -> ``groups``).  ``out`` must be absent, empty or a previous report
     (:data:`REPORT_OWNER`'s marker); anything else is refused untouched."""
     steps = disk_usage_steps(rows, now_ms)
     png = render_chart_png(steps)
@@ -123,6 +126,8 @@ def write_report(out: str, rows: Sequence[Mapping[str, Any]], summary: Sequence[
               ("segments", "bytes", "deletableSegments", "deletableBytes", "bytesRemaining", "bytesNeverDeletable")}
     doc = {"nowMs": now_ms, "inputs": dict(inputs or {}), "partitions": list(summary), "total": totals,
            "diskUsage": [{"fromMs": t, "bytes": b} for t, b in steps], "notes": list(NOTES)}
+    if groups is not None:
+        doc["groups"] = list(groups)
     with output_dir(out, REPORT_OWNER) as tmp:
         name = "segments.jsonl" if fmt == "jsonl" else "segments.txt"
         with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
@@ -133,5 +138,5 @@ def write_report(out: str, rows: Sequence[Mapping[str, Any]], summary: Sequence[
         with open(os.path.join(tmp, "disk-usage.png"), "wb") as fb:
             fb.write(png)
         with open(os.path.join(tmp, "disk-usage.html"), "w", encoding="utf-8") as f:
-            f.write(render_html(summary, steps, now_ms, rows=rows))
+            f.write(render_html(summary, steps, now_ms, rows=rows, groups=groups))
         crash_point("retention:staged")

@@ -301,3 +301,20 @@ def test_the_dataframe_function_holds_the_jobs_rows(cluster: Path, spark: Any) -
     lost = spark.sql("SELECT `group`, sum(retentionLossRecords) AS lost FROM kla_groups "
                      "GROUP BY `group` HAVING lost > 0").collect()
     assert [(r["group"], r["lost"]) for r in lost] == [("behind", 15)]
+
+
+def test_the_retention_report_has_the_groups_problems_first(cluster: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``klogs retention --out``: summary.json -> groups and the page's groups section, the group
+    this pass takes unread records from first."""
+    out = tmp_path / "retention"
+    assert main(["retention", str(cluster), "--now", str(NOW), "--engine", "local", "--out", str(out),
+                 "--config", f"orders:retention.ms={RETENTION}"]) == 0
+    capsys.readouterr()
+    groups = json.loads((out / "summary.json").read_text())["groups"]
+    assert [(g["group"], g["retentionLossRecords"], g["lostRecords"]) for g in groups] == \
+        [("behind", 15, 0), ("ahead", 0, 0), ("kip848", 0, 0)]
+    assert groups[0]["retentionLossAtMs"] == NOW
+    page = (out / "disk-usage.html").read_text()
+    assert "Consumer groups: unread records lost and taken by retention" in page
+    assert page.index(">behind<") < page.index(">ahead<")
