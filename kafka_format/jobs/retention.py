@@ -83,7 +83,6 @@ def _groups(executor: Executor, ctx: JobContext) -> list[dict[str, Any]] | None:
     from kafka_format.engine.groups import group_rows
     from kafka_format.read.planning import open_partitions
     from kafka_format.report.groups_report import summarize as summarize_groups
-
     from kafka_format.storage.s3a import is_s3a
 
     if any(is_s3a(d) for d in ctx.logdirs) or \
