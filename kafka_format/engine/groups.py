@@ -60,6 +60,7 @@ __all__ = [
     "replay_coordinator",
 ]
 
+
 @dataclass(frozen=True)
 class GroupSelection:
     """The groups a run reports: one of ``groups``, or a whole-name match of ``pattern``; with
@@ -237,22 +238,28 @@ def _assignments(group: Group, names: Mapping[str, str]) -> dict[tuple[str, int]
 
 
 def _retention_view(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], list[Mapping[str, Any]]]:
-    """Per partition, the segments whose deletion removes records (a tiered partition: its remote
-    segments; local copies of copied data do not)."""
+    """Per partition, its segments in offset order as retention deletes them: a tiered partition's
+    remote segments, then its local segments past them (not copied yet); local copies of copied data
+    go from the disk without removing anything a consumer reads."""
     by: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
     for r in rows:
         by.setdefault((r["topic"], r["partition"]), []).append(r)
     out = {}
     for tp, segs in by.items():
-        remote = [s for s in segs if s.get("tier") == "remote"]
-        out[tp] = sorted(remote or segs, key=lambda s: int(s["baseOffset"]))
+        remote = sorted((s for s in segs if s.get("tier") == "remote"), key=lambda s: int(s["baseOffset"]))
+        local = sorted((s for s in segs if s.get("tier") != "remote"), key=lambda s: int(s["baseOffset"]))
+        if remote:
+            last = int(remote[-1]["baseOffset"])
+            local = [s for s in local if int(s["baseOffset"]) > last]
+        out[tp] = remote + local
     return out
 
 
-def _retention_loss(segs: Sequence[Mapping[str, Any]], facts: PartitionFacts, first_unread: int
-                    ) -> tuple[int, int, int, int | None]:
+def _retention_loss(segs: Sequence[Mapping[str, Any]], facts: PartitionFacts, first_unread: int,
+                    loc: tuple[int, int, int, int | None] | None) -> tuple[int, int, int, int | None]:
     """(log start after the pass at now, unread records it deletes, their bytes, when retention first
-    deletes an unread record) for unread records from ``first_unread``."""
+    deletes an unread record) for unread records from ``first_unread`` (``loc``: where its batch is,
+    :attr:`PartitionFacts.at`)."""
     bases = [int(s["baseOffset"]) for s in segs]
     start_after = facts.log_start_offset
     for i, s in enumerate(segs):
@@ -262,10 +269,11 @@ def _retention_loss(segs: Sequence[Mapping[str, Any]], facts: PartitionFacts, fi
     lost = max(0, min(start_after, facts.high_watermark) - first_unread)
     lost_bytes = 0
     if lost:
-        loc = facts.at.get(first_unread)
         for i, s in enumerate(segs):
             nxt = bases[i + 1] if i + 1 < len(segs) else facts.log_end_offset
-            if not s["deletable"] or nxt <= first_unread:
+            if not s["deletable"]:
+                break
+            if nxt <= first_unread:
                 continue
             size = int(s["sizeBytes"])
             if loc is not None and loc[1] == bases[i]:
@@ -345,7 +353,7 @@ def _lag_columns(row: dict[str, Any], committed: int, f: PartitionFacts, segs: S
         row["timeLagMs"] = now_ms - at[3]
     first_unread = max(committed, f.log_start_offset)
     if segs:
-        start_after, lost, lost_bytes, when = _retention_loss(segs, f, first_unread)
+        start_after, lost, lost_bytes, when = _retention_loss(segs, f, first_unread, at)
         row.update(retentionLogStartOffset=start_after, retentionLossRecords=lost,
                    retentionLossBytes=lost_bytes, retentionLossAtMs=when)
 

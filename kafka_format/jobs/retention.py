@@ -77,16 +77,12 @@ def _run(ctx: JobContext) -> int:
 
 def _groups(executor: Executor, ctx: JobContext) -> list[dict[str, Any]] | None:
     """The consumer groups' summary for the report (problems first: the groups job's rules at the
-    same ``--now`` and configs), or None when the log dirs hold no ``__consumer_offsets`` (or are
-    ``s3a://``, read by Spark's Hadoop connector only: the groups job does not read them)."""
+    same ``--now`` and configs), or None when the log dirs hold no ``__consumer_offsets``."""
     from kafka_format.common.topics import CONSUMER_OFFSETS_TOPIC
     from kafka_format.engine.groups import group_rows
     from kafka_format.read.planning import open_partitions
     from kafka_format.report.groups_report import summarize as summarize_groups
-    from kafka_format.storage.s3a import is_s3a
-
-    if any(is_s3a(d) for d in ctx.logdirs) or \
-            not any(r.topic == CONSUMER_OFFSETS_TOPIC for r in open_partitions(ctx.logdirs)):
+    if not any(r.topic == CONSUMER_OFFSETS_TOPIC for r in open_partitions(ctx.logdirs)):
         return None
     result = group_rows(executor, ctx.logdirs, ctx.now_ms, configs=ctx.configs, topics=ctx.topics or None,
                         topic_pattern=ctx.topic_pattern)

@@ -318,3 +318,15 @@ def test_the_retention_report_has_the_groups_problems_first(cluster: Path, tmp_p
     page = (out / "disk-usage.html").read_text()
     assert "Consumer groups: unread records lost and taken by retention" in page
     assert page.index(">behind<") < page.index(">ahead<")
+
+
+def test_retention_counts_the_bytes_from_the_first_unread_batch_when_the_log_start_is_past_the_commit(
+        tmp_path: Path) -> None:
+    """Log start 25 (inside batch 20..29 of segment 0..49), commit at 10: 15 records lost already;
+    the pass deletes segment 0..49, so 25..49 go unread: the batches 20.., 30.., 40.., not the segment."""
+    d = write_cluster(tmp_path / "b", {"g": _log(commit("g", 0, 10, FIRST_TS))}, now_ms=NOW)
+    _set_checkpoint(d / "log-start-offset-checkpoint", ("orders", 0), 25)
+    r = _rows(d, configs=_retention_configs())[("g", "orders", 0)]
+    assert (r["lostRecords"], r["retentionLogStartOffset"], r["retentionLossRecords"]) == (15, 50, 25)
+    assert r["retentionLossBytes"] == 3 * _batch_bytes(d)
+    assert r["firstUnreadTimestamp"] == ts_of(25)

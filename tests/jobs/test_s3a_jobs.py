@@ -73,10 +73,11 @@ JOBS = {      # retention: not legacy-v0, whose segments have no timestamps (Kaf
     "compaction": ["compaction", "--topic", "compacted", "--topic", "transactions", "--now", str(NOW),
                    "--config-file", str(CONFIG_FILE), *[a for o in OVERRIDES for a in ("--config", o)],
                    "--write-segments"],
+    "groups": ["groups", "--now", str(NOW), "--format", "jsonl"],
 }
 TEXT_OUTPUTS = {"retention": ["segments.jsonl", "summary.json", "disk-usage.html"], "audit": ["report.html"],
-                "compaction": ["summary.json"]}
-PARQUET_OUTPUTS = {"retention": [], "audit": ["findings", "files"], "compaction": ["records"]}
+                "compaction": ["summary.json"], "groups": ["groups.jsonl", "summary.json", "groups.html"]}
+PARQUET_OUTPUTS = {"retention": [], "audit": ["findings", "files"], "compaction": ["records"], "groups": []}
 
 
 def rows(directory: Path) -> list[str]:
