@@ -113,8 +113,10 @@ def _run(ctx: JobContext, args: argparse.Namespace) -> int:
     elif not sys.stdout.isatty():   # piped: the sums on stderr
         print(summary_line(summary), file=sys.stderr)
     if ctx.out:
-        write_report(ctx.out, rows, summary, anomalies, ctx.now_ms, fmt=fmt, inputs=describe(ctx),
-                     notes=result.notes)
+        inputs = {**describe(ctx), "groups": list(args.groups), "groupPattern": args.group_pattern,
+                  "offsetsRetentionMinutes": args.offsets_retention_minutes,
+                  "offsetsTopicPartitions": args.offsets_topic_partitions}
+        write_report(ctx.out, rows, summary, anomalies, ctx.now_ms, fmt=fmt, inputs=inputs, notes=result.notes)
         print(f"klogs groups: report in {ctx.out}", file=sys.stderr)
     at_risk = summary["total"]["groupsLosing"] or summary["total"]["groupsLost"]
     refused = any(a["kind"] == "refused" for a in anomalies)

@@ -208,6 +208,7 @@ class TestCli:
         summary = json.loads((out / "summary.json").read_text())
         assert summary["groups"][0]["group"] == "behind"           # problems first
         assert summary["total"]["retentionLossRecords"] == 15
+        assert (summary["inputs"]["offsetsRetentionMinutes"], summary["inputs"]["groups"]) == (10080, [])
         assert "behind" in (out / "groups.html").read_text()
 
     def test_a_users_directory_is_refused_and_bad_flags_are_usage_errors(self, cluster: Path, tmp_path: Path,
