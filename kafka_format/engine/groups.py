@@ -19,11 +19,10 @@ with null topic and partition), ordered by group, topic, partition.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 
@@ -54,6 +53,7 @@ __all__ = [
     "GroupSelection",
     "GroupsResult",
     "PartitionFacts",
+    "UnreadFrom",
     "group_rows",
     "groups_local",
     "partition_facts",
@@ -62,18 +62,18 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class GroupSelection:
-    """The groups a run reports: one of ``groups``, or a whole-name match of ``pattern``; with
-    neither, every group."""
+class GroupSelection(TopicSelection):
+    """The groups a run reports: one of the names given, or a whole-name match of ``pattern``; with
+    neither, every group (:class:`TopicSelection`'s rule, for group ids)."""
 
-    groups: tuple[str, ...] = ()
-    pattern: str | None = None
 
-    def matches(self, group: str) -> bool:
-        """Whether ``group`` is selected."""
-        if not self.groups and self.pattern is None:
-            return True
-        return group in self.groups or (self.pattern is not None and re.fullmatch(self.pattern, group) is not None)
+class UnreadFrom(NamedTuple):
+    """Where a committed offset's first unread record is (:attr:`PartitionFacts.at`)."""
+
+    lag_bytes: int                 # bytes of the batches holding its unread offsets below the high watermark
+    segment_base: int              # base offset of the segment holding its batch
+    position: int                  # the batch's file position in that segment
+    timestamp: int | None          # the first unread record's timestamp (None: none)
 
 
 @dataclass(frozen=True)
@@ -86,9 +86,7 @@ class PartitionFacts:
     high_watermark: int
     log_end_offset: int
     local_start: int | None = None      # a tiered partition's local log start (None: untiered)
-    # committed offset -> (bytes of the batches holding its unread offsets below the high watermark,
-    # its batch's segment base offset and position, the first unread record's timestamp)
-    at: Mapping[int, tuple[int, int, int, int | None]] = field(default_factory=dict)
+    at: Mapping[int, UnreadFrom] = field(default_factory=dict)   # committed offset -> its first unread record
 
 
 @dataclass(frozen=True)
@@ -150,7 +148,7 @@ def partition_facts(targets: Sequence[FactsTarget]) -> list[PartitionFacts]:
             sizes = [int(s.log_size or 0) for s in segs]
             last = lookup.locate_offset(hw - 1) if hw > start else None     # the batch of the last readable offset
             hw_pos = _absolute(sizes, last.segment, last.position + last.size) if last else 0
-            at: dict[int, tuple[int, int, int, int | None]] = {}
+            at: dict[int, UnreadFrom] = {}
             for offset in target.offsets:
                 if max(offset, start) < local_start:    # in the remote tier: its bytes are not looked up
                     continue
@@ -159,7 +157,7 @@ def partition_facts(targets: Sequence[FactsTarget]) -> list[PartitionFacts]:
                     continue
                 pos = _absolute(sizes, loc.segment, loc.position)
                 ts = loc.timestamp if loc.timestamp is not None and loc.timestamp >= 0 else None
-                at[offset] = (max(0, hw_pos - pos), segs[loc.segment].base_offset, loc.position, ts)
+                at[offset] = UnreadFrom(max(0, hw_pos - pos), segs[loc.segment].base_offset, loc.position, ts)
         out.append(PartitionFacts(target.topic, target.partition, start, hw, leo,
                                   None if target.history_start is None else local_start, at))
     return out
@@ -256,7 +254,7 @@ def _retention_view(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], 
 
 
 def _retention_loss(segs: Sequence[Mapping[str, Any]], facts: PartitionFacts, first_unread: int,
-                    loc: tuple[int, int, int, int | None] | None) -> tuple[int, int, int, int | None]:
+                    loc: UnreadFrom | None) -> tuple[int, int, int, int | None]:
     """(log start after the pass at now, unread records it deletes, their bytes, when retention first
     deletes an unread record) for unread records from ``first_unread`` (``loc``: where its batch is,
     :attr:`PartitionFacts.at`)."""
@@ -276,8 +274,8 @@ def _retention_loss(segs: Sequence[Mapping[str, Any]], facts: PartitionFacts, fi
             if nxt <= first_unread:
                 continue
             size = int(s["sizeBytes"])
-            if loc is not None and loc[1] == bases[i]:
-                size -= loc[2]
+            if loc is not None and loc.segment_base == bases[i]:
+                size -= loc.position
             lost_bytes += max(0, size)
     at: int | None = None
     reach = None
@@ -347,10 +345,10 @@ def _lag_columns(row: dict[str, Any], committed: int, f: PartitionFacts, segs: S
     # a tiered partition's unread records in the remote tier: their bytes are not looked up
     unread_remote = f.local_start is not None and max(committed, f.log_start_offset) < f.local_start \
         and committed < f.high_watermark
-    row["lagBytes"] = None if unread_remote else (at[0] if at is not None else 0)
-    if at is not None and at[3] is not None:
-        row["firstUnreadTimestamp"] = at[3]
-        row["timeLagMs"] = now_ms - at[3]
+    row["lagBytes"] = None if unread_remote else (at.lag_bytes if at is not None else 0)
+    if at is not None and at.timestamp is not None:
+        row["firstUnreadTimestamp"] = at.timestamp
+        row["timeLagMs"] = now_ms - at.timestamp
     first_unread = max(committed, f.log_start_offset)
     if segs:
         start_after, lost, lost_bytes, when = _retention_loss(segs, f, first_unread, at)
@@ -373,7 +371,8 @@ def group_rows(executor: Executor, logdirs: Any, now_ms: int, *, configs: Any = 
     topic_sel = TopicSelection.of(topics, topic_pattern)
     dirs = logdirs if isinstance(logdirs, LogDirSet) else open_log_dirs(logdirs)
     found = open_partitions(dirs)
-    coordinators = [r for r in longest_replicas(found) if r.topic == CONSUMER_OFFSETS_TOPIC]
+    longest = longest_replicas(found)
+    coordinators = [r for r in longest if r.topic == CONSUMER_OFFSETS_TOPIC]
     states = list(executor.map(partial(replay_coordinator, selection=selection),
                                [PartitionRef.of(r) for r in coordinators],
                                weights=[sum(int(s.log_size or 0) for s in r.segments) for r in coordinators]))
@@ -390,7 +389,7 @@ def group_rows(executor: Executor, logdirs: Any, now_ms: int, *, configs: Any = 
         for tp in _assignments(g, names):
             if topic_sel.matches(tp[0]):
                 wanted.setdefault(tp, set())
-    by_tp = {(r.topic, r.partition): r for r in longest_replicas(found) if (r.topic, r.partition) in wanted}
+    by_tp = {(r.topic, r.partition): r for r in longest if (r.topic, r.partition) in wanted}
     history = _history_starts(found, list(by_tp.values()))
     missing = sorted(set(wanted) - set(by_tp))
     notes.extend(f"{t}-{p}: no replica in the log dirs; its log offsets and lag are unknown" for t, p in missing)

@@ -82,9 +82,11 @@ def _groups(executor: Executor, ctx: JobContext) -> list[dict[str, Any]] | None:
     from kafka_format.engine.groups import group_rows
     from kafka_format.read.planning import open_partitions
     from kafka_format.report.groups_report import summarize as summarize_groups
-    if not any(r.topic == CONSUMER_OFFSETS_TOPIC for r in open_partitions(ctx.logdirs)):
+    from kafka_format.storage.logdir import open_log_dirs
+    dirs = open_log_dirs(ctx.logdirs)               # listed once, for the check and the job
+    if not any(r.topic == CONSUMER_OFFSETS_TOPIC for r in open_partitions(dirs)):
         return None
-    result = group_rows(executor, ctx.logdirs, ctx.now_ms, configs=ctx.configs, topics=ctx.topics or None,
+    result = group_rows(executor, dirs, ctx.now_ms, configs=ctx.configs, topics=ctx.topics or None,
                         topic_pattern=ctx.topic_pattern)
     groups: list[dict[str, Any]] = summarize_groups(result.rows.to_pylist())["groups"]
     return groups
