@@ -26,6 +26,9 @@ The rules kept here:
   protocol type).  ``GroupMetadataValue`` replaces the group with a classic group (Stable with
   members, else Empty); its tombstone removes the group.  Consumer-protocol (KIP-848) records build
   a consumer group (replacing a simple classic group); their tombstones follow Kafka's checks.
+  Streams-group (KIP-1071) records build a streams group the same way (``StreamsGroup``); a
+  consumer group's resolved regular expressions (type 16) count as subscribed topics.  Record
+  types and layouts are Kafka 4.4.0's (``CoordinatorRecordType``; 9 and 18 are unknown there).
 * **Expiry** (:func:`offset_expiry`): an offset expires when the group has an expiration
   condition, the group is not subscribed to the topic, no transactional commit of the partition
   is pending, and ``now - base >= offsets.retention.ms`` (``base``: the commit time, or the time a
@@ -74,17 +77,20 @@ __all__ = [
 DEFAULT_OFFSETS_RETENTION_MS = 10080 * 60 * 1000     # offsets.retention.minutes = 10080 (7 days)
 LEAVE_GROUP_MEMBER_EPOCH = -1                         # ConsumerGroupHeartbeatRequest.LEAVE_GROUP_MEMBER_EPOCH
 MEMBER_STATE_STABLE = 0                               # modern.MemberState.STABLE
+STREAMS_MEMBER_STATE_STABLE = 1                       # streams.MemberState.STABLE
 
 # Group.GroupType, as ConsumerGroupListing / GroupListing print it
 CLASSIC = "classic"
 CONSUMER = "consumer"
 SHARE = "share"
+STREAMS = "streams"
 
 # ClassicGroupState / ConsumerGroupState names (GroupState.toString)
 EMPTY = "Empty"
 STABLE = "Stable"
 ASSIGNING = "Assigning"
 RECONCILING = "Reconciling"
+NOT_READY = "NotReady"                                # StreamsGroupState.NOT_READY
 
 # The groups job's output, declared once: one row per group, topic and partition (docs/jobs/groups.md);
 # kafka_format.engine.groups computes it.
@@ -116,7 +122,7 @@ SCHEMA = pa.schema([
     pa.field("consumerId", pa.string()),                 # the member the partition is assigned to
     pa.field("host", pa.string()),
     pa.field("clientId", pa.string()),
-    pa.field("groupType", pa.string(), nullable=False),  # classic | consumer | share
+    pa.field("groupType", pa.string(), nullable=False),  # classic | consumer | streams | share
     pa.field("groupState", pa.string(), nullable=False),
     pa.field("protocolType", pa.string()),
     pa.field("protocol", pa.string()),
@@ -137,8 +143,9 @@ ANOMALY_SCHEMA = pa.schema([
 # record type (key version) -> what it replays (GroupCoordinatorShard.replay)
 _OFFSET_COMMIT = (0, 1)
 _GROUP_METADATA = 2
-_CONSUMER_TYPES = range(3, 9)
-_SHARE_TYPES = range(9, 16)
+_CONSUMER_TYPES = (*range(3, 9), 16)                 # 16: ConsumerGroupRegularExpression
+_SHARE_TYPES = range(10, 16)
+_STREAMS_TYPES = (17, *range(19, 24))
 
 
 @dataclass(frozen=True)
@@ -179,10 +186,10 @@ class Group:
     """A group as the coordinator holds it after loading."""
 
     group_id: str
-    type: str                                   # CLASSIC | CONSUMER | SHARE
+    type: str                                   # CLASSIC | CONSUMER | SHARE | STREAMS
     protocol_type: str | None = None            # classic: "consumer", "connect", ...; None: simple group
     protocol: str | None = None                 # classic: the chosen assignor
-    generation: int = 0                         # classic: generation; consumer/share: group epoch
+    generation: int = 0                         # classic: generation; consumer/streams/share: group epoch
     leader: str | None = None
     current_state_timestamp: int | None = None
     members: dict[str, Member] = field(default_factory=dict)
@@ -190,19 +197,30 @@ class Group:
     target_assignment_epoch: int = -1
     simple: bool = False                        # created by an offset commit alone
     subscribed_topics: frozenset[str] | None = None   # classic: computeSubscribedTopics (None: unknown)
+    regex_topics: dict[str, frozenset[str]] = field(default_factory=dict)  # consumer: resolved regexes
+    topology_epoch: int | None = None           # streams: its topology's epoch (None: no topology)
+    validated_topology_epoch: int = -1          # streams: the epoch whose topics were validated
+    source_topics: frozenset[str] = frozenset()  # streams: the topology's source topics
 
     @property
     def state(self) -> str:
         """The group's state right after loading: classic groups are Stable with members, else
-        Empty (ClassicGroup at load); consumer groups as ``ConsumerGroup.maybeUpdateGroupState``."""
+        Empty (ClassicGroup at load); consumer and share groups as ``ConsumerGroup.maybeUpdateGroupState``,
+        streams groups as ``StreamsGroup.maybeUpdateGroupState`` (NotReady until the topology's
+        epoch is the validated one)."""
         if not self.members:
             return EMPTY
         if self.type == CLASSIC:
             return STABLE
+        stable = MEMBER_STATE_STABLE
+        if self.type == STREAMS:
+            if self.topology_epoch is None or self.topology_epoch != self.validated_topology_epoch:
+                return NOT_READY
+            stable = STREAMS_MEMBER_STATE_STABLE
         if self.generation > self.target_assignment_epoch:
             return ASSIGNING
         for m in self.members.values():
-            if not (m.state == MEMBER_STATE_STABLE and m.member_epoch == self.target_assignment_epoch):
+            if not (m.state == stable and m.member_epoch == self.target_assignment_epoch):
                 return RECONCILING
         return STABLE
 
@@ -213,19 +231,24 @@ class Group:
 
     def is_subscribed_to(self, topic: str) -> bool:
         """``isSubscribedToTopic``: classic groups by their computed subscription (unknown: true only
-        for the consumer protocol); consumer groups by their members' subscribed topic names."""
+        for the consumer protocol); consumer groups by their members' subscribed topic names and
+        their resolved regular expressions' topics (``ModernGroup.subscribedTopicNames``); streams
+        groups, unless Empty, by their topology's source topics (``StreamsTopology.sourceTopicMap``)."""
         if self.type == CLASSIC:
             if self.subscribed_topics is None:
                 return self.uses_consumer_protocol
             return topic in self.subscribed_topics
-        return any(m.subscribed is not None and topic in m.subscribed for m in self.members.values())
+        if self.type == STREAMS:
+            return bool(self.members) and self.topology_epoch is not None and topic in self.source_topics
+        return any(m.subscribed is not None and topic in m.subscribed for m in self.members.values()) \
+            or any(topic in topics for topics in self.regex_topics.values())
 
     def expiration_base(self, commit: CommittedOffset) -> int | None:
         """``offsetExpirationCondition``'s base timestamp for ``commit``; None: the group's offsets do
         not expire in its present state."""
         if self.type == SHARE:
             return None
-        if self.type == CONSUMER:
+        if self.type in (CONSUMER, STREAMS):
             return commit.commit_timestamp
         if self.protocol_type is None:                 # simple group
             return commit.commit_timestamp
@@ -288,6 +311,8 @@ class CoordinatorState:
                 self._replay_group_metadata(partition, data["group"], body)
             elif record_type in _CONSUMER_TYPES:
                 self._replay_consumer(partition, record_type, data, body)
+            elif record_type in _STREAMS_TYPES:
+                self._replay_streams(partition, record_type, data, body)
             else:
                 self._replay_share(partition, record_type, data, body)
         except _Refused as exc:
@@ -371,16 +396,17 @@ class CoordinatorState:
         self.groups[group_id] = group
 
     def _modern(self, group_id: str, kind: str, create: bool) -> Group | None:
-        """``getOrMaybeCreatePersistedConsumerGroup`` (and the share group's): None when it does not
-        exist and ``create`` is false (the tombstone is ignored)."""
+        """``getOrMaybeCreatePersisted{Consumer,Streams,Share}Group``: None when it does not exist and
+        ``create`` is false (the tombstone is ignored).  A consumer or streams group replaces a
+        simple classic group; a share group does not."""
         group = self.groups.get(group_id)
-        if group is None or (group.type == CLASSIC and group.simple):
+        if group is None or (group.type == CLASSIC and group.simple and kind != SHARE):
             if group is None and not create:
                 return None
             group = self.groups[group_id] = Group(group_id, kind)
             return group
         if group.type != kind:
-            raise _Refused(f"Group {group_id} is not a {kind} group")
+            raise _Refused(_NOT_OF_KIND[kind].format(group_id))
         return group
 
     def _replay_consumer(self, partition: int, record_type: int, key: dict[str, Any],
@@ -391,7 +417,13 @@ class CoordinatorState:
         if group is None:
             return
         member_id = str(key.get("memberId", ""))
-        if record_type == 3:                                   # ConsumerGroupMetadata
+        if record_type == 16:                                  # ConsumerGroupRegularExpression
+            regex = str(key["regularExpression"])
+            if value is not None:
+                group.regex_topics[regex] = frozenset(str(t) for t in value.get("topics") or ())
+            else:
+                group.regex_topics.pop(regex, None)
+        elif record_type == 3:                                 # ConsumerGroupMetadata
             if value is not None:
                 group.generation = int(value["epoch"])
                 return
@@ -474,12 +506,85 @@ class CoordinatorState:
         elif record_type == 12:                                # ShareGroupTargetAssignmentMetadata
             group.target_assignment_epoch = -1 if value is None else int(value["assignmentEpoch"])
 
+    def _replay_streams(self, partition: int, record_type: int, key: dict[str, Any],
+                        value: dict[str, Any] | None) -> None:
+        """The streams-group records (KIP-1071), as ``GroupMetadataManager.replay`` of 4.4 holds them."""
+        group_id = str(key["groupId"])
+        self.group_partition.setdefault(group_id, partition)
+        group = self._modern(group_id, STREAMS, value is not None)
+        if group is None:
+            return
+        member_id = str(key.get("memberId", ""))
+        if record_type == 17:                                  # StreamsGroupMetadata
+            if value is not None:
+                group.generation = int(value["epoch"])
+                group.validated_topology_epoch = int(value.get("validatedTopologyEpoch", -1))
+                return
+            if group.members:
+                raise _Refused(f"Received a tombstone record to delete group {group_id} but the group still "
+                               f"has {len(group.members)} members.")
+            if group.target_assignment_epoch != -1:
+                raise _Refused(f"Received a tombstone record to delete group {group_id} but did not receive "
+                               "StreamsGroupTargetAssignmentMetadataValue tombstone.")
+            del self.groups[group_id]
+        elif record_type == 19:                                # StreamsGroupMemberMetadata
+            if value is not None:
+                m = group.members.setdefault(member_id, Member(member_id))
+                m.client_id, m.host = str(value.get("clientId") or ""), str(value.get("clientHost") or "")
+                m.instance_id = value.get("instanceId")
+                return
+            old = group.members.get(member_id)
+            if old is None:
+                return
+            if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
+                raise _Refused(f"Received a tombstone record to delete member {member_id} but did not receive "
+                               "StreamsGroupCurrentMemberAssignmentValue tombstone.")
+            if member_id in group.target_assignment:
+                raise _Refused(f"Received a tombstone record to delete member {member_id} but did not receive "
+                               "StreamsGroupTargetAssignmentMetadataValue tombstone.")
+            del group.members[member_id]
+        elif record_type == 20:                                # StreamsGroupTargetAssignmentMetadata
+            if value is not None:
+                group.target_assignment_epoch = int(value["assignmentEpoch"])
+                return
+            if group.target_assignment:
+                raise _Refused(f"Received a tombstone record to delete target assignment of {group_id} but the "
+                               f"assignment still has {len(group.target_assignment)} members.")
+            group.target_assignment_epoch = -1
+        elif record_type == 21:                                # StreamsGroupTargetAssignmentMember
+            if value is not None:
+                group.target_assignment[member_id] = ()        # tasks, not partitions: not kept
+            else:
+                group.target_assignment.pop(member_id, None)
+        elif record_type == 22:                                # StreamsGroupCurrentMemberAssignment
+            if value is not None:
+                m = group.members.setdefault(member_id, Member(member_id))
+                m.member_epoch, m.state = int(value["memberEpoch"]), int(value["state"])
+                return
+            old = group.members.get(member_id)
+            if old is not None:
+                old.member_epoch = LEAVE_GROUP_MEMBER_EPOCH
+        else:                                                  # 23: StreamsGroupTopology
+            if value is None:
+                group.topology_epoch, group.source_topics = None, frozenset()
+                return
+            group.topology_epoch = int(value["epoch"])
+            group.source_topics = frozenset(
+                str(t) for s in value.get("subtopologies") or ()
+                for t in (*(s.get("sourceTopics") or ()),
+                          *(r["name"] for r in s.get("repartitionSourceTopics") or ())))
+
     # -- questions ------------------------------------------------------------------------------
 
     def has_pending(self, group: str, topic: str, partition: int) -> bool:
         """``hasPendingTransactionalOffsets``: a transaction of the group holds a commit of it."""
         return any((group, topic, partition) in self.pending.get(pid, {})
                    for pid in self.open_transactions.get(group, ()))
+
+
+# getOrMaybeCreatePersisted*Group's refusals, Kafka's wording (only the consumer one has no period)
+_NOT_OF_KIND = {CONSUMER: "Group {} is not a consumer group", STREAMS: "Group {} is not a streams group.",
+                SHARE: "Group {} is not a share group."}
 
 
 class _Refused(Exception):

@@ -72,7 +72,9 @@ def format_rows(rows: Sequence[Mapping[str, Any]], fmt: str, now_ms: int) -> str
 
 _MISSING = "-"                                          # ConsumerGroupCommand.MISSING_COLUMN_VALUE
 _REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
-_DESCRIBED_PROTOCOL_TYPES = (None, "", "consumer")     # ListGroupsOptions.forConsumerGroups()
+# ListGroupsOptions.forConsumerGroups(): classic and consumer groups of these protocol types
+_DESCRIBED_GROUP_TYPES = ("classic", "consumer")
+_DESCRIBED_PROTOCOL_TYPES = (None, "", "consumer")
 
 
 def _java_order(text: str) -> bytes:
@@ -85,13 +87,13 @@ def format_kafka(rows: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     view, without ``--verbose``) over the groups of ``rows``: groups in ``TreeMap`` order; per group
     the members with partitions, most partitions first, each member's partitions by topic then
     partition, then the committed partitions no member holds; the table's widths from the group's
-    own rows (at least 15); "has no active members" / "is rebalancing" on stderr first.  Share groups
-    and classic groups of other protocol types (Connect's) are not consumer groups there and are
-    left out.  Members with as many partitions keep the order of the rows (by topic, partition),
+    own rows (at least 15); "has no active members" / "is rebalancing" on stderr first.  Share and
+    streams groups and classic groups of other protocol types (Connect's) are not consumer groups
+    there and are left out.  Members with as many partitions keep the order of the rows (by topic, partition),
     where the broker's response order would decide."""
     by_group: dict[str, list[Mapping[str, Any]]] = {}
     for r in rows:
-        if r["groupType"] == "share" or r.get("protocolType") not in _DESCRIBED_PROTOCOL_TYPES:
+        if r["groupType"] not in _DESCRIBED_GROUP_TYPES or r.get("protocolType") not in _DESCRIBED_PROTOCOL_TYPES:
             continue
         by_group.setdefault(str(r["group"]), []).append(r)
     out: list[str] = []

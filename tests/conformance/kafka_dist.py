@@ -19,13 +19,16 @@ classpath.  Maven Central serves those test jars for 4.3.1 but not for 4.4.0, so
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
+from typing import Any
 
-__all__ = ["KAFKA_VERSIONS", "TIERED_KAFKA_VERSIONS", "cache_dir", "classpath", "java", "tiered_versions",
-           "unavailable_reason", "versions"]
+__all__ = ["KAFKA_VERSIONS", "TIERED_KAFKA_VERSIONS", "cache_dir", "classpath", "jar_definitions", "java",
+           "tags_as_text", "tiered_versions", "unavailable_reason", "versions"]
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "pom.xml"
@@ -110,3 +113,29 @@ def classpath(version: str, tiered: bool = False) -> str | None:
         return None
     os.replace(out, cached)
     return cached.read_text().strip()
+
+
+def jar_definitions(version: str, artifact: str, folder: str) -> dict[str, Any]:
+    """The message definitions inside ``<artifact>-<version>.jar`` of the release's classpath under
+    ``folder`` (e.g. ``common/message/``), by name, trimmed as the package's ``_generate.py`` trims."""
+    from kafka_format.internal.schemas._generate import _trim
+
+    cp = classpath(version)
+    assert cp is not None, unavailable_reason(version)
+    jar = next(p for p in cp.split(os.pathsep) if Path(p).name == f"{artifact}-{version}.jar")
+    theirs: dict[str, Any] = {}
+    with zipfile.ZipFile(jar) as z:
+        for entry in z.namelist():
+            if entry.startswith(folder) and entry.endswith(".json"):
+                text = "\n".join(line for line in z.read(entry).decode("utf-8").splitlines()
+                                 if not line.lstrip().startswith("//"))
+                doc: dict[str, Any] = _trim(json.loads(text))
+                theirs[doc["name"]] = doc
+    return theirs
+
+
+def tags_as_text(o: Any) -> Any:
+    """``o`` with every ``tag`` as text: some definitions quote tags (``"tag": "2"``), some do not."""
+    if isinstance(o, dict):
+        return {k: str(v) if k == "tag" else tags_as_text(v) for k, v in o.items()}
+    return [tags_as_text(x) for x in o] if isinstance(o, list) else o

@@ -522,33 +522,42 @@ def test_report_maps_follow_the_jvm(kafka_version: str) -> None:
     assert not differ, f"{len(differ)} of {len(lists)} key lists ordered otherwise (distinct keys: {differ[:10]})"
 
 
+def test_group_coordinator_schemas_are_kafka_4_4s(kafka_version: str) -> None:
+    """The ``__consumer_offsets`` record schemas equal the definitions in Kafka 4.4.0's own
+    ``kafka-group-coordinator`` jar: every record type it knows, no other, field for field.  Keys
+    differ only in this package's convention (a key is read at its record type as version; 4.4's
+    definitions carry the type as ``apiKey`` and version 0)."""
+    from kafka_format.internal.consumer_offsets import RECORD_TYPES
+    from kafka_format.internal.schemas.releases import area_schemas
+
+    if kafka_version != "4.4.0":
+        pytest.skip("the group coordinator's records are decoded as the newest release (4.4.0) defines them")
+    theirs = kafka_dist.jar_definitions(kafka_version, "kafka-group-coordinator", "common/message/")
+    assert len(theirs) > 40
+    expected: dict[str, Any] = {}
+    for name, doc in theirs.items():
+        doc = dict(doc)
+        api_key, kind = doc.pop("apiKey"), doc.pop("type")
+        if kind == "coordinator-key":
+            doc["validVersions"] = str(api_key)
+            doc["fields"] = [dict(f, versions=str(api_key)) for f in doc["fields"]]
+        expected[name] = dict(doc, type="data")
+    # LegacyOffsetCommit (type 0) is the old OffsetCommit v0 layout under its own name in 4.4; this
+    # package reads type 0 and 1 with the one OffsetCommit schema of every version
+    ours = area_schemas("group_coordinator")
+    legacy = {n for n in expected if n.startswith("LegacyOffsetCommit")}
+    assert sorted(ours) == sorted(set(expected) - legacy)
+    assert [n for n in ours if n != "OffsetCommitKey" and kafka_dist.tags_as_text(ours[n]) != kafka_dist.tags_as_text(expected[n])] == []
+    assert sorted(RECORD_TYPES) == sorted({int(d["apiKey"]) for d in theirs.values()})
+
+
 def test_release_metadata_schemas_are_the_releases(kafka_version: str) -> None:
     """``metadata_schemas(release)`` equals the metadata record definitions in the release's own
     ``kafka-metadata`` jar (trimmed as ``_generate.py`` trims)."""
-    import json
-    import zipfile
-
-    from kafka_format.internal.schemas._generate import _trim
     from kafka_format.internal.schemas.releases import metadata_schemas
 
-    classpath = kafka_dist.classpath(kafka_version)
-    assert classpath is not None
-    jar = next(p for p in classpath.split(os.pathsep) if Path(p).name == f"kafka-metadata-{kafka_version}.jar")
-    theirs: dict[str, Any] = {}
-    with zipfile.ZipFile(jar) as z:
-        for entry in z.namelist():
-            if entry.startswith("common/metadata/") and entry.endswith(".json"):
-                text = "\n".join(line for line in z.read(entry).decode("utf-8").splitlines()
-                                 if not line.lstrip().startswith("//"))
-                doc = _trim(json.loads(text))
-                theirs[doc["name"]] = doc
+    theirs = kafka_dist.jar_definitions(kafka_version, "kafka-metadata", "common/metadata/")
     assert len(theirs) > 20
     ours = {name: doc for name, doc in metadata_schemas(_release(kafka_version)).items() if "@" not in name}
-
-    def norm(o: Any) -> Any:   # some definitions quote tags ("tag": "2"), some do not
-        if isinstance(o, dict):
-            return {k: str(v) if k == "tag" else norm(v) for k, v in o.items()}
-        return [norm(x) for x in o] if isinstance(o, list) else o
-
     assert sorted(ours) == sorted(theirs)
-    assert [n for n in ours if norm(ours[n]) != norm(theirs[n])] == []
+    assert [n for n in ours if kafka_dist.tags_as_text(ours[n]) != kafka_dist.tags_as_text(theirs[n])] == []

@@ -14,10 +14,7 @@ Beside it: :func:`~kafka_format.internal.schemas.releases.storage_schemas` of ea
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -242,20 +239,9 @@ def _release(version: str) -> tuple[int, int]:
 def test_release_storage_schemas_are_the_releases(kafka_version: str) -> None:
     """``storage_schemas(release)`` equals the definitions in the release's ``kafka-storage`` jar
     (trimmed as ``_generate.py`` trims)."""
-    from kafka_format.internal.schemas._generate import _trim
     from kafka_format.internal.schemas.releases import storage_schemas
 
-    classpath = kafka_dist.classpath(kafka_version)
-    assert classpath is not None
-    jar = next(p for p in classpath.split(os.pathsep) if Path(p).name == f"kafka-storage-{kafka_version}.jar")
-    theirs: dict[str, Any] = {}
-    with zipfile.ZipFile(jar) as z:
-        for entry in z.namelist():
-            if entry.startswith("message/") and entry.endswith(".json"):
-                text = "\n".join(line for line in z.read(entry).decode("utf-8").splitlines()
-                                 if not line.lstrip().startswith("//"))
-                doc = _trim(json.loads(text))
-                theirs[doc["name"]] = doc
+    theirs = kafka_dist.jar_definitions(kafka_version, "kafka-storage", "message/")
     assert {"RemoteLogSegmentMetadataRecord", "RemotePartitionDeleteMetadataRecord"} <= set(theirs)
     ours = storage_schemas(_release(kafka_version))
     assert sorted(ours) == sorted(theirs)

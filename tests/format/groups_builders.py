@@ -73,7 +73,7 @@ def classic_group(group: str, *, generation: int, members: Sequence[dict[str, An
 
 
 def consumer_record(record_type: int, key: dict[str, Any], value: dict[str, Any] | None) -> Rec:
-    """A consumer-protocol (KIP-848) record of ``record_type`` 3..8, value v0."""
+    """A modern group record (consumer protocol 3..8 and 16, share 10..15, streams 17..23), value v0."""
     return (encode_consumer_offsets_key(record_type, key),
             None if value is None else encode_consumer_offsets_value(record_type, value, 0))
 
@@ -92,6 +92,36 @@ def kip848_group(group: str, member: str, *, epoch: int, partitions: Sequence[in
         consumer_record(8, {"groupId": group, "memberId": member},
                         {"memberEpoch": epoch, "previousMemberEpoch": epoch - 1, "state": 0,
                          "assignedPartitions": assigned, "partitionsPendingRevocation": []}),
+    ]
+
+
+def streams_group(group: str, member: str, *, epoch: int, source_topics: Sequence[str], validated: int = 1,
+                  member_state: int = 1) -> list[Rec]:
+    """The records a 4.4 coordinator writes for a streams group (KIP-1071) whose one member is
+    reconciled at ``epoch``, topology epoch 1 (``validated``: the topology epoch the group's
+    metadata names as validated; ``member_state`` 1 is streams' STABLE)."""
+    tasks = [{"subtopologyId": "0", "partitions": [0]}]
+    return [
+        consumer_record(23, {"groupId": group}, {"epoch": 1, "subtopologies": [{
+            "subtopologyId": "0", "sourceTopics": list(source_topics), "sourceTopicRegex": [],
+            "stateChangelogTopics": [], "repartitionSinkTopics": [],
+            "repartitionSourceTopics": [{"name": f"{group}-repartition", "partitions": 1, "replicationFactor": 1,
+                                         "topicConfigs": []}],
+            "copartitionGroups": []}]}),
+        consumer_record(19, {"groupId": group, "memberId": member},
+                        {"instanceId": None, "rackId": None, "clientId": "streams-c", "clientHost": "/10.0.0.7",
+                         "rebalanceTimeoutMs": 300000, "topologyEpoch": 1, "processId": "p1", "userEndpoint": None,
+                         "clientTags": []}),
+        consumer_record(17, {"groupId": group}, {"epoch": epoch, "metadataHash": 0,
+                                                 "validatedTopologyEpoch": validated}),
+        consumer_record(21, {"groupId": group, "memberId": member},
+                        {"activeTasks": tasks, "standbyTasks": [], "warmupTasks": []}),
+        consumer_record(20, {"groupId": group}, {"assignmentEpoch": epoch}),
+        consumer_record(22, {"groupId": group, "memberId": member},
+                        {"memberEpoch": epoch, "previousMemberEpoch": epoch - 1, "state": member_state,
+                         "activeTasks": tasks, "standbyTasks": [], "warmupTasks": [],
+                         "activeTasksPendingRevocation": [], "standbyTasksPendingRevocation": [],
+                         "warmupTasksPendingRevocation": []}),
     ]
 
 

@@ -17,13 +17,16 @@ from groups_builders import (
     commit_tombstone,
     consumer_record,
     kip848_group,
+    streams_group,
 )
 
-from kafka_format.internal.consumer_offsets import encode_consumer_offsets_key
+from kafka_format.internal.consumer_offsets import decode_consumer_offsets_record, encode_consumer_offsets_key
 from kafka_format.log.groups import (
     CLASSIC,
     CONSUMER,
     DEFAULT_OFFSETS_RETENTION_MS,
+    SHARE,
+    STREAMS,
     CoordinatorState,
     offset_expiry,
     replay_partition,
@@ -158,6 +161,72 @@ class TestGroups:
         s = replay_partition(0, [(0, -1, False, b"\x00\x63\x00\x00", b"\x00\x00")])
         assert [(a.offset, a.kind) for a in s.anomalies] == [(0, "skipped")]
 
+    def test_record_types_kafka_4_4_no_longer_knows_are_skipped(self) -> None:
+        # 9: ShareGroupPartitionMetadata (4.0's share-group early access), 18: never released
+        s = replay_partition(0, [(0, -1, False, b"\x00\x09\x00\x01g", b"\x00\x00\x00"),
+                                 (1, -1, False, b"\x00\x12\x00\x01g", b"\x00\x00\x00")])
+        assert [(a.offset, a.kind) for a in s.anomalies] == [(0, "skipped"), (1, "skipped")]
+        assert s.groups == {}
+
+    def test_a_share_group_never_replaces_a_simple_group(self) -> None:
+        # getOrMaybeCreatePersistedShareGroup, unlike the consumer and streams ones
+        s = _replay(commit("g", 0, 1, FIRST_TS), consumer_record(11, {"groupId": "g"}, {"epoch": 1, "metadataHash": 0}))
+        assert [(a.offset, a.kind, a.message) for a in s.anomalies] == [(1, "refused", "Group g is not a share group.")]
+        assert s.groups["g"].type == CLASSIC
+        s = _replay(consumer_record(11, {"groupId": "g"}, {"epoch": 4, "metadataHash": 0}))
+        assert (s.groups["g"].type, s.groups["g"].generation) == (SHARE, 4)
+
+    def test_share_group_metadata_is_read_in_kafka_4_4s_layout(self) -> None:
+        # ShareGroupMetadataKey: type 11, GroupId "sg"; value v0: Epoch int32 7, MetadataHash int64, no tags
+        key = b"\x00\x0b\x00\x02sg"
+        value = b"\x00\x00" + (7).to_bytes(4, "big") + (0x0102030405060708).to_bytes(8, "big") + b"\x00"
+        assert decode_consumer_offsets_record(key, value)[1] == {
+            "version": "0", "data": {"epoch": 7, "metadataHash": 0x0102030405060708}}
+        s = replay_partition(0, [(0, -1, False, key, value)])
+        assert s.anomalies == []
+        assert (s.groups["sg"].type, s.groups["sg"].generation) == (SHARE, 7)
+
+    def test_a_streams_group_is_replayed_with_its_state(self) -> None:
+        s = _replay(*streams_group("app", "m1", epoch=3, source_topics=["orders"]))
+        g = s.groups["app"]
+        assert (g.type, g.state, g.generation, len(g.members)) == (STREAMS, "Stable", 3, 1)
+        assert s.anomalies == []
+        # the metadata names no validated topology epoch (-1): NotReady
+        assert _replay(*streams_group("app", "m1", epoch=3, source_topics=["orders"], validated=-1)) \
+            .groups["app"].state == "NotReady"
+        # the member is not yet STABLE (2: UNREVOKED_TASKS)
+        assert _replay(*streams_group("app", "m1", epoch=3, source_topics=["orders"], member_state=2)) \
+            .groups["app"].state == "Reconciling"
+        # group epoch past the target assignment's
+        recs = streams_group("app", "m1", epoch=3, source_topics=["orders"])
+        assert _replay(*recs, consumer_record(17, {"groupId": "app"}, {"epoch": 4, "metadataHash": 0,
+                                                                        "validatedTopologyEpoch": 1})) \
+            .groups["app"].state == "Assigning"
+
+    def test_a_streams_group_leaves_by_kafkas_tombstones_and_a_premature_one_is_refused(self) -> None:
+        recs = streams_group("app", "m1", epoch=3, source_topics=["orders"])
+        s = _replay(*recs, consumer_record(17, {"groupId": "app"}, None))
+        assert [(a.offset, a.message) for a in s.anomalies] == [
+            (len(recs), "Received a tombstone record to delete group app but the group still has 1 members.")]
+        gone = [consumer_record(22, {"groupId": "app", "memberId": "m1"}, None),
+                consumer_record(21, {"groupId": "app", "memberId": "m1"}, None),
+                consumer_record(20, {"groupId": "app"}, None),
+                consumer_record(19, {"groupId": "app", "memberId": "m1"}, None),
+                consumer_record(17, {"groupId": "app"}, None),
+                consumer_record(23, {"groupId": "app"}, None)]
+        s = _replay(*recs, *gone)
+        assert s.anomalies == [] and "app" not in s.groups
+        # the member's tombstone before its assignment's: Kafka's check
+        s = _replay(*recs, consumer_record(19, {"groupId": "app", "memberId": "m1"}, None))
+        assert [a.message for a in s.anomalies] == [
+            "Received a tombstone record to delete member m1 but did not receive "
+            "StreamsGroupCurrentMemberAssignmentValue tombstone."]
+
+    def test_a_consumer_group_replaces_nothing_of_another_kind(self) -> None:
+        s = _replay(*streams_group("app", "m1", epoch=3, source_topics=["orders"]),
+                    consumer_record(3, {"groupId": "app"}, {"epoch": 9}))
+        assert [a.message for a in s.anomalies] == ["Group app is not a consumer group"]
+
     def test_a_record_without_a_key_or_that_does_not_decode_is_refused(self) -> None:
         s = replay_partition(0, [(0, -1, False, None, b"x"), (1, -1, False, b"\x00\x01\xff", b"x")])
         assert [(a.offset, a.kind) for a in s.anomalies] == [(0, "refused"), (1, "refused")]
@@ -196,6 +265,28 @@ class TestExpiry:
 
     def test_a_pending_transactional_commit_holds_the_offset(self) -> None:
         assert self._expiry(commit("g", 0, 1, FIRST_TS), ("txn", 7, commit("g", 0, 2, FIRST_TS))) is None
+
+    def test_a_consumer_group_keeps_the_topics_its_regular_expressions_resolved(self) -> None:
+        recs = kip848_group("g", "m", epoch=3, partitions=[0], topics=[])
+        regex = consumer_record(16, {"groupId": "g", "regularExpression": "ord.*"},
+                                {"topics": ["orders"], "version": 5, "timestamp": FIRST_TS})
+        assert self._expiry(*recs, regex, commit("g", 0, 1, FIRST_TS)) is None
+        dropped = consumer_record(16, {"groupId": "g", "regularExpression": "ord.*"}, None)
+        assert self._expiry(*recs, regex, dropped, commit("g", 0, 1, FIRST_TS)) == FIRST_TS + RET
+
+    def test_a_streams_group_keeps_its_source_topics_unless_it_is_empty(self) -> None:
+        recs = streams_group("app", "m1", epoch=3, source_topics=["orders"])
+        assert self._expiry(*recs, commit("app", 0, 1, FIRST_TS), group="app") is None
+        other = streams_group("app", "m1", epoch=3, source_topics=["payments"])
+        assert self._expiry(*other, commit("app", 0, 1, FIRST_TS), group="app") == FIRST_TS + RET
+        # a repartition source topic counts too
+        s = _replay(*recs, commit("app", 0, 1, FIRST_TS, topic="app-repartition"))
+        assert offset_expiry(s, s.offsets[("app", "app-repartition", 0)], RET) is None
+        # no members left: Empty, the commit time rules (StreamsGroup.isSubscribedToTopic)
+        left = [consumer_record(22, {"groupId": "app", "memberId": "m1"}, None),
+                consumer_record(21, {"groupId": "app", "memberId": "m1"}, None),
+                consumer_record(19, {"groupId": "app", "memberId": "m1"}, None)]
+        assert self._expiry(*recs, *left, commit("app", 0, 1, FIRST_TS), group="app") == FIRST_TS + RET
 
     def test_a_consumer_protocol_group_keeps_its_subscribed_topics(self) -> None:
         recs = kip848_group("g", "m", epoch=3, partitions=[0], topics=["orders"])

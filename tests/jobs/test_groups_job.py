@@ -256,6 +256,21 @@ def test_kafka_format_is_kafka_consumer_groups_describe_text(cluster: Path, capf
     assert "behind" not in err and "kip848" not in err
 
 
+def test_kafka_format_leaves_out_what_kafka_consumer_groups_does_not_list() -> None:
+    """``ListGroupsOptions.forConsumerGroups()``: classic and consumer groups of protocol type
+    consumer (or none) only; streams, share and Connect groups are not listed."""
+    from kafka_format.log.groups import COLUMNS
+    from kafka_format.report.groups_report import format_kafka
+
+    def row(group: str, kind: str, protocol_type: str | None) -> dict[str, Any]:
+        return dict(dict.fromkeys(COLUMNS), group=group, groupType=kind, protocolType=protocol_type,
+                    groupState="Stable", members=1, topic="orders", partition=0, committedOffset=5,
+                    highWatermark=9, lag=4)
+    out, _ = format_kafka([row("app", "streams", None), row("sg", "share", None), row("conn", "classic", "connect"),
+                           row("plain", "consumer", None), row("old", "classic", "consumer")])
+    assert [line.split()[0] for line in out.splitlines() if line and not line.startswith("GROUP")] == ["old", "plain"]
+
+
 @pytest.mark.spark
 def test_both_engines_give_the_same_rows(cluster: Path, spark: Any, capsys: pytest.CaptureFixture[str]) -> None:
     outs = {}
