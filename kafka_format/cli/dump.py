@@ -24,6 +24,8 @@ What differs (all else is identical in both):
   record indent (``| payload: ...``), the Scala tool after a space (`` payload: ...``);
 * ``--cluster-metadata-decoder``: each release reads with its own metadata schemas
   (:mod:`kafka_format.internal.schemas.releases`);
+* ``--share-group-state-decoder`` (KIP-932): Kafka 4.4's layouts and text only; refused with an
+  earlier ``--kafka-version``;
 * ``--remote-log-metadata-decoder``: from 4.0 a remote segment's text ends ``txnIdxEmpty=...``, and a
   record without a value fails with the JVM's text naming the tool's ``Record`` class
   (``org.apache.kafka.common.record.internal.Record`` in the Java tool).
@@ -76,6 +78,8 @@ from kafka_format.cli.dump_format import (
     JAVA_STRING_INDEX,
     KAFKA_VERSION,
     RECORD_INDENT,
+    SHARE_GROUP_STATE_DECODER,
+    SHARE_GROUP_STATE_SINCE,
     DumpOptions,
     format_batch_line,
     format_record_metadata,
@@ -139,6 +143,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     decoders.add_argument("--remote-log-metadata-decoder", dest="decoder", action="store_const",
                           const="remote-log-metadata",
                           help="decode tiered storage's __remote_log_metadata records (TopicBasedRemoteLogMetadataManager)")
+    decoders.add_argument("--share-group-state-decoder", dest="decoder", action="store_const",
+                          const=SHARE_GROUP_STATE_DECODER,
+                          help="decode the share coordinator's __share_group_state records (KIP-932; "
+                               f"Kafka {SHARE_GROUP_STATE_SINCE[0]}.{SHARE_GROUP_STATE_SINCE[1]}'s layouts and text)")
     parser.add_argument("--skip-record-metadata", action="store_true",
                         help="omit per-record metadata in deep iteration")
     parser.add_argument("--max-message-size", type=_positive_int, default=DEFAULT_MAX_MESSAGE_SIZE,
@@ -174,6 +182,11 @@ def options_from_args(args: argparse.Namespace) -> DumpOptions:
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``klogs dump`` for parsed ``args``."""
     opts = options_from_args(args)
+    if opts.decoder == SHARE_GROUP_STATE_DECODER and not opts.since(*SHARE_GROUP_STATE_SINCE):
+        print(f"klogs dump: --share-group-state-decoder prints Kafka {SHARE_GROUP_STATE_SINCE[0]}."
+              f"{SHARE_GROUP_STATE_SINCE[1]}'s text, not {opts.kafka_version}'s (Kafka 3.9's kafka-dump-log has "
+              "no such option; its share-group records changed layout up to 4.2)", file=sys.stderr)
+        return EXIT_USAGE
     for stream in (sys.stdout, sys.stderr):  # undecodable payloads must not kill the dump
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:

@@ -46,6 +46,8 @@ JAVA_STRING_INDEX = "java.lang.StringIndexOutOfBoundsException"   # the Scala to
 DEFAULT_KAFKA_VERSION = "4.4"
 LEADER_CHANGE_JSON_SINCE = (4, 1)   # KAFKA-19069: " LeaderChange: {json}" instead of "controlType: ..."
 TRANSACTION_LOG_JSON_SINCE = (4, 1)  # --transaction-log-decoder prints coordinator-record JSON
+SHARE_GROUP_STATE_DECODER = "share-group-state"
+SHARE_GROUP_STATE_SINCE = (4, 4)     # the release whose __share_group_state layouts and text we print
 TRANSACTION_STATE_NAMES_SINCE = (4, 4)  # ... with transactionStatus as the state's name
 JAVA_TOOL_SINCE = (4, 3)   # KAFKA-14579: DumpLogSegments in Java (org.apache.kafka.tools) from 4.3.0
 KAFKA_VERSION = re.compile(r"^(\d+)\.(\d+)(\.\d+)?$")
@@ -95,6 +97,7 @@ class DumpOptions:
     verify_index_only: bool = False
     index_sanity_check: bool = False
     decoder: str | None = None   # "offsets" | "transaction-log" | "cluster-metadata" | "remote-log-metadata"
+    #                              | SHARE_GROUP_STATE_DECODER
     skip_record_metadata: bool = False
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     max_bytes: int = INT32_MAX

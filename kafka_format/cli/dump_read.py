@@ -18,6 +18,7 @@ from kafka_format.cli.dump_format import (
     KRAFT_CONTROL_LABELS,
     LEADER_CHANGE_JSON_SINCE,
     LOOKUP_READ_SIZE,
+    SHARE_GROUP_STATE_DECODER,
     TRANSACTION_LOG_JSON_SINCE,
     TRANSACTION_STATE_NAMES_SINCE,
     DumpOptions,
@@ -32,6 +33,7 @@ from kafka_format.internal import (
     consumer_offsets,
     kraft_control,
     remote_log_metadata,
+    share_group_state,
     transaction_log,
 )
 from kafka_format.log.audit import auditor as audit
@@ -367,6 +369,14 @@ def _message_parser(decoder: str | None, opts: DumpOptions) -> _Parser:
             return transaction_log.format_transaction_log_record(
                 record["key"], record["value"])
         return parse_txn
+    if decoder == SHARE_GROUP_STATE_DECODER:
+        def parse_share(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
+            if record["key"] is None:                  # Kafka's tool dies here
+                raise KafkaFormatError(f"Failed to decode message at offset {record['offset']} using the "
+                                       "specified decoder (message had a missing key)")
+            return share_group_state.format_share_group_state_record(
+                record["key"], record["value"], record["offset"])
+        return parse_share
     if decoder == "remote-log-metadata":
         def parse_remote(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
             # RemoteMetadataLogMessageParser: no key; the value's toString() or an error text

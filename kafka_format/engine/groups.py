@@ -26,19 +26,25 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 
-from kafka_format.common.topics import CONSUMER_OFFSETS_TOPIC
+from kafka_format.common.topics import CONSUMER_OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC
 from kafka_format.log.groups import (
     ANOMALY_SCHEMA,
     COLUMNS,
     DEFAULT_OFFSETS_RETENTION_MS,
     NO_PRODUCER_ID,
     SCHEMA,
+    SHARE,
     CommittedOffset,
     CoordinatorState,
     Group,
     Member,
     offset_expiry,
     replay_partition,
+)
+from kafka_format.log.share_state import (
+    ShareCoordinatorState,
+    SharePartitionState,
+    replay_share_state_partition,
 )
 from kafka_format.storage.logdir import LogDirSet, PartitionLog, open_log_dirs
 from kafka_format.storage.partition_state import PartitionRef, TopicSelection
@@ -116,6 +122,13 @@ def _coordinator_records(replica: PartitionLog) -> Iterable[tuple[int, int, bool
             yield from zip(batch.column("offset").to_pylist(), producers.to_pylist(),
                            batch.column("isControl").to_pylist(), batch.column("key").to_pylist(),
                            batch.column("value").to_pylist(), strict=True)
+
+
+def replay_share_coordinator(ref: PartitionRef, selection: GroupSelection) -> ShareCoordinatorState:
+    """Task 1b: one ``__share_group_state`` partition replayed, only the selected groups' state kept."""
+    state = replay_share_state_partition(ref.partition, _coordinator_records(ref.open()))
+    state.states = {k: v for k, v in state.states.items() if selection.matches(k[0])}
+    return state
 
 
 def replay_coordinator(ref: PartitionRef, selection: GroupSelection) -> CoordinatorState:
@@ -209,6 +222,31 @@ def _merge(states: Sequence[CoordinatorState], partitions: int | None) -> tuple[
     return merged, notes
 
 
+def _merge_share(states: Sequence[ShareCoordinatorState]) -> tuple[ShareCoordinatorState, list[str]]:
+    """One view of every ``__share_group_state`` partition; a share-partition found in several keeps
+    the first one's state (noted)."""
+    merged = ShareCoordinatorState()
+    notes = []
+    for st in states:
+        merged.anomalies.extend(st.anomalies)
+        for key, where in st.where.items():
+            first = merged.where.setdefault(key, where)
+            if first != where:
+                notes.append(f"share-partition {key[0]!r} {key[1]}:{key[2]} has records in {SHARE_GROUP_STATE_TOPIC}-"
+                             f"{where} and in partition {first}: the records of {first} are shown")
+            elif key in st.states:
+                merged.states[key] = st.states[key]
+    return merged, notes
+
+
+def _share_partitions(group: Group, names: Mapping[str, str]) -> dict[tuple[str, int], str]:
+    """A share group's initialized share-partitions (``initializedShareGroupPartitions``) as (topic
+    name, partition) -> topic id; the name from the log dirs' ``partition.metadata``, else the
+    record's."""
+    return {(names.get(tid) or name or tid, p): tid for tid, (name, parts) in group.share_partitions.items()
+            for p in parts}
+
+
 def _history_starts(found: Sequence[PartitionLog], replicas: Sequence[PartitionLog]) -> dict[tuple[str, int], int]:
     """The log start over both tiers of the tiered partitions among ``replicas``, from the
     ``__remote_log_metadata`` in the log dirs (:func:`kafka_format.read.remote_log_metadata.remote_sides`)."""
@@ -297,7 +335,7 @@ def _group_row(group: Group, partition: int | None) -> dict[str, Any]:
             "generation": group.generation, "members": len(group.members), "coordinatorPartition": partition}
 
 
-def _rows(state: CoordinatorState, facts: Mapping[tuple[str, int], PartitionFacts],
+def _rows(state: CoordinatorState, share: ShareCoordinatorState, facts: Mapping[tuple[str, int], PartitionFacts],
           retention: Mapping[tuple[str, int], list[Mapping[str, Any]]], names: Mapping[str, str],
           topics: TopicSelection, now_ms: int, retention_ms: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
@@ -308,6 +346,9 @@ def _rows(state: CoordinatorState, facts: Mapping[tuple[str, int], PartitionFact
     for gid in sorted(set(state.groups) | set(commits)):
         group = state.groups.get(gid) or Group(gid, "classic", simple=True)
         base = _group_row(group, state.group_partition.get(gid))
+        if group.type == SHARE:
+            rows.extend(_share_rows(base, group, share, facts, retention, names, topics, now_ms))
+            continue
         assigned = _assignments(group, names)
         keys = sorted(k for k in set(commits.get(gid, {})) | set(assigned) if topics.matches(k[0]))
         if not keys:
@@ -335,6 +376,43 @@ def _rows(state: CoordinatorState, facts: Mapping[tuple[str, int], PartitionFact
                     _lag_columns(row, c.offset, f, retention.get(tp, []), now_ms)
             rows.append(row)
     return rows
+
+
+def _share_rows(base: dict[str, Any], group: Group, share: ShareCoordinatorState,
+                facts: Mapping[tuple[str, int], PartitionFacts], retention: Mapping[tuple[str, int], list[Mapping[str, Any]]],
+                names: Mapping[str, str], topics: TopicSelection, now_ms: int) -> list[dict[str, Any]]:
+    """A share group's rows, one per initialized share-partition, with its ``__share_group_state``
+    (``readStateSummary``; none: start offset -1).  ``committedOffset`` is the share-partition start
+    offset, ``lag`` Kafka's share lag; the bytes, time and retention columns count from the first
+    offset not yet acknowledged or archived, the records lost only those."""
+    parts = _share_partitions(group, names)
+    keys = sorted(k for k in parts if topics.matches(k[0]))
+    if not keys:
+        return [base] if topics.everything else []
+    out = []
+    for tp in keys:
+        row = dict(base, topic=tp[0], partition=tp[1])
+        st: SharePartitionState | None = share.states.get((group.group_id, parts[tp], tp[1]))
+        f = facts.get(tp)
+        if f is not None:
+            row.update(logStartOffset=f.log_start_offset, highWatermark=f.high_watermark, logEndOffset=f.log_end_offset)
+        if st is not None:
+            row.update(leaderEpoch=None if st.leader_epoch == -1 else st.leader_epoch, shareStateEpoch=st.state_epoch,
+                       deliveryCompleteCount=None if st.delivery_complete_count == -1 else st.delivery_complete_count,
+                       inFlight=[b.as_row() for b in st.batches])
+        if st is None or st.start_offset < 0:
+            out.append(row)
+            continue
+        row["committedOffset"] = st.start_offset
+        if f is not None:
+            _lag_columns(row, st.first_incomplete(), f, retention.get(tp, []), now_ms)
+            row["lag"] = st.lag(f.high_watermark)
+            row["lostRecords"] = st.incomplete_between(st.start_offset, f.log_start_offset)
+            if row.get("retentionLogStartOffset") is not None:
+                row["retentionLossRecords"] = st.incomplete_between(
+                    max(st.start_offset, f.log_start_offset), min(row["retentionLogStartOffset"], f.high_watermark))
+        out.append(row)
+    return out
 
 
 def _lag_columns(row: dict[str, Any], committed: int, f: PartitionFacts, segs: Sequence[Mapping[str, Any]],
@@ -377,8 +455,13 @@ def group_rows(executor: Executor, logdirs: Any, now_ms: int, *, configs: Any = 
                                [PartitionRef.of(r) for r in coordinators],
                                weights=[sum(int(s.log_size or 0) for s in r.segments) for r in coordinators]))
     state, notes = _merge(states, offsets_partitions)
-    notes.extend(f"{CONSUMER_OFFSETS_TOPIC}-{r.partition}: no replication-offset-checkpoint entry; read to its "
-                 "log end (its high watermark once it leads alone)" for r in coordinators
+    share_logs = [r for r in longest if r.topic == SHARE_GROUP_STATE_TOPIC]
+    share, share_notes = _merge_share(list(executor.map(
+        partial(replay_share_coordinator, selection=selection), [PartitionRef.of(r) for r in share_logs],
+        weights=[sum(int(s.log_size or 0) for s in r.segments) for r in share_logs])))
+    notes.extend(share_notes)
+    notes.extend(f"{r.topic}-{r.partition}: no replication-offset-checkpoint entry; read to its "
+                 "log end (its high watermark once it leads alone)" for r in (*coordinators, *share_logs)
                  if r.high_watermark_checkpoint is None)
     names = _topic_names(found)
     wanted: dict[tuple[str, int], set[int]] = {}
@@ -389,6 +472,10 @@ def group_rows(executor: Executor, logdirs: Any, now_ms: int, *, configs: Any = 
         for tp in _assignments(g, names):
             if topic_sel.matches(tp[0]):
                 wanted.setdefault(tp, set())
+        for tp, tid in _share_partitions(g, names).items():
+            st = share.states.get((g.group_id, tid, tp[1]))
+            if topic_sel.matches(tp[0]):
+                wanted.setdefault(tp, set()).update(() if st is None or st.start_offset < 0 else (st.first_incomplete(),))
     by_tp = {(r.topic, r.partition): r for r in longest if (r.topic, r.partition) in wanted}
     history = _history_starts(found, list(by_tp.values()))
     missing = sorted(set(wanted) - set(by_tp))
@@ -405,9 +492,10 @@ def group_rows(executor: Executor, logdirs: Any, now_ms: int, *, configs: Any = 
         seg_rows = retention_rows(executor, dirs, configs if configs is not None else TopicConfigs(), now_ms,
                                   topics=sorted({t for t, _ in by_tp})).to_pylist()
         seg_rows = [r for r in seg_rows if (r["topic"], r["partition"]) in by_tp]
-    rows = _rows(state, facts, _retention_view(seg_rows), names, topic_sel, now_ms, retention_ms)
-    anomalies = pa.Table.from_pylist([{"partition": a.partition, "offset": a.offset, "kind": a.kind,
-                                       "message": a.message} for a in state.anomalies], schema=ANOMALY_SCHEMA)
+    rows = _rows(state, share, facts, _retention_view(seg_rows), names, topic_sel, now_ms, retention_ms)
+    anomalies = pa.Table.from_pylist([{"topic": a.topic, "partition": a.partition, "offset": a.offset,
+                                       "kind": a.kind, "message": a.message}
+                                      for a in (*state.anomalies, *share.anomalies)], schema=ANOMALY_SCHEMA)
     return GroupsResult(pa.Table.from_pylist([{k: r.get(k) for k in COLUMNS} for r in rows], schema=SCHEMA),
                         anomalies, tuple(notes))
 

@@ -1,14 +1,8 @@
 """``__consumer_offsets`` records.
 
-Framing (``coordinator-common/.../CoordinatorRecordSerde.java``,
-``group-coordinator/.../GroupCoordinatorRecordSerde.java``)::
-
-    key    int16 record type (= key version) + key message read at that version
-    value  int16 value version + value message        (null value = tombstone)
-
-Record types (``GroupCoordinatorRecordSerde.apiMessageKeyFor``): see
-:data:`RECORD_TYPES`.  Trailing bytes after a message are ignored, as Kafka
-does.  Output shapes follow ``DumpLogSegments.OffsetsMessageParser``: key
+Framing: :mod:`kafka_format.internal.coordinator_records` (``CoordinatorRecordSerde``; here
+``GroupCoordinatorRecordSerde``).  Record types (``GroupCoordinatorRecordSerde.apiMessageKeyFor``):
+see :data:`RECORD_TYPES`.  Output shapes follow ``DumpLogSegments.OffsetsMessageParser``: key
 ``{"type": "<recordType>", "data": {...}}``, value ``{"version": "<v>",
 "data": {...}}``; a tombstone prints ``<DELETE>``.  For groups whose
 ``protocolType`` is ``"consumer"`` each member's ``subscription`` /
@@ -23,14 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_format.common.errors import InternalTopicFormatError
-from kafka_format.internal.protocol import (
-    DELETE_TEXT,
-    INT16,
-    partition_for,
-    read_message,
-    to_json,
-    write_version_prefixed,
+from kafka_format.internal.coordinator_records import (
+    CoordinatorRecordSerde,
+    UnknownRecordTypeError,
+    read_version,
 )
+from kafka_format.internal.protocol import INT16, partition_for, read_message, write_version_prefixed
 
 __all__ = [
     "CONSUMER_PROTOCOL_TYPE",
@@ -86,41 +78,23 @@ CONSUMER_PROTOCOL_TYPE = "consumer"  # ConsumerProtocol.PROTOCOL_TYPE
 VERSION_KEY = "_version"
 
 
-class UnknownRecordTypeError(InternalTopicFormatError):
-    """The key's record type is none Kafka knows (``CoordinatorLoader.UnknownRecordTypeException``)."""
-
-    code = "UNKNOWN_RECORD_TYPE"
-
-    @property
-    def record_type(self) -> int:
-        return int(self.found or -1)
-
-
-def _version(data: bytes | bytearray | memoryview, what: str) -> int:
-    if len(data) < INT16.size:
-        raise InternalTopicFormatError(f"Could not read version from {what}'s buffer.", position=0,
-                                       expected=f"{INT16.size} bytes", found=f"{len(data)} bytes")
-    return int(INT16.unpack_from(data, 0)[0])
-
-
-def _read(name: str, data: bytes | bytearray | memoryview, version: int, what: str) -> dict[str, Any]:
-    """``CoordinatorRecordSerde.readMessage``: the message after the int16 version, Kafka's wording."""
-    try:
-        msg, _ = read_message(name, data, version, offset=INT16.size)
-    except InternalTopicFormatError as e:
-        raise InternalTopicFormatError(
-            f"Could not read record with version {version} from {what}'s buffer due to: {e.reason}.",
-            position=e.position, expected=e.expected, found=e.found) from e
-    return msg
+def _embedded_protocols(value_name: str, data: dict[str, Any]) -> dict[str, Any]:
+    """A ``consumer`` classic group's member subscription/assignment bytes decoded (Kafka keeps the
+    bytes that do not parse)."""
+    if value_name == "GroupMetadataValue" and data.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
+        for member in data.get("members") or ():
+            for fname, decoder in (("subscription", decode_consumer_protocol_subscription),
+                                   ("assignment", decode_consumer_protocol_assignment)):
+                raw = member.get(fname)
+                if isinstance(raw, bytes):
+                    try:
+                        member[fname] = decoder(raw)
+                    except InternalTopicFormatError:
+                        pass  # Kafka keeps the original bytes when they do not parse
+    return data
 
 
-def _types_for(record_type: int) -> tuple[str, str]:
-    names = RECORD_TYPES.get(record_type)
-    if names is None:
-        raise UnknownRecordTypeError(f"unknown record type {record_type}", position=0,
-                                     expected=f"a record type in {sorted(RECORD_TYPES)}",
-                                     found=str(record_type))
-    return names
+SERDE = CoordinatorRecordSerde(RECORD_TYPES, _embedded_protocols)
 
 
 def group_partition(group_id: str, partitions: int = OFFSETS_TOPIC_PARTITIONS) -> int:
@@ -134,9 +108,7 @@ def decode_consumer_offsets_key(key: bytes | bytearray | memoryview) -> dict[str
     Raises :class:`UnknownRecordTypeError` for a record type Kafka does not know
     and :class:`InternalTopicFormatError` for malformed bytes.
     """
-    record_type = _version(key, "key")
-    key_name, _ = _types_for(record_type)
-    return {"type": str(record_type), "data": _read(key_name, key, record_type, "key")}
+    return SERDE.decode_key(key)
 
 
 def decode_consumer_offsets_value(key_type: int | str,
@@ -145,34 +117,18 @@ def decode_consumer_offsets_value(key_type: int | str,
 
     ``None`` (a tombstone) gives ``None``.
     """
-    _, value_name = _types_for(int(key_type))
-    if value is None:
-        return None
-    version = _version(value, "value")
-    data = _read(value_name, value, version, "value")
-    if value_name == "GroupMetadataValue" and data.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
-        for member in data.get("members") or ():
-            for fname, decoder in (("subscription", decode_consumer_protocol_subscription),
-                                   ("assignment", decode_consumer_protocol_assignment)):
-                raw = member.get(fname)
-                if isinstance(raw, bytes):
-                    try:
-                        member[fname] = decoder(raw)
-                    except InternalTopicFormatError:
-                        pass  # Kafka keeps the original bytes when they do not parse
-    return {"version": str(version), "data": data}
+    return SERDE.decode_value(key_type, value)
 
 
 def decode_consumer_offsets_record(
         key: bytes | bytearray | memoryview,
         value: bytes | bytearray | memoryview | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Decode a key/value pair; the value is ``None`` for a tombstone."""
-    k = decode_consumer_offsets_key(key)
-    return k, decode_consumer_offsets_value(int(k["type"]), value)
+    return SERDE.decode_record(key, value)
 
 
 def _decode_embedded(name: str, data: bytes | bytearray | memoryview) -> dict[str, Any]:
-    version = _version(data, name)
+    version = read_version(data, name)
     out, _ = read_message(name, data, version, offset=INT16.size)
     out[VERSION_KEY] = version
     return out
@@ -197,17 +153,8 @@ def format_offsets_record(key: bytes | bytearray | memoryview | None,
     give ``"Unknown record type N at offset O, skipping."``; other failures give
     ``"Error at offset O, skipping. <reason>"`` (the reason's wording is ours).
     """
-    if key is None:
-        raise InternalTopicFormatError(
-            f"Failed to decode message at offset {offset} using offset topic decoder "
-            "(message had a missing key)", expected="a key", found="null key")
-    try:
-        k, v = decode_consumer_offsets_record(key, value)
-    except UnknownRecordTypeError as e:
-        return f"Unknown record type {e.found} at offset {offset}, skipping.", None
-    except InternalTopicFormatError as e:
-        return f"Error at offset {offset}, skipping. {e.reason}", None
-    return to_json(k), DELETE_TEXT if v is None else to_json(v)
+    return SERDE.format_record(key, value, offset, f"Failed to decode message at offset {offset} using offset "
+                               "topic decoder (message had a missing key)")
 
 
 # --------------------------------------------------------------------------- encoders
@@ -215,8 +162,7 @@ def format_offsets_record(key: bytes | bytearray | memoryview | None,
 
 def encode_consumer_offsets_key(record_type: int, data: dict[str, Any]) -> bytes:
     """Key bytes for record type ``record_type`` with fields ``data`` (camelCase)."""
-    key_name, _ = _types_for(record_type)
-    return write_version_prefixed(key_name, data, record_type)
+    return SERDE.encode_key(record_type, data)
 
 
 def _with_embedded(data: dict[str, Any]) -> dict[str, Any]:
@@ -237,10 +183,9 @@ def _with_embedded(data: dict[str, Any]) -> dict[str, Any]:
 
 def encode_consumer_offsets_value(record_type: int, data: dict[str, Any], version: int) -> bytes:
     """Value bytes (int16 ``version`` + message) for a record of type ``record_type``."""
-    _, value_name = _types_for(record_type)
-    if value_name == "GroupMetadataValue":
+    if SERDE.types_for(record_type)[1] == "GroupMetadataValue":
         data = _with_embedded(data)
-    return write_version_prefixed(value_name, data, version)
+    return SERDE.encode_value(record_type, data, version)
 
 
 def encode_offset_commit_key(group: str, topic: str, partition: int, *, record_type: int = 1) -> bytes:

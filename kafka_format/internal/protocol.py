@@ -106,6 +106,7 @@ UNKNOWN_TAGS_KEY = "_unknownTaggedFields"
 DELETE_TEXT = "<DELETE>"
 MAX_STRING_LENGTH = 0x7FFF  # generated readers reject longer strings
 MAX_VARINT_SHIFT = 28  # ByteUtils.readUnsignedVarint: at most 5 bytes
+JAVA_NULL_MESSAGE = "null"   # the getMessage() of a BufferUnderflowException, as Kafka's tools print it
 VERSION_MAX = 0x7FFF  # "N+" means N..Short.MAX_VALUE
 NULL_LENGTH = -1
 
@@ -325,12 +326,16 @@ class Reader:
         """Bytes left after the cursor."""
         return self.end - self.pos
 
-    def fail(self, reason: str, expected: str, found: str,
-             position: int | None = None) -> InternalTopicFormatError:
-        """An error at ``position`` (default: the cursor), named after the message being read."""
-        return InternalTopicFormatError(
+    def fail(self, reason: str, expected: str, found: str, position: int | None = None,
+             java: str = JAVA_NULL_MESSAGE) -> InternalTopicFormatError:
+        """An error at ``position`` (default: the cursor), named after the message being read;
+        ``java_message`` is what Kafka's generated reader throws there (``getMessage()``: "null"
+        for a ``BufferUnderflowException``)."""
+        err = InternalTopicFormatError(
             f"{self.what}: {reason}", position=self.pos if position is None else position,
             expected=expected, found=found)
+        err.java_message = java     # type: ignore[attr-defined]
+        return err
 
     def need(self, n: int, what: str) -> None:
         """Fail unless ``n`` more bytes are available (checked before any slicing)."""
@@ -385,7 +390,8 @@ def _read_length(r: Reader, flexible: bool, what: str, kind: str) -> int:
 
 def _read_string(r: Reader, length: int, what: str) -> str:
     if length > MAX_STRING_LENGTH:
-        raise r.fail(f"string field {what} had invalid length", f"length <= {MAX_STRING_LENGTH}", str(length))
+        raise r.fail(f"string field {what} had invalid length", f"length <= {MAX_STRING_LENGTH}", str(length),
+                     java=f"string field {_lower_first(what)} had invalid length {length}")
     return java_utf8(r.raw(length, f"string {what}")).decode("utf-8")   # Java's U+FFFD for malformed bytes
 
 
@@ -396,7 +402,7 @@ def _read_varlen(r: Reader, base: str, flexible: bool, nullable: bool, what: str
     if length < 0:
         if not nullable:
             raise r.fail(f"non-nullable field {what} was serialized as null", "length >= 0",
-                         str(length), start)
+                         str(length), start, java=f"non-nullable field {_lower_first(what)} was serialized as null")
         return None
     if base == "string":
         return _read_string(r, length, what)
@@ -416,11 +422,14 @@ def _read_value(r: Reader, f: FieldSpec, version: int, msg_flexible: Versions, t
         if count < 0:
             if not nullable:
                 raise r.fail(f"non-nullable field {what} was serialized as null", "count >= 0",
-                             str(count), start)
+                             str(count), start,
+                             java=f"non-nullable field {_lower_first(what)} was serialized as null")
             return None
         if count > r.remaining():
             raise r.fail(f"tried to allocate a collection of size {count} for {what}",
-                         f"at most {r.remaining()} elements (bytes remaining)", str(count), start)
+                         f"at most {r.remaining()} elements (bytes remaining)", str(count), start,
+                         java=f"Tried to allocate a collection of size {count}, but there are only "
+                              f"{r.remaining()} bytes remaining.")
         out: list[Any] = []
         elem = f.element
         assert elem is not None

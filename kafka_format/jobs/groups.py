@@ -106,7 +106,7 @@ def _run(ctx: JobContext, args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"klogs groups: note: {note}", file=sys.stderr)
     for a in anomalies:
-        print(f"klogs groups: __consumer_offsets-{a['partition']} offset {a['offset']}: {a['kind']}: "
+        print(f"klogs groups: {a['topic']}-{a['partition']} offset {a['offset']}: {a['kind']}: "
               f"{a['message']}", file=sys.stderr)
     if fmt == "table":
         print(summary_line(summary))

@@ -49,6 +49,7 @@ from typing import Any
 import pyarrow as pa
 
 from kafka_format.common.errors import InternalTopicFormatError
+from kafka_format.common.topics import CONSUMER_OFFSETS_TOPIC
 from kafka_format.internal.consumer_offsets import (
     CONSUMER_PROTOCOL_TYPE,
     UnknownRecordTypeError,
@@ -129,10 +130,20 @@ SCHEMA = pa.schema([
     pa.field("generation", pa.int32()),                  # classic generation; consumer group epoch
     pa.field("members", pa.int32(), nullable=False),
     pa.field("coordinatorPartition", pa.int32()),        # the __consumer_offsets partition of its records
+    # share groups (KIP-932): the share-partition's __share_group_state (committedOffset: its start offset)
+    pa.field("shareStateEpoch", pa.int32()),
+    pa.field("deliveryCompleteCount", pa.int32()),       # offsets past the start offset acknowledged or archived
+    pa.field("inFlight", pa.list_(pa.struct([           # the state batches past the start offset
+        pa.field("firstOffset", pa.int64(), nullable=False),
+        pa.field("lastOffset", pa.int64(), nullable=False),
+        pa.field("deliveryState", pa.string(), nullable=False),   # Available, Acquired, Acknowledged, ...
+        pa.field("deliveryCount", pa.int32(), nullable=False),
+    ]))),
 ])
 COLUMNS = tuple(SCHEMA.names)
 # Records Kafka's loader skips or refuses, one row each (the job's notes).
 ANOMALY_SCHEMA = pa.schema([
+    pa.field("topic", pa.string(), nullable=False),      # __consumer_offsets or __share_group_state
     pa.field("partition", pa.int32(), nullable=False),
     pa.field("offset", pa.int64(), nullable=False),
     pa.field("kind", pa.string(), nullable=False),
@@ -201,16 +212,18 @@ class Group:
     topology_epoch: int | None = None           # streams: its topology's epoch (None: no topology)
     validated_topology_epoch: int = -1          # streams: the epoch whose topics were validated
     source_topics: frozenset[str] = frozenset()  # streams: the topology's source topics
+    # share: the initialized share-partitions (ShareGroupStatePartitionMetadata), topic id -> (name, partitions)
+    share_partitions: dict[str, tuple[str, tuple[int, ...]]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
         """The group's state right after loading: classic groups are Stable with members, else
-        Empty (ClassicGroup at load); consumer and share groups as ``ConsumerGroup.maybeUpdateGroupState``,
-        streams groups as ``StreamsGroup.maybeUpdateGroupState`` (NotReady until the topology's
-        epoch is the validated one)."""
+        Empty (ClassicGroup at load), and so are share groups (``ShareGroup.maybeUpdateGroupState``);
+        consumer groups as ``ConsumerGroup.maybeUpdateGroupState``, streams groups as
+        ``StreamsGroup.maybeUpdateGroupState`` (NotReady until the topology's epoch is the validated one)."""
         if not self.members:
             return EMPTY
-        if self.type == CLASSIC:
+        if self.type in (CLASSIC, SHARE):
             return STABLE
         stable = MEMBER_STATE_STABLE
         if self.type == STREAMS:
@@ -265,10 +278,11 @@ class Anomaly:
     """A record Kafka's loader skips (``skipped``) or refuses (``refused``: Kafka's load of the
     partition fails there), with its position."""
 
-    partition: int                   # the __consumer_offsets partition
+    partition: int                   # the coordinator topic's partition
     offset: int
     kind: str                        # "skipped" | "refused"
     message: str
+    topic: str = CONSUMER_OFFSETS_TOPIC
 
 
 @dataclass
@@ -505,6 +519,10 @@ class CoordinatorState:
             m.assignment = _id_partitions(value.get("assignedPartitions"))
         elif record_type == 12:                                # ShareGroupTargetAssignmentMetadata
             group.target_assignment_epoch = -1 if value is None else int(value["assignmentEpoch"])
+        elif record_type == 15:                                # ShareGroupStatePartitionMetadata
+            group.share_partitions = {str(t["topicId"]): (str(t.get("topicName") or ""),
+                                                          tuple(int(p) for p in t.get("partitions") or ()))
+                                      for t in (value or {}).get("initializedTopics") or ()}
 
     def _replay_streams(self, partition: int, record_type: int, key: dict[str, Any],
                         value: dict[str, Any] | None) -> None:

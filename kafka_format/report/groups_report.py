@@ -207,7 +207,7 @@ def render_html(rows: Sequence[Mapping[str, Any]], summary: Mapping[str, Any], a
              "warning" if t["groupsLosing"] else "ok"),
         Card("groups", human_count(t["groups"]), f"on {t['partitions']} partitions"),
         Card("total lag", human_count(t["lag"]), human_bytes(t["lagBytes"])),
-        Card("refused __consumer_offsets records", str(sum(1 for a in anomalies if a["kind"] == "refused")),
+        Card("refused coordinator records", str(sum(1 for a in anomalies if a["kind"] == "refused")),
              None, "error" if any(a["kind"] == "refused" for a in anomalies) else "ok"),
     ])
     page.heading("Groups, problems first")
@@ -225,9 +225,9 @@ def render_html(rows: Sequence[Mapping[str, Any]], summary: Mapping[str, Any], a
                numeric=("partition", "committedOffset", "highWatermark", "lag", "lostRecords",
                         "retentionLossRecords"))
     if anomalies:
-        page.heading("__consumer_offsets records Kafka's loader skips or refuses")
-        page.table(["partition", "offset", "kind", "message"],
-                   [[a["partition"], a["offset"], a["kind"], a["message"]] for a in anomalies],
+        page.heading("Coordinator records Kafka's loader skips or refuses")
+        page.table(["topic", "partition", "offset", "kind", "message"],
+                   [[a["topic"], a["partition"], a["offset"], a["kind"], a["message"]] for a in anomalies],
                    table_id="anomalies", wrap=("message",), numeric=("partition", "offset"))
     page.heading("What the numbers assume")
     page.bullets([*NOTES, *notes])

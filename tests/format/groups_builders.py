@@ -160,10 +160,24 @@ def write_coordinator(writer: Any, log: CoordinatorLog) -> None:
         offset += len(recs)
 
 
+def share_group(group: str, *, epoch: int, initialized: Sequence[int]) -> list[Rec]:
+    """The ``__consumer_offsets`` records of a share group (KIP-932, Kafka 4.4) with no members left
+    whose share-partitions ``orders-<initialized>`` are initialized."""
+    return [
+        consumer_record(11, {"groupId": group}, {"epoch": epoch, "metadataHash": 0}),
+        consumer_record(12, {"groupId": group}, {"assignmentEpoch": epoch, "assignmentTimestamp": 0}),
+        consumer_record(15, {"groupId": group}, {
+            "initializingTopics": [], "deletingTopics": [],
+            "initializedTopics": [{"topicId": ORDERS_ID, "topicName": TOPIC, "partitions": list(initialized)}]}),
+    ]
+
+
 def write_cluster(path: Path, logs: dict[str, CoordinatorLog], *, now_ms: int, records: int = RECORDS,
-                  partitions: int = 2, high_watermarks: dict[int, int] | None = None) -> Path:
+                  partitions: int = 2, high_watermarks: dict[int, int] | None = None,
+                  share_state: Sequence[Rec] = ()) -> Path:
     """One log dir: ``orders`` and the coordinator logs of the groups named (``logs``: group -> log;
-    every group's log goes to its own partition, in the order given)."""
+    every group's log goes to its own partition, in the order given); ``share_state``: the records of
+    ``__share_group_state-0``, one batch."""
     d = LogDirWriter(path, node_id=1, cluster_id="groups-test-cluster")
     for p in range(partitions):
         w = d.partition(TOPIC, p, topic_id=ORDERS_ID_BYTES, segment_bytes=SEGMENT_BYTES)
@@ -182,5 +196,9 @@ def write_cluster(path: Path, logs: dict[str, CoordinatorLog], *, now_ms: int, r
         w.close()
         if high_watermarks and p in high_watermarks:
             d.state("__consumer_offsets", p).high_watermark = high_watermarks[p]
+    if share_state:
+        w = d.partition("__share_group_state", 0, topic_id=bytes([0xD0]) * 16)
+        w.append(build_v2_batch([Record(key=k, value=v, timestamp=FIRST_TS) for k, v in share_state], base_offset=0))
+        w.close()
     d.close(written_at_ms=now_ms)
     return path

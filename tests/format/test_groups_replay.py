@@ -176,6 +176,13 @@ class TestGroups:
         s = _replay(consumer_record(11, {"groupId": "g"}, {"epoch": 4, "metadataHash": 0}))
         assert (s.groups["g"].type, s.groups["g"].generation) == (SHARE, 4)
 
+    def test_a_share_group_is_stable_with_members_whatever_its_epochs(self) -> None:
+        # ShareGroup.maybeUpdateGroupState: Empty or Stable, no Assigning/Reconciling
+        s = _replay(consumer_record(10, {"groupId": "g", "memberId": "m"},
+                                    {"rackId": None, "clientId": "c", "clientHost": "/h", "subscribedTopicNames": ["t"]}),
+                    consumer_record(11, {"groupId": "g"}, {"epoch": 9, "metadataHash": 0}))
+        assert (s.groups["g"].state, len(s.groups["g"].members)) == ("Stable", 1)
+
     def test_share_group_metadata_is_read_in_kafka_4_4s_layout(self) -> None:
         # ShareGroupMetadataKey: type 11, GroupId "sg"; value v0: Epoch int32 7, MetadataHash int64, no tags
         key = b"\x00\x0b\x00\x02sg"

@@ -271,6 +271,62 @@ def test_kafka_format_leaves_out_what_kafka_consumer_groups_does_not_list() -> N
     assert [line.split()[0] for line in out.splitlines() if line and not line.startswith("GROUP")] == ["old", "plain"]
 
 
+@pytest.fixture
+def share_cluster(tmp_path: Path) -> Path:
+    """A log dir with share group ``sg`` (KIP-932): share-partitions ``orders-0`` and ``orders-1``
+    initialized, ``orders-0``'s state a snapshot (start 40, 40..44 acknowledged) and an update (45
+    available after two deliveries, 47..48 archived, deliveryCompleteCount 7); ``orders-1`` without state."""
+    from groups_builders import ORDERS_ID, share_group
+
+    from kafka_format.internal.share_group_state import (
+        SHARE_SNAPSHOT,
+        SHARE_UPDATE,
+        encode_share_snapshot,
+        encode_share_state_key,
+        encode_share_update,
+    )
+
+    state = [
+        (encode_share_state_key(SHARE_SNAPSHOT, "sg", ORDERS_ID, 0),
+         encode_share_snapshot({"snapshotEpoch": 0, "stateEpoch": 3, "leaderEpoch": 0, "startOffset": 40,
+                                "deliveryCompleteCount": 5, "createTimestamp": FIRST_TS, "writeTimestamp": FIRST_TS,
+                                "stateBatches": [{"firstOffset": 40, "lastOffset": 44, "deliveryState": 2,
+                                                  "deliveryCount": 1}]})),
+        (encode_share_state_key(SHARE_UPDATE, "sg", ORDERS_ID, 0),
+         encode_share_update({"snapshotEpoch": 0, "leaderEpoch": 0, "startOffset": -1, "deliveryCompleteCount": 7,
+                              "stateBatches": [{"firstOffset": 45, "lastOffset": 45, "deliveryState": 0,
+                                                "deliveryCount": 2},
+                                               {"firstOffset": 47, "lastOffset": 48, "deliveryState": 4,
+                                                "deliveryCount": 5}]})),
+    ]
+    return write_cluster(tmp_path / "broker-1", {"sg": _log(*share_group("sg", epoch=3, initialized=[0, 1]))},
+                         now_ms=NOW, share_state=state)
+
+
+def test_a_share_groups_rows_are_its_share_partitions_state(share_cluster: Path) -> None:
+    """KIP-932: the initialized share-partitions (ShareGroupStatePartitionMetadata) with their
+    ``__share_group_state`` (readStateSummary): the start offset as committedOffset, Kafka's share lag
+    (HW - start - deliveryCompleteCount), the in-flight batches; a share-partition without state
+    reads as start offset -1.  Retention at NOW deletes 0..49: of 40..49 only the offsets neither
+    acknowledged nor archived are lost (45, 46, 49)."""
+    path = share_cluster
+    rows = _rows(path, configs=_retention_configs())
+    r = rows[("sg", "orders", 0)]
+    assert (r["groupType"], r["groupState"], r["generation"], r["members"]) == ("share", "Empty", 3, 0)
+    assert (r["committedOffset"], r["leaderEpoch"], r["shareStateEpoch"], r["deliveryCompleteCount"]) == (40, 0, 3, 7)
+    assert (r["highWatermark"], r["lag"]) == (100, 100 - 40 - 7)
+    assert r["inFlight"] == [
+        {"firstOffset": 40, "lastOffset": 44, "deliveryState": "Acknowledged", "deliveryCount": 1},
+        {"firstOffset": 45, "lastOffset": 45, "deliveryState": "Available", "deliveryCount": 2},
+        {"firstOffset": 47, "lastOffset": 48, "deliveryState": "Archived", "deliveryCount": 5}]
+    assert (r["retentionLogStartOffset"], r["retentionLossRecords"], r["lostRecords"]) == (50, 3, 0)
+    # the first record still to deliver is 45 (40..44 acknowledged)
+    assert (r["firstUnreadTimestamp"], r["timeLagMs"]) == (ts_of(45), NOW - ts_of(45))
+    r = rows[("sg", "orders", 1)]
+    assert (r["committedOffset"], r["lag"], r["inFlight"], r["highWatermark"]) == (None, None, None, 100)
+    assert set(rows) == {("sg", "orders", 0), ("sg", "orders", 1)}
+
+
 @pytest.mark.spark
 def test_both_engines_give_the_same_rows(cluster: Path, spark: Any, capsys: pytest.CaptureFixture[str]) -> None:
     outs = {}
@@ -317,6 +373,19 @@ def test_the_dataframe_function_holds_the_jobs_rows(cluster: Path, spark: Any) -
     lost = spark.sql("SELECT `group`, sum(retentionLossRecords) AS lost FROM kla_groups "
                      "GROUP BY `group` HAVING lost > 0").collect()
     assert [(r["group"], r["lost"]) for r in lost] == [("behind", 15)]
+
+
+@pytest.mark.spark
+def test_the_dataframe_function_holds_share_groups_in_flight_batches(share_cluster: Path, spark: Any) -> None:
+    from kafka_format.spark.frames import groups
+
+    df = groups(spark, [str(share_cluster)], NOW, configs=_retention_configs())
+    expected = groups_local([str(share_cluster)], NOW, configs=_retention_configs()).rows.to_pylist()
+    assert [r.asDict(recursive=True) for r in df.collect()] == expected
+    df.createOrReplaceTempView("kla_share")
+    got = spark.sql("SELECT partition, lag, inFlight[1].deliveryState AS s, size(inFlight) AS n FROM kla_share "
+                    "WHERE groupType = 'share' AND inFlight IS NOT NULL").collect()
+    assert [tuple(r) for r in got] == [(0, 53, "Available", 3)]
 
 
 def test_the_retention_report_has_the_groups_problems_first(cluster: Path, tmp_path: Path,

@@ -26,7 +26,11 @@ because the JSON definitions of that release are not in the mirror ``_generate.p
   ``ShareGroupPartitionMetadata`` (type 9) removed, so 4.4's loader skips it as an unknown type;
   the tagged fields ``MetadataHash`` of ``ConsumerGroupMetadataValue``, ``AssignmentTimestamp`` of
   both target-assignment metadata values and ``AssignmentEpochs`` of a consumer member's assigned
-  partitions.  Keys keep this package's convention: a key is read at its record type as version.
+  partitions.  Keys keep this package's convention: a key is read at its record type as version;
+* the share coordinator's ``__share_group_state`` records (KIP-932), area ``share_coordinator``:
+  ``ShareSnapshot`` (type 0) and ``ShareUpdate`` (type 1) as Kafka 4.4.0 defines them
+  (``common/message/*.json`` of the ``kafka-share-coordinator`` jar; the 2024 definitions had an
+  int16 ``SnapshotEpoch`` and neither timestamps nor ``DeliveryCompleteCount``).
 
 Which release brought each change: :mod:`kafka_format.internal.schemas.releases`.
 
@@ -286,6 +290,64 @@ _ADDED_SCHEMAS: dict[str, dict[str, dict[str, Any]]] = {"metadata": {
                                    {'name': 'TopicConfigs',
                                     'type': '[]TopicConfig',
                                     'versions': '0+'}]}],
+     'type': 'data'},
+}, "share_coordinator": {
+    'ShareSnapshotKey': {'name': 'ShareSnapshotKey',
+     'validVersions': '0',
+     'flexibleVersions': 'none',
+     'fields': [{'name': 'GroupId', 'type': 'string', 'versions': '0'},
+                {'name': 'TopicId', 'type': 'uuid', 'versions': '0'},
+                {'name': 'Partition', 'type': 'int32', 'versions': '0'}],
+     'type': 'data'},
+    'ShareSnapshotValue': {'name': 'ShareSnapshotValue',
+     'validVersions': '0',
+     'flexibleVersions': '0+',
+     'fields': [{'name': 'SnapshotEpoch', 'type': 'int32', 'versions': '0+'},
+                {'name': 'StateEpoch', 'type': 'int32', 'versions': '0+'},
+                {'name': 'LeaderEpoch', 'type': 'int32', 'versions': '0+'},
+                {'name': 'StartOffset', 'type': 'int64', 'versions': '0+'},
+                {'name': 'DeliveryCompleteCount',
+                 'type': 'int32',
+                 'versions': '0+',
+                 'taggedVersions': '0+',
+                 'tag': 0,
+                 'default': '-1'},
+                {'name': 'CreateTimestamp', 'type': 'int64', 'versions': '0+'},
+                {'name': 'WriteTimestamp', 'type': 'int64', 'versions': '0+'},
+                {'name': 'StateBatches',
+                 'type': '[]StateBatch',
+                 'versions': '0+',
+                 'fields': [{'name': 'FirstOffset', 'type': 'int64', 'versions': '0+'},
+                            {'name': 'LastOffset', 'type': 'int64', 'versions': '0+'},
+                            {'name': 'DeliveryState', 'type': 'int8', 'versions': '0+'},
+                            {'name': 'DeliveryCount', 'type': 'int16', 'versions': '0+'}]}],
+     'type': 'data'},
+    'ShareUpdateKey': {'name': 'ShareUpdateKey',
+     'validVersions': '1',
+     'flexibleVersions': 'none',
+     'fields': [{'name': 'GroupId', 'type': 'string', 'versions': '1'},
+                {'name': 'TopicId', 'type': 'uuid', 'versions': '1'},
+                {'name': 'Partition', 'type': 'int32', 'versions': '1'}],
+     'type': 'data'},
+    'ShareUpdateValue': {'name': 'ShareUpdateValue',
+     'validVersions': '0',
+     'flexibleVersions': '0+',
+     'fields': [{'name': 'SnapshotEpoch', 'type': 'int32', 'versions': '0+'},
+                {'name': 'LeaderEpoch', 'type': 'int32', 'versions': '0+'},
+                {'name': 'StartOffset', 'type': 'int64', 'versions': '0+'},
+                {'name': 'DeliveryCompleteCount',
+                 'type': 'int32',
+                 'versions': '0+',
+                 'taggedVersions': '0+',
+                 'tag': 0,
+                 'default': '-1'},
+                {'name': 'StateBatches',
+                 'type': '[]StateBatch',
+                 'versions': '0+',
+                 'fields': [{'name': 'FirstOffset', 'type': 'int64', 'versions': '0+'},
+                            {'name': 'LastOffset', 'type': 'int64', 'versions': '0+'},
+                            {'name': 'DeliveryState', 'type': 'int8', 'versions': '0+'},
+                            {'name': 'DeliveryCount', 'type': 'int16', 'versions': '0+'}]}],
      'type': 'data'},
 }}
 

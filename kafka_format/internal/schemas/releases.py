@@ -68,7 +68,9 @@ def area_schemas(module: str) -> dict[str, dict[str, Any]]:
     """The newest schemas of one area of Kafka's tree (a module of ``_generate.AREAS``: ``"metadata"``,
     ``"storage"``, ...): name -> the schema of :data:`SCHEMAS`, the newer additions included."""
     newer.apply(SCHEMAS)   # idempotent: the newest set is the generated one plus its newer records
-    names = (set(getattr(_areas, module).SCHEMAS) | newer.added_to_area(module)) - newer.removed_from_area(module)
+    generated = getattr(_areas, module, None)      # an area newer than the generated set has none
+    names = (set(generated.SCHEMAS if generated else ()) | newer.added_to_area(module)) \
+        - newer.removed_from_area(module)
     return {name: SCHEMAS[name] for name in sorted(names)}
 
 
