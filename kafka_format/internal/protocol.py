@@ -165,6 +165,18 @@ class StructSpec:
     name: str
     versions: Versions
     fields: list[FieldSpec] = field(default_factory=list)
+    # (version, message flexible versions) -> how its fields are read (:func:`_struct_plan`)
+    plans: dict[tuple[int, Versions], _StructPlan] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _StructPlan:
+    """A struct's fields as one version reads them: the plain fields in order, each ``(name, field,
+    fixed, what, flexible, nullable)`` (``fixed``: the struct of a fixed-width scalar, read at once),
+    and whether a tagged-field section follows."""
+
+    plain: tuple[tuple[str, FieldSpec, struct.Struct | None, str, bool, bool], ...]
+    flexible: bool
 
 
 @dataclass(slots=True)
@@ -411,10 +423,14 @@ def _read_varlen(r: Reader, base: str, flexible: bool, nullable: bool, what: str
     raise AssertionError(base)  # pragma: no cover
 
 
-def _read_value(r: Reader, f: FieldSpec, version: int, msg_flexible: Versions, tagged: bool) -> Any:
-    """Read one field's value at ``r.pos`` (``generateVariableLengthReader`` & co)."""
-    flexible = _flex_for(f, msg_flexible, version)
-    nullable = _contains(f.nullable, version)
+def _read_value(r: Reader, f: FieldSpec, version: int, msg_flexible: Versions, tagged: bool,
+                flexible: bool | None = None, nullable: bool | None = None) -> Any:
+    """Read one field's value at ``r.pos`` (``generateVariableLengthReader`` & co); ``flexible`` and
+    ``nullable``: the field's at ``version`` when the caller knows them."""
+    if flexible is None:
+        flexible = _flex_for(f, msg_flexible, version)
+    if nullable is None:
+        nullable = _contains(f.nullable, version)
     what = f.name
     if f.is_array:
         start = r.pos
@@ -474,15 +490,15 @@ def _read_struct(r: Reader, s: StructSpec, version: int, msg_flexible: Versions,
     if check_version and not _contains(s.versions, version):
         raise InternalTopicFormatError(f"Can't read version {version} of {s.name}", position=r.pos,
                                        expected=f"versions {s.versions}", found=str(version))
+    plan = s.plans.get((version, msg_flexible)) or _struct_plan(s, version, msg_flexible)
     out: dict[str, Any] = {}
     tagged_values: dict[str, Any] = {}
-    for f in s.fields:
-        if not _contains(f.versions, version) or _contains(f.tagged, version):
-            continue
+    for name, f, fixed, what, flexible, nullable in plan.plain:
         if positions is not None:
-            positions[f.name] = r.pos
-        out[f.name] = _read_value(r, f, version, msg_flexible, False)
-    if _contains(msg_flexible, version):
+            positions[name] = r.pos
+        out[name] = r.fixed(fixed, what) if fixed is not None else \
+            _read_value(r, f, version, msg_flexible, False, flexible, nullable)
+    if plan.flexible:
         by_tag = {f.tag: f for f in s.fields if f.tag is not None and f.tagged is not None}
         count = r.uvarint("tagged field count")
         unknown: dict[int, bytes] = {}
@@ -511,6 +527,16 @@ def _read_struct(r: Reader, s: StructSpec, version: int, msg_flexible: Versions,
             order = {f.name: i for i, f in enumerate(s.fields)}
             out = dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
     return out
+
+
+def _struct_plan(s: StructSpec, version: int, msg_flexible: Versions) -> _StructPlan:
+    """How ``s``'s fields are read at ``version`` (its plain fields, in order), computed once per
+    version and kept on the struct."""
+    plain = tuple((f.name, f, None if f.is_array or f.struct is not None else _PRIMITIVES.get(f.type),
+                   f"{f.type} {f.name}", _flex_for(f, msg_flexible, version), _contains(f.nullable, version))
+                  for f in s.fields if _contains(f.versions, version) and not _contains(f.tagged, version))
+    plan = s.plans[(version, msg_flexible)] = _StructPlan(plain, _contains(msg_flexible, version))
+    return plan
 
 
 def _scalar_default(t: str, raw: str | None) -> Any:
