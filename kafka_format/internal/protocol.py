@@ -245,7 +245,9 @@ def _compile_field(f: dict[str, Any], common: dict[str, StructSpec]) -> FieldSpe
         nullable=_parse_versions(f.get("nullableVersions")),
         tagged=_parse_versions(f.get("taggedVersions")),
         tag=None if f.get("tag") is None else int(f["tag"]),  # some schemas quote it ("tag": "2")
-        default=None if "default" not in f else ("null" if f["default"] is None else str(f["default"])),
+        # a JSON null default is no default (the generator's FieldSpec: ""), unlike the string "null":
+        # a tagged nullable struct or array then defaults to an empty one, and an explicit null is printed
+        default=None if f.get("default") is None else str(f["default"]),
         flexible=_parse_versions(f["flexibleVersions"]) if "flexibleVersions" in f else "message",
         element=element,
     )

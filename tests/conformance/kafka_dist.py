@@ -70,20 +70,26 @@ def java() -> str | None:
     return shutil.which("java")
 
 
-def _key(version: str, tiered: bool) -> str:
-    return f"{version}-tiered" if tiered else version
+#: the pom's profiles a classpath may add, each switched on by ``-Dkafka.<name>=true``
+PROFILES = {"tiered": "tiered storage's test jars", "streams": "Kafka Streams"}
 
 
-def unavailable_reason(version: str, tiered: bool = False) -> str:
+def _key(version: str, profile: str | None) -> str:
+    return f"{version}-{profile}" if profile else version
+
+
+def unavailable_reason(version: str, tiered: bool = False, profile: str | None = None) -> str:
     """Why :func:`classpath` gave None for ``version`` (empty when it did not)."""
-    return _reasons.get(_key(version, tiered), "")
+    return _reasons.get(_key(version, "tiered" if tiered else profile), "")
 
 
-def classpath(version: str, tiered: bool = False) -> str | None:
+def classpath(version: str, tiered: bool = False, profile: str | None = None) -> str | None:
     """The runtime classpath of Kafka ``version`` (broker, storage tool, DumpLogSegments), fetching the
     jars with Maven on first use; None when Java or Maven is missing or the release cannot be had.
-    ``tiered``: with the pom's ``tiered`` profile (LocalTieredStorage and the test jars it needs)."""
-    key = _key(version, tiered)
+    ``tiered``: with the pom's ``tiered`` profile (LocalTieredStorage and the test jars it needs);
+    ``profile``: with another of :data:`PROFILES` (``streams``: Kafka Streams, for a driver)."""
+    profile = "tiered" if tiered else profile
+    key = _key(version, profile)
     if java() is None:
         _reasons[key] = "java not found (JAVA_HOME unset and no java on PATH)"
         return None
@@ -100,15 +106,15 @@ def classpath(version: str, tiered: bool = False) -> str | None:
     out = cached.with_suffix(".tmp")
     cmd = [mvn, "-q", "-B", "-f", str(POM), f"-Dkafka.version={version}",
            "dependency:build-classpath", f"-Dmdep.outputFile={out}"]
-    if tiered:
-        cmd.insert(-2, "-Dkafka.tiered=true")
+    if profile:
+        cmd.insert(-2, f"-Dkafka.{profile}=true")
     repo = os.environ.get("KLA_MAVEN_REPO")
     if repo:
         cmd.insert(1, f"-Dmaven.repo.local={repo}")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0 or not out.exists():
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-        what = f"Kafka {version} with tiered storage's test jars" if tiered else f"Kafka {version}"
+        what = f"Kafka {version} with {PROFILES[profile]}" if profile else f"Kafka {version}"
         _reasons[key] = f"Maven could not resolve {what}: {' | '.join(tail)}"
         return None
     os.replace(out, cached)

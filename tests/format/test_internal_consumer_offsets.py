@@ -193,3 +193,18 @@ def test_offset_commit_value_fields_per_version(version: int) -> None:
         size -= 1  # compact string: uvarint(len+1) = 1 byte instead of an int16 ...
         size += 1  # ... plus the empty tagged-field section
     assert len(raw) == size
+
+
+def test_a_tagged_struct_written_as_null_prints_as_kafka_prints_it() -> None:
+    """``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata`` (tagged, nullable, JSON default
+    null, which Kafka's generator takes as no default: an empty struct): a consumer-protocol member's
+    record carries the tag with the null marker, and Kafka's JSON prints it as null; without the tag
+    it is left out.  The value bytes are written by hand: v0, two null compact strings, "c", "/h",
+    ["t"], null regex, 300000, null assignor, then the tagged section."""
+    body = bytes.fromhex("0000" "00" "00" "0263" "032f68" "020274" "00" "000493e0" "00")
+    key = co.encode_consumer_offsets_key(5, {"groupId": "g", "memberId": "m"})
+    _, plain = co.format_offsets_record(key, body + b"\x00", 0)
+    _, tagged = co.format_offsets_record(key, body + b"\x01\x00\x01\x00", 0)
+    assert plain is not None and tagged is not None
+    assert plain.endswith('"rebalanceTimeoutMs":300000,"serverAssignor":null}}')
+    assert tagged.endswith('"rebalanceTimeoutMs":300000,"serverAssignor":null,"classicMemberMetadata":null}}')
