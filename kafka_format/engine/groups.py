@@ -331,7 +331,7 @@ def _retention_loss(segs: Sequence[Mapping[str, Any]], facts: PartitionFacts, fi
 
 def _group_row(group: Group, partition: int | None) -> dict[str, Any]:
     return {"group": group.group_id, "topic": None, "partition": None, "groupType": group.type,
-            "groupState": group.state, "protocolType": group.protocol_type, "protocol": group.protocol,
+            "state": group.state, "protocolType": group.protocol_type, "protocol": group.protocol,
             "generation": group.generation, "members": len(group.members), "coordinatorPartition": partition}
 
 
@@ -374,6 +374,7 @@ def _rows(state: CoordinatorState, share: ShareCoordinatorState, facts: Mapping[
                            offsetExpired=expires is not None and now_ms >= expires)
                 if f is not None:
                     _lag_columns(row, c.offset, f, retention.get(tp, []), now_ms)
+                    _records_lost(row)
             rows.append(row)
     return rows
 
@@ -411,8 +412,15 @@ def _share_rows(base: dict[str, Any], group: Group, share: ShareCoordinatorState
             if row.get("retentionLogStartOffset") is not None:
                 row["retentionLossRecords"] = st.incomplete_between(
                     max(st.start_offset, f.log_start_offset), min(row["retentionLogStartOffset"], f.high_watermark))
+            _records_lost(row)
         out.append(row)
     return out
+
+
+def _records_lost(row: dict[str, Any]) -> None:
+    """``recordsLost``: the unread records below the log start the retention pass at now leaves (those
+    gone already and those the pass deletes; without a retention view, those gone already)."""
+    row["recordsLost"] = row["lostRecords"] + (row.get("retentionLossRecords") or 0)
 
 
 def _lag_columns(row: dict[str, Any], committed: int, f: PartitionFacts, segs: Sequence[Mapping[str, Any]],
@@ -431,7 +439,7 @@ def _lag_columns(row: dict[str, Any], committed: int, f: PartitionFacts, segs: S
     if segs:
         start_after, lost, lost_bytes, when = _retention_loss(segs, f, first_unread, at)
         row.update(retentionLogStartOffset=start_after, retentionLossRecords=lost,
-                   retentionLossBytes=lost_bytes, retentionLossAtMs=when)
+                   retentionLossBytes=lost_bytes, losesRecordsAtMs=when)
 
 
 def group_rows(executor: Executor, logdirs: Any, now_ms: int, *, configs: Any = None,

@@ -6,7 +6,7 @@ committed offset as the group coordinator loads it from ``__consumer_offsets``, 
 start, high watermark and log end, the lag in records, bytes and time, when the offset expires,
 and what the retention pass at ``--now`` deletes that the group has not read.  ``--format kafka``
 prints what ``kafka-consumer-groups --describe --all-groups`` prints (Kafka 4.4, offsets view).  ``--out DIR`` also
-writes ``groups.jsonl`` (or ``groups.txt``), ``summary.json`` and ``groups.html``, published
+writes ``groups.jsonl`` (or ``groups.txt``), ``summary.json`` and ``report.html``, published
 atomically to a path that does not exist, an empty directory or a previous report of this job.
 
 Exit codes: 0 no group has lost or is losing unread records, 1 some group has (``lostRecords`` or

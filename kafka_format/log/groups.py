@@ -119,12 +119,13 @@ SCHEMA = pa.schema([
     pa.field("retentionLogStartOffset", pa.int64()),     # the log start the retention pass at now leaves
     pa.field("retentionLossRecords", pa.int64()),        # unread records that pass deletes
     pa.field("retentionLossBytes", pa.int64()),
-    pa.field("retentionLossAtMs", pa.int64()),           # when retention first deletes an unread record
+    pa.field("losesRecordsAtMs", pa.int64()),           # when retention first deletes an unread record
+    pa.field("recordsLost", pa.int64()),                 # unread records below the log start after retention at now
     pa.field("consumerId", pa.string()),                 # the member the partition is assigned to
     pa.field("host", pa.string()),
     pa.field("clientId", pa.string()),
     pa.field("groupType", pa.string(), nullable=False),  # classic | consumer | streams | share
-    pa.field("groupState", pa.string(), nullable=False),
+    pa.field("state", pa.string(), nullable=False),
     pa.field("protocolType", pa.string()),
     pa.field("protocol", pa.string()),
     pa.field("generation", pa.int32()),                  # classic generation; consumer group epoch

@@ -1,5 +1,5 @@
 """The groups job's outputs: its lines (``jsonl`` / ``table``), the summary per group and the
-published report directory (``groups.jsonl`` or ``groups.txt``, ``summary.json``, ``groups.html``).
+published report directory (``groups.jsonl`` or ``groups.txt``, ``summary.json``, ``report.html``).
 
 The rules are :mod:`kafka_format.log.groups`' and :mod:`kafka_format.engine.groups`'; this module
 only renders and publishes what they computed.  Problems come first everywhere: groups that lost
@@ -40,8 +40,8 @@ NOTES = (
 )
 # The terminal table: the columns a person reads first.
 TABLE_COLUMNS = ("group", "topic", "partition", "committedOffset", "highWatermark", "lag", "lagBytes",
-                 "timeLagMs", "groupState", "offsetExpiresAtMs", "lostRecords", "retentionLossRecords",
-                 "retentionLossAtMs")
+                 "timeLagMs", "state", "offsetExpiresAtMs", "lostRecords", "retentionLossRecords",
+                 "losesRecordsAtMs")
 
 
 def _cell(column: str, value: Any, now_ms: int) -> str:
@@ -51,7 +51,7 @@ def _cell(column: str, value: Any, now_ms: int) -> str:
         return human_bytes(int(value))
     if column in ("timeLagMs", "commitAgeMs"):
         return human_duration(max(int(value), 0))
-    if column in ("offsetExpiresAtMs", "retentionLossAtMs"):
+    if column in ("offsetExpiresAtMs", "losesRecordsAtMs"):
         v = int(value)
         return "now" if v <= now_ms else utc_text(v).replace(" UTC", "Z").replace(" ", "T")
     return str(value)
@@ -100,7 +100,7 @@ def format_kafka(rows: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     err: list[str] = []
     for group in sorted(by_group, key=_java_order):
         grows = [r for r in by_group[group] if r.get("topic") is not None]
-        state = str(by_group[group][0]["groupState"])
+        state = str(by_group[group][0]["state"])
         if state == "Empty":
             err.append(f"\nConsumer group '{group}' has no active members.\n")
         elif state in _REBALANCING:
@@ -151,23 +151,23 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     per: dict[str, dict[str, Any]] = {}
     for r in rows:
         g = per.setdefault(r["group"], {
-            "group": r["group"], "type": r["groupType"], "state": r["groupState"], "members": r["members"],
+            "group": r["group"], "type": r["groupType"], "state": r["state"], "members": r["members"],
             "partitions": 0, "lag": 0, "lagBytes": 0, "lostRecords": 0, "retentionLossRecords": 0,
-            "retentionLossBytes": 0, "retentionLossAtMs": None, "expiredOffsets": 0, "maxTimeLagMs": None})
+            "retentionLossBytes": 0, "losesRecordsAtMs": None, "expiredOffsets": 0, "maxTimeLagMs": None})
         if r.get("topic") is None:
             continue
         g["partitions"] += 1
         for k in ("lag", "lagBytes", "lostRecords", "retentionLossRecords", "retentionLossBytes"):
             g[k] += int(r.get(k) or 0)
         g["expiredOffsets"] += 1 if r.get("offsetExpired") else 0
-        at = r.get("retentionLossAtMs")
-        if at is not None and (g["retentionLossAtMs"] is None or at < g["retentionLossAtMs"]):
-            g["retentionLossAtMs"] = at
+        at = r.get("losesRecordsAtMs")
+        if at is not None and (g["losesRecordsAtMs"] is None or at < g["losesRecordsAtMs"]):
+            g["losesRecordsAtMs"] = at
         tl = r.get("timeLagMs")
         if tl is not None and (g["maxTimeLagMs"] is None or tl > g["maxTimeLagMs"]):
             g["maxTimeLagMs"] = tl
     groups = sorted(per.values(), key=lambda g: (-g["lostRecords"], -g["retentionLossRecords"],
-                                                 g["retentionLossAtMs"] if g["retentionLossAtMs"] is not None
+                                                 g["losesRecordsAtMs"] if g["losesRecordsAtMs"] is not None
                                                  else 2 ** 63, -g["lag"], g["group"]))
     total = {"groups": len(groups), "partitions": sum(g["partitions"] for g in groups),
              "lag": sum(g["lag"] for g in groups), "lagBytes": sum(g["lagBytes"] for g in groups),
@@ -215,8 +215,8 @@ def render_html(rows: Sequence[Mapping[str, Any]], summary: Mapping[str, Any], a
                 "retention first takes", "expired offsets"],
                [[g["group"], g["type"], g["state"], g["members"], g["partitions"], g["lag"], g["lostRecords"],
                  g["retentionLossRecords"],
-                 Cell("never" if g["retentionLossAtMs"] is None else utc_text(g["retentionLossAtMs"]),
-                      sort=g["retentionLossAtMs"] if g["retentionLossAtMs"] is not None else 2 ** 63),
+                 Cell("never" if g["losesRecordsAtMs"] is None else utc_text(g["losesRecordsAtMs"]),
+                      sort=g["losesRecordsAtMs"] if g["losesRecordsAtMs"] is not None else 2 ** 63),
                  g["expiredOffsets"]] for g in summary["groups"]], table_id="groups",
                numeric=("members", "partitions", "lag", "lost", "retention takes", "expired offsets"))
     page.heading("Partitions")
@@ -238,7 +238,7 @@ def write_report(out: str, rows: Sequence[Mapping[str, Any]], summary: Mapping[s
                  anomalies: Sequence[Mapping[str, Any]], now_ms: int, *, fmt: str = "jsonl",
                  inputs: Mapping[str, Any] | None = None, notes: Sequence[str] = ()) -> None:
     """Publish ``out`` atomically: ``groups.jsonl`` (or ``groups.txt``), ``summary.json`` and
-    ``groups.html``; ``out`` must be absent, empty or a previous report of this job."""
+    ``report.html``; ``out`` must be absent, empty or a previous report of this job."""
     doc = {"nowMs": now_ms, "inputs": dict(inputs or {}), **summary, "anomalies": list(anomalies),
            "notes": [*NOTES, *notes]}
     with output_dir(out, REPORT_OWNER) as tmp:
@@ -248,6 +248,6 @@ def write_report(out: str, rows: Sequence[Mapping[str, Any]], summary: Mapping[s
         with open(os.path.join(tmp, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=2)
             f.write("\n")
-        with open(os.path.join(tmp, "groups.html"), "w", encoding="utf-8") as f:
+        with open(os.path.join(tmp, "report.html"), "w", encoding="utf-8") as f:
             f.write(render_html(rows, summary, anomalies, now_ms, notes))
         crash_point("groups:staged")

@@ -81,7 +81,7 @@ def _groups_section(page: Page, groups: Sequence[Mapping[str, Any]], now_ms: int
         [[g["group"], g["state"], Cell(str(g["lostRecords"]), sort=int(g["lostRecords"])),
           Cell(str(g["retentionLossRecords"]), sort=int(g["retentionLossRecords"])),
           _size(int(g["retentionLossBytes"])),
-          _in(g["retentionLossAtMs"], now_ms, g["retentionLossAtMs"] is not None and g["retentionLossAtMs"] <= now_ms),
+          _in(g["losesRecordsAtMs"], now_ms, g["losesRecordsAtMs"] is not None and g["losesRecordsAtMs"] <= now_ms),
           Cell(str(g["lag"]), sort=int(g["lag"]))] for g in groups],
         table_id="groups", numeric=("lost already", "taken by this pass", "bytes taken", "lag"),
         row_classes=["error" if g["lostRecords"] else "warning" if g["retentionLossRecords"] else None

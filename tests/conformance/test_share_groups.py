@@ -26,7 +26,7 @@ copied, and on the copy:
 3. ``klogs groups --format jsonl --engine local``: per share group and partition ``committedOffset``
    (the share-partition start offset), ``leaderEpoch`` and ``lag`` against ``listShareGroupOffsets``;
    the set of share-group rows against the broker's (the deleted ``sg-d`` has none); per group
-   ``groupState``, ``generation`` and ``members`` against ``describeShareGroups``; and per live
+   ``state``, ``generation`` and ``members`` against ``describeShareGroups``; and per live
    share-partition the state as Kafka's own dump text of the copy shows it (no Admin API serves it):
    ``shareStateEpoch`` = the ``stateEpoch`` of the key's last snapshot, ``deliveryCompleteCount`` =
    that of the key's last record (null when absent, i.e. -1; an update's replaces the state's), and,
@@ -240,7 +240,7 @@ def test_share_groups_equal_what_the_broker_says(broker_factory, conformance, ka
                             failure or (None if r is None else (r["committedOffset"], r["leaderEpoch"], r["lag"])),
                             (start, epoch, lag))
     for group in groups:
-        seen = {(r.get("groupState"), r.get("generation"), r.get("members")) for r in rows if r["group"] == group}
+        seen = {(r.get("state"), r.get("generation"), r.get("members")) for r in rows if r["group"] == group}
         conformance.compare(COMPARISON, kafka_version, f"state/groupEpoch/members {group}",
                             failure or sorted(seen, key=repr), [described[group]])
     conformance.compare(COMPARISON, kafka_version, "share groups", failure or sorted({r["group"] for r in rows}),

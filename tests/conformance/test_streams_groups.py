@@ -28,7 +28,7 @@ log dir is copied.  On the copy:
    16, 17 and 19-23 among them;
 2. ``klogs groups --format jsonl --engine local``: the set of (group, topic, partition) rows and per
    row ``committedOffset`` / ``leaderEpoch`` against the Admin's offsets; per group ``groupType``,
-   ``groupState`` (Kafka's state names), ``generation`` (the group epoch) and ``members`` against the
+   ``state`` (Kafka's state names), ``generation`` (the group epoch) and ``members`` against the
    Admin's description;
 3. ``offsetExpiresAtMs``: null on every row of a group the Admin describes with members (the streams
    group is subscribed to its topology's source and repartition-source topics, the regex group to
@@ -292,9 +292,9 @@ def test_streams_groups_equal_what_the_broker_says(broker_factory: Callable[...,
                             failure or (None if r is None else (r["committedOffset"], r["leaderEpoch"])),
                             (offset, epoch))
     for group, (gtype, state, epoch, members) in sorted(described.items()):
-        seen = {(r.get("groupType"), r.get("groupState"), r.get("generation"), r.get("members"))
+        seen = {(r.get("groupType"), r.get("state"), r.get("generation"), r.get("members"))
                 for r in rows if r["group"] == group}
-        conformance.compare(COMPARISON, kafka_version, f"groupType/groupState/generation/members {group}",
+        conformance.compare(COMPARISON, kafka_version, f"groupType/state/generation/members {group}",
                             failure or sorted(seen, key=repr), [(gtype, state, epoch, members)])
 
     # 3. expiry: none while the group is subscribed (it has members), a deadline for the Empty group

@@ -93,17 +93,17 @@ class TestLag:
     def test_members_and_group_columns(self, cluster: Path) -> None:
         rows = _rows(cluster)
         r = rows[("behind", "orders", 0)]
-        assert (r["consumerId"], r["host"], r["clientId"], r["groupType"], r["groupState"], r["generation"],
+        assert (r["consumerId"], r["host"], r["clientId"], r["groupType"], r["state"], r["generation"],
                 r["members"], r["protocolType"], r["protocol"]) == \
             ("m1", "/10.0.0.1", "c1", "classic", "Stable", 3, 1, "consumer", "range")
         # a consumer-protocol group assigned orders-0 (by topic id) and nothing committed
         r = rows[("kip848", "orders", 0)]
-        assert (r["consumerId"], r["committedOffset"], r["lag"], r["groupType"], r["groupState"], r["generation"]) \
+        assert (r["consumerId"], r["committedOffset"], r["lag"], r["groupType"], r["state"], r["generation"]) \
             == ("m9", None, None, "consumer", "Stable", 5)
         assert r["highWatermark"] == 100
         # a group of commits alone: a simple group, nobody assigned
         r = rows[("ahead", "orders", 0)]
-        assert (r["consumerId"], r["groupState"], r["protocolType"], r["members"]) == (None, "Empty", None, 0)
+        assert (r["consumerId"], r["state"], r["protocolType"], r["members"]) == (None, "Empty", None, 0)
 
     def test_the_high_watermark_of_the_topic_bounds_the_lag(self, tmp_path: Path) -> None:
         logs = {"g": _log(commit("g", 0, 40, FIRST_TS))}
@@ -154,21 +154,21 @@ class TestRetention:
         # segment 0..49 goes now: "behind" had 40..49 unread there
         r = rows[("behind", "orders", 0)]
         assert (r["retentionLogStartOffset"], r["retentionLossRecords"], r["retentionLossBytes"],
-                r["retentionLossAtMs"]) == (50, 10, b, NOW)
+                r["losesRecordsAtMs"]) == (50, 10, b, NOW)
         r = rows[("behind", "orders", 1)]        # 45..49 unread in the deleted segment, half a batch
         assert (r["retentionLossRecords"], r["retentionLossBytes"]) == (5, b)
         # "ahead" read past segment 0: nothing lost now; segment 50..99 goes RETENTION after its newest record
         r = rows[("ahead", "orders", 0)]
         assert (r["retentionLogStartOffset"], r["retentionLossRecords"], r["retentionLossBytes"]) == (50, 0, 0)
-        assert r["retentionLossAtMs"] == ts_of(99) + RETENTION + 1
+        assert r["losesRecordsAtMs"] == ts_of(99) + RETENTION + 1
         # caught up: retention never takes anything unread
         r = rows[("ahead", "orders", 1)]
-        assert (r["retentionLossRecords"], r["retentionLossAtMs"]) == (0, None)
+        assert (r["retentionLossRecords"], r["losesRecordsAtMs"]) == (0, None)
 
     def test_without_a_breach_nothing_is_lost_and_the_default_week_tells_when(self, cluster: Path) -> None:
         r = _rows(cluster)[("behind", "orders", 0)]
         assert (r["retentionLogStartOffset"], r["retentionLossRecords"]) == (0, 0)
-        assert r["retentionLossAtMs"] == ts_of(49) + 7 * DAY_MS + 1
+        assert r["losesRecordsAtMs"] == ts_of(49) + 7 * DAY_MS + 1
 
 
 class TestSelection:
@@ -182,7 +182,7 @@ class TestSelection:
                           now_ms=NOW)
         rows = _rows(d)
         assert list(rows) == [("idle", None, None)]
-        assert (rows[("idle", None, None)]["groupState"], rows[("idle", None, None)]["generation"]) == ("Empty", 7)
+        assert (rows[("idle", None, None)]["state"], rows[("idle", None, None)]["generation"]) == ("Empty", 7)
 
 
 class TestCli:
@@ -203,13 +203,13 @@ class TestCli:
         assert code == 1
         assert text.splitlines()[0].split()[:3] == ["group", "topic", "partition"]
         assert "deleted unread by retention at --now: 1 group, 15 records" in text
-        assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["groups.html", "groups.txt",
+        assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["groups.txt", "report.html",
                                                                                  "summary.json"]
         summary = json.loads((out / "summary.json").read_text())
         assert summary["groups"][0]["group"] == "behind"           # problems first
         assert summary["total"]["retentionLossRecords"] == 15
         assert (summary["inputs"]["offsetsRetentionMinutes"], summary["inputs"]["groups"]) == (10080, [])
-        assert "behind" in (out / "groups.html").read_text()
+        assert "behind" in (out / "report.html").read_text()
 
     def test_a_users_directory_is_refused_and_bad_flags_are_usage_errors(self, cluster: Path, tmp_path: Path,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
@@ -264,7 +264,7 @@ def test_kafka_format_leaves_out_what_kafka_consumer_groups_does_not_list() -> N
 
     def row(group: str, kind: str, protocol_type: str | None) -> dict[str, Any]:
         return dict(dict.fromkeys(COLUMNS), group=group, groupType=kind, protocolType=protocol_type,
-                    groupState="Stable", members=1, topic="orders", partition=0, committedOffset=5,
+                    state="Stable", members=1, topic="orders", partition=0, committedOffset=5,
                     highWatermark=9, lag=4)
     out, _ = format_kafka([row("app", "streams", None), row("sg", "share", None), row("conn", "classic", "connect"),
                            row("plain", "consumer", None), row("old", "classic", "consumer")])
@@ -312,7 +312,7 @@ def test_a_share_groups_rows_are_its_share_partitions_state(share_cluster: Path)
     path = share_cluster
     rows = _rows(path, configs=_retention_configs())
     r = rows[("sg", "orders", 0)]
-    assert (r["groupType"], r["groupState"], r["generation"], r["members"]) == ("share", "Empty", 3, 0)
+    assert (r["groupType"], r["state"], r["generation"], r["members"]) == ("share", "Empty", 3, 0)
     assert (r["committedOffset"], r["leaderEpoch"], r["shareStateEpoch"], r["deliveryCompleteCount"]) == (40, 0, 3, 7)
     assert (r["highWatermark"], r["lag"]) == (100, 100 - 40 - 7)
     assert r["inFlight"] == [
@@ -399,7 +399,7 @@ def test_the_retention_report_has_the_groups_problems_first(cluster: Path, tmp_p
     groups = json.loads((out / "summary.json").read_text())["groups"]
     assert [(g["group"], g["retentionLossRecords"], g["lostRecords"]) for g in groups] == \
         [("behind", 15, 0), ("ahead", 0, 0), ("kip848", 0, 0)]
-    assert groups[0]["retentionLossAtMs"] == NOW
+    assert groups[0]["losesRecordsAtMs"] == NOW
     page = (out / "disk-usage.html").read_text()
     assert "Consumer groups: unread records lost and taken by retention" in page
     assert page.index(">behind<") < page.index(">ahead<")

@@ -76,7 +76,7 @@ JOBS = {      # retention: not legacy-v0, whose segments have no timestamps (Kaf
     "groups": ["groups", "--now", str(NOW), "--format", "jsonl"],
 }
 TEXT_OUTPUTS = {"retention": ["segments.jsonl", "summary.json", "disk-usage.html"], "audit": ["report.html"],
-                "compaction": ["summary.json"], "groups": ["groups.jsonl", "summary.json", "groups.html"]}
+                "compaction": ["summary.json"], "groups": ["groups.jsonl", "summary.json", "report.html"]}
 PARQUET_OUTPUTS = {"retention": [], "audit": ["findings", "files"], "compaction": ["records"], "groups": []}
 
 
