@@ -461,24 +461,12 @@ class CoordinatorState:
                 m.instance_id = value.get("instanceId")
                 m.subscribed = tuple(value.get("subscribedTopicNames") or ())
                 return
-            old = group.members.get(member_id)
-            if old is None:
-                return
-            if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
-                raise _Refused(f"Received a tombstone record to delete member {member_id} but did not receive "
-                               "ConsumerGroupCurrentMemberAssignmentValue tombstone.")
-            if member_id in group.target_assignment:
-                raise _Refused(f"Received a tombstone record to delete member {member_id} but did not receive "
-                               "ConsumerGroupTargetAssignmentMetadataValue tombstone.")
-            del group.members[member_id]
+            _drop_member(group, member_id, "Consumer")
         elif record_type == 6:                                 # ConsumerGroupTargetAssignmentMetadata
             if value is not None:
                 group.target_assignment_epoch = int(value["assignmentEpoch"])
                 return
-            if group.target_assignment:
-                raise _Refused(f"Received a tombstone record to delete target assignment of {group_id} but the "
-                               f"assignment still has {len(group.target_assignment)} members.")
-            group.target_assignment_epoch = -1
+            _drop_target_assignment(group)
         elif record_type == 7:                                 # ConsumerGroupTargetAssignmentMember
             if value is not None:
                 group.target_assignment[member_id] = _id_partitions(value.get("topicPartitions"))
@@ -552,24 +540,12 @@ class CoordinatorState:
                 m.client_id, m.host = str(value.get("clientId") or ""), str(value.get("clientHost") or "")
                 m.instance_id = value.get("instanceId")
                 return
-            old = group.members.get(member_id)
-            if old is None:
-                return
-            if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
-                raise _Refused(f"Received a tombstone record to delete member {member_id} but did not receive "
-                               "StreamsGroupCurrentMemberAssignmentValue tombstone.")
-            if member_id in group.target_assignment:
-                raise _Refused(f"Received a tombstone record to delete member {member_id} but did not receive "
-                               "StreamsGroupTargetAssignmentMetadataValue tombstone.")
-            del group.members[member_id]
+            _drop_member(group, member_id, "Streams")
         elif record_type == 20:                                # StreamsGroupTargetAssignmentMetadata
             if value is not None:
                 group.target_assignment_epoch = int(value["assignmentEpoch"])
                 return
-            if group.target_assignment:
-                raise _Refused(f"Received a tombstone record to delete target assignment of {group_id} but the "
-                               f"assignment still has {len(group.target_assignment)} members.")
-            group.target_assignment_epoch = -1
+            _drop_target_assignment(group)
         elif record_type == 21:                                # StreamsGroupTargetAssignmentMember
             if value is not None:
                 group.target_assignment[member_id] = ()        # tasks, not partitions: not kept
@@ -599,6 +575,29 @@ class CoordinatorState:
         """``hasPendingTransactionalOffsets``: a transaction of the group holds a commit of it."""
         return any((group, topic, partition) in self.pending.get(pid, {})
                    for pid in self.open_transactions.get(group, ()))
+
+
+def _drop_member(group: Group, member_id: str, kind: str) -> None:
+    """A member's metadata tombstone (``kind``: "Consumer" or "Streams", the records' prefix): Kafka
+    refuses it before the member's current and target assignments are gone."""
+    old = group.members.get(member_id)
+    if old is None:
+        return
+    if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
+        raise _Refused(f"Received a tombstone record to delete member {member_id} but did not receive "
+                       f"{kind}GroupCurrentMemberAssignmentValue tombstone.")
+    if member_id in group.target_assignment:
+        raise _Refused(f"Received a tombstone record to delete member {member_id} but did not receive "
+                       f"{kind}GroupTargetAssignmentMetadataValue tombstone.")
+    del group.members[member_id]
+
+
+def _drop_target_assignment(group: Group) -> None:
+    """A target-assignment metadata tombstone: refused while members still have a target assignment."""
+    if group.target_assignment:
+        raise _Refused(f"Received a tombstone record to delete target assignment of {group.group_id} but the "
+                       f"assignment still has {len(group.target_assignment)} members.")
+    group.target_assignment_epoch = -1
 
 
 # getOrMaybeCreatePersisted*Group's refusals, Kafka's wording (only the consumer one has no period)

@@ -21,14 +21,15 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import kafka_dist
 
-__all__ = ["Case", "Run", "compare_run", "jvm_map_orders", "remote_log_metadata_serde", "run_kafka", "run_ours",
-           "tool_class"]
+__all__ = ["Case", "Run", "compare_run", "first_difference", "jvm_map_orders", "kafka_exit", "klogs",
+           "remote_log_metadata_serde", "run_kafka", "run_ours", "segments_of", "tool_class"]
 
 HERE = Path(__file__).resolve().parent
 DRIVER_SOURCE = HERE / "DumpDriver.java"
@@ -226,3 +227,36 @@ def compare_run(kafka: Run, ours: Run) -> list[Case]:
     detail = "" if equal else _first_difference(kafka.stderr, ours.stderr)
     cases.append(Case(f"[{flags}] stderr of {files_arg[:120]}", equal, detail))
     return cases
+
+
+#: the venv's ``klogs`` beside this interpreter
+KLOGS = Path(sys.executable).with_name("klogs")
+
+
+def klogs(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[bytes]:
+    """The ``klogs`` command (the venv's script; else its entry point under this interpreter)."""
+    cmd = [str(KLOGS)] if KLOGS.exists() else [sys.executable, "-c",
+                                               "import sys; from kafka_format.cli import main; sys.exit(main())"]
+    return subprocess.run([*cmd, *args], capture_output=True, timeout=timeout)
+
+
+def segments_of(copy: Path, topic: str) -> list[Path]:
+    """The non-empty ``.log`` segments of ``topic``'s partitions in a log dir, by partition."""
+    found = [seg for seg in copy.glob(f"{topic}-*/*.log") if seg.stat().st_size > 0]
+    return sorted(found, key=lambda s: (int(s.parent.name.rsplit("-", 1)[1]), s.name))
+
+
+def first_difference(kafka: list[str], ours: list[str]) -> str:
+    """Where two tools' lines first differ, for a comparison's detail."""
+    for i, (a, o) in enumerate(zip(kafka, ours, strict=False)):
+        if a != o:
+            return f"line {i + 1}:\n    kafka: {a!r}\n    klogs: {o!r}"
+    i = min(len(kafka), len(ours))
+    if len(kafka) > i:
+        return f"line {i + 1}: kafka has {len(kafka) - i} more line(s), first {kafka[i]!r}"
+    return f"line {i + 1}: klogs has {len(ours) - i} more line(s), first {ours[i]!r}"
+
+
+def kafka_exit(run: Run) -> int:
+    """The exit code of one ``DumpDriver`` run: 1 when the tool threw (its exception line on stderr)."""
+    return 1 if any(line.startswith('Exception in thread "main"') for line in run.stderr) else 0

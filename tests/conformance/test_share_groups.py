@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,8 +58,6 @@ RECORDS = 200
 STATE_TOPIC = "__share_group_state"
 OFFSETS_TOPIC = "__consumer_offsets"
 SHARE_DRIVER = Path(__file__).with_name("ShareDriver.java")
-KLOGS = Path(sys.executable).with_name("klogs")
-OURS_TIMEOUT_S = 300
 BROKER_CONFIG = {
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
@@ -123,34 +120,6 @@ def _run_scenario(b: KafkaBroker) -> Truth:
     return truth
 
 
-def _segments(copy: Path, topic: str) -> list[Path]:
-    """The non-empty ``.log`` segments of ``topic``'s partitions in the copy, by partition."""
-    found = [seg for seg in copy.glob(f"{topic}-*/*.log") if seg.stat().st_size > 0]
-    return sorted(found, key=lambda s: (int(s.parent.name.rsplit("-", 1)[1]), s.name))
-
-
-def _first_difference(kafka: list[str], ours: list[str]) -> str:
-    for i, (a, o) in enumerate(zip(kafka, ours, strict=False)):
-        if a != o:
-            return f"line {i + 1}:\n    kafka: {a!r}\n    klogs: {o!r}"
-    i = min(len(kafka), len(ours))
-    if len(kafka) > i:
-        return f"line {i + 1}: kafka has {len(kafka) - i} more line(s), first {kafka[i]!r}"
-    return f"line {i + 1}: klogs has {len(ours) - i} more line(s), first {ours[i]!r}"
-
-
-def _kafka_exit(run: kafka_dump.Run) -> int:
-    """The exit code of one ``DumpDriver`` run: 1 when the tool threw (its exception line on stderr)."""
-    return 1 if any(line.startswith('Exception in thread "main"') for line in run.stderr) else 0
-
-
-def _klogs(*args: str) -> subprocess.CompletedProcess[bytes]:
-    """The ``klogs`` command (the venv's script; else its entry point under this interpreter)."""
-    cmd = [str(KLOGS)] if KLOGS.exists() else [sys.executable, "-c",
-                                               "import sys; from kafka_format.cli import main; sys.exit(main())"]
-    return subprocess.run([*cmd, *args], capture_output=True, timeout=OURS_TIMEOUT_S)
-
-
 def _compare_dumps(conformance: Any, version: str, flag: str, segments: list[Path], workdir: Path
                    ) -> list[kafka_dump.Run]:
     """One case per segment: ``klogs dump --kafka-version <major.minor> <flag> SEG`` against Kafka's
@@ -158,16 +127,16 @@ def _compare_dumps(conformance: Any, version: str, flag: str, segments: list[Pat
     kafka_runs = kafka_dump.run_kafka(version, [["--files", str(s), flag] for s in segments], workdir)
     short = ".".join(version.split(".")[:2])
     for seg, kafka in zip(segments, kafka_runs, strict=True):
-        ours = _klogs("dump", "--kafka-version", short, flag, str(seg))
+        ours = kafka_dump.klogs("dump", "--kafka-version", short, flag, str(seg))
         our_lines = ours.stdout.decode("utf-8", "replace").splitlines()
-        k_exit = _kafka_exit(kafka)
+        k_exit = kafka_dump.kafka_exit(kafka)
         case = f"dump {flag} {seg.parent.name}/{seg.name}"
         if our_lines == kafka.stdout and ours.returncode == k_exit:
             conformance.record(COMPARISON, version, case, True)
             continue
         err = ours.stderr.decode("utf-8", "replace").strip().splitlines()
         detail = (f"exit klogs {ours.returncode} kafka {k_exit}; "
-                  f"{_first_difference(kafka.stdout, our_lines)}; klogs stderr: {err[-1:] or '(none)'}")
+                  f"{kafka_dump.first_difference(kafka.stdout, our_lines)}; klogs stderr: {err[-1:] or '(none)'}")
         conformance.record(COMPARISON, version, case, False, detail)
     return kafka_runs
 
@@ -200,7 +169,7 @@ def _kafka_states(runs: list[kafka_dump.Run]) -> dict[tuple[str, str, int], KeyS
 
 def _our_groups(copy: Path, now_ms: int, offsets_partitions: int) -> tuple[list[dict[str, Any]], str]:
     """``klogs groups COPY --format jsonl --engine local``: its share-group rows, and what went wrong."""
-    done = _klogs("groups", str(copy), "--now", str(now_ms), "--format", "jsonl", "--engine", "local",
+    done = kafka_dump.klogs("groups", str(copy), "--now", str(now_ms), "--format", "jsonl", "--engine", "local",
                   "--offsets-topic-partitions", str(offsets_partitions))
     err = done.stderr.decode("utf-8", "replace").strip().splitlines()
     if done.returncode != 0:
@@ -223,8 +192,8 @@ def test_share_groups_equal_what_the_broker_says(broker_factory, conformance, ka
     copy = b.copy_log_dirs(tmp_path / "copy")
 
     # 1, 2. the dump text of every state and offsets segment
-    state_segments = _segments(copy, STATE_TOPIC)
-    offsets_segments = _segments(copy, OFFSETS_TOPIC)
+    state_segments = kafka_dump.segments_of(copy, STATE_TOPIC)
+    offsets_segments = kafka_dump.segments_of(copy, OFFSETS_TOPIC)
     assert state_segments, f"no {STATE_TOPIC} segment holds records in {copy}"
     state_runs = _compare_dumps(conformance, kafka_version, "--share-group-state-decoder", state_segments, tmp_path)
     _compare_dumps(conformance, kafka_version, "--offsets-decoder", offsets_segments, tmp_path)

@@ -41,7 +41,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -62,8 +61,6 @@ VERSION = "4.4.0"
 RECORDS = 100
 OFFSETS_TOPIC = "__consumer_offsets"
 STREAMS_DRIVER = Path(__file__).with_name("StreamsDriver.java")
-KLOGS = Path(sys.executable).with_name("klogs")
-OURS_TIMEOUT_S = 300
 SCENARIO_TIMEOUT_S = 150.0
 #: the record types of the scenario: 16 ConsumerGroupRegularExpression, 17 and 19-23 the streams group's
 EXPECTED_TYPES = {"16", "17", "19", "20", "21", "22", "23"}
@@ -175,29 +172,6 @@ class Driver:
             self._stderr.close()
 
 
-def _segments(copy: Path, topic: str) -> list[Path]:
-    """The non-empty ``.log`` segments of ``topic``'s partitions in the copy, by partition."""
-    found = [seg for seg in copy.glob(f"{topic}-*/*.log") if seg.stat().st_size > 0]
-    return sorted(found, key=lambda s: (int(s.parent.name.rsplit("-", 1)[1]), s.name))
-
-
-def _first_difference(kafka: list[str], ours: list[str]) -> str:
-    for i, (a, o) in enumerate(zip(kafka, ours, strict=False)):
-        if a != o:
-            return f"line {i + 1}:\n    kafka: {a!r}\n    klogs: {o!r}"
-    i = min(len(kafka), len(ours))
-    if len(kafka) > i:
-        return f"line {i + 1}: kafka has {len(kafka) - i} more line(s), first {kafka[i]!r}"
-    return f"line {i + 1}: klogs has {len(ours) - i} more line(s), first {ours[i]!r}"
-
-
-def _klogs(*args: str) -> subprocess.CompletedProcess[bytes]:
-    """The ``klogs`` command (the venv's script; else its entry point under this interpreter)."""
-    cmd = [str(KLOGS)] if KLOGS.exists() else [sys.executable, "-c",
-                                               "import sys; from kafka_format.cli import main; sys.exit(main())"]
-    return subprocess.run([*cmd, *args], capture_output=True, timeout=OURS_TIMEOUT_S)
-
-
 def _record_type(line: str) -> str | None:
     """The record type of one ``--offsets-decoder`` record line (its key's ``type``), else None."""
     if " key: {" not in line:
@@ -216,7 +190,7 @@ def _compare_dumps(conformance: Any, version: str, segments: list[Path], workdir
     short = ".".join(version.split(".")[:2])
     by_type: dict[str, list[tuple[str, str | None]]] = {}    # type -> (kafka line, ours at the same line)
     for seg, kafka in zip(segments, kafka_runs, strict=True):
-        ours = _klogs("dump", "--kafka-version", short, flag, str(seg))
+        ours = kafka_dump.klogs("dump", "--kafka-version", short, flag, str(seg))
         our_lines = ours.stdout.decode("utf-8", "replace").splitlines()
         for i, line in enumerate(kafka.stdout):
             t = _record_type(line)
@@ -229,7 +203,7 @@ def _compare_dumps(conformance: Any, version: str, segments: list[Path], workdir
             continue
         err = ours.stderr.decode("utf-8", "replace").strip().splitlines()
         detail = (f"exit klogs {ours.returncode} kafka {k_exit}; "
-                  f"{_first_difference(kafka.stdout, our_lines)}; klogs stderr: {err[-1:] or '(none)'}")
+                  f"{kafka_dump.first_difference(kafka.stdout, our_lines)}; klogs stderr: {err[-1:] or '(none)'}")
         conformance.record(COMPARISON, version, case, False, detail)
     for t, pairs in sorted(by_type.items(), key=lambda kv: int(kv[0])):
         bad = [(k, o) for k, o in pairs if k != o]
@@ -243,7 +217,7 @@ def _compare_dumps(conformance: Any, version: str, segments: list[Path], workdir
 def _our_groups(copy: Path, now_ms: int, offsets_partitions: int, groups: set[str]
                 ) -> tuple[list[dict[str, Any]], str]:
     """``klogs groups COPY --format jsonl --engine local``: the rows of ``groups``, and what went wrong."""
-    done = _klogs("groups", str(copy), "--now", str(now_ms), "--format", "jsonl", "--engine", "local",
+    done = kafka_dump.klogs("groups", str(copy), "--now", str(now_ms), "--format", "jsonl", "--engine", "local",
                   "--offsets-topic-partitions", str(offsets_partitions))
     err = done.stderr.decode("utf-8", "replace").strip().splitlines()
     if done.returncode != 0:
@@ -276,7 +250,7 @@ def test_streams_groups_equal_what_the_broker_says(broker_factory: Callable[...,
     assert described["sg-live"][3] > 0 and described["rg-848"][3] > 0, f"the harness: {described}"
 
     # 1. the dump text of every offsets segment
-    segments = _segments(copy, OFFSETS_TOPIC)
+    segments = kafka_dump.segments_of(copy, OFFSETS_TOPIC)
     assert segments, f"no {OFFSETS_TOPIC} segment holds records in {copy}"
     types = _compare_dumps(conformance, kafka_version, segments, tmp_path)
     assert EXPECTED_TYPES <= types, f"the harness: Kafka's dump shows record types {sorted(types)}"
