@@ -30,8 +30,8 @@
  *          a one-symbol code, a code-length repeat running past the last length.  Such a
  *          payload decodes here (when its CRC32 matches) where Java's Inflater and the Python
  *          path report corrupt deflate data; KAFKA_FORMAT_C_CODECS=gzip:zlib keeps zlib's
- *          judgement.  A broker never stores one (it decompresses every compressed batch it
- *          validates with zlib).
+ *          judgement.  A leader rejects one on produce (it decompresses a compressed batch to
+ *          validate its records, with Java's Inflater: zlib).
  *
  * Output never exceeds max_output: the buffer grows (doubling) up to max_output + a few
  * bytes, and a payload that would need more falls back (the Python path then raises the
@@ -114,6 +114,7 @@ unsigned kf_codecs_init(const char *spec)
     unsigned gzip_libs;
     unsigned want = codecs_named(spec, &gzip_libs), bits = 1u;
     int gzip = (want >> KF_CODEC_GZIP) & 1;
+    (void)gzip;                          /* unused in a build without zlib and libdeflate */
 #ifdef KF_HAVE_ZLIB
     if (gzip && (gzip_libs & GZIP_BY_ZLIB))
         bits |= 1u << KF_CODEC_GZIP;
