@@ -610,6 +610,27 @@ def test_gzip_members_over_the_cap_fail_identically() -> None:
     assert _assert_same(data, max_decompressed=len(plain))[0] == "ok"
 
 
+@pytest.mark.parametrize("members", [1, 3])
+def test_gzip_bomb_stops_at_the_cap(members: int) -> None:
+    """64 MiB of zeros in ~64 KiB of gzip (its ISIZE true), max_decompressed 1 MiB: the limit
+    error of the Python path, and no buffer of the C path beyond the cap."""
+    import tracemalloc
+
+    _need_c("gzip")
+    zeros = bytes(64 << 20)
+    data = _batch("gzip", _members(zeros, tuple(k / members for k in range(1, members))), 1)
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        fast = _outcome(data, FAST, max_decompressed=1 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert fast == _outcome(data, REFERENCE, max_decompressed=1 << 20)
+    assert fast[0] == "error" and fast[1][0] is DecompressionLimitError
+    assert peak < 8 << 20, peak
+
+
 class _Bits:
     """A deflate bit stream: fields least significant bit first, Huffman codes most significant first."""
 
