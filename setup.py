@@ -7,12 +7,13 @@ The extensions are optional at build time: when no C compiler is available the
 package still installs and the plain reference paths are used (with a warning,
 see kafka_format.records.decoder; typed columns then decode with the reference decoders alone).
 
-Codecs in C (``_fastcodecs.c``): liblz4 and libzstd are loaded when the module is imported
-(``_codeclibs.c``: dlopen by soname, no development files needed; their headers, when present,
-only check our declarations), zlib is compiled in when its development files are found (a test
-program compiles and links); a codec whose library is missing is decompressed by the Python path
-(kafka_format.records.compression), so every build works.  Snappy's raw format is decoded by our
-own C (no library).  ``KAFKA_FORMAT_C_CODECS=none`` (or a comma list such as ``lz4,zstd``)
+Codecs in C (``_fastcodecs.c``): liblz4, libzstd and libdeflate (gzip) are loaded when the module
+is imported (``_codeclibs.c``: dlopen by soname, no development files needed; their headers, when
+present, only check our declarations), zlib (gzip without libdeflate) is compiled in when its
+development files are found (a test program compiles and links); a codec whose library is missing
+is decompressed by the Python path (kafka_format.records.compression), so every build works.
+Snappy's raw format is decoded by our own C (no library).  ``KAFKA_FORMAT_C_CODECS=none`` (or a
+comma list such as ``lz4,zstd``; ``gzip:zlib`` or ``gzip:libdeflate`` chooses gzip's library)
 limits the set, at build time and again when the module is imported.
 """
 
@@ -26,12 +27,13 @@ from setuptools import Extension, setup
 
 _SOURCE = Path(__file__).parent / "kafka_format" / "records" / "_fastdecode.c"
 
-# codec: (macro, header, library, a function of it); no library: nothing to link at build time
+# codec: its (macro, header, library, a function of it); no library: nothing to link at build time
 _CODEC_LIBS = {
-    "gzip": ("KF_HAVE_ZLIB", "zlib.h", "z", "inflateInit2_"),
-    "lz4": ("KF_HAVE_LZ4", "", "", ""),                # liblz4.so.1, loaded at import (_codeclibs.c)
-    "zstd": ("KF_HAVE_ZSTD", "", "", ""),              # libzstd.so.1, loaded at import
-    "snappy": ("KF_HAVE_SNAPPY", "", "", ""),          # our own decoder
+    "gzip": [("KF_HAVE_DEFLATE", "", "", ""),          # libdeflate.so.0, loaded at import (_codeclibs.c)
+             ("KF_HAVE_ZLIB", "zlib.h", "z", "inflateInit2_")],
+    "lz4": [("KF_HAVE_LZ4", "", "", "")],              # liblz4.so.1, loaded at import
+    "zstd": [("KF_HAVE_ZSTD", "", "", "")],            # libzstd.so.1, loaded at import
+    "snappy": [("KF_HAVE_SNAPPY", "", "", "")],        # our own decoder
 }
 
 
@@ -61,20 +63,19 @@ def _links(header: str, library: str, function: str) -> bool:
 
 def _codec_options() -> tuple[list[tuple[str, str]], list[str]]:
     wanted = os.environ.get("KAFKA_FORMAT_C_CODECS", "gzip,lz4,zstd,snappy").strip().lower()
-    names = [] if wanted == "none" else [n.strip() for n in wanted.split(",") if n.strip()]
-    macros, libraries = [], []
-    for name in names:
-        if name not in _CODEC_LIBS:
-            continue
-        macro, header, library, function = _CODEC_LIBS[name]
-        if not library:
-            macros.append((macro, "1"))
-        elif _links(header, library, function):
-            macros.append((macro, "1"))
-            libraries.append(library)
-        else:
-            print(f"kafka_format: {header} / lib{library} not found: {name} is decompressed in Python",
-                  file=sys.stderr)
+    names = [] if wanted == "none" else [n.split(":")[0].strip() for n in wanted.split(",") if n.strip()]
+    macros: list[tuple[str, str]] = []
+    libraries: list[str] = []
+    for name in dict.fromkeys(names):
+        for macro, header, library, function in _CODEC_LIBS.get(name, []):
+            if not library:
+                macros.append((macro, "1"))
+            elif _links(header, library, function):
+                macros.append((macro, "1"))
+                libraries.append(library)
+            else:
+                print(f"kafka_format: {header} / lib{library} not found: {name} needs its run-time library "
+                      "(or is decompressed in Python)", file=sys.stderr)
     return macros, libraries
 
 

@@ -1,5 +1,5 @@
 /*
- * liblz4 and libzstd loaded by soname when the module is imported (see _codeclibs.h).
+ * liblz4, libzstd and libdeflate loaded by soname when the module is imported (see _codeclibs.h).
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -8,6 +8,7 @@
 
 KfLz4Lib kf_lz4;
 KfZstdLib kf_zstd;
+KfDeflateLib kf_deflate;
 
 /* Our declarations against the libraries' own headers, when the build has them. */
 #if defined(__has_include) && !defined(KF_NO_CODEC_HEADERS)
@@ -33,10 +34,24 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(ZSTD_freeDCtx(NULL)), siz
                __builtin_types_compatible_p(__typeof__(ZSTD_isError(0)), unsigned) &&
                __builtin_types_compatible_p(__typeof__(ZSTD_versionNumber()), unsigned), "zstd return types");
 #endif
+#if __has_include(<libdeflate.h>)
+#include <libdeflate.h>
+_Static_assert(LIBDEFLATE_SUCCESS == KF_DEFLATE_SUCCESS && LIBDEFLATE_BAD_DATA == KF_DEFLATE_BAD_DATA &&
+               LIBDEFLATE_SHORT_OUTPUT == KF_DEFLATE_SHORT_OUTPUT &&
+               LIBDEFLATE_INSUFFICIENT_SPACE == KF_DEFLATE_INSUFFICIENT_SPACE, "libdeflate_result");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&libdeflate_alloc_decompressor),
+                                            __typeof__(kf_deflate.alloc_decompressor)), "libdeflate_alloc_decompressor");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&libdeflate_gzip_decompress_ex),
+                                            __typeof__(kf_deflate.gzip_decompress_ex)), "libdeflate_gzip_decompress_ex");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&libdeflate_free_decompressor),
+                                            __typeof__(kf_deflate.free_decompressor)), "libdeflate_free_decompressor");
+#endif
 #endif
 
 static const char *const LZ4_NAMES[] = {"liblz4.so.1", "liblz4.so", "liblz4.1.dylib", "liblz4.dylib", NULL};
 static const char *const ZSTD_NAMES[] = {"libzstd.so.1", "libzstd.so", "libzstd.1.dylib", "libzstd.dylib", NULL};
+static const char *const DEFLATE_NAMES[] = {"libdeflate.so.0", "libdeflate.so", "libdeflate.0.dylib",
+                                            "libdeflate.dylib", NULL};
 
 /* The first of `names` that opens and has every one of `symbols` (written into `out` in order);
  * NULL when none does. */
@@ -92,7 +107,21 @@ static void load_zstd(void)
     kf_zstd.soname = name;
 }
 
-void kf_codeclibs_load(int want_lz4, int want_zstd)
+static void load_deflate(void)
+{
+    static const char *const symbols[] = {"libdeflate_alloc_decompressor", "libdeflate_gzip_decompress_ex",
+                                          "libdeflate_free_decompressor", NULL};
+    void *f[3];
+    const char *name = open_with(DEFLATE_NAMES, symbols, f);
+    if (!name)
+        return;
+    *(void **)&kf_deflate.alloc_decompressor = f[0];
+    *(void **)&kf_deflate.gzip_decompress_ex = f[1];
+    *(void **)&kf_deflate.free_decompressor = f[2];
+    kf_deflate.soname = name;
+}
+
+void kf_codeclibs_load(int want_lz4, int want_zstd, int want_deflate)
 {
     static int loaded;
     if (loaded)
@@ -102,4 +131,6 @@ void kf_codeclibs_load(int want_lz4, int want_zstd)
         load_lz4();
     if (want_zstd)
         load_zstd();
+    if (want_deflate)
+        load_deflate();
 }

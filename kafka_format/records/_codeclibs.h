@@ -1,5 +1,5 @@
 /*
- * liblz4 and libzstd, found when the module loads (dlopen), not when it is built.
+ * liblz4, libzstd and libdeflate, found when the module loads (dlopen), not when it is built.
  *
  * The compiled decoder calls a handful of functions of each library.  Linking them at build
  * time needs their development files (liblz4-dev, libzstd-dev), which a fresh machine seldom
@@ -24,6 +24,15 @@
  *
  *   ZSTD_inBuffer  | src  const void * | size size_t | pos size_t |
  *   ZSTD_outBuffer | dst  void *       | size size_t | pos size_t |
+ *   libdeflate (libdeflate.h, any release since 1.0: the gzip _ex entry point is in every one;
+ *   Debian's libdeflate0, a dependency of libtiff)
+ *     struct libdeflate_decompressor *libdeflate_alloc_decompressor(void)
+ *     enum libdeflate_result libdeflate_gzip_decompress_ex(struct libdeflate_decompressor *,
+ *         const void *in, size_t in_nbytes, void *out, size_t out_nbytes_avail,
+ *         size_t *actual_in_nbytes_ret, size_t *actual_out_nbytes_ret)
+ *     void libdeflate_free_decompressor(struct libdeflate_decompressor *)
+ *   libdeflate_result: SUCCESS 0, BAD_DATA 1, SHORT_OUTPUT 2, INSUFFICIENT_SPACE 3.
+ *   libdeflate has no run-time version query (its version is a header macro only).
  */
 #ifndef KF_CODECLIBS_H
 #define KF_CODECLIBS_H
@@ -33,6 +42,10 @@
 #define KF_ZSTD_D_WINDOWLOGMAX 100     /* ZSTD_d_windowLogMax */
 #define KF_ZSTD_RESET_SESSION_ONLY 1   /* ZSTD_reset_session_only */
 #define KF_ZSTD_MIN_VERSION 10400      /* 1.4.0 */
+#define KF_DEFLATE_SUCCESS 0            /* LIBDEFLATE_SUCCESS */
+#define KF_DEFLATE_BAD_DATA 1           /* LIBDEFLATE_BAD_DATA */
+#define KF_DEFLATE_SHORT_OUTPUT 2       /* LIBDEFLATE_SHORT_OUTPUT */
+#define KF_DEFLATE_INSUFFICIENT_SPACE 3 /* LIBDEFLATE_INSUFFICIENT_SPACE */
 
 typedef struct { const void *src; size_t size; size_t pos; } KfZstdIn;
 typedef struct { void *dst; size_t size; size_t pos; } KfZstdOut;
@@ -54,11 +67,26 @@ typedef struct {
     const char *soname;             /* NULL: not loaded */
 } KfZstdLib;
 
+/* libdeflate's opaque decompressor (the same tag as libdeflate.h's, so the declarations below are
+ * its own); its enum libdeflate_result is returned as unsigned, the integer type GCC and clang
+ * give an enum without negative values. */
+struct libdeflate_decompressor;
+
+typedef struct {
+    struct libdeflate_decompressor *(*alloc_decompressor)(void);
+    unsigned (*gzip_decompress_ex)(struct libdeflate_decompressor *d, const void *in, size_t in_nbytes,
+                                   void *out, size_t out_nbytes_avail, size_t *actual_in_nbytes_ret,
+                                   size_t *actual_out_nbytes_ret);
+    void (*free_decompressor)(struct libdeflate_decompressor *d);
+    const char *soname;             /* NULL: not loaded */
+} KfDeflateLib;
+
 extern KfLz4Lib kf_lz4;
 extern KfZstdLib kf_zstd;
+extern KfDeflateLib kf_deflate;
 
-/* Load the libraries (once; later calls do nothing).  `want_lz4`/`want_zstd` 0: leave that one
- * unloaded.  Never fails: a library not found stays unloaded (soname NULL). */
-void kf_codeclibs_load(int want_lz4, int want_zstd);
+/* Load the libraries (once; later calls do nothing).  `want_lz4`/`want_zstd`/`want_deflate` 0:
+ * leave that one unloaded.  Never fails: a library not found stays unloaded (soname NULL). */
+void kf_codeclibs_load(int want_lz4, int want_zstd, int want_deflate);
 
 #endif

@@ -16,8 +16,22 @@
  *   snappy xerial stream (SnappyInputStream) or one raw block, each chunk decoded by our own
  *          raw-format decoder (snappy_elements: 1.14x libsnappy 1.1.9 here); a concatenated
  *          stream header falls back.
- *   gzip   one member with FLG 0 (what GZIPOutputStream writes), raw inflate by zlib,
- *          CRC32 and ISIZE of the trailer checked, nothing after the trailer.
+ *   gzip   members with FLG 0 (what GZIPOutputStream writes) back to back up to the end of the
+ *          payload, each decoded whole by libdeflate (libdeflate_gzip_decompress_ex, loaded at
+ *          import: _codeclibs.h), which checks the trailer's CRC32 and ISIZE; anything else after
+ *          a member (GZIPInputStream ignores bytes that are no member header) falls back.  The
+ *          trailer's ISIZE only sizes the first attempt (bounded by max_output and deflate's
+ *          largest expansion): a buffer too small is grown, doubling, and the member decoded
+ *          again.  Without libdeflate: one member with FLG 0, raw inflate by zlib, CRC32 and
+ *          ISIZE checked, nothing after the trailer.
+ *          libdeflate (1.14, lib/deflate_decompress.c) accepts a few deflate streams zlib
+ *          rejects and no compressor writes: HLIT 287-288 or HDIST 31-32, the litlen symbols
+ *          286/287 and distance symbols 30/31, a precode of one codeword, the unused codeword of
+ *          a one-symbol code, a code-length repeat running past the last length.  Such a
+ *          payload decodes here (when its CRC32 matches) where Java's Inflater and the Python
+ *          path report corrupt deflate data; KAFKA_FORMAT_C_CODECS=gzip:zlib keeps zlib's
+ *          judgement.  A leader rejects one on produce (it decompresses a compressed batch to
+ *          validate its records, with Java's Inflater: zlib).
  *
  * Output never exceeds max_output: the buffer grows (doubling) up to max_output + a few
  * bytes, and a payload that would need more falls back (the Python path then raises the
@@ -42,23 +56,54 @@
 #define SCRATCH_MIN ((size_t)256 << 10)
 
 static unsigned enabled = 1u;        /* kf_codecs_init's answer */
+static int gzip_by_deflate;          /* gzip decoded by libdeflate (else by zlib) */
 static const char *const CODEC_NAMES[] = {"none", "gzip", "snappy", "lz4", "zstd"};   /* by codec id */
 
-/* The codecs named in `spec` ("none", or a comma list such as "lz4,zstd"; NULL: every one) as bits. */
-static unsigned codecs_named(const char *spec)
+#define GZIP_BY_ZLIB 1u              /* codecs_named's gzip libraries */
+#define GZIP_BY_DEFLATE 2u
+
+/* The library a spec entry names after its codec ("gzip:zlib"): GZIP_BY_* bits, 0 if unknown. */
+static unsigned gzip_library_named(const char *lib, size_t n)
 {
+    if (n == 0)
+        return GZIP_BY_ZLIB | GZIP_BY_DEFLATE;
+    if (n == 4 && strncasecmp(lib, "zlib", n) == 0)
+        return GZIP_BY_ZLIB;
+    if (n == 10 && strncasecmp(lib, "libdeflate", n) == 0)
+        return GZIP_BY_DEFLATE;
+    return 0;
+}
+
+/* The codecs named in `spec` ("none", or a comma list such as "lz4,zstd"; NULL: every one) as bits;
+ * *gzip_libs: the libraries gzip may use (GZIP_BY_* bits). */
+static unsigned codecs_named(const char *spec, unsigned *gzip_libs)
+{
+    *gzip_libs = GZIP_BY_ZLIB | GZIP_BY_DEFLATE;
     if (!spec)
         return ~0u;
     unsigned bits = 0;
+    *gzip_libs = 0;
     while (*spec) {
         while (*spec == ',' || isspace((unsigned char)*spec))
             spec++;
-        size_t n = 0;
+        size_t n = 0, name = 0;
         while (spec[n] && spec[n] != ',' && !isspace((unsigned char)spec[n]))
             n++;
-        for (unsigned id = 1; id <= KF_CODEC_ZSTD && n; id++)
-            if (strlen(CODEC_NAMES[id]) == n && strncasecmp(spec, CODEC_NAMES[id], n) == 0)
+        while (name < n && spec[name] != ':')
+            name++;
+        const char *lib = name < n ? spec + name + 1 : spec + n;
+        size_t lib_n = name < n ? n - name - 1 : 0;
+        for (unsigned id = 1; id <= KF_CODEC_ZSTD && name; id++) {
+            if (strlen(CODEC_NAMES[id]) != name || strncasecmp(spec, CODEC_NAMES[id], name) != 0)
+                continue;
+            if (id == KF_CODEC_GZIP) {
+                unsigned libs = gzip_library_named(lib, lib_n);
+                *gzip_libs |= libs;
+                bits |= libs ? 1u << id : 0;
+            } else if (lib_n == 0) {
                 bits |= 1u << id;
+            }
+        }
         spec += n;
     }
     return bits;
@@ -66,21 +111,32 @@ static unsigned codecs_named(const char *spec)
 
 unsigned kf_codecs_init(const char *spec)
 {
-    unsigned want = codecs_named(spec), bits = 1u;
+    unsigned gzip_libs;
+    unsigned want = codecs_named(spec, &gzip_libs), bits = 1u;
+    int gzip = (want >> KF_CODEC_GZIP) & 1;
+    (void)gzip;                          /* unused in a build without zlib and libdeflate */
 #ifdef KF_HAVE_ZLIB
-    bits |= want & (1u << KF_CODEC_GZIP);
+    if (gzip && (gzip_libs & GZIP_BY_ZLIB))
+        bits |= 1u << KF_CODEC_GZIP;
 #endif
 #ifdef KF_HAVE_SNAPPY
     bits |= want & (1u << KF_CODEC_SNAPPY);
 #endif
-    int lz4 = 0, zstd = 0;               /* loaded only when compiled in and wanted */
+    int lz4 = 0, zstd = 0, deflate = 0;  /* loaded only when compiled in and wanted */
 #ifdef KF_HAVE_LZ4
     lz4 = (want >> KF_CODEC_LZ4) & 1;
 #endif
 #ifdef KF_HAVE_ZSTD
     zstd = (want >> KF_CODEC_ZSTD) & 1;
 #endif
-    kf_codeclibs_load(lz4, zstd);
+#ifdef KF_HAVE_DEFLATE
+    deflate = gzip && (gzip_libs & GZIP_BY_DEFLATE);
+#endif
+    kf_codeclibs_load(lz4, zstd, deflate);
+    if (deflate && kf_deflate.soname) {
+        bits |= 1u << KF_CODEC_GZIP;
+        gzip_by_deflate = 1;
+    }
     if (lz4 && kf_lz4.soname)
         bits |= 1u << KF_CODEC_LZ4;
     if (zstd && kf_zstd.soname)
@@ -110,8 +166,11 @@ PyObject *kf_codec_libraries(void)
             continue;
         switch (id) {
         case KF_CODEC_GZIP:
+            if (gzip_by_deflate)
+                v = PyUnicode_FromString(kf_deflate.soname);
 #ifdef KF_HAVE_ZLIB
-            v = PyUnicode_FromFormat("zlib %s", zlibVersion());
+            else
+                v = PyUnicode_FromFormat("zlib %s", zlibVersion());
 #endif
             break;
         case KF_CODEC_SNAPPY:
@@ -167,6 +226,9 @@ void kf_scratch_free(KfScratch *s)
     if (s->zstd)                        /* only ever made by kf_unzstd, with libzstd loaded */
         kf_zstd.free_dctx(s->zstd);
     s->zstd = NULL;
+    if (s->deflate)                     /* only ever made by kf_gunzip_deflate, with libdeflate loaded */
+        kf_deflate.free_decompressor(s->deflate);
+    s->deflate = NULL;
 #ifdef KF_HAVE_ZLIB
     if (s->zlib) {
         inflateEnd((z_stream *)s->zlib);
@@ -538,14 +600,73 @@ static int kf_unsnappy(KfScratch *s, const unsigned char *src, size_t n, size_t 
 
 /* ------------------------------------------------------------------ gzip */
 
-#ifdef KF_HAVE_ZLIB
 #define GZIP_HEADER 10
 #define GZIP_TRAILER 8
 
+/* Whether `src[0:n]` starts with the member header GZIPOutputStream writes: 1f 8b, CM 8, FLG 0
+ * (MTIME, XFL, OS not read), with room for a trailer after it. */
+static inline int gzip_plain_member(const unsigned char *src, size_t n)
+{
+    return n >= GZIP_HEADER + GZIP_TRAILER && src[0] == 0x1f && src[1] == 0x8b && src[2] == 8 && src[3] == 0;
+}
+
+#ifdef KF_HAVE_DEFLATE
+/* Deflate's largest expansion: a 258-byte match in 2 bits of a dynamic block (1032 bytes a byte). */
+#define DEFLATE_MAX_RATIO 1032
+/* Input bytes libdeflate may read past a stream's end as zeroes (its bit buffer). */
+#define DEFLATE_OVERREAD 16
+
+static int kf_gunzip_deflate(KfScratch *s, const unsigned char *src, size_t n, size_t max_output,
+                             size_t *out_len)
+{
+    if (!gzip_plain_member(src, n))
+        return KF_FALLBACK;
+    if (!s->deflate && !(s->deflate = kf_deflate.alloc_decompressor()))
+        return KF_NO_MEMORY;
+    /* First attempt sized by the last member's ISIZE: never beyond max_output nor what the
+     * payload's size allows */
+    size_t isize = le32(src + n - 4);
+    size_t most = (n + DEFLATE_OVERREAD) * DEFLATE_MAX_RATIO;
+    size_t first = isize < max_output ? isize : max_output;
+    int rc = scratch_reserve(s, first < most ? (first ? first : 1) : most);
+    if (rc != KF_OK)
+        return rc;
+    size_t pos = 0, total = 0;
+    for (;;) {
+        /* this member and the ones after it: at most max_output in all, and deflate's bound */
+        size_t bound = (n - pos + DEFLATE_OVERREAD) * DEFLATE_MAX_RATIO;
+        size_t limit = max_output - total < bound ? max_output - total : bound;
+        size_t room = s->capacity - total < limit ? s->capacity - total : limit;
+        size_t used = 0, got = 0;
+        unsigned r = kf_deflate.gzip_decompress_ex(s->deflate, src + pos, n - pos, s->data + total, room,
+                                                   &used, &got);
+        if (r == KF_DEFLATE_INSUFFICIENT_SPACE) {
+            if (room >= limit)
+                return KF_FALLBACK;             /* over the cap (or corrupt): the Python path decides */
+            size_t grow = s->capacity * 2 - total < limit ? s->capacity * 2 : total + limit;
+            if ((rc = scratch_reserve(s, grow)) != KF_OK)
+                return rc;
+            continue;                           /* the member again, into the larger buffer */
+        }
+        if (r != KF_DEFLATE_SUCCESS)
+            return KF_FALLBACK;                 /* corrupt data, CRC32 or ISIZE mismatch */
+        total += got;
+        pos += used;
+        if (pos == n)
+            break;
+        if (!gzip_plain_member(src + pos, n - pos))
+            return KF_FALLBACK;                 /* bytes after a member, or another header kind */
+    }
+    *out_len = total;
+    return KF_OK;
+}
+#endif
+
+#ifdef KF_HAVE_ZLIB
+
 static int kf_gunzip(KfScratch *s, const unsigned char *src, size_t n, size_t max_output, size_t *out_len)
 {
-    /* GZIPOutputStream's header: 1f 8b, CM 8, FLG 0 (MTIME, XFL, OS not read) */
-    if (n < GZIP_HEADER + GZIP_TRAILER || src[0] != 0x1f || src[1] != 0x8b || src[2] != 8 || src[3] != 0)
+    if (!gzip_plain_member(src, n))
         return KF_FALLBACK;
     z_stream *z = (z_stream *)s->zlib;
     if (!z) {
@@ -637,10 +758,15 @@ int kf_decompress(KfScratch *s, int codec, const unsigned char *src, size_t n, s
     case KF_CODEC_SNAPPY:
         return kf_unsnappy(s, src, n, max_output, out_len);
 #endif
-#ifdef KF_HAVE_ZLIB
     case KF_CODEC_GZIP:
+#ifdef KF_HAVE_DEFLATE
+        if (gzip_by_deflate)
+            return kf_gunzip_deflate(s, src, n, max_output, out_len);
+#endif
+#ifdef KF_HAVE_ZLIB
         return kf_gunzip(s, src, n, max_output, out_len);
 #endif
+        return KF_FALLBACK;
     default:
         return KF_FALLBACK;
     }

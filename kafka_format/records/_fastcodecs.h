@@ -28,12 +28,15 @@ typedef struct {
     size_t capacity;
     void *zstd;       /* ZSTD_DCtx*, created on first use */
     void *zlib;       /* z_stream*, created on first use */
+    void *deflate;    /* struct libdeflate_decompressor*, created on first use */
     int borrowed;
 } KfScratch;
 
 /* Decide, once at import, which codecs are decoded in C: those compiled in, whose library loads
- * (liblz4, libzstd: _codeclibs.h) and that `spec` names ("none", or a comma list such as
- * "lz4,zstd"; NULL: every one).  Returns kf_codecs_available(). */
+ * (liblz4, libzstd, libdeflate: _codeclibs.h) and that `spec` names ("none", or a comma list such
+ * as "lz4,zstd"; NULL: every one).  A name may choose the library: "gzip:zlib" or
+ * "gzip:libdeflate" (plain "gzip": libdeflate when it loads, else zlib).  Returns
+ * kf_codecs_available(). */
 unsigned kf_codecs_init(const char *spec);
 
 /* Bit i set: codec id i is decoded in C (0 = none is always set). */

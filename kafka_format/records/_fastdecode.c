@@ -439,11 +439,13 @@ static PyObject *fd_decode_v2_chunk(PyObject *self, PyObject *args)
             int rc = KF_NO_ROOM, in_place = 0;
             if (!(opts & (OPT_NO_COPY | OPT_DECOMPRESS_ONLY)) && room > COPY_SLACK &&
                 expect + expect / 4 < room - COPY_SLACK) {
-                KfScratch column = {(unsigned char *)vc->data + o.val_pos, room - COPY_SLACK,
-                                    scratch.zstd, scratch.zlib, 1};
+                KfScratch column = {.data = (unsigned char *)vc->data + o.val_pos, .capacity = room - COPY_SLACK,
+                                    .zstd = scratch.zstd, .zlib = scratch.zlib, .deflate = scratch.deflate,
+                                    .borrowed = 1};
                 rc = kf_decompress(&column, codec, start, len, (size_t)max_output, &dlen, checked);
                 scratch.zstd = column.zstd;             /* contexts made on first use: kept */
                 scratch.zlib = column.zlib;
+                scratch.deflate = column.deflate;
                 in_place = rc == KF_OK;
             }
             if (rc == KF_NO_ROOM)

@@ -87,7 +87,8 @@ _CHUNK_START, _CHUNK_END = _META_COLUMNS, _META_COLUMNS + 1
 #: stay the size of the decoder's recycled blocks (~ a read chunk) instead of fresh pages.
 REGION_HELD_BYTES = 16 << 20
 #: Codec ids decompressed in C by :meth:`FastDecoder.decode_v2_region`: compiled in, their library
-#: loaded at import (liblz4, libzstd) and not left out by ``KAFKA_FORMAT_C_CODECS``.
+#: loaded at import (liblz4, libzstd; gzip: libdeflate, else zlib linked at build time) and not left out
+#: by ``KAFKA_FORMAT_C_CODECS``.
 C_CODECS: frozenset[int] = frozenset(i for i in range(8) if _fastdecode.C_CODECS >> i & 1)
 
 # decode_v2 result order = RecordColumns fields, each with its numpy dtype.

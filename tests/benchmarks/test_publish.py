@@ -80,10 +80,10 @@ def _results(corpus: str, **cpu_s: float) -> list[Result]:
 
 
 def test_bars_are_the_design_targets_with_out_of_reach_and_the_floor() -> None:
-    """uncompressed >= 4x aiokafka, lz4 >= 4x, zstd >= 3x, snappy >= 2x, gzip >= 1.25x, and a
-    compressed decode within 1.2x of its C decompression + the uncompressed decode of its records.
+    """uncompressed >= 4x aiokafka, lz4 >= 4x, zstd >= 3x, snappy >= 2.5x, gzip >= 2.5x, and a
+    compressed decode within 1.05x of its C decompression + the uncompressed decode of its records.
     zstd at 1.79x with a C decompression alone of 1.88x aiokafka: out of reach, and the bar says so;
-    snappy at 1.72x with 2.10x alone is just not met."""
+    so are snappy at 1.72x (2.10x alone) and gzip at 1.30x (1.44x alone)."""
     lines = _bars({"none": _results("none", fast=1.0, aio=4.07, scan=0.05),
                    "lz4": _results("lz4", fast=1.0, aio=4.1, alone=0.5, plain=0.3),
                    "zstd": _results("zstd", fast=1.0, aio=1.79, alone=0.95, plain=0.3),
@@ -96,14 +96,16 @@ def test_bars_are_the_design_targets_with_out_of_reach_and_the_floor() -> None:
     assert rows["lz4: vs aiokafka"] == "| lz4: vs aiokafka | >= 4x | 4.10x | yes |"
     assert rows["zstd: vs aiokafka"] == ("| zstd: vs aiokafka | >= 3x | 1.79x | no (out of reach with libzstd: "
                                          "its decompression alone is 1.88x aiokafka's whole decode) |")
-    assert rows["snappy: vs aiokafka"] == "| snappy: vs aiokafka | >= 2x | 1.72x | no |"
-    assert rows["gzip: vs aiokafka"] == "| gzip: vs aiokafka | >= 1.25x | 1.30x | yes |"
+    assert rows["snappy: vs aiokafka"] == ("| snappy: vs aiokafka | >= 2.5x | 1.72x | no (out of reach with our snappy "
+                                           "decoder: its decompression alone is 2.10x aiokafka's whole decode) |")
+    assert rows["gzip: vs aiokafka"] == ("| gzip: vs aiokafka | >= 2.5x | 1.30x | no (out of reach with libdeflate: "
+                                         "its decompression alone is 1.44x aiokafka's whole decode) |")
     floor = {c: rows[f"{c}: time vs its C decompression + the uncompressed decode of the records"]
              for c in ("lz4", "zstd", "snappy", "gzip")}
-    assert floor["lz4"].endswith("| <= 1.2x | 1.25x | no |")
-    assert floor["zstd"].endswith("| <= 1.2x | 0.80x | yes |")
-    assert floor["snappy"].endswith("| <= 1.2x | 0.98x | yes |")
-    assert floor["gzip"].endswith("| <= 1.2x | 1.00x | yes |")
+    assert floor["lz4"].endswith("| <= 1.05x | 1.25x | no |")
+    assert floor["zstd"].endswith("| <= 1.05x | 0.80x | yes |")
+    assert floor["snappy"].endswith("| <= 1.05x | 0.98x | yes |")
+    assert floor["gzip"].endswith("| <= 1.05x | 1.00x | yes |")
 
 
 def test_the_same_records_uncompressed_get_no_ratio_to_another_files_readers(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ truncated, oversized and unusually framed payloads give the reference decoder's 
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import random
 import struct
@@ -23,7 +24,7 @@ from builders import CODECS, build_v2, raw_v2, sample_records
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kafka_format.common.errors import DecompressionLimitError, KafkaFormatError
+from kafka_format.common.errors import CompressionError, DecompressionLimitError, KafkaFormatError
 from kafka_format.records import compression
 from kafka_format.records.columns import FileContext
 from kafka_format.records.decoder import Decoder
@@ -38,13 +39,18 @@ PROFILE = settings(max_examples=int(os.environ.get("KAFKA_FORMAT_CODEC_EXAMPLES"
 REFERENCE = Decoder()
 FAST = FastDecoder()
 COMPRESSED = sorted(name for name in CODECS if name != "none")
-VARIANTS = [*COMPRESSED, "lz4-frame"]  # lz4-frame: python-lz4's frames (block checksums, content size)
+# lz4-frame: python-lz4's frames (block checksums, content size); gzip-members: 1-3 gzip members
+VARIANTS = [*COMPRESSED, "lz4-frame", "gzip-members"]
 
 
 def _compress(variant: str, plain: bytes, flags: int = 0) -> bytes:
     """``plain`` compressed as Kafka's producer writes it, or for "lz4-frame" as python-lz4 writes
     a frame with independent blocks (aiokafka's and kafka-python's lz4 framing): block checksums,
-    and by ``flags`` content size / content checksum / 256 KiB blocks."""
+    and by ``flags`` content size / content checksum / 256 KiB blocks; for "gzip-members" as
+    1 + ``flags`` % 3 gzip members back to back (GZIPInputStream reads them all)."""
+    if variant == "gzip-members":
+        cuts = [len(plain) * k // (1 + flags % 3) for k in range(1 + flags % 3)] + [len(plain)]
+        return b"".join(_gzip_member(plain[a:b]) for a, b in itertools.pairwise(cuts))
     if variant != "lz4-frame":
         return compression.compress(CODECS[variant], plain)
     import lz4.frame
@@ -96,9 +102,26 @@ def _assert_same(data: bytes, **kw: Any) -> tuple[str, Any]:
     return fast
 
 
+def _codec_of(variant: str) -> str:
+    return {"lz4-frame": "lz4", "gzip-members": "gzip"}.get(variant, variant)
+
+
 def _need_c(codec: str) -> None:
     if CODECS[codec] not in C_CODECS:
         pytest.skip(f"{codec} not decoded in C (zlib missing at build time, or liblz4/libzstd not found at import)")
+
+
+def _gzip_library() -> str:
+    """The library gzip is decoded with in C ("" when it is not decoded in C)."""
+    from kafka_format.records import _fastdecode
+
+    return _fastdecode.CODEC_LIBRARIES.get("gzip", "")
+
+
+def _need_libdeflate() -> None:
+    if not _gzip_library().startswith("libdeflate"):
+        pytest.skip("gzip is not decoded by libdeflate here (libdeflate0 not installed, or "
+                    f"KAFKA_FORMAT_C_CODECS chose zlib: {_gzip_library() or 'not in C'})")
 
 
 def _no_python_codec(*args: Any, **kw: Any) -> bytes:
@@ -118,8 +141,10 @@ def _decoded_in_c_alone(data: bytes, monkeypatch: pytest.MonkeyPatch) -> pa.Tabl
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_valid_payloads_are_decoded_in_c(variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    codec = "lz4" if variant == "lz4-frame" else variant
+    codec = _codec_of(variant)
     _need_c(codec)
+    if variant == "gzip-members":
+        _need_libdeflate()      # zlib's C path decodes one member; it leaves more to the Python path
     data = b"".join(_batch(codec, _compress(variant, plain, i % 8), n, base_offset=10 * i)
                     for i, (plain, n) in enumerate(_plain_records(1 + i % 9, seed=i) for i in range(30)))
     assert _decoded_in_c_alone(data, monkeypatch).num_rows == sum(1 + i % 9 for i in range(30))
@@ -183,7 +208,7 @@ def damaged(draw: st.DrawFn) -> tuple[str, bytes, bytes]:
     """A log of 1-3 batches of one codec, one compressed payload damaged (CRC recomputed, so the
     damage reaches the decompressor): (codec, the log, the damaged payload)."""
     variant = draw(st.sampled_from(VARIANTS))
-    codec = "lz4" if variant == "lz4-frame" else variant
+    codec = _codec_of(variant)
     flags = draw(st.integers(0, 7))
     batches = []
     for i in range(draw(st.integers(1, 3))):
@@ -424,7 +449,8 @@ def _gzip_member(plain: bytes, flags: int = 0, extra: bytes = b"") -> bytes:
 
 
 def _unusual_payloads(plain: bytes) -> list[tuple[str, bytes]]:
-    """Legal framings the C path declines (the Python path decodes them)."""
+    """Legal framings the C path declines (the Python path decodes them), or (two gzip members,
+    with libdeflate) decodes as the Python path does."""
     lz4_frame = compression.compress(compression.LZ4, plain)
     zstd_frame = compression.compress(compression.ZSTD, plain)
     xerial = compression.compress(compression.SNAPPY, plain)
@@ -453,6 +479,238 @@ def test_unusual_framings_decode_identically(index: int) -> None:
         assert kind == "error" and "records still remaining" in table[1], table
     else:
         assert kind == "ok" and table.num_rows == n, table
+
+
+# --- gzip: whole members by libdeflate, or zlib's stream ----------------------------------------
+
+
+def test_gzip_codec_library_is_the_fastest_installed() -> None:
+    """gzip is decoded by libdeflate wherever its run-time library is installed (Debian's
+    libdeflate0), unless ``KAFKA_FORMAT_C_CODECS`` chooses zlib (``gzip:zlib``); else by zlib."""
+    import ctypes.util
+
+    _need_c("gzip")
+    spec = os.environ.get("KAFKA_FORMAT_C_CODECS", "").lower()
+    if "gzip:zlib" in spec:
+        assert _gzip_library().startswith("zlib "), _gzip_library()
+    elif ctypes.util.find_library("deflate") is not None and "gzip" in (spec or "gzip"):
+        assert _gzip_library() == "libdeflate.so.0", _gzip_library()
+    else:
+        pytest.skip("libdeflate is not installed on this machine: gzip is decoded by zlib")
+
+
+def _members(plain: bytes, cuts: tuple[float, ...]) -> bytes:
+    at = [0, *(int(len(plain) * c) for c in cuts), len(plain)]
+    return b"".join(_gzip_member(plain[a:b]) for a, b in itertools.pairwise(at))
+
+
+@pytest.mark.parametrize("cuts", [(), (0.5,), (0.2, 0.7), (0.0,), (1.0,), (0.3, 0.3, 0.9), (0.1, 0.2, 0.3, 0.4, 0.5)])
+def test_gzip_members_back_to_back_decode_identically(cuts: tuple[float, ...],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """GZIPInputStream reads concatenated members (empty ones too) as one stream: the same
+    records; libdeflate decodes them all in C (zlib's C path hands a second member to the
+    Python path)."""
+    _need_c("gzip")
+    plain, n = _plain_records(12)
+    data = _batch("gzip", _members(plain, cuts), n)
+    kind, table = _assert_same(data)
+    assert kind == "ok" and table.num_rows == n
+    if _gzip_library().startswith("libdeflate"):
+        _decoded_in_c_alone(data, monkeypatch)
+
+
+def _after_member(plain: bytes) -> list[tuple[str, bytes, str]]:
+    """(what follows a first member, the bytes, the reference's outcome kind)."""
+    half = len(plain) // 2
+    member = _gzip_member(plain[half:])
+    broken = bytearray(member)
+    broken[12] ^= 0x55
+    return [
+        ("garbage, ignored", b"\x00garbage", "ok"),
+        ("zero bytes, ignored", bytes(9), "ok"),
+        ("a header cut short, ignored", b"\x1f\x8b\x08\x00\x00", "ok"),
+        ("a member with FNAME", _gzip_member(plain[half:], flags=0x08, extra=b"n\x00"), "ok"),
+        ("a member, then garbage", member + b"tail", "ok"),
+        ("a header without deflate data", b"\x1f\x8b\x08\x00" + bytes(6), "error"),
+        ("a member with corrupt deflate data", bytes(broken), "error"),
+        ("a member whose CRC32 is wrong", member[:-8] + struct.pack("<I", zlib.crc32(plain[half:]) ^ 1)
+         + member[-4:], "error"),
+        ("a member cut short", member[:-3], "error"),
+    ]
+
+
+@pytest.mark.parametrize("index", range(9))
+def test_gzip_bytes_after_a_member_as_the_java_reader(index: int) -> None:
+    """After a member, GZIPInputStream reads a further member when a header can be read there
+    (its errors then count) and ignores the rest otherwise: the reference's outcome, message and
+    position, whichever library decodes gzip in C."""
+    _need_c("gzip")
+    plain, n = _plain_records(12)
+    half = len(plain) // 2
+    what, tail, expected = _after_member(plain)[index]
+    first = plain if index < 3 else plain[:half]        # the ignored tails follow every record
+    kind, outcome = _assert_same(_batch("gzip", _gzip_member(first) + tail, n))
+    assert kind == expected, (what, outcome)
+
+
+@pytest.mark.parametrize(("member", "crc_xor", "isize"), [
+    (0, 1, None), (0, 0, +1), (0, 0, -1), (0, 0, 0), (0, 0, 0xFFFFFFFF), (0, 0, 1 << 31),
+    (1, 0, +1), (1, 1 << 31, None), (1, 0, 0),
+])
+def test_gzip_trailer_mismatches_fail_identically(member: int, crc_xor: int, isize: int | None) -> None:
+    """A trailer's CRC32 or ISIZE (of the first or the second member) not that of its data: the
+    Python path's error, naming the file, the batch's position and the expected and found values."""
+    _need_c("gzip")
+    plain, n = _plain_records(12)
+    half = len(plain) // 2
+    parts = [plain[:half], plain[half:]]
+    members = [bytearray(_gzip_member(p)) for p in parts]
+    crc, size = struct.unpack_from("<II", members[member], len(members[member]) - 8)
+    if isize is not None:
+        size = isize if isize in (0, 0xFFFFFFFF, 1 << 31) else size + isize
+    struct.pack_into("<II", members[member], len(members[member]) - 8, crc ^ crc_xor, size)
+    kind, (cls, message, position) = _assert_same(_batch("gzip", b"".join(members), n))
+    assert kind == "error" and cls is CompressionError
+    assert "corrupt gzip trailer" in message and "t.log" in message
+    assert f"ISIZE {len(parts[member])}" in message
+    assert position == 0                        # the batch's (the chained cause: the trailer's)
+
+
+@pytest.mark.parametrize("isize", [200 << 20, 0xFFFFFFF0])
+def test_gzip_lying_isize_never_sizes_an_allocation(isize: int) -> None:
+    """A trailer claiming 200 MiB (under the 256 MiB cap) or 4 GiB for a few KiB of deflate data:
+    the Python path's trailer error, and the C path's buffers stay within what the payload can
+    expand to (deflate's 1032:1), never the claimed size."""
+    import tracemalloc
+
+    _need_c("gzip")
+    plain, n = _plain_records(12)
+    payload = bytearray(_gzip_member(plain))
+    struct.pack_into("<I", payload, len(payload) - 4, isize)
+    data = _batch("gzip", bytes(payload), n)
+    assert 1032 * len(payload) < 16 << 20
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        fast = _outcome(data, FAST)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert fast == _outcome(data, REFERENCE) and fast[0] == "error" and "corrupt gzip trailer" in fast[1][1]
+    assert peak < 32 << 20, peak
+
+
+def test_gzip_members_over_the_cap_fail_identically() -> None:
+    """Members whose sum passes max_decompressed (each alone under it): the limit error."""
+    _need_c("gzip")
+    plain, n = _plain_records(40)
+    data = _batch("gzip", _members(plain, (0.5,)), n)
+    kind, (cls, message, _position) = _assert_same(data, max_decompressed=len(plain) - 1)
+    assert kind == "error" and cls is DecompressionLimitError, message
+    assert _assert_same(data, max_decompressed=len(plain))[0] == "ok"
+
+
+@pytest.mark.parametrize("members", [1, 3])
+def test_gzip_bomb_stops_at_the_cap(members: int) -> None:
+    """64 MiB of zeros in ~64 KiB of gzip (its ISIZE true), max_decompressed 1 MiB: the limit
+    error of the Python path, and no buffer of the C path beyond the cap."""
+    import tracemalloc
+
+    _need_c("gzip")
+    zeros = bytes(64 << 20)
+    data = _batch("gzip", _members(zeros, tuple(k / members for k in range(1, members))), 1)
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        fast = _outcome(data, FAST, max_decompressed=1 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert fast == _outcome(data, REFERENCE, max_decompressed=1 << 20)
+    assert fast[0] == "error" and fast[1][0] is DecompressionLimitError
+    assert peak < 8 << 20, peak
+
+
+class _Bits:
+    """A deflate bit stream: fields least significant bit first, Huffman codes most significant first."""
+
+    def __init__(self) -> None:
+        self.acc = 0
+        self.n = 0
+
+    def field(self, value: int, bits: int) -> None:
+        self.acc |= value << self.n
+        self.n += bits
+
+    def code(self, code: int, bits: int) -> None:
+        self.field(int(f"{code:0{bits}b}"[::-1], 2), bits)
+
+    def bytes(self) -> bytes:
+        return self.acc.to_bytes((self.n + 7) // 8, "little")
+
+
+def _static_block(plain: bytes, run_at: int, symbol: int) -> bytes:
+    """``plain`` as one fixed-Huffman deflate block of literals, except for the 258 bytes after
+    ``run_at`` (copies of plain[run_at]), written as litlen ``symbol`` (285: length 258; 286: a
+    symbol the format reserves) and distance symbol 0 (distance 1)."""
+    bits = _Bits()
+    bits.field(1, 1)                     # BFINAL
+    bits.field(1, 2)                     # BTYPE 01: fixed Huffman codes
+    i = 0
+    while i < len(plain):
+        if i == run_at + 1:
+            bits.code(0xC0 + symbol - 280, 8)
+            bits.code(0, 5)
+            i += 258
+            continue
+        v = plain[i]
+        if v < 144:
+            bits.code(0x30 + v, 8)
+        else:
+            bits.code(0x190 + v - 144, 9)
+        i += 1
+    bits.code(0, 7)                      # end of block (256)
+    return bits.bytes()
+
+
+def test_gzip_a_reserved_deflate_symbol_is_judged_as_documented() -> None:
+    """libdeflate decodes litlen symbol 286 as a 258-byte match where zlib (Java's Inflater, the
+    Python path) reports corrupt deflate data; no compressor writes it and a broker never stores
+    it (_fastcodecs.c lists the streams libdeflate is lenient with).  The same stream with symbol
+    285 (the real length 258) decodes identically everywhere."""
+    _need_c("gzip")
+    records = sample_records(3)
+    records[1]["value"] = b"a" * 300
+    plain = build_v2(records)[RECORDS_AT:]
+    run_at = plain.index(b"a" * 259)
+    trailer = struct.pack("<II", zlib.crc32(plain), len(plain))
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    valid = _batch("gzip", header + _static_block(plain, run_at, 285) + trailer, 3)
+    kind, table = _assert_same(valid)
+    assert kind == "ok" and table.num_rows == 3
+    reserved = _batch("gzip", header + _static_block(plain, run_at, 286) + trailer, 3)
+    ref = _outcome(reserved, REFERENCE)
+    assert ref[0] == "error" and "corrupt deflate data" in ref[1][1], ref
+    fast = _outcome(reserved, FAST)
+    if _gzip_library().startswith("libdeflate"):
+        assert fast[0] == "ok" and fast[1].equals(table)
+    else:
+        assert fast == ref
+
+
+@pytest.mark.skipif("gzip:zlib" in os.environ.get("KAFKA_FORMAT_C_CODECS", ""), reason="already the zlib run")
+def test_gzip_tests_pass_with_zlib_chosen() -> None:
+    """The zlib C path (a machine without libdeflate): this file's gzip and damaged-payload tests
+    in a child run with ``KAFKA_FORMAT_C_CODECS=gzip:zlib,...``, which must pass."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "KAFKA_FORMAT_C_CODECS": "gzip:zlib,lz4,zstd,snappy"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                          __file__, "-k", "gzip or damaged or capped or unusual"],
+                         env=env, capture_output=True, text=True, cwd=os.path.dirname(__file__))
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and " failed" not in run.stdout
 
 
 def test_codec_missing_from_the_build_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
