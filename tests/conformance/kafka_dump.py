@@ -25,11 +25,25 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import kafka_dist
 
-__all__ = ["Case", "Run", "compare_run", "first_difference", "jvm_map_orders", "kafka_exit", "klogs",
-           "remote_log_metadata_serde", "run_kafka", "run_ours", "segments_of", "tool_class"]
+__all__ = [
+    "Case",
+    "Run",
+    "compare_run",
+    "first_difference",
+    "jvm_map_orders",
+    "kafka_exit",
+    "klogs",
+    "remote_log_metadata_serde",
+    "run_kafka",
+    "run_ours",
+    "segment_dumps",
+    "segments_of",
+    "tool_class",
+]
 
 HERE = Path(__file__).resolve().parent
 DRIVER_SOURCE = HERE / "DumpDriver.java"
@@ -187,7 +201,8 @@ def _per_file(lines: list[str]) -> list[tuple[str, list[str]]]:
     return files
 
 
-def _first_difference(kafka: list[str], ours: list[str]) -> str:
+def first_difference(kafka: list[str], ours: list[str]) -> str:
+    """Where two tools' lines first differ, for a comparison's detail."""
     for i, (a, b) in enumerate(zip(kafka, ours, strict=False)):
         if a != b:
             return f"line {i + 1}:\n    kafka: {a!r}\n    klogs: {b!r}"
@@ -218,13 +233,13 @@ def compare_run(kafka: Run, ours: Run) -> list[Case]:
             cases.append(Case(name, False, f"klogs dumped {o_name} here"))
             break
         equal = k_lines == o_lines
-        cases.append(Case(name, equal, "" if equal else _first_difference(k_lines, o_lines)))
+        cases.append(Case(name, equal, "" if equal else first_difference(k_lines, o_lines)))
     if len(k_files) != len(o_files):
         cases.append(Case(f"[{flags}] files of {files_arg[:120]}", False,
                           f"kafka dumped {len(k_files)} files, klogs {len(o_files)}"
                           f" (kafka stderr: {kafka.stderr[-1:]}, klogs stderr: {ours.stderr[-1:]})"))
     equal = kafka.stderr == ours.stderr
-    detail = "" if equal else _first_difference(kafka.stderr, ours.stderr)
+    detail = "" if equal else first_difference(kafka.stderr, ours.stderr)
     cases.append(Case(f"[{flags}] stderr of {files_arg[:120]}", equal, detail))
     return cases
 
@@ -246,17 +261,30 @@ def segments_of(copy: Path, topic: str) -> list[Path]:
     return sorted(found, key=lambda s: (int(s.parent.name.rsplit("-", 1)[1]), s.name))
 
 
-def first_difference(kafka: list[str], ours: list[str]) -> str:
-    """Where two tools' lines first differ, for a comparison's detail."""
-    for i, (a, o) in enumerate(zip(kafka, ours, strict=False)):
-        if a != o:
-            return f"line {i + 1}:\n    kafka: {a!r}\n    klogs: {o!r}"
-    i = min(len(kafka), len(ours))
-    if len(kafka) > i:
-        return f"line {i + 1}: kafka has {len(kafka) - i} more line(s), first {kafka[i]!r}"
-    return f"line {i + 1}: klogs has {len(ours) - i} more line(s), first {ours[i]!r}"
-
-
 def kafka_exit(run: Run) -> int:
     """The exit code of one ``DumpDriver`` run: 1 when the tool threw (its exception line on stderr)."""
     return 1 if any(line.startswith('Exception in thread "main"') for line in run.stderr) else 0
+
+
+def segment_dumps(conformance: Any, comparison: str, version: str, flag: str, segments: Sequence[Path],
+                  workdir: Path) -> list[tuple[Run, list[str]]]:
+    """One case per segment: the ``klogs dump --kafka-version <major.minor> <flag> SEG`` command
+    against Kafka's ``DumpLogSegments --files SEG <flag>`` (stdout line for line, and the exit code),
+    recorded under ``comparison``; per segment Kafka's run and our stdout lines."""
+    kafka_runs = run_kafka(version, [["--files", str(s), flag] for s in segments], workdir)
+    short = ".".join(version.split(".")[:2])
+    out = []
+    for seg, kafka in zip(segments, kafka_runs, strict=True):
+        ours = klogs("dump", "--kafka-version", short, flag, str(seg))
+        our_lines = ours.stdout.decode("utf-8", "replace").splitlines()
+        out.append((kafka, our_lines))
+        k_exit = kafka_exit(kafka)
+        case = f"dump {flag} {seg.parent.name}/{seg.name}"
+        if our_lines == kafka.stdout and ours.returncode == k_exit:
+            conformance.record(comparison, version, case, True)
+            continue
+        err = ours.stderr.decode("utf-8", "replace").strip().splitlines()
+        conformance.record(comparison, version, case, False,
+                           f"exit klogs {ours.returncode} kafka {k_exit}; {first_difference(kafka.stdout, our_lines)}; "
+                           f"klogs stderr: {err[-1:] or '(none)'}")
+    return out

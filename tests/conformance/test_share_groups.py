@@ -122,23 +122,8 @@ def _run_scenario(b: KafkaBroker) -> Truth:
 
 def _compare_dumps(conformance: Any, version: str, flag: str, segments: list[Path], workdir: Path
                    ) -> list[kafka_dump.Run]:
-    """One case per segment: ``klogs dump --kafka-version <major.minor> <flag> SEG`` against Kafka's
-    ``DumpLogSegments --files SEG <flag>`` (stdout line for line, and the exit code); Kafka's runs."""
-    kafka_runs = kafka_dump.run_kafka(version, [["--files", str(s), flag] for s in segments], workdir)
-    short = ".".join(version.split(".")[:2])
-    for seg, kafka in zip(segments, kafka_runs, strict=True):
-        ours = kafka_dump.klogs("dump", "--kafka-version", short, flag, str(seg))
-        our_lines = ours.stdout.decode("utf-8", "replace").splitlines()
-        k_exit = kafka_dump.kafka_exit(kafka)
-        case = f"dump {flag} {seg.parent.name}/{seg.name}"
-        if our_lines == kafka.stdout and ours.returncode == k_exit:
-            conformance.record(COMPARISON, version, case, True)
-            continue
-        err = ours.stderr.decode("utf-8", "replace").strip().splitlines()
-        detail = (f"exit klogs {ours.returncode} kafka {k_exit}; "
-                  f"{kafka_dump.first_difference(kafka.stdout, our_lines)}; klogs stderr: {err[-1:] or '(none)'}")
-        conformance.record(COMPARISON, version, case, False, detail)
-    return kafka_runs
+    """One case per segment (:func:`kafka_dump.segment_dumps`); Kafka's runs."""
+    return [kafka for kafka, _ in kafka_dump.segment_dumps(conformance, COMPARISON, version, flag, segments, workdir)]
 
 
 def _kafka_states(runs: list[kafka_dump.Run]) -> dict[tuple[str, str, int], KeyState]:

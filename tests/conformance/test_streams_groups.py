@@ -186,25 +186,12 @@ def _compare_dumps(conformance: Any, version: str, segments: list[Path], workdir
     its record lines over every segment (so that a difference in one type hides none in another).
     Returns the record types Kafka printed."""
     flag = "--offsets-decoder"
-    kafka_runs = kafka_dump.run_kafka(version, [["--files", str(s), flag] for s in segments], workdir)
-    short = ".".join(version.split(".")[:2])
     by_type: dict[str, list[tuple[str, str | None]]] = {}    # type -> (kafka line, ours at the same line)
-    for seg, kafka in zip(segments, kafka_runs, strict=True):
-        ours = kafka_dump.klogs("dump", "--kafka-version", short, flag, str(seg))
-        our_lines = ours.stdout.decode("utf-8", "replace").splitlines()
+    for kafka, our_lines in kafka_dump.segment_dumps(conformance, COMPARISON, version, flag, segments, workdir):
         for i, line in enumerate(kafka.stdout):
             t = _record_type(line)
             if t is not None:
                 by_type.setdefault(t, []).append((line, our_lines[i] if i < len(our_lines) else None))
-        k_exit = 1 if any(x.startswith('Exception in thread "main"') for x in kafka.stderr) else 0
-        case = f"dump {flag} {seg.parent.name}/{seg.name}"
-        if our_lines == kafka.stdout and ours.returncode == k_exit:
-            conformance.record(COMPARISON, version, case, True)
-            continue
-        err = ours.stderr.decode("utf-8", "replace").strip().splitlines()
-        detail = (f"exit klogs {ours.returncode} kafka {k_exit}; "
-                  f"{kafka_dump.first_difference(kafka.stdout, our_lines)}; klogs stderr: {err[-1:] or '(none)'}")
-        conformance.record(COMPARISON, version, case, False, detail)
     for t, pairs in sorted(by_type.items(), key=lambda kv: int(kv[0])):
         bad = [(k, o) for k, o in pairs if k != o]
         detail = "" if not bad else (f"{len(bad)} of {len(pairs)} lines differ, the first:\n"
