@@ -45,6 +45,7 @@ __all__ = [
     "DirRow",
     "FileStat",
     "FileSystemHandle",
+    "aiven_view",
     "forget_run_memo",
     "listing_cache",
     "local_handle",
@@ -59,6 +60,8 @@ __all__ = [
 IO_ERROR = "IO_ERROR"
 
 _LOCAL_PREFIXES = ("file://",)
+#: :data:`kafka_format.storage.aiven_view.SCHEME_PREFIX`: the segment files of Aiven's objects
+_AIVEN_VIEW = "aiven-rsm:"
 
 @dataclass(frozen=True)
 class FileStat:
@@ -380,6 +383,9 @@ def resolve(location: str | os.PathLike[str], filesystem: pafs.FileSystem | File
     text = os.fspath(location) if isinstance(location, (PurePath, os.PathLike)) else location
     if not isinstance(text, str):
         raise LogDirError("location is not a path", found=repr(location), code=IO_ERROR)
+    if text.startswith(_AIVEN_VIEW):
+        inner, path = resolve(text[len(_AIVEN_VIEW):])
+        return aiven_view(inner), path
     if "://" not in text:
         return _LOCAL, os.path.abspath(text)
     if text.startswith(_LOCAL_PREFIXES):
@@ -406,6 +412,14 @@ def resolve(location: str | os.PathLike[str], filesystem: pafs.FileSystem | File
     else:
         prefix = text.split("://", 1)[0] + "://"
     return FileSystemHandle(fs, prefix, isinstance(fs, pafs.LocalFileSystem), query), path
+
+
+def aiven_view(inner: FileSystemHandle) -> FileSystemHandle:
+    """The handle of the segment files inside the Aiven objects of ``inner``
+    (:mod:`kafka_format.storage.aiven_view`): locations ``aiven-rsm:`` + ``inner``'s."""
+    from kafka_format.storage.aiven_view import view_filesystem
+
+    return FileSystemHandle(view_filesystem(inner), _AIVEN_VIEW + inner.prefix, False, inner.query)
 
 
 def read_bytes(location: str | os.PathLike[str], *, filesystem: Any = None,
