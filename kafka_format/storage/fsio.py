@@ -5,7 +5,8 @@ Everything that touches a log dir's files goes through :class:`FileSystemHandle`
 code reads a broker's disk, a backup in object storage or an in-memory test filesystem.
 
 Locations are plain strings a user can read and re-open: a local absolute path, or a URI whose
-scheme prefix (``s3://``) is kept in front of the filesystem path.  :func:`resolve` turns a
+scheme prefix (``s3://``) is kept in front of the filesystem path.  ``aiven-rsm:<location>`` names a segment
+file inside Aiven's objects at ``<location>`` (:mod:`kafka_format.storage.aiven_tier`).  :func:`resolve` turns a
 location back into a ``(handle, fs_path)`` pair, so frozen, picklable values (segments, splits)
 carry only strings.
 
