@@ -106,11 +106,21 @@ def input_bytes(logdirs: Sequence[str]) -> int:
     return sum(p.size_bytes for p in open_partitions(list(logdirs)))
 
 
-def remote_input_bytes(uri: str) -> int:
-    """Bytes of the remote segments (``.log`` files) of the remote storage at ``uri`` (listing only)."""
+def remote_input_bytes(uri: str, remote_storage_format: str = "auto") -> int:
+    """Bytes of the remote segments (``.log`` files or objects) of the remote storage at ``uri`` in
+    ``remote_storage_format`` (listing only; Aiven's objects as stored, compressed or not)."""
+    from kafka_format.common.errors import LogDirError
+    from kafka_format.storage.aiven_tier import log_object_bytes
     from kafka_format.storage.remote_tier import open_remote_storage
 
-    store = open_remote_storage(uri)
+    if remote_storage_format == "aiven":
+        return log_object_bytes(uri)
+    try:
+        store = open_remote_storage(uri)
+    except LogDirError as exc:
+        if remote_storage_format == "auto" and exc.code == "REMOTE_STORAGE_NOT_FOUND":
+            return log_object_bytes(uri)
+        raise
     return sum(f.log_size or 0 for d in store.partitions for f in d.filesets)
 
 
@@ -121,7 +131,8 @@ def _human(n: int) -> str:
 
 
 def choose_engine(requested: str, *, master: str | None, logdirs: Sequence[str],
-                  needs_spark: str | None = None, remote_storage: str | None = None) -> EngineChoice:
+                  needs_spark: str | None = None, remote_storage: str | None = None,
+                  remote_storage_format: str = "auto") -> EngineChoice:
     """Resolve ``--engine``: ``local``/``spark`` as asked (``local`` refused where ``needs_spark``
     or ``master`` says Spark is required), ``auto`` by :func:`local_max_bytes` (the segments of the log
     dirs and of ``remote_storage``, a tiered topic's remote tier) and what needs Spark."""
@@ -142,7 +153,7 @@ def choose_engine(requested: str, *, master: str | None, logdirs: Sequence[str],
     size, limit = input_bytes(logdirs), local_max_bytes()
     what = "segments"
     if remote_storage is not None:
-        size += remote_input_bytes(remote_storage)
+        size += remote_input_bytes(remote_storage, remote_storage_format)
         what = "segments, local and remote"
     if size > limit:
         return EngineChoice("spark", f"{_human(size)} of {what} > {_human(limit)}")

@@ -123,24 +123,32 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, formats: Sequence[s
 
 
 def add_remote_storage_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare ``--remote-storage`` and ``--remote-storage-format`` (the ``kafka-log`` options
-    ``remoteStorage``/``remoteStorageFormat``: a tiered partition's remote tier)."""
+    """Declare ``--remote-storage``, ``--remote-storage-format`` and ``--remote-storage-key`` (the
+    ``kafka-log`` options ``remoteStorage``/``remoteStorageFormat``/``remoteStorageKey``: a tiered
+    partition's remote tier)."""
     from kafka_format.read.tiers import REMOTE_STORAGE_FORMATS
 
     parser.add_argument("--remote-storage", metavar="URI",
                         help="the remote tier of tiered partitions (tiered storage): the root of Kafka's "
                              "LocalTieredStorage, its kafka-tiered-storage dir or the dir holding it")
     parser.add_argument("--remote-storage-format", choices=REMOTE_STORAGE_FORMATS, default=None,
-                        help="the remote storage's layout (default auto)")
+                        help="the remote storage's layout: local-tiered (Kafka's LocalTieredStorage), aiven "
+                             "(Aiven's RemoteStorageManager: the storage root with its key.prefix), auto (default)")
+    parser.add_argument("--remote-storage-key", metavar="[ID=]PEM", action="append", default=[],
+                        help="the private RSA key (PEM file) of encrypted remote segments (Aiven's "
+                             "encryption.key.pairs), as <key id>=<path> or <path> (tried for every id); "
+                             "repeat for several key ids")
 
 
 def remote_storage_options(args: argparse.Namespace) -> dict[str, str]:
-    """The ``kafka-log`` options of ``--remote-storage``/``--remote-storage-format``."""
+    """The ``kafka-log`` options of ``--remote-storage``/``--remote-storage-format``/``--remote-storage-key``."""
     out: dict[str, str] = {}
     if getattr(args, "remote_storage", None):
         out["remoteStorage"] = args.remote_storage
     if getattr(args, "remote_storage_format", None):
         out["remoteStorageFormat"] = args.remote_storage_format
+    if getattr(args, "remote_storage_key", None):
+        out["remoteStorageKey"] = ",".join(args.remote_storage_key)
     return out
 
 
@@ -179,9 +187,24 @@ def job_context(args: argparse.Namespace) -> JobContext:
     # s3a:// log dirs are opened once the session has S3A's settings (session_for)
     check_inputs([d for d in args.logdirs if not is_s3a(d)])
     configs = _configs(args, [d for d in args.logdirs if not is_s3a(d)])
+    _use_remote_storage_keys(args)
     return JobContext(
         logdirs=list(args.logdirs), topics=list(args.topics), topic_pattern=args.topic_pattern, now_ms=now_ms,
         configs=configs, out=args.out, format=_output_format(args), master=args.master, args=args)
+
+
+def _use_remote_storage_keys(args: argparse.Namespace) -> None:
+    """``--remote-storage-key``: the keys this run (and the workers it starts) decrypts remote segments with."""
+    keys = getattr(args, "remote_storage_key", None)
+    if not keys:
+        return
+    from kafka_format.common.errors import KafkaFormatError
+    from kafka_format.storage.aiven_rsm import parse_key_specs, use_keys
+
+    try:
+        use_keys(parse_key_specs(keys))
+    except KafkaFormatError as exc:
+        raise UsageError(f"--remote-storage-key: {exc}") from None
 
 
 def _configs(args: argparse.Namespace, logdirs: list[str]) -> TopicConfigs:
@@ -230,7 +253,8 @@ def engine_for(ctx: JobContext, *, needs_spark: str | None = None) -> str:
         return "spark"
     try:
         choice = choose_engine(requested, master=ctx.master, logdirs=ctx.logdirs, needs_spark=needs_spark,
-                               remote_storage=getattr(ctx.args, "remote_storage", None))
+                               remote_storage=getattr(ctx.args, "remote_storage", None),
+                               remote_storage_format=getattr(ctx.args, "remote_storage_format", None) or "auto")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if choice.engine == "spark" and importlib.util.find_spec("pyspark") is None:

@@ -53,7 +53,7 @@ KNOWN_OPTIONS = {name.lower(): name for name in (
     "isolationLevel", "includeControlRecords", "includeHeaders", "granularity",
     "maxBytesPerPartition", "minPartitions", "replicas", "mode", "upTo", "verifyCrc",
     "maxOffsetsPerTrigger", "maxBytesPerTrigger",
-    "remoteStorage", "remoteStorageFormat", "tier",
+    "remoteStorage", "remoteStorageFormat", "remoteStorageKey", "tier",
 )}
 
 
@@ -75,6 +75,8 @@ class ReadOptions:
     tier: str = ALL_TIERS              # all | local | remote (kafka_format.read.tiers)
     remote_storage: str | None = None  # the remote tier's root (tiered partitions)
     remote_storage_format: str = "auto"
+    #: ``[<key id>=]<PEM path>`` specs of the private keys of encrypted remote segments (Aiven's)
+    remote_storage_keys: tuple[str, ...] = ()
 
     @property
     def read_committed(self) -> bool:
@@ -315,7 +317,25 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Rea
         remote_storage=_remote_storage(get("remoteStorage")),
         remote_storage_format=_choice("remoteStorageFormat", get("remoteStorageFormat"), REMOTE_STORAGE_FORMATS,
                                       "auto"),
+        remote_storage_keys=_remote_storage_keys(get("remoteStorageKey")),
     )
+
+
+def _remote_storage_keys(raw: str | None) -> tuple[str, ...]:
+    """``remoteStorageKey``: comma-separated ``[<key id>=]<PEM path>`` (the private keys of Aiven's
+    ``encryption.key.pairs``; a key without an id is tried for every id)."""
+    from kafka_format.storage.aiven_rsm import parse_key_specs
+
+    if raw is None:
+        return ()
+    specs = parse_key_specs(str(raw))
+    if not specs:
+        raise KafkaLogOptionError("remoteStorageKey", "empty: give [<key id>=]<PEM path>, comma-separated")
+    for spec in specs:
+        key_id, sep, path = spec.partition("=")
+        if (sep and not key_id.strip()) or not (path if sep else spec).strip():
+            raise KafkaLogOptionError("remoteStorageKey", f"{spec!r}: expected [<key id>=]<PEM path>")
+    return specs
 
 
 def _remote_storage(raw: str | None) -> str | None:

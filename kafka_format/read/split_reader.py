@@ -179,7 +179,9 @@ def read_split(split: Split, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
     from kafka_format.read.planning import open_input
     from kafka_format.records.columns import FileContext
     from kafka_format.records.file_records import SkippedRange, decode_segment
+    from kafka_format.storage.aiven_rsm import use_keys
 
+    use_keys(opts.remote_storage_keys)                   # encrypted remote segments (a worker's first split)
     schema = arrow_schema(opts)
     state: dict[str, Any] = {}
     record = opts.granularity == "record"

@@ -60,6 +60,8 @@ from kafka_format.read.planning import (
     select_replicas,
 )
 from kafka_format.read.remote_log_metadata import metadata_of, tiered_partition
+from kafka_format.storage.aiven_rsm import use_keys
+from kafka_format.storage.aiven_tier import has_aiven_layout, open_aiven_storage
 from kafka_format.storage.partition_log import PartitionLog
 from kafka_format.storage.remote_tier import RemoteStorage, open_remote_storage
 from kafka_format.storage.tiered_history import (
@@ -76,6 +78,9 @@ __all__ = ["ALL_TIERS", "REMOTE_STORAGE_FORMATS", "TIERS", "open_remote_tier", "
            "plan_tiered_splits", "tiered_replicas"]
 
 EARLIEST, LATEST = -2, -1
+#: ``remoteStorageFormat`` values naming one layout
+LOCAL_TIERED_FORMAT = "local-tiered"
+AIVEN_FORMAT = "aiven"
 
 
 def plan_read(opts: ReadOptions, *, selects: Callable[[str, int], bool] | None = None, bounds: Bounds | None = None,
@@ -86,6 +91,7 @@ def plan_read(opts: ReadOptions, *, selects: Callable[[str, int], bool] | None =
     :class:`~kafka_format.read.planning.PlanOptions`, ``impossible`` (filters no row passes) plans
     nothing.  Per-partition bounds that do not name exactly the selected partitions are a
     ``KafkaLogOptionError``."""
+    use_keys(opts.remote_storage_keys)
     plan = opts.plan if plan is None else plan
     bounds = opts.bounds if bounds is None else bounds
     found = open_partitions(list(opts.paths))
@@ -152,17 +158,28 @@ def plan_tiered_read(replicas: Sequence[PartitionLog], options: PlanOptions, bou
 def open_remote_tier(uri: str, remote_storage_format: str, partitions: Collection[TopicIdPartition]
                      ) -> RemoteStorage:
     """The remote storage at ``uri`` in ``remote_storage_format`` (``remoteStorageFormat``), listing only
-    the partition dirs of ``partitions`` (one listing each).  ``aiven`` is refused: that layout is not
-    read yet."""
+    the partition dirs of ``partitions`` (one listing each): ``local-tiered`` Kafka's ``LocalTieredStorage``
+    (:func:`~kafka_format.storage.remote_tier.open_remote_storage`), ``aiven`` Aiven's
+    ``RemoteStorageManager`` (:func:`~kafka_format.storage.aiven_tier.open_aiven_storage`: one manifest
+    read per segment besides), ``auto`` the first when ``uri`` holds a ``kafka-tiered-storage`` dir, else
+    the second when it holds Aiven's directory of one of ``partitions``."""
     if remote_storage_format not in REMOTE_STORAGE_FORMATS:
         raise KafkaLogOptionError("remoteStorageFormat", f"expected one of {', '.join(REMOTE_STORAGE_FORMATS)}, "
                                                          f"got {remote_storage_format!r}")
-    if remote_storage_format == "aiven":
-        raise KafkaLogOptionError(
-            "remoteStorageFormat", "the Aiven RemoteStorageManager's chunked layout is not read yet: only Kafka's "
-            "LocalTieredStorage layout (remoteStorageFormat=local-tiered or auto)")
     wanted = set(partitions)
-    return open_remote_storage(uri, select=lambda tip: tip in wanted)
+    if remote_storage_format == AIVEN_FORMAT:
+        return open_aiven_storage(uri, wanted)
+    if remote_storage_format == LOCAL_TIERED_FORMAT:
+        return open_remote_storage(uri, select=lambda tip: tip in wanted)
+    try:
+        return open_remote_storage(uri, select=lambda tip: tip in wanted)
+    except LogDirError as exc:
+        if exc.code != "REMOTE_STORAGE_NOT_FOUND" or not has_aiven_layout(uri, wanted):
+            if exc.code == "REMOTE_STORAGE_NOT_FOUND":
+                exc.with_hint("or Aiven's RemoteStorageManager layout: <root>/<key.prefix><topic>-<topicId>/"
+                              "<partition>/ (remoteStorageFormat=aiven)")
+            raise
+    return open_aiven_storage(uri, wanted)
 
 
 def tiered_replicas(replicas: Sequence[PartitionLog], found: Sequence[PartitionLog]

@@ -23,6 +23,9 @@ and ``storage.internals.checkpoint``).
   ``ProducerStateManager``);
 * :mod:`~kafka_format.storage.remote_tier` — the remote tier's files as Kafka's ``LocalTieredStorage``
   lays them out (partition dirs, segment filesets), and filesets as a partition log;
+  :mod:`~kafka_format.storage.aiven_rsm`, :mod:`~kafka_format.storage.aiven_view` and
+  :mod:`~kafka_format.storage.aiven_tier` — Aiven's ``RemoteStorageManager`` objects (manifest, chunks,
+  keys), the segment files inside them as a filesystem, and its layout read as a remote storage;
   :mod:`~kafka_format.storage.tiered_history` — one history per tiered partition: which remote or
   local segment serves each offset (``RemoteLogManager``, ``RemoteLogMetadataCache``), and the
   findings where the tiers disagree.

@@ -5,7 +5,8 @@ Everything that touches a log dir's files goes through :class:`FileSystemHandle`
 code reads a broker's disk, a backup in object storage or an in-memory test filesystem.
 
 Locations are plain strings a user can read and re-open: a local absolute path, or a URI whose
-scheme prefix (``s3://``) is kept in front of the filesystem path.  :func:`resolve` turns a
+scheme prefix (``s3://``) is kept in front of the filesystem path.  ``aiven-rsm:<location>`` names a segment
+file inside Aiven's objects at ``<location>`` (:mod:`kafka_format.storage.aiven_tier`).  :func:`resolve` turns a
 location back into a ``(handle, fs_path)`` pair, so frozen, picklable values (segments, splits)
 carry only strings.
 
@@ -45,6 +46,7 @@ __all__ = [
     "DirRow",
     "FileStat",
     "FileSystemHandle",
+    "aiven_view",
     "forget_run_memo",
     "listing_cache",
     "local_handle",
@@ -59,6 +61,8 @@ __all__ = [
 IO_ERROR = "IO_ERROR"
 
 _LOCAL_PREFIXES = ("file://",)
+#: :data:`kafka_format.storage.aiven_view.SCHEME_PREFIX`: the segment files of Aiven's objects
+_AIVEN_VIEW = "aiven-rsm:"
 
 @dataclass(frozen=True)
 class FileStat:
@@ -380,6 +384,9 @@ def resolve(location: str | os.PathLike[str], filesystem: pafs.FileSystem | File
     text = os.fspath(location) if isinstance(location, (PurePath, os.PathLike)) else location
     if not isinstance(text, str):
         raise LogDirError("location is not a path", found=repr(location), code=IO_ERROR)
+    if text.startswith(_AIVEN_VIEW):
+        inner, path = resolve(text[len(_AIVEN_VIEW):])
+        return aiven_view(inner), path
     if "://" not in text:
         return _LOCAL, os.path.abspath(text)
     if text.startswith(_LOCAL_PREFIXES):
@@ -406,6 +413,14 @@ def resolve(location: str | os.PathLike[str], filesystem: pafs.FileSystem | File
     else:
         prefix = text.split("://", 1)[0] + "://"
     return FileSystemHandle(fs, prefix, isinstance(fs, pafs.LocalFileSystem), query), path
+
+
+def aiven_view(inner: FileSystemHandle) -> FileSystemHandle:
+    """The handle of the segment files inside the Aiven objects of ``inner``
+    (:mod:`kafka_format.storage.aiven_view`): locations ``aiven-rsm:`` + ``inner``'s."""
+    from kafka_format.storage.aiven_view import view_filesystem
+
+    return FileSystemHandle(view_filesystem(inner), _AIVEN_VIEW + inner.prefix, False, inner.query)
 
 
 def read_bytes(location: str | os.PathLike[str], *, filesystem: Any = None,

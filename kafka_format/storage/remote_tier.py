@@ -40,7 +40,7 @@ import pyarrow.fs as pafs
 from kafka_format.common.errors import LogDirError
 from kafka_format.common.kafka_uuid import uuid_to_string
 from kafka_format.common.limits import INT32_MAX
-from kafka_format.internal.remote_log_metadata import TopicIdPartition
+from kafka_format.internal.remote_log_metadata import RemoteLogSegmentMetadata, TopicIdPartition
 from kafka_format.records.columns import FileContext
 from kafka_format.storage import checkpoints as ckpt
 from kafka_format.storage import fsio
@@ -297,12 +297,16 @@ class RemotePartitionDir:
 
 @dataclass(frozen=True)
 class RemoteStorage:
-    """A ``LocalTieredStorage`` root: its partition dirs and what its listing holds besides."""
+    """A remote storage root (``LocalTieredStorage``'s, or another layout's read as one:
+    :mod:`kafka_format.storage.aiven_tier`): its partition dirs and what its listing holds besides."""
 
     root: str
     partitions: tuple[RemotePartitionDir, ...]
     rejected: tuple[RejectedEntry, ...] = ()
     filesystem: FileSystemHandle = field(default_factory=fsio.local_handle, repr=False, compare=False)
+    #: the location of a segment's ``.log`` as the store's layout names it (None: ``LocalTieredStorage``'s)
+    expected_log: Callable[[TopicIdPartition, RemoteLogSegmentMetadata], str] | None = field(
+        default=None, repr=False, compare=False)
 
     def partition_dirs(self, topic: str, partition: int) -> list[RemotePartitionDir]:
         """Every dir of ``topic``'s ``partition`` (one per topic id: incarnations of the topic)."""

@@ -476,6 +476,8 @@ class TieredHistory:
 def _expected_log(remote: RemoteStorage | None, directory: RemotePartitionDir | None, partition: TopicIdPartition,
                   metadata: RemoteLogSegmentMetadata) -> str:
     """The ``.log`` location the broker's fetch opens (``RemoteLogSegmentFileset.openFileset``)."""
+    if remote is not None and remote.expected_log is not None:
+        return remote.expected_log(partition, metadata)
     name = fileset_file_name(metadata.start_offset, metadata.segment_id, RemoteFileType.SEGMENT)
     if directory is not None:
         return f"{directory.location}/{name}"
