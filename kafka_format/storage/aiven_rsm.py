@@ -410,28 +410,33 @@ def parse_key_specs(text: str | Sequence[str] | None) -> tuple[str, ...]:
 @dataclass
 class KeyRing:
     """Private RSA keys by key id (the ids of Aiven's ``encryption.key.pairs``); keys given
-    without an id are tried for any id."""
+    without an id are tried for any id, and several keys given for one id are each tried."""
 
-    by_id: dict[str, Any] = field(default_factory=dict)
+    by_id: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
     anonymous: list[tuple[str, Any]] = field(default_factory=list)
-    sources: dict[str, str] = field(default_factory=dict)
     _opened: dict[tuple[str, bytes], bytes] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_specs(cls, specs: Iterable[str]) -> KeyRing:
         """Keys from ``[<key id>=]<PEM path>`` specs (PKCS#8 or PKCS#1 PEM, unencrypted)."""
         ring = cls()
+        ring.add(specs)
+        return ring
+
+    def add(self, specs: Iterable[str]) -> None:
+        """Load the keys of ``specs`` into this ring beside the keys it has (all or, when one
+        cannot be read, none)."""
+        loaded = []
         for spec in specs:
             key_id, sep, path = spec.partition("=")
             if not sep:
                 key_id, path = "", spec
-            key = _load_private_key(path.strip())
-            if key_id.strip():
-                ring.by_id[key_id.strip()] = key
-                ring.sources[key_id.strip()] = path.strip()
+            loaded.append((key_id.strip(), (path.strip(), _load_private_key(path.strip()))))
+        for key_id, source in loaded:
+            if key_id:
+                self.by_id.setdefault(key_id, []).append(source)
             else:
-                ring.anonymous.append((path.strip(), key))
-        return ring
+                self.anonymous.append(source)
 
     def __bool__(self) -> bool:
         return bool(self.by_id or self.anonymous)
@@ -442,10 +447,7 @@ class KeyRing:
         hit = self._opened.get((enc.key_id, enc.encrypted_data_key))
         if hit is not None:
             return hit
-        candidates: list[tuple[str, Any]] = []
-        if enc.key_id in self.by_id:
-            candidates.append((self.sources[enc.key_id], self.by_id[enc.key_id]))
-        candidates.extend(self.anonymous)
+        candidates = [*self.by_id.get(enc.key_id, ()), *self.anonymous]
         if not candidates:
             given = ", ".join(sorted(self.by_id)) or "none"
             raise LogDirError("the segment is encrypted with a key not given", path=location,
@@ -535,51 +537,45 @@ def _crypto() -> Any:
 
 
 _KEYS_LOCK = threading.Lock()
-_KEYS: tuple[tuple[str, ...], KeyRing] | None = None
+_KEY_SPECS: list[str] = []           # every spec given to this process, in order (what KEYS_ENV carries)
+_KEY_RING = KeyRing()
 
 
 def use_keys(specs: Sequence[str] | None) -> None:
-    """Make ``specs`` (``[<key id>=]<PEM path>``) the private keys this process decrypts Aiven
-    segments with, and hand them to worker processes started from it (:data:`KEYS_ENV`); None or
-    empty changes nothing (keys given once stay for the process)."""
+    """Add ``specs`` (``[<key id>=]<PEM path>``) to the private keys this process decrypts Aiven
+    segments with, and hand them to worker processes started from it (:data:`KEYS_ENV`).  Keys
+    accumulate: a DataFrame given one key pair never loses it to another given later (both may be
+    read at once, from two threads); None or empty changes nothing."""
     if not specs:
         return
-    os.environ[KEYS_ENV] = json.dumps(list(specs))
-    _ring(tuple(specs))
+    with _KEYS_LOCK:
+        new = [s for s in dict.fromkeys(specs) if s not in _KEY_SPECS]
+        if not new:
+            return
+        _KEY_RING.add(new)                 # a key that cannot be read raises before anything changes
+        _KEY_SPECS.extend(new)
+        os.environ[KEYS_ENV] = json.dumps(_KEY_SPECS)
 
 
 def forget_keys() -> None:
-    """Drop the keys :func:`use_keys` gave (this process and the workers it starts from now on)."""
-    global _KEYS
+    """Drop every key :func:`use_keys` gave (this process and the workers it starts from now on)."""
+    global _KEY_RING
     with _KEYS_LOCK:
-        _KEYS = None
-    os.environ.pop(KEYS_ENV, None)
-
-
-def _ring(specs: tuple[str, ...]) -> KeyRing:
-    global _KEYS
-    with _KEYS_LOCK:
-        if _KEYS is not None and _KEYS[0] == specs:
-            return _KEYS[1]
-    ring = KeyRing.from_specs(specs)
-    with _KEYS_LOCK:
-        _KEYS = (specs, ring)
-    return ring
+        _KEY_SPECS.clear()
+        _KEY_RING = KeyRing()
+        os.environ.pop(KEYS_ENV, None)
 
 
 def current_key_ring() -> KeyRing:
-    """The keys of :func:`use_keys` (or of :data:`KEYS_ENV` in a worker process); empty when none."""
-    with _KEYS_LOCK:
-        if _KEYS is not None:
-            return _KEYS[1]
+    """The keys of :func:`use_keys` (in a worker process: of :data:`KEYS_ENV` too); empty when none."""
     raw = os.environ.get(KEYS_ENV)
-    if not raw:
-        return KeyRing()
-    try:
-        specs = json.loads(raw)
-    except ValueError:
-        specs = parse_key_specs(raw)
-    return _ring(tuple(str(s) for s in specs))
+    if raw:
+        try:
+            specs = json.loads(raw)
+        except ValueError:
+            specs = parse_key_specs(raw)
+        use_keys([str(s) for s in specs])
+    return _KEY_RING
 
 
 # ---------------------------------------------------------------------------------------------

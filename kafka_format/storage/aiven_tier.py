@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from kafka_format.common.errors import LogDirError
+from kafka_format.common.kafka_uuid import uuid_string_problem
 from kafka_format.internal.remote_log_metadata import RemoteLogSegmentMetadata, TopicIdPartition
 from kafka_format.storage import fsio
 from kafka_format.storage.aiven_rsm import INDEXES_SUFFIX, LOG_SUFFIX, MANIFEST_SUFFIX, SegmentManifest
@@ -62,6 +63,7 @@ OBJECT_SUFFIXES = (LOG_SUFFIX, INDEXES_SUFFIX, MANIFEST_SUFFIX)
 #: the view's files, by the type of a ``LocalTieredStorage`` fileset's file they stand for
 _VIEW_KINDS = tuple(t for t in RemoteFileType if t.suffix in VIEW_FILES)
 
+
 def aiven_main_path(partition: TopicIdPartition, start_offset: int, segment_id: str) -> str:
     """``ObjectKeyFactory.mainPath``: ``<topic>-<topicId>/<partition>/<20-digit offset>-<uuid>``."""
     return (f"{partition.topic}-{partition.topic_id}/{partition.partition}/"
@@ -80,8 +82,6 @@ class _Objects:
 
 
 def _group(h: FileSystemHandle, fs_path: str, rejected: list[RejectedEntry]) -> dict[str, _Objects]:
-    from kafka_format.storage.remote_tier import _uuid_problem
-
     groups: dict[str, _Objects] = {}
     for s in h.list_dir(fs_path):
         location = h.location(s.path)
@@ -96,7 +96,7 @@ def _group(h: FileSystemHandle, fs_path: str, rejected: list[RejectedEntry]) -> 
                                           "not <offset>-<segment uuid>.log|.indexes|.rsm-manifest "
                                           "(ObjectKeyFactory)"))
             continue
-        problem = _uuid_problem(uuid)
+        problem = uuid_string_problem(uuid)
         if problem is not None:
             rejected.append(RejectedEntry(s.name, location, False, s.size, f"segment id {problem}"))
             continue

@@ -26,8 +26,6 @@ remote filesets that the planner and the readers open where they lie.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +36,7 @@ from itertools import pairwise
 import pyarrow.fs as pafs
 
 from kafka_format.common.errors import LogDirError
-from kafka_format.common.kafka_uuid import uuid_to_string
+from kafka_format.common.kafka_uuid import uuid_string_problem
 from kafka_format.common.limits import INT32_MAX
 from kafka_format.internal.remote_log_metadata import RemoteLogSegmentMetadata, TopicIdPartition
 from kafka_format.records.columns import FileContext
@@ -124,20 +122,6 @@ def fileset_file_name(start_offset: int, segment_id: str, kind: RemoteFileType) 
     return f"{start_offset:0{OFFSET_DIGITS}d}-{segment_id}{kind.suffix}"
 
 
-def _uuid_problem(text: str) -> str | None:
-    """Why ``Uuid.fromString(text)`` would not give back ``text`` (None: it does)."""
-    try:
-        raw = base64.urlsafe_b64decode(text + "==")
-    except (binascii.Error, ValueError):
-        return f"{text!r} is not base64url"
-    if len(raw) != 16:
-        return f"{text!r} decodes to {len(raw)} bytes, a Uuid has 16"
-    canonical = uuid_to_string(raw)
-    if canonical != text:
-        return f"{text!r} is not Uuid.toString's form ({canonical!r}): the broker names its files by the latter"
-    return None
-
-
 def _partition_dir_reason(name: str) -> TopicIdPartition | str:
     m = _PARTITION_DIR.fullmatch(name)
     if m is None:
@@ -145,7 +129,7 @@ def _partition_dir_reason(name: str) -> TopicIdPartition | str:
     topic, digits, topic_id = m.groups()
     if int(digits) > INT32_MAX:
         return f"partition {digits} is not an int (Integer.parseInt)"
-    problem = _uuid_problem(topic_id)
+    problem = uuid_string_problem(topic_id)
     if problem is not None:
         return f"topic id {problem}"
     return TopicIdPartition(topic_id, topic, int(digits))
@@ -174,7 +158,7 @@ def _file_reason(name: str) -> tuple[int, str, RemoteFileType] | str:
     kind = _TYPE_OF_SUFFIX.get(suffix)
     if kind is None:
         return f"{suffix} is no RemoteLogSegmentFileType"
-    problem = _uuid_problem(uuid)
+    problem = uuid_string_problem(uuid)
     if problem is not None:
         return f"segment id {problem}"
     return int(digits), uuid, kind

@@ -12,6 +12,7 @@ the last value in full.
 from __future__ import annotations
 
 import json
+import os
 import struct
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from kafka_format.read.options import KafkaLogOptionError
 from kafka_format.read.tiers import open_remote_tier
 from kafka_format.storage import fsio
 from kafka_format.storage.aiven_rsm import (
+    KEYS_ENV,
     ChunkedSegmentFile,
     decode_chunk_sizes,
     forget_keys,
@@ -225,3 +227,22 @@ def test_the_format_option_and_the_key_option(tmp_path: Path) -> None:
         parse_options({"paths": str(a.cluster.log_dir), "remoteStorageKey": "=x.pem"})
     with pytest.raises(LogDirError, match="cannot read the private key"):
         use_keys([f"k={tmp_path / 'absent.pem'}"])
+
+
+def test_keys_given_for_two_stores_stay_given_for_both(tmp_path: Path) -> None:
+    """Two DataFrames in one process, each given only its own key pair: the second's key never
+    takes the first's away (use_keys accumulates; a replaced ring failed the first read again)."""
+    a = aiven_cluster(tmp_path / "a", "encrypted")          # key-a
+    b = aiven_cluster(tmp_path / "b", "zstd-encrypted")     # key-b
+    (da,) = open_remote_tier(str(a.root), "aiven", [PARTITION]).partitions
+    (db,) = open_remote_tier(str(b.root), "aiven", [PARTITION]).partitions
+    seg_a, seg_b = (d.filesets[0].location(RemoteFileType.SEGMENT) for d in (da, db))
+    want = a.source(f"00000000000000000000-{SEG0}.log")
+    use_keys([KEY_A])
+    assert fsio.read_bytes(seg_a) == want
+    use_keys([KEY_B])
+    assert fsio.read_bytes(seg_b) == b.source(f"00000000000000000000-{SEG0}.log")
+    assert fsio.read_bytes(seg_a) == want
+    assert json.loads(os.environ[KEYS_ENV]) == [KEY_A, KEY_B]   # what worker processes get
+    forget_keys()
+    assert KEYS_ENV not in os.environ
