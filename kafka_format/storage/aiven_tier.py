@@ -177,12 +177,36 @@ def log_object_bytes(uri: str) -> int:
                if path.endswith(LOG_SUFFIX) and path[: -len(LOG_SUFFIX)] + MANIFEST_SUFFIX in files)
 
 
+def _split_key_prefix(h: FileSystemHandle, root: str) -> tuple[str, str] | None:
+    """``root`` (the storage root followed by ``key.prefix``) as (the directory the objects' keys
+    start in, the rest of ``key.prefix``): ``(root, "")`` when ``root`` is a directory (a prefix
+    ending in ``/``), ``(parent, name)`` when only its parent is (``key.prefix=cluster-a-`` makes
+    ``<root>/cluster-a-<topic>-<topicId>/...``); None when neither is."""
+    if len(root) > 1:
+        root = root.rstrip("/")
+    st = h.stat(root)
+    if st is not None and st.is_dir:
+        return root, ""
+    parent, sep, name = root.rpartition("/")
+    if not sep or not name or st is not None:
+        return None
+    parent = parent or "/"
+    pst = h.stat(parent)
+    return (parent, name) if pst is not None and pst.is_dir else None
+
+
+def _partition_path(h: FileSystemHandle, base: str, key_prefix: str, p: TopicIdPartition) -> str:
+    return h.join(base, f"{key_prefix}{p.topic}-{p.topic_id}", str(p.partition))
+
+
 def has_aiven_layout(uri: str, partitions: Collection[TopicIdPartition]) -> bool:
     """Whether ``uri`` holds Aiven's directory of any of ``partitions`` (one stat each, at most)."""
     h, root = fsio.resolve(uri)
-    root = root.rstrip("/") or root
+    split = _split_key_prefix(h, root)
+    if split is None:
+        return False
     for p in partitions:
-        st = h.stat(h.join(root, f"{p.topic}-{p.topic_id}", str(p.partition)))
+        st = h.stat(_partition_path(h, *split, p))
         if st is not None and st.is_dir:
             return True
     return False
@@ -190,23 +214,25 @@ def has_aiven_layout(uri: str, partitions: Collection[TopicIdPartition]) -> bool
 
 def open_aiven_storage(uri: str, partitions: Collection[TopicIdPartition], *,
                        filesystem: pafs.FileSystem | FileSystemHandle | None = None) -> RemoteStorage:
-    """The Aiven store at ``uri`` (the storage root with the ``key.prefix``: a local path or any store
+    """The Aiven store at ``uri`` (the storage root followed by ``key.prefix``, which need not end in
+    ``/``: a local path or any store
     :mod:`kafka_format.storage.fsio` opens) for ``partitions``: one stat of the root, one listing of
     each partition's directory, one read of each segment's manifest.  Raises :class:`LogDirError`
     when the root is no directory."""
     h, root = fsio.resolve(uri, filesystem)
-    if len(root) > 1:
-        root = root.rstrip("/")
-    st = h.stat(root)
-    if st is None or not st.is_dir:
+    split = _split_key_prefix(h, root)
+    if split is None:
+        st = h.stat(root)
         raise LogDirError("remote storage root not found", path=h.location(root),
-                          expected="the storage root (with key.prefix) of Aiven's RemoteStorageManager",
+                          expected="the storage root followed by key.prefix of Aiven's RemoteStorageManager "
+                                   "(a directory, or a key prefix in one)",
                           found="nothing there" if st is None else "a file", code="REMOTE_STORAGE_NOT_FOUND")
+    base, key_prefix = split
     view = fsio.aiven_view(h)
     dirs: list[RemotePartitionDir] = []
     for p in sorted(set(partitions), key=lambda x: (x.topic, x.partition, x.topic_id)):
-        name = f"{p.topic}-{p.topic_id}/{p.partition}"
-        path = h.join(root, name)
+        name = f"{key_prefix}{p.topic}-{p.topic_id}/{p.partition}"
+        path = _partition_path(h, base, key_prefix, p)
         pst = h.stat(path)
         if pst is None or not pst.is_dir:
             continue
@@ -215,9 +241,15 @@ def open_aiven_storage(uri: str, partitions: Collection[TopicIdPartition], *,
         filesets = [_fileset(view, p, uuid, objs, path) for uuid, objs in groups.items()]
         filesets.sort(key=lambda f: (f.start_offset, f.segment_id))
         dirs.append(RemotePartitionDir(p, name, h.location(path), tuple(filesets), tuple(rejected)))
-    root_location = h.location(root)
+    root_location = h.location(root.rstrip("/") if len(root) > 1 else root)
+    if key_prefix and not dirs:
+        raise LogDirError("remote storage root not found", path=root_location,
+                          expected=f"a directory, or a key prefix {key_prefix!r} in {h.location(base)} that "
+                                   f"starts the objects' keys (<key.prefix><topic>-<topicId>/<partition>/)",
+                          found="neither", code="REMOTE_STORAGE_NOT_FOUND")
 
     def expected_log(partition: TopicIdPartition, m: RemoteLogSegmentMetadata) -> str:
-        return h.location(h.join(root, aiven_main_path(partition, m.start_offset, m.segment_id) + LOG_SUFFIX))
+        main = key_prefix + aiven_main_path(partition, m.start_offset, m.segment_id)
+        return h.location(h.join(base, main + LOG_SUFFIX))
 
     return RemoteStorage(root_location, tuple(dirs), (), view, expected_log=expected_log)

@@ -17,7 +17,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from aiven_fixture import CONFIGS, KEY_A, KEY_B, KEYS, AivenCluster, aiven_cluster
+from aiven_fixture import CONFIGS, KEY_A, KEY_B, KEYS, TOPIC_DIR, AivenCluster, aiven_cluster
 from tiered_builders import TOPIC_ID
 
 from kafka_format.common.errors import LogDirError
@@ -246,3 +246,23 @@ def test_keys_given_for_two_stores_stay_given_for_both(tmp_path: Path) -> None:
     assert json.loads(os.environ[KEYS_ENV]) == [KEY_A, KEY_B]   # what worker processes get
     forget_keys()
     assert KEYS_ENV not in os.environ
+
+
+def test_a_key_prefix_not_ending_in_a_slash(tmp_path: Path) -> None:
+    """``key.prefix=cluster-a-`` makes the keys ``cluster-a-orders-<id>/0/...`` (ObjectKeyFactory: the
+    prefix, then the main path): the root given is the bucket's path followed by the prefix, no
+    directory; the segments read are still the ones uploaded."""
+    a = aiven_cluster(tmp_path, "plain")
+    bucket = tmp_path / "bucket"
+    bucket.mkdir()
+    (a.root / TOPIC_DIR.split("/")[0]).rename(bucket / ("cluster-a-" + TOPIC_DIR.split("/")[0]))
+    for fmt in ("aiven", "auto"):
+        (d,) = open_remote_tier(str(bucket / "cluster-a-"), fmt, [PARTITION]).partitions  # type: ignore[attr-defined]
+        assert [f.start_offset for f in d.filesets] == [0, 40] and all(f.complete for f in d.filesets)
+        seg0 = d.filesets[0]
+        assert fsio.read_bytes(seg0.location(RemoteFileType.SEGMENT)) == a.source(f"00000000000000000000-{SEG0}.log")
+    with pytest.raises(LogDirError, match="key prefix 'cluster-b-'") as e:
+        open_remote_tier(str(bucket / "cluster-b-"), "aiven", [PARTITION])
+    assert e.value.code == "REMOTE_STORAGE_NOT_FOUND"
+    with pytest.raises(LogDirError, match="remote storage root not found"):
+        open_remote_tier(str(tmp_path / "absent" / "cluster-a-"), "aiven", [PARTITION])
