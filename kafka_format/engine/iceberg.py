@@ -102,6 +102,7 @@ def _rest_properties(url: str) -> dict[str, str]:
         netloc = host if parts.port is None else f"{host}:{parts.port}"
         url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
         props["credential"] = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        props["oauth2-server-uri"] = url.rstrip("/") + "/v1/oauth/tokens"     # the REST spec's token endpoint
     props["uri"] = url
     return props
 

@@ -215,3 +215,21 @@ def test_spark_engine_writes_the_local_engines_rows(spark, tmp_path: Path) -> No
                           "--checkpoint", str(tmp_path / f"ck-{engine}")) == 0
     same_rows(rows_of(tmp_path / "spark"), rows_of(tmp_path / "local"))
     assert_exactly(rows_of(tmp_path / "spark"), oracle(logs))
+
+
+def test_a_rest_catalogs_credential_never_shows(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """An unreachable REST catalog (nothing listens on the port): exit 2, the message names the
+    catalog without its secret, and nothing was written to the warehouse."""
+    import socket
+
+    logs = write_log_dir(tmp_path / "logs")
+    with socket.socket() as s:                  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = run_export(str(logs), "--out", str(tmp_path / "wh"), "--format", "iceberg", "--engine", "local",
+                      "--catalog", f"rest:http://client:s3cr3t-value@127.0.0.1:{port}/")
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "s3cr3t-value" not in captured.err + captured.out
+    assert "127.0.0.1" in captured.err
+    assert not (tmp_path / "wh").exists()
