@@ -233,3 +233,25 @@ def test_a_rest_catalogs_credential_never_shows(tmp_path: Path, capsys) -> None:
     assert "s3cr3t-value" not in captured.err + captured.out
     assert "127.0.0.1" in captured.err
     assert not (tmp_path / "wh").exists()
+
+
+def test_typed_export_adds_a_later_writer_schemas_field_as_a_column(tmp_path: Path) -> None:
+    """Run 1 exports v1 Avro values (no ``note``); the broker's log then holds v2 records (``note``
+    added, optional) and the registry v2: run 2 appends them and the table gains ``value.note``
+    by Iceberg's schema evolution; run 1's rows read it as null, no file rewritten."""
+    from testhelpers import REPO, load_module
+
+    corpus = load_module("registry_corpus", REPO / "tests" / "registry" / "registry_corpus.py")
+    first = corpus.make_corpus(tmp_path / "v1", "avro", n1=3, n2=0)
+    later = corpus.make_corpus(tmp_path / "v2", "avro", n1=3, n2=3)
+    wh = tmp_path / "wh"
+    for c in (first, later):
+        assert run_export(c.root, "--out", str(wh), "--format", "iceberg", "--engine", "local", "--topic", "orders",
+                          "--value-as", "avro", "--checkpoint", str(tmp_path / "ck")) == 0
+    table = load(wh)
+    assert not table.schemas()[0].find_field("value").field_type.fields[-1].name == "note"
+    assert str(table.schema().find_field("value.note").field_type) == "string"
+    files = [t.file.file_path for t in table.scan().plan_files()]
+    assert len(files) == 2 and len(table.snapshots()) == 2
+    rows = sorted(rows_of(wh), key=lambda r: r["offset"])
+    assert [r["value"] for r in rows] == [{**v, "note": v.get("note")} for v in later.values]
