@@ -20,7 +20,7 @@ help: ## Show this help
 $(STAMP): $(SOURCES_FOR_INSTALL)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip setuptools wheel
-	$(PIP) install --quiet -e '.[spark,test,docs,tiered]'
+	$(PIP) install --quiet -e '.[spark,test,docs,tiered,iceberg]'
 	$(PY) -m kafka_format.spark.jars    # delta-spark's and hadoop-aws's jars resolved once (Ivy's cache ~/.ivy2.5.2), recorded in ~/.cache/kafka-log-analytics/jars
 	touch $(STAMP)
 

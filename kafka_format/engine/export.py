@@ -60,6 +60,7 @@ __all__ = [
     "CHECKPOINT_OWNER",
     "DELTA_OWNER",
     "FORMATS",
+    "ICEBERG_OWNER",
     "INCREMENTAL_OWNER",
     "KEY_AS",
     "PARQUET_OWNER",
@@ -68,6 +69,7 @@ __all__ = [
     "VALUE_AS",
     "ExportError",
     "ExportResult",
+    "SplitTasks",
     "check_location",
     "convert_table",
     "decode_table",
@@ -80,11 +82,12 @@ __all__ = [
     "output_owner",
     "parse_partition_by",
     "read_mode",
+    "run_split_tasks",
     "skip_reading_options",
     "source_options",
 ]
 
-FORMATS = ("parquet", "delta")
+FORMATS = ("parquet", "delta", "iceberg")
 PARTITION_LAYOUTS: dict[str, tuple[str, ...]] = {"topic,partition": ("topic", "partition"), "date": ("date",)}
 TYPED_AS = ("avro", "protobuf", "json-schema", "auto")     # kafka_format.registry.typed.AS_TYPES
 KEY_AS = ("binary", "string", *TYPED_AS)
@@ -95,6 +98,8 @@ INCREMENTAL_OWNER = Owner("export", "parquet-incremental")      # OUT of exportB
 DELTA_OWNER = Owner("export", "delta")                          # a Delta table klogs created
 CHECKPOINT_OWNER = Owner("export", "checkpoint")                # the Spark checkpoint of --checkpoint
 BATCH_OWNER = Owner("export", "micro-batch")                    # one exportBatch=N directory
+ICEBERG_OWNER = Owner("export", "iceberg")                      # the warehouse of the default Iceberg catalog
+DAY_COLUMN = "klogs_day"        # Iceberg files of --partition-by date: grouped by day, ``date`` kept in the files
 class ExportError(KafkaFormatError):
     """The export cannot run or its output location holds something it must not overwrite."""
 
@@ -116,6 +121,8 @@ class ExportResult:
     engine: str = "spark"                           # where it ran: local | spark
     writer: str = "spark"                           # what wrote the files: pyarrow | spark | delta-spark | delta-rs
     typed: dict[str, Any] | None = None             # typed key/value: table types, mode, decode errors
+    table: str | None = None                        # Iceberg: the table (NAMESPACE.NAME)
+    snapshot: int | None = None                     # Iceberg: the table's snapshot after the run
     # byte ranges the reads of this run skipped (PERMISSIVE, DROPMALFORMED): merge_skipped(...)
     skipped_ranges: tuple[dict[str, Any], ...] = ()
 
@@ -132,8 +139,9 @@ class ExportResult:
         d["out"] = redact(str(d["out"]))
         d["skipped_ranges"] = [{**r, "file": redact(str(r["file"]))} for r in self.skipped_ranges]
         d["skipped_bytes"] = self.skipped_bytes
-        if d.get("typed") is None:
-            d.pop("typed", None)
+        for optional in ("typed", "table", "snapshot"):
+            if d.get(optional) is None:
+                d.pop(optional, None)
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
 
@@ -253,13 +261,20 @@ def output_owner(format: str, incremental: bool) -> Owner:
     """The marker kind of an export's ``OUT``."""
     if format == "delta":
         return DELTA_OWNER
+    if format == "iceberg":
+        return ICEBERG_OWNER
     return INCREMENTAL_OWNER if incremental else PARQUET_OWNER
 
 
 def check_location(out: str, *, format: str, incremental: bool) -> None:
     """ValueError unless ``out`` can receive this export: Parquet goes to a local path (published by
     one rename) or, batch only, to ``s3a://`` (:mod:`kafka_format.output.store`'s publish: the
-    files copied into place, ``_SUCCESS`` and the marker last); Delta goes anywhere Spark writes."""
+    files copied into place, ``_SUCCESS`` and the marker last); Delta goes anywhere Spark writes;
+    Iceberg's default catalog (SQLite in ``WAREHOUSE/catalog.db``) needs a local warehouse (other
+    catalogs: :func:`kafka_format.engine.iceberg.check_warehouse`)."""
+    if format == "iceberg" and not _is_local(out):
+        raise ValueError(f"{out}: the default Iceberg catalog keeps its SQLite database in the warehouse, "
+                         f"which must be a local path; name a catalog (--catalog rest:URL or sql:URI) for others")
     if format != "parquet" or _is_local(out):
         return
     if is_store(out) and not incremental:
@@ -311,7 +326,7 @@ def needs_spark(*, format: str, checkpoint: str | None, value_as: str, key_as: s
     """Why an export cannot run on the local engine, or None."""
     if format == "delta":
         return "Delta output (delta-spark)"
-    if checkpoint is not None:
+    if checkpoint is not None and format != "iceberg":     # Iceberg: the table's snapshots are the checkpoint
         return "an incremental export (Spark's streaming checkpoint)"
     if value_as == "json":
         return "--value-as json (Spark's JSON parser)"
@@ -387,6 +402,7 @@ class _SplitExport:
     key_as: str
     value_as: str
     typed: Any = None             # a kafka_format.registry.typed.TypedPlan, or None
+    whole_rows: bool = False      # every column in the files, partition columns too (Iceberg's data files)
 
 
 @dataclass(frozen=True)
@@ -397,6 +413,7 @@ class _SplitDone:
     decode_errors: dict[str, int]
     skipped: tuple[dict[str, Any], ...]
     files: AttemptFiles           # the files its attempt wrote (relative to the output's root)
+    last_offset: int | None = None    # the highest offset among the rows written (None: no rows)
 
 
 def _skipped_rows(batch: pa.RecordBatch, drop: bool) -> tuple[pa.RecordBatch, list[dict[str, Any]]]:
@@ -445,8 +462,18 @@ def export_split(task: _SplitExport) -> _SplitDone:
     reading = replace(task.options, mode="PERMISSIVE") if dropping else task.options
     skipped: list[dict[str, Any]] = []
 
+    grouping = (DAY_COLUMN,) if task.whole_rows and "date" in task.partition_by else task.partition_by
+    last: list[int] = []
+
     def convert(table: pa.Table) -> pa.Table:
-        return convert_table(table, partition_by=task.partition_by, key_as=task.key_as, value_as=task.value_as)
+        out = convert_table(table, partition_by=task.partition_by, key_as=task.key_as, value_as=task.value_as)
+        if grouping != task.partition_by:           # files of one day each, the date column kept in them
+            out = out.append_column(DAY_COLUMN, out.column("date"))
+        if task.whole_rows and out.num_rows:
+            import pyarrow.compute as pc
+
+            last.append(int(pc.max(out.column("offset")).as_py()))
+        return out
 
     schema = convert(source.empty_table()).schema
 
@@ -470,9 +497,9 @@ def export_split(task: _SplitExport) -> _SplitDone:
     if first is None:
         return _SplitDone(counts, tuple(skipped), AttemptFiles(name))
     fs, base = task.root.open(task.index, attempt())
-    in_files = [n for n in schema.names if n not in task.partition_by]
+    in_files = [n for n in schema.names if n not in grouping or (task.whole_rows and n != DAY_COLUMN)]
     options = write_options(first.select(in_files))
-    if set(task.partition_by) <= {"topic", "partition"}:
+    if set(grouping) <= {"topic", "partition"}:
         # A split is one topic-partition: its rows go to one hive directory, in row groups of many batches.
         keys = {"topic": task.split.topic, "partition": task.split.partition}
         rel = "/".join([*(f"{c}={quote(str(keys[c]), safe='')}" for c in task.partition_by),
@@ -485,8 +512,8 @@ def export_split(task: _SplitExport) -> _SplitDone:
                              filesystem=fs)
         written = (WrittenFile(rel, n, int(fs.get_file_info(path).size or 0)),)
         _written_point(task)
-        return _SplitDone(counts, tuple(skipped), AttemptFiles(name, written))
-    part_schema = pa.schema([schema.field(c) for c in task.partition_by])
+        return _SplitDone(counts, tuple(skipped), AttemptFiles(name, written), max(last, default=None))
+    part_schema = pa.schema([schema.field(c) for c in grouping])
     files: list[WrittenFile] = []
 
     def visit(f: Any) -> None:
@@ -499,7 +526,8 @@ def export_split(task: _SplitExport) -> _SplitDone:
                      create_dir=not task.root.is_store,
                      file_options=ds.ParquetFileFormat().make_write_options(**options))
     _written_point(task)
-    return _SplitDone(counts, tuple(skipped), AttemptFiles(name, tuple(sorted(files, key=lambda f: f.rel))))
+    return _SplitDone(counts, tuple(skipped), AttemptFiles(name, tuple(sorted(files, key=lambda f: f.rel))),
+                      max(last, default=None))
 
 
 def _written_point(task: _SplitExport) -> None:
@@ -510,6 +538,42 @@ def _written_point(task: _SplitExport) -> None:
 
     if CRASH_ENV in os.environ and first_attempt():
         crash_point(f"export:first-attempt-written:{task.split.topic}-{task.split.partition}")
+
+
+@dataclass
+class SplitTasks:
+    """What the tasks of :func:`run_split_tasks` returned, merged on the driver."""
+
+    manifests: list[AttemptFiles]                   # the kept attempts' files, in task order
+    decode_errors: dict[str, int]                   # rows that did not decode per typed column
+    skipped: list[dict[str, Any]]                   # the ``_corrupt`` values (skipped byte ranges)
+    last_offsets: dict[tuple[str, int], int]        # the highest offset written per topic-partition
+
+
+def run_split_tasks(executor: Executor, root: AttemptRoot, parsed: Any, splits: Sequence[Any], *,
+                    partition_by: tuple[str, ...], key_as: str, value_as: str, typed: Any = None,
+                    whole_rows: bool = False) -> SplitTasks:
+    """One :func:`export_split` task per split of ``splits`` (read with the parsed options
+    ``parsed``) on ``executor``, writing under ``root``'s attempts; the merged results.
+    ``whole_rows``: the files keep the partition columns (Iceberg's data files)."""
+    from kafka_format.engine.read import compiled_decoders, split_weights
+
+    weights, gil_free = split_weights(list(splits), rewritten=True, gil_free=compiled_decoders(typed))
+    names = [f"{s.topic}-{s.partition} ({redact(s.log_dir)})" for s in splits]
+    root.prepare()
+    tasks = [_SplitExport(s, parsed, root, i, partition_by, key_as, value_as, typed, whole_rows)
+             for i, s in enumerate(splits)]
+    out = SplitTasks([], {}, [], {})
+    for split, done in zip(splits, executor.map(export_split, tasks, weights=weights, gil_free=gil_free,
+                                                 names=names), strict=True):
+        for c, n in done.decode_errors.items():
+            out.decode_errors[c] = out.decode_errors.get(c, 0) + n
+        out.skipped += done.skipped
+        out.manifests.append(done.files)
+        if done.last_offset is not None:
+            tp = (split.topic, split.partition)
+            out.last_offsets[tp] = max(out.last_offsets.get(tp, -1), done.last_offset)
+    return out
 
 
 def export_parquet(executor: Executor, logdirs: Sequence[str], out: str, *, options: Mapping[str, str] | None = None,
@@ -526,7 +590,7 @@ def export_parquet(executor: Executor, logdirs: Sequence[str], out: str, *, opti
     import json
     import uuid
 
-    from kafka_format.engine.read import compiled_decoders, read_splits, split_weights
+    from kafka_format.engine.read import read_splits
     from kafka_format.output import store as store_output
 
     cols = parse_partition_by(partition_by)
@@ -543,21 +607,11 @@ def export_parquet(executor: Executor, logdirs: Sequence[str], out: str, *, opti
             probe = decode_table(probe, typed)[0]
         convert_table(probe, partition_by=cols, key_as=key_as,
                       value_as=value_as)        # refuses what it cannot convert before any work
-        weights, gil_free = split_weights(splits, rewritten=True, gil_free=compiled_decoders(typed))
-        names = [f"{s.topic}-{s.partition} ({redact(s.log_dir)})" for s in splits]
 
         def run(root: AttemptRoot) -> tuple[list[AttemptFiles], dict[str, int], list[dict[str, Any]]]:
-            root.prepare()
-            tasks = [_SplitExport(s, parsed, root, i, cols, key_as, value_as, typed) for i, s in enumerate(splits)]
-            counts: dict[str, int] = {}
-            skipped: list[dict[str, Any]] = []
-            manifests: list[AttemptFiles] = []
-            for done in executor.map(export_split, tasks, weights=weights, gil_free=gil_free, names=names):
-                for c, n in done.decode_errors.items():
-                    counts[c] = counts.get(c, 0) + n
-                skipped += done.skipped
-                manifests.append(done.files)
-            return manifests, counts, skipped
+            ran = run_split_tasks(executor, root, parsed, splits, partition_by=cols, key_as=key_as,
+                                  value_as=value_as, typed=typed)
+            return ran.manifests, ran.decode_errors, ran.skipped
 
         if on_store:
             store_output.ensure_publishing(out, PARQUET_OWNER)

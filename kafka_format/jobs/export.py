@@ -1,6 +1,7 @@
-"""``klogs export`` / ``spark-submit jobs/export.py``: topic history to Parquet or Delta (docs/jobs/).
+"""``klogs export`` / ``spark-submit jobs/export.py``: topic history to Parquet, Delta or Iceberg (docs/jobs/).
 
-    klogs export LOGDIR... --out URI [--format parquet|delta] [--partition-by topic,partition|date]
+    klogs export LOGDIR... --out URI [--format parquet|delta|iceberg] [--partition-by topic,partition|date]
+        [--table NS.NAME] [--catalog rest:URL|sql:URI]
         [--checkpoint URI] [--key-as binary|string|F] [--value-as binary|string|json|F]
         [--schemas SOURCE] [--key-subject S] [--value-subject S] [--key-schema FILE]
         [--value-schema FILE] [--key-message NAME] [--value-message NAME]
@@ -21,6 +22,7 @@ output, or that another run holds, is refused with exit 2 before Spark starts.  
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Iterator
@@ -56,9 +58,17 @@ SKIP_FLAGS = "use --option mode=PERMISSIVE or --option mode=DROPMALFORMED to ski
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``klogs export`` argument parser."""
-    parser = argparse.ArgumentParser(prog=f"klogs {PROG}", description="Topic history to Parquet or Delta with every kafka-log column; with "
-                                     "--checkpoint, incrementally and exactly once.")
-    add_common_arguments(parser, formats=("parquet", "delta"), default_format="parquet", out_required=True)
+    from kafka_format.engine.export import FORMATS
+
+    parser = argparse.ArgumentParser(prog=f"klogs {PROG}", description="Topic history to Parquet, Delta or Iceberg with every kafka-log "
+                                     "column; with --checkpoint, incrementally and exactly once.")
+    add_common_arguments(parser, formats=FORMATS, default_format="parquet", out_required=True)
+    parser.add_argument("--table", default=None, metavar="NS.NAME",
+                        help="--format iceberg: the table (default kafka.topic_history)")
+    parser.add_argument("--catalog", default=None, metavar="rest:URL|sql:URI",
+                        help="--format iceberg: the catalog (default: SQLite at OUT/catalog.db, warehouse OUT); "
+                             "rest:URL an Iceberg REST catalog (user:secret@ in URL: its OAuth2 credential), "
+                             "sql:URI a SQLAlchemy database")
     parser.add_argument("--partition-by", default="topic,partition", choices=["topic,partition", "date"],
                         metavar="topic,partition|date",
                         help="output partitioning: topic=T/partition=P/ directories (the default) or date=YYYY-MM-DD/ "
@@ -102,9 +112,13 @@ def _body(args: argparse.Namespace) -> int:
     from kafka_format.engine.export import check_location, hold_outputs, source_options
 
     ctx = job_context(args)
+    if (args.table is not None or args.catalog is not None) and ctx.format != "iceberg":
+        raise UsageError("--table and --catalog are --format iceberg's")
     opts = source_options(topics=ctx.topics, topic_pattern=ctx.topic_pattern,
                           isolation_level=args.isolation_level,
                           extra={**remote_storage_options(args), **_options(args.options)})
+    if ctx.format == "iceberg":
+        return _iceberg(ctx, args, opts)
     try:
         check_location(str(ctx.out), format=ctx.format or "parquet", incremental=bool(args.checkpoint))
     except ValueError as exc:
@@ -114,6 +128,37 @@ def _body(args: argparse.Namespace) -> int:
     with hold_outputs(str(ctx.out), format=ctx.format or "parquet", incremental=bool(args.checkpoint),
                       checkpoint=args.checkpoint, inputs=ctx.logdirs, stores=False), _skip_flags():
         return _run(ctx, args, opts, typed)
+
+
+def _iceberg(ctx: JobContext, args: argparse.Namespace, opts: dict[str, str]) -> int:
+    """``--format iceberg`` on either engine: the tasks write the files, the driver commits them
+    (:mod:`kafka_format.engine.iceberg`); ``--checkpoint``: the table's snapshots hold the offsets."""
+    from kafka_format.engine.export import check_location, hold_outputs, needs_spark
+    from kafka_format.engine.iceberg import DEFAULT_TABLE, export_iceberg
+
+    incremental = bool(args.checkpoint)
+    if args.catalog is None:
+        try:
+            check_location(str(ctx.out), format="iceberg", incremental=incremental)
+        except ValueError as exc:
+            raise UsageError(f"--out: {exc}") from None
+    typed = typed_from_args(args, ctx.logdirs, ctx.topics, ctx.topic_pattern, opts)
+    why = needs_spark(format="iceberg", checkpoint=args.checkpoint, value_as=args.value_as, key_as=args.key_as)
+    with contextlib.ExitStack() as stack:
+        if args.catalog is None:                # the default catalog's warehouse: refused or busy, exit 2 now
+            stack.enter_context(hold_outputs(str(ctx.out), format="iceberg", incremental=incremental,
+                                             inputs=ctx.logdirs, stores=False))
+        stack.enter_context(_skip_flags())
+        executor = executor_for(ctx, PROG, needs_spark=why)
+        try:
+            result = export_iceberg(executor, ctx.logdirs, str(ctx.out), table=args.table or DEFAULT_TABLE,
+                                    catalog=args.catalog, options=opts, partition_by=args.partition_by,
+                                    key_as=args.key_as, value_as=args.value_as, typed=typed,
+                                    incremental=incremental)
+        except ValueError as exc:      # bad option values, a bad --table or --catalog
+            raise UsageError(str(exc)) from None
+    _print_result(result, opts)
+    return EXIT_OK
 
 
 @contextmanager

@@ -193,6 +193,9 @@ __all__ = [
     "write_conf",
 ]
 
+# what Spark's DataFrame writers write here (Iceberg: kafka_format.engine.iceberg, on the job runtime)
+SPARK_FORMATS = tuple(f for f in FORMATS if f != "iceberg")
+
 BATCH_COLUMN = "exportBatch"            # incremental Parquet: one published directory per micro-batch
 DROPPED_COLUMN = "_klogs_dropped"        # DROPMALFORMED read as PERMISSIVE: the _corrupt values, then dropped
 BATCH_MARKER = "_klogs_batch.json"
@@ -607,7 +610,7 @@ def export(df: DataFrame, out: str, *, format: str = "parquet",
 
 def _export(df: DataFrame, out: str, *, format: str, partition_by: str | Sequence[str], key_as: str,
             value_as: str, typed: Any) -> ExportResult:
-    _check_choice("format", format, FORMATS)
+    _check_choice("format", format, SPARK_FORMATS)
     cols = parse_partition_by(partition_by)
     spark = df.sparkSession
     with hold_outputs(out, format=format, incremental=False), write_conf(spark):
@@ -725,7 +728,7 @@ def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, ch
     ``trigger(availableNow=True)``, Spark's checkpoint at ``checkpoint``, each micro-batch published
     atomically and idempotently (see the module doc).  Blocks until the run is done.  A local
     ``out`` and ``checkpoint`` are claimed first (:func:`hold_outputs`)."""
-    _check_choice("format", format, FORMATS)
+    _check_choice("format", format, SPARK_FORMATS)
     cols = parse_partition_by(partition_by)
     _check_choice("key_as", key_as, KEY_AS)
     _check_choice("value_as", value_as, VALUE_AS)
