@@ -10,17 +10,19 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
-from kafka_format.log.recovery import ROW_FIELDS, plan_recovery, recovered_segment_files
+from kafka_format.log.recovery import ROW_FIELDS, RecoveryPlan, plan_recovery, recovered_segment_files
 from kafka_format.storage.logdir import open_log_dirs
-from kafka_format.writer import LogDirWriter, Record, build_v2_batch
+from kafka_format.storage.partition_log import PartitionLog
+from kafka_format.writer import BuiltBatch, LogDirWriter, Record, build_v2_batch
 
 NOW = 1_700_000_000_000
 INTERVAL = 300
 TOPIC_ID = b"\x07" * 16
 
 
-def _batch(i: int):
+def _batch(i: int) -> BuiltBatch:
     records = [Record(key=b"k%d" % j, value=bytes([65 + j]) * 100, timestamp=NOW + 10 * i + j) for j in range(10)]
     return build_v2_batch(records, base_offset=10 * i, partition_leader_epoch=0 if i < 4 else 1)
 
@@ -41,7 +43,7 @@ def _logdir(tmp_path: Path, *, clean: bool = True, recovery_point: int | None = 
     return root
 
 
-def _plan(root: Path, **kw):
+def _plan(root: Path, **kw: Any) -> tuple[PartitionLog, RecoveryPlan]:
     dirs = open_log_dirs(root, include_special=True)
     (ld,) = dirs.log_dirs
     (part,) = ld.partitions
