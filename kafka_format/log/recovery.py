@@ -77,6 +77,7 @@ class SegmentRecovery:
     offset_entries: tuple[tuple[int, int], ...]  # (absolute offset, position)
     time_entries: tuple[tuple[int, int], ...]    # (timestamp, absolute offset)
     epochs: tuple[tuple[int, int], ...]          # (epoch, base offset) of each v2 batch with an epoch
+    fatal: str | None = None                     # the broker cannot load the log (offset overflow)
 
     @property
     def truncated_bytes(self) -> int:
@@ -191,8 +192,13 @@ def recover_segment(part: PartitionLog, seg: Segment, index_interval_bytes: int)
                 reason = f"at byte {valid}: invalid batch at offset {head.base_offset}: {bad}"
                 break
             if not 0 <= head.last_offset - seg.base_offset <= 0x7FFFFFFF:
-                reason = f"at byte {valid}: offset {head.last_offset} out of the segment's range"
-                break
+                # ensureOffsetInRange: LogSegmentOffsetOverflowException; LogLoader.retryOnOffsetOverflow
+                # then splits the segment, which refuses a segment without a real overflow: the log dir fails
+                return SegmentRecovery(
+                    seg.base_offset, size, size, seg.base_offset, None, (), (), (),
+                    fatal=f"{seg.name}.log at byte {valid}: batch offset {head.last_offset} does not fit the "
+                          "segment (offset overflow): the broker tries to split the segment, fails and takes "
+                          "the log dir offline (it does not start on these files)")
             if head.max_timestamp > max_ts:
                 max_ts, max_ts_offset = head.max_timestamp, head.last_offset
             if valid - last_entry > index_interval_bytes:
@@ -303,6 +309,8 @@ def plan_recovery(part: PartitionLog, *, clean_shutdown: bool, index_interval_by
 
     def recover(seg: Segment) -> SegmentRecovery:
         r = recover_segment(part, seg, interval)
+        if r.fatal is not None:
+            actions.append(r.fatal)
         for epoch, base in r.epochs:
             if not cache or epoch > cache[-1][0]:
                 _assign(cache, epoch, base)
@@ -322,6 +330,8 @@ def plan_recovery(part: PartitionLog, *, clean_shutdown: bool, index_interval_by
         first = segs.index(floor[-1]) if floor else 0
         for i in range(first, len(segs)):
             r = recover(segs[i])
+            if r.fatal is not None:
+                break
             if r.truncated_bytes > 0:
                 deleted = segs[i + 1:]
                 kept = segs[:i + 1]

@@ -200,3 +200,11 @@ def test_log_start_checkpoint_moves_the_first_epoch(tmp_path: Path) -> None:
     _part, plan = _plan(root)
     assert plan.log_start_offset == 45
     assert plan.leader_epochs == ((1, 45),)           # (0,0) and (1,40) start at or before 45: (1,45)
+
+
+def test_a_batch_offset_beyond_the_segment_makes_the_load_fail(tmp_path: Path) -> None:
+    root = _logdir(tmp_path, clean=False)
+    _flip(root, 60, BATCH_SIZE + 0)                   # high byte of batch 7's baseOffset: CRC does not cover it
+    _part, plan = _plan(root)
+    assert plan.truncated_at is None and plan.bytes_dropped == 0
+    assert any("offset overflow" in a and "does not start" in a for a in plan.actions)
