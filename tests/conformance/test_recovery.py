@@ -78,11 +78,11 @@ def _damage_deleted_index(pdir: Path) -> str:
 
 
 def _damage_flipped_byte(pdir: Path) -> str:
-    log = sorted(pdir.glob("*.log"))[-2]
+    log = sorted(pdir.glob("*.log"))[-1]         # the active segment: recovered after any crash
     data = bytearray(log.read_bytes())
-    data[len(data) // 2] ^= 0x10
+    data[len(data) - 10] ^= 0x10                  # in the last batch's records (CRC-covered)
     log.write_bytes(bytes(data))
-    return f"a byte flipped mid {log.name}"
+    return f"a byte flipped 10 bytes before the end of {log.name}"
 
 
 CASES: dict[str, Callable[[Path], str] | None] = {
@@ -126,6 +126,10 @@ def test_recover_predicts_the_restarted_broker(broker_factory: Callable[..., Kaf
     tasks = recover_tasks(dirs, load_topic_configs(dirs), topics=[TOPIC])
     (plan,) = recover_plans(LocalExecutor(), tasks)
     files = dict(recovered_segment_files(tasks[0].part, plan))
+    if case in ("truncated-tail", "flipped-byte"):
+        assert plan.bytes_dropped > 0, plan          # the damage is one the load must see
+    if case == "deleted-index":
+        assert 0 in plan.rebuilt_indexes, plan
 
     broker = KafkaBroker.on_log_dir(kafka_version, work / "broker", restarted_dir, QUIET)
     broker.start()
