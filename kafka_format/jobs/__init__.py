@@ -1,9 +1,9 @@
-"""The six jobs (``docs/jobs/``): ``klogs JOB ARGS`` and ``spark-submit jobs/JOB.py ARGS`` run the
+"""The seven jobs (``docs/jobs/``): ``klogs JOB ARGS`` and ``spark-submit jobs/JOB.py ARGS`` run the
 same ``main(argv) -> int`` of the module :mod:`kafka_format.jobs.<JOB>`.
 
 * :mod:`~kafka_format.jobs.offsets`, :mod:`~kafka_format.jobs.retention`,
   :mod:`~kafka_format.jobs.compaction`, :mod:`~kafka_format.jobs.audit`,
-  :mod:`~kafka_format.jobs.export`, :mod:`~kafka_format.jobs.groups` — each a parser (``build_parser``) and a run over the library's
+  :mod:`~kafka_format.jobs.export`, :mod:`~kafka_format.jobs.groups`, :mod:`~kafka_format.jobs.recover` — each a parser (``build_parser``) and a run over the library's
   functions, on the local engine or on Spark;
 * :mod:`~kafka_format.jobs.jobargs` — the flags every job shares, its context, the session, the one
   error line and exit code (``run_main``); :mod:`~kafka_format.jobs.sparkerrors` — a Spark failure
@@ -32,6 +32,7 @@ JOBS: dict[str, str] = {
     "audit": "every kafka-dump-log check plus checkpoint/epoch/replica checks",
     "export": "topic history to Parquet or Delta, incrementally",
     "groups": "consumer groups: committed offsets, lag, expiry, what retention takes unread",
+    "recover": "what the broker's log loader keeps, truncates and rebuilds on its next start",
 }
 
 

@@ -18,6 +18,7 @@ JOB_ARGS = {
     "compaction": ["--out", "{out}"],
     "audit": ["--out", "{out}"],
     "export": ["--out", "{out}"],
+    "recover": ["--out", "{out}"],
 }
 
 
