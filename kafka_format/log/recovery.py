@@ -38,6 +38,7 @@ from kafka_format.common.crc import crc32, crc32c
 from kafka_format.common.errors import CorruptRecordError
 from kafka_format.records import batch_v2
 from kafka_format.records.entry import LOG_OVERHEAD
+from kafka_format.records.record_batch import NO_TIMESTAMP
 from kafka_format.storage.batch_heads import SCAN_CHUNK, BatchHead, next_offset_after, parse_batch_head
 from kafka_format.storage.index import OFFSET_ENTRY, TIME_ENTRY
 from kafka_format.storage.partition_files import Segment, filename_prefix_from_offset
@@ -56,7 +57,6 @@ ROW_FIELDS = ("topic", "partition", "logDir", "cleanShutdown", "recoveryPoint", 
 _CRC = struct.Struct(">I")
 _LEGACY_CRC_AT = LOG_OVERHEAD            # v0/v1: crc right after offset and size
 _LEGACY_CRC_FROM = LOG_OVERHEAD + 4      # ... covering magic .. end of message
-_NO_TIMESTAMP = -1
 
 _NOTE_ACTIONS = (    # log_loader's reconciliation notes -> what the broker does to the file
     (" (pending deletion)", "deleted {} (.deleted file left by a deletion)"),
@@ -175,7 +175,7 @@ def recover_segment(part: PartitionLog, seg: Segment, index_interval_bytes: int)
     offsets: list[tuple[int, int]] = []
     times: list[tuple[int, int]] = []
     epochs: list[tuple[int, int]] = []
-    max_ts, max_ts_offset = _NO_TIMESTAMP, seg.base_offset
+    max_ts, max_ts_offset = NO_TIMESTAMP, seg.base_offset
     valid, last_entry = 0, 0
     reason: str | None = None
     next_offset = seg.base_offset
@@ -209,14 +209,14 @@ def recover_segment(part: PartitionLog, seg: Segment, index_interval_bytes: int)
                         f"at byte {valid}: offset {head.last_offset} not above the previous index entry "
                         "(InvalidOffsetException: the segment is emptied)", (), (), ())
                 offsets.append((head.last_offset, valid))
-                if max_ts > (times[-1][0] if times else _NO_TIMESTAMP):
+                if max_ts > (times[-1][0] if times else NO_TIMESTAMP):
                     times.append((max_ts, max_ts_offset))
                 last_entry = valid
             valid += head.size
             next_offset = head.last_offset + 1
             if head.magic >= 2 and head.leader_epoch >= 0 and (not epochs or epochs[-1][0] != head.leader_epoch):
                 epochs.append((head.leader_epoch, head.base_offset))
-    if max_ts > (times[-1][0] if times else _NO_TIMESTAMP):
+    if max_ts > (times[-1][0] if times else NO_TIMESTAMP):
         times.append((max_ts, max_ts_offset))
     return SegmentRecovery(seg.base_offset, size, valid, next_offset, reason, tuple(offsets), tuple(times),
                            tuple(epochs))
