@@ -30,7 +30,7 @@ JOBS: dict[str, str] = {
     "retention": "segments Kafka's retention pass would delete, and when",
     "compaction": "what the log cleaner keeps, or the compacted table view",
     "audit": "every kafka-dump-log check plus checkpoint/epoch/replica checks",
-    "export": "topic history to Parquet or Delta, incrementally",
+    "export": "topic history to Parquet, Delta or Iceberg, incrementally",
     "groups": "consumer groups: committed offsets, lag, expiry, what retention takes unread",
     "recover": "what the broker's log loader keeps, truncates and rebuilds on its next start",
 }

@@ -49,10 +49,7 @@ def _killed_mid_write(broker: KafkaBroker, dest: Path) -> Path:
         except Exception:                  # the broker is gone: the sends after the kill fail
             pass
         finally:
-            try:
-                p.close(timeout=1)
-            except Exception:
-                pass
+            workloads.abandon_producer(p)
 
     t = threading.Thread(target=send, daemon=True)
     t.start()

@@ -74,6 +74,20 @@ class Workload:
         self.open_producers.clear()
 
 
+def abandon_producer(p: Any) -> None:
+    """Close a kafka-python producer whose broker is gone.  Its ``close`` raises while sends are
+    pending (the flush times out before it marks itself closed), and ``__del__`` would raise the same
+    later, from the garbage collector, into another test; so its sender is stopped by force and the
+    producer marked closed."""
+    try:
+        p.close(timeout=1)
+    except Exception:  # noqa: BLE001 - the broker is gone: the pending sends cannot complete
+        sender = getattr(p, "_sender", None)
+        if sender is not None:
+            sender.force_close()
+        p._closed = True
+
+
 def producer(broker: KafkaBroker, **config: Any) -> Any:
     """A kafka-python ``KafkaProducer`` to ``broker`` (small batches so many batches per segment)."""
     from kafka import KafkaProducer
