@@ -70,11 +70,13 @@ __all__ = [
     "ExportError",
     "ExportResult",
     "SplitTasks",
+    "check_choice",
     "check_location",
     "convert_table",
     "decode_table",
     "export_local",
     "export_parquet",
+    "export_schema",
     "export_split",
     "hold_outputs",
     "merge_skipped",
@@ -195,7 +197,8 @@ def parse_partition_by(text: str | Sequence[str]) -> tuple[str, ...]:
     return PARTITION_LAYOUTS[key]
 
 
-def _check_choice(name: str, value: str, choices: Sequence[str]) -> None:
+def check_choice(name: str, value: str, choices: Sequence[str]) -> None:
+    """A ``ValueError`` naming ``name`` unless ``value`` is one of ``choices``."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
 
@@ -349,8 +352,8 @@ def convert_table(table: pa.Table, *, partition_by: Sequence[str], key_as: str, 
     """The exported columns of ``kafka-log`` rows: ``key_as``/``value_as`` ``string`` decoded as
     Java does, ``date`` (UTC day of ``timestamp``, null for ``NO_TIMESTAMP``) when partitioned by it.
     Typed ``key_as``/``value_as`` columns are :func:`decode_table`'s, taken as they are."""
-    _check_choice("key_as", key_as, KEY_AS)
-    _check_choice("value_as", value_as, VALUE_AS)
+    check_choice("key_as", key_as, KEY_AS)
+    check_choice("value_as", value_as, VALUE_AS)
     if value_as == "json":
         raise ValueError("--value-as json needs Spark's JSON parser (--engine spark)")
     needed = ({"key"} if key_as != "binary" else set()) | ({"value"} if value_as != "binary" else set()) \
@@ -594,19 +597,15 @@ def export_parquet(executor: Executor, logdirs: Sequence[str], out: str, *, opti
     from kafka_format.output import store as store_output
 
     cols = parse_partition_by(partition_by)
-    _check_choice("key_as", key_as, KEY_AS)
-    _check_choice("value_as", value_as, VALUE_AS)
+    check_choice("key_as", key_as, KEY_AS)
+    check_choice("value_as", value_as, VALUE_AS)
     on_store = is_store(out)
     if not on_store:
         local_path(out)             # ValueError for other URIs: no atomic publish there
     opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
     with hold_outputs(out, format="parquet", incremental=False, inputs=logdirs):
         parsed, splits = read_splits(opts, cores=executor.cores())
-        probe = _probe(parsed)
-        if typed is not None and typed.plans:
-            probe = decode_table(probe, typed)[0]
-        convert_table(probe, partition_by=cols, key_as=key_as,
-                      value_as=value_as)        # refuses what it cannot convert before any work
+        export_schema(parsed, typed, partition_by=cols, key_as=key_as, value_as=value_as)  # refuses early
 
         def run(root: AttemptRoot) -> tuple[list[AttemptFiles], dict[str, int], list[dict[str, Any]]]:
             ran = run_split_tasks(executor, root, parsed, splits, partition_by=cols, key_as=key_as,
@@ -651,8 +650,14 @@ def export_local(logdirs: Sequence[str], out: str, *, options: Mapping[str, str]
                           value_as=value_as, typed=typed)
 
 
-def _probe(options: Any) -> pa.Table:
-    """An empty table of the rows a read with ``options`` yields."""
+def export_schema(options: Any, typed: Any, *, partition_by: Sequence[str], key_as: str,
+                  value_as: str) -> pa.Schema:
+    """The schema of the files an export of a read with ``options`` writes (typed columns decoded,
+    key and value converted, partition columns added); raises for what it cannot convert, so a
+    run refuses before any work."""
     from kafka_format.read.split_reader import arrow_schema
 
-    return arrow_schema(options).empty_table()
+    probe = arrow_schema(options).empty_table()
+    if typed is not None and typed.plans:
+        probe = decode_table(probe, typed)[0]
+    return convert_table(probe, partition_by=partition_by, key_as=key_as, value_as=value_as).schema

@@ -51,10 +51,8 @@ from kafka_format.engine.export import (
     VALUE_AS,
     ExportError,
     ExportResult,
-    _check_choice,
-    _probe,
-    convert_table,
-    decode_table,
+    check_choice,
+    export_schema,
     hold_outputs,
     merge_skipped,
     parse_partition_by,
@@ -297,16 +295,13 @@ def export_iceberg(executor: Executor, logdirs: Sequence[str], warehouse: str, *
     from kafka_format.engine.read import read_splits
 
     cols = parse_partition_by(partition_by)
-    _check_choice("key_as", key_as, KEY_AS)
-    _check_choice("value_as", value_as, VALUE_AS)
+    check_choice("key_as", key_as, KEY_AS)
+    check_choice("value_as", value_as, VALUE_AS)
     ident = _identifier(table)
     opts = {**dict(options or {}), "paths": json.dumps(list(logdirs))}
     with _held(warehouse, catalog, incremental, logdirs):
         parsed, splits = read_splits(opts, cores=executor.cores())
-        probe = _probe(parsed)
-        if typed is not None and typed.plans:
-            probe = decode_table(probe, typed)[0]
-        arrow = convert_table(probe, partition_by=cols, key_as=key_as, value_as=value_as).schema
+        arrow = export_schema(parsed, typed, partition_by=cols, key_as=key_as, value_as=value_as)
         cat = open_catalog(warehouse, catalog)
         try:
             tbl = cat.load_table(ident)

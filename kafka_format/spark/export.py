@@ -140,9 +140,9 @@ from kafka_format.engine.export import (  # shared with the local engine (no pys
     VALUE_AS,
     ExportError,
     ExportResult,
-    _check_choice,
     _data_files,
     _is_local,
+    check_choice,
     hold_outputs,
     merge_skipped,
     output_owner,
@@ -235,8 +235,8 @@ def convert_columns(df: DataFrame, *, partition_by: Sequence[str] = ("topic", "p
     """The exported columns of a ``kafka-log`` DataFrame: key/value conversion and the ``date``
     partition column (see the module doc).  Call inside :func:`write_conf` (the string decoding
     depends on it); :func:`export` does."""
-    _check_choice("key_as", key_as, KEY_AS)
-    _check_choice("value_as", value_as, VALUE_AS)
+    check_choice("key_as", key_as, KEY_AS)
+    check_choice("value_as", value_as, VALUE_AS)
     _check_typed(key_as, value_as, typed)
     cols = set(df.columns)
     needed = set(partition_by) | ({"key"} if key_as != "binary" else set()) \
@@ -610,7 +610,7 @@ def export(df: DataFrame, out: str, *, format: str = "parquet",
 
 def _export(df: DataFrame, out: str, *, format: str, partition_by: str | Sequence[str], key_as: str,
             value_as: str, typed: Any) -> ExportResult:
-    _check_choice("format", format, SPARK_FORMATS)
+    check_choice("format", format, SPARK_FORMATS)
     cols = parse_partition_by(partition_by)
     spark = df.sparkSession
     with hold_outputs(out, format=format, incremental=False), write_conf(spark):
@@ -728,10 +728,10 @@ def export_incremental(spark: SparkSession, logdirs: Sequence[str], out: str, ch
     ``trigger(availableNow=True)``, Spark's checkpoint at ``checkpoint``, each micro-batch published
     atomically and idempotently (see the module doc).  Blocks until the run is done.  A local
     ``out`` and ``checkpoint`` are claimed first (:func:`hold_outputs`)."""
-    _check_choice("format", format, SPARK_FORMATS)
+    check_choice("format", format, SPARK_FORMATS)
     cols = parse_partition_by(partition_by)
-    _check_choice("key_as", key_as, KEY_AS)
-    _check_choice("value_as", value_as, VALUE_AS)
+    check_choice("key_as", key_as, KEY_AS)
+    check_choice("value_as", value_as, VALUE_AS)
     _check_typed(key_as, value_as, typed)
     from kafka_format.read.options import parse_options
 
